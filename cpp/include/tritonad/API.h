@@ -1,0 +1,30 @@
+// The C++ entry points the Python module calls. Plain std types only: the
+// pybind11 translation unit (built with RTTI and exceptions) must not include
+// MLIR headers (built without).
+#ifndef TRITONAD_API_H
+#define TRITONAD_API_H
+
+#include <string>
+
+namespace tritonad::api {
+
+struct Result {
+  bool ok = false;
+  std::string output;      // printed module when ok
+  std::string diagnostics; // MLIR's diagnostics, "<file>:line:col: error: ..." each
+};
+
+struct PrintOptions {
+  bool generic = false;   // --mlir-print-op-generic
+  bool debugInfo = true;  // keep locations (Triton puts them into PTX line info)
+};
+
+/// Parses `ir` (named `bufferName` in diagnostics), verifies it, runs the
+/// textual pass pipeline (mlir-opt syntax, e.g. "builtin.module(cse)"; empty
+/// runs nothing) and prints the result.
+Result runPipeline(const std::string &ir, const std::string &pipeline,
+                   const PrintOptions &print, const std::string &bufferName);
+
+} // namespace tritonad::api
+
+#endif

@@ -1,0 +1,123 @@
+#include "tritonad/API.h"
+
+#include "tritonad/InitAll.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace {
+// "file:line:col" of the first file location inside `loc` (Triton wraps them
+// in name and call-site locations); MLIR's own form otherwise.
+std::string formatLocation(Location loc) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  FileLineColLoc fileLoc;
+  loc->walk([&](Location nested) {
+    if (auto candidate = dyn_cast<FileLineColLoc>(nested)) {
+      fileLoc = candidate;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (fileLoc)
+    os << fileLoc.getFilename().getValue() << ":" << fileLoc.getLine() << ":"
+       << fileLoc.getColumn();
+  else
+    os << loc;
+  return text;
+}
+
+// Collects every diagnostic as "<loc>: <severity>: <message>", notes included,
+// instead of printing them to stderr.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(MLIRContext &context)
+      : handler(&context, [this](Diagnostic &diag) {
+          append(diag);
+          for (Diagnostic &note : diag.getNotes())
+            append(note);
+          return success();
+        }) {}
+
+  std::string take() { return std::move(text); }
+
+private:
+  void append(Diagnostic &diag) {
+    llvm::raw_string_ostream os(text);
+    os << formatLocation(diag.getLocation()) << ": ";
+    switch (diag.getSeverity()) {
+    case DiagnosticSeverity::Error: os << "error: "; break;
+    case DiagnosticSeverity::Warning: os << "warning: "; break;
+    case DiagnosticSeverity::Note: os << "note: "; break;
+    case DiagnosticSeverity::Remark: os << "remark: "; break;
+    }
+    os << diag.str() << "\n";
+  }
+
+  std::string text;
+  ScopedDiagnosticHandler handler;
+};
+
+tritonad::api::Result failedResult(DiagnosticCollector &diagnostics,
+                                   const std::string &fallback) {
+  tritonad::api::Result result;
+  result.diagnostics = diagnostics.take();
+  if (result.diagnostics.empty())
+    result.diagnostics = fallback;
+  return result;
+}
+} // namespace
+
+namespace tritonad::api {
+
+Result runPipeline(const std::string &ir, const std::string &pipeline,
+                   const PrintOptions &print, const std::string &bufferName) {
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllPasses();
+  MLIRContext context(registry, MLIRContext::Threading::DISABLED);
+  context.loadAllAvailableDialects();
+  DiagnosticCollector diagnostics(context);
+
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(ir, bufferName),
+                               llvm::SMLoc());
+  // parseSourceFile verifies the module after parsing.
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return failedResult(diagnostics, "failed to parse the input");
+
+  if (!pipeline.empty()) {
+    PassManager pm(&context);
+    std::string pipelineErrors;
+    llvm::raw_string_ostream errorStream(pipelineErrors);
+    if (mlir::failed(parsePassPipeline(pipeline, pm, errorStream)))
+      return failedResult(diagnostics, "invalid pass pipeline '" + pipeline + "': " + pipelineErrors);
+    if (mlir::failed(pm.run(*module)))
+      return failedResult(diagnostics, "pass pipeline '" + pipeline + "' failed");
+  }
+
+  Result result;
+  llvm::raw_string_ostream os(result.output);
+  OpPrintingFlags flags;
+  flags.enableDebugInfo(print.debugInfo, /*prettyForm=*/false);
+  flags.printNameLocAsPrefix(true); // SSA names from Python variables, as Triton prints
+
+  if (print.generic)
+    flags.printGenericOpForm();
+  module->print(os, flags);
+  result.ok = true;
+  result.diagnostics = diagnostics.take();
+  return result;
+}
+
+} // namespace tritonad::api

@@ -1,0 +1,1 @@
+#include "tritonad/Transforms/Passes.h"
