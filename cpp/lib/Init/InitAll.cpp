@@ -1,5 +1,6 @@
 #include "tritonad/InitAll.h"
 
+#include "tritonad/AutoDiff/ReverseModeInterface.h"
 #include "tritonad/Dialect/Triton/Dialect.h"
 #include "tritonad/Transforms/Passes.h"
 
@@ -11,6 +12,7 @@ void tritonad::registerAllDialects(mlir::DialectRegistry &registry) {
                   mlir::math::MathDialect, mlir::scf::SCFDialect,
                   mlir::cf::ControlFlowDialect, mlir::ub::UBDialect,
                   mlir::func::FuncDialect>();
+  registerReverseModeRules(registry);
 }
 
 void tritonad::registerAllPasses() {

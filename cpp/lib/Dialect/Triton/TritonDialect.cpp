@@ -1,6 +1,7 @@
 #include "tritonad/Dialect/Triton/Dialect.h"
 
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Transforms/InliningUtils.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/FunctionImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -13,7 +14,33 @@ using namespace mlir::triton;
 #define GET_TYPEDEF_CLASSES
 #include "tritonad/Dialect/Triton/TritonTypes.cpp.inc"
 
+namespace {
+// Lets MLIR's `inline` pass inline tt.call, as Triton's make_ttir does; a
+// callee marked `noinline = true` stays a call.
+struct TritonInlinerInterface : public DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+
+  bool isLegalToInline(Operation *, Operation *callable, bool) const final {
+    auto noinline = callable->getAttrOfType<BoolAttr>("noinline");
+    return !noinline || !noinline.getValue();
+  }
+  bool isLegalToInline(Region *, Region *, bool, IRMapping &) const final { return true; }
+  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final { return true; }
+
+  void handleTerminator(Operation *op, ValueRange valuesToReplace) const final {
+    for (auto [result, replacement] : llvm::zip(valuesToReplace, op->getOperands()))
+      result.replaceAllUsesWith(replacement);
+  }
+  void handleTerminator(Operation *op, Block *newDest) const final {
+    OpBuilder builder(op);
+    cf::BranchOp::create(builder, op->getLoc(), newDest, op->getOperands());
+    op->erase();
+  }
+};
+} // namespace
+
 void TritonDialect::initialize() {
+  addInterfaces<TritonInlinerInterface>();
   addTypes<
 #define GET_TYPEDEF_LIST
 #include "tritonad/Dialect/Triton/TritonTypes.cpp.inc"

@@ -1,0 +1,57 @@
+// State of one reverse sweep: the map from primal values to their recomputed
+// forward values and to their accumulated adjoints.
+#ifndef TRITONAD_AUTODIFF_ADJOINTSTATE_H
+#define TRITONAD_AUTODIFF_ADJOINTSTATE_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace tritonad {
+
+class AdjointState {
+public:
+  AdjointState(mlir::IRMapping &forward, const llvm::DenseSet<mlir::Value> &active)
+      : forwardMap(forward), activeValues(active) {}
+
+  /// The recomputed forward value of a primal value.
+  mlir::Value forward(mlir::Value primal) const { return forwardMap.lookup(primal); }
+
+  /// Whether `primal` carries a gradient (depends on a differentiated input
+  /// and influences a differentiated output).
+  bool isActive(mlir::Value primal) const { return activeValues.contains(primal); }
+
+  /// The adjoint accumulated so far for `primal`, or null (zero) if none.
+  mlir::Value adjoint(mlir::Value primal) const { return adjoints.lookup(primal); }
+
+  /// The adjoint of `primal`, materializing a zero constant if there is none.
+  mlir::Value adjointOrZero(mlir::OpBuilder &builder, mlir::Value primal);
+
+  /// adjoint(primal) += delta; ignored for inactive values. `delta` must have
+  /// primal's type.
+  void accumulate(mlir::OpBuilder &builder, mlir::Value primal, mlir::Value delta);
+
+  /// Sets the adjoint outright (used when seeding).
+  void setAdjoint(mlir::Value primal, mlir::Value adjoint) { adjoints[primal] = adjoint; }
+
+private:
+  mlir::IRMapping &forwardMap;
+  const llvm::DenseSet<mlir::Value> &activeValues;
+  llvm::DenseMap<mlir::Value, mlir::Value> adjoints;
+};
+
+/// A zero of `type` (float scalar or tensor).
+mlir::Value createZero(mlir::OpBuilder &builder, mlir::Location loc, mlir::Type type);
+
+/// A float constant of `type` (splat for tensors).
+mlir::Value createFloatConstant(mlir::OpBuilder &builder, mlir::Location loc, mlir::Type type,
+                                double value);
+
+/// Whether values of `type` can carry gradients (floats and tensors of floats).
+bool isDifferentiableType(mlir::Type type);
+
+} // namespace tritonad
+
+#endif

@@ -1,0 +1,23 @@
+// Reverse-mode differentiation of tt.func bodies.
+#ifndef TRITONAD_AUTODIFF_DIFFERENTIATE_H
+#define TRITONAD_AUTODIFF_DIFFERENTIATE_H
+
+#include "tritonad/Dialect/Triton/Dialect.h"
+
+namespace tritonad {
+
+/// The type of the vector-Jacobian product of `primal` with respect to the
+/// arguments `wrt`: (primal inputs..., one cotangent per result) -> (one
+/// gradient per `wrt` argument).
+mlir::FunctionType getVJPType(mlir::triton::FuncOp primal, llvm::ArrayRef<unsigned> wrt);
+
+/// Fills the empty body of `vjp` (of getVJPType) with the vector-Jacobian
+/// product of the pure function `primal`. The forward values the adjoints need
+/// are recomputed. Emits a diagnostic at the offending op and fails on input
+/// it cannot differentiate.
+llvm::LogicalResult buildFunctionVJP(mlir::triton::FuncOp primal, llvm::ArrayRef<unsigned> wrt,
+                                     mlir::triton::FuncOp vjp);
+
+} // namespace tritonad
+
+#endif

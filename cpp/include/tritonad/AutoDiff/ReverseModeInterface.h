@@ -1,0 +1,24 @@
+#ifndef TRITONAD_AUTODIFF_REVERSEMODEINTERFACE_H
+#define TRITONAD_AUTODIFF_REVERSEMODEINTERFACE_H
+
+#include "tritonad/AutoDiff/AdjointState.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/OpDefinition.h"
+
+#include "tritonad/AutoDiff/ReverseModeInterface.h.inc"
+
+namespace tritonad {
+/// Attaches the reverse-mode rules of arith, math and tt to their ops.
+void registerArithReverseModeRules(mlir::DialectRegistry &registry);
+void registerMathReverseModeRules(mlir::DialectRegistry &registry);
+void registerTritonReverseModeRules(mlir::DialectRegistry &registry);
+
+inline void registerReverseModeRules(mlir::DialectRegistry &registry) {
+  registerArithReverseModeRules(registry);
+  registerMathReverseModeRules(registry);
+  registerTritonReverseModeRules(registry);
+}
+} // namespace tritonad
+
+#endif

@@ -1,0 +1,145 @@
+#include "tritonad/AutoDiff/Activity.h"
+
+#include "tritonad/AutoDiff/AdjointState.h"
+
+#include "mlir/Analysis/DataFlow/ConstantPropagationAnalysis.h"
+#include "mlir/Analysis/DataFlow/DeadCodeAnalysis.h"
+#include "mlir/Analysis/DataFlow/SparseAnalysis.h"
+#include "mlir/Analysis/DataFlowFramework.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::dataflow;
+
+namespace tritonad {
+namespace {
+
+/// One bit: "varies with the inputs" (forward) or "needed by the outputs"
+/// (backward). Both directions only ever turn it on.
+struct Flag {
+  bool value = false;
+  static Flag join(const Flag &lhs, const Flag &rhs) { return {lhs.value || rhs.value}; }
+  static Flag meet(const Flag &lhs, const Flag &rhs) { return join(lhs, rhs); }
+  bool operator==(const Flag &other) const { return value == other.value; }
+  void print(raw_ostream &os) const { os << (value ? "active" : "inactive"); }
+};
+
+class Varied : public Lattice<Flag> {
+public:
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(Varied)
+  using Lattice::Lattice;
+};
+
+class Useful : public Lattice<Flag> {
+public:
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(Useful)
+  using Lattice::Lattice;
+};
+
+class VariedAnalysis : public SparseForwardDataFlowAnalysis<Varied> {
+public:
+  VariedAnalysis(DataFlowSolver &solver, const ActivitySeeds &seeds)
+      : SparseForwardDataFlowAnalysis(solver), seeds(seeds) {}
+
+  LogicalResult visitOperation(Operation *op, ArrayRef<const Varied *> operands,
+                               ArrayRef<Varied *> results) override {
+    bool anyVaried = llvm::any_of(operands, [](const Varied *l) { return l->getValue().value; });
+    for (auto [result, lattice] : llvm::zip(op->getResults(), results)) {
+      bool varies = isDifferentiableType(result.getType()) && (anyVaried || seeds.varies(result));
+      propagateIfChanged(lattice, lattice->join(Flag{varies}));
+    }
+    return success();
+  }
+
+  void setToEntryState(Varied *lattice) override {
+    Value anchor = lattice->getAnchor();
+    bool varies = isDifferentiableType(anchor.getType()) && seeds.varies(anchor);
+    propagateIfChanged(lattice, lattice->join(Flag{varies}));
+  }
+
+private:
+  const ActivitySeeds &seeds;
+};
+
+class UsefulAnalysis : public SparseBackwardDataFlowAnalysis<Useful> {
+public:
+  UsefulAnalysis(DataFlowSolver &solver, SymbolTableCollection &symbols,
+                 const ActivitySeeds &seeds)
+      : SparseBackwardDataFlowAnalysis(solver, symbols), seeds(seeds) {}
+
+  LogicalResult visitOperation(Operation *op, ArrayRef<Useful *> operands,
+                               ArrayRef<const Useful *> results) override {
+    bool anyUseful = llvm::any_of(results, [](const Useful *l) { return l->getValue().value; });
+    for (auto [operand, lattice] : llvm::zip(op->getOpOperands(), operands)) {
+      bool useful = isDifferentiableType(operand.get().getType()) &&
+                    (anyUseful || seeds.isUseful(operand));
+      propagateIfChanged(lattice, lattice->meet(Flag{useful}));
+    }
+    return success();
+  }
+
+  // Operands of the function's return: the values the gradient is asked of.
+  void setToExitState(Useful *lattice) override {
+    bool useful = isDifferentiableType(lattice->getAnchor().getType());
+    propagateIfChanged(lattice, lattice->meet(Flag{useful}));
+  }
+  // The returns of the analyzed function: never joined with call sites (the
+  // gradient is asked of the function alone).
+  LogicalResult visitCallableOperation(Operation *op, CallableOpInterface,
+                                       ArrayRef<AbstractSparseLattice *> operands) override {
+    for (auto [operand, lattice] : llvm::zip(op->getOpOperands(), operands)) {
+      bool useful = isDifferentiableType(operand.get().getType()) && seeds.isUseful(operand);
+      auto *typed = static_cast<Useful *>(lattice);
+      propagateIfChanged(typed, typed->meet(Flag{useful}));
+    }
+    return success();
+  }
+  void visitBranchOperand(OpOperand &operand) override { markIfSeed(operand); }
+  void visitCallOperand(OpOperand &operand) override { markIfSeed(operand); }
+  void visitNonControlFlowArguments(RegionSuccessor &, ArrayRef<BlockArgument>) override {}
+
+private:
+  void markIfSeed(OpOperand &operand) {
+    if (isDifferentiableType(operand.get().getType()) && seeds.isUseful(operand)) {
+      Useful *lattice = getLatticeElement(operand.get());
+      propagateIfChanged(lattice, lattice->meet(Flag{true}));
+    }
+  }
+
+  const ActivitySeeds &seeds;
+};
+
+} // namespace
+
+FailureOr<DenseSet<Value>> computeActiveValues(Operation *function, const ActivitySeeds &seeds) {
+  DataFlowSolver solver(DataFlowConfig().setInterprocedural(false));
+  SymbolTableCollection symbols;
+  solver.load<DeadCodeAnalysis>();
+  solver.load<SparseConstantPropagation>();
+  solver.load<VariedAnalysis>(seeds);
+  solver.load<UsefulAnalysis>(symbols, seeds);
+  if (failed(solver.initializeAndRun(function)))
+    return failure();
+
+  DenseSet<Value> active;
+  auto consider = [&](Value value) {
+    if (!isDifferentiableType(value.getType()))
+      return;
+    const Varied *varied = solver.lookupState<Varied>(value);
+    const Useful *useful = solver.lookupState<Useful>(value);
+    if (varied && varied->getValue().value && useful && useful->getValue().value)
+      active.insert(value);
+  };
+  function->walk([&](Operation *op) {
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          consider(arg);
+    for (Value result : op->getResults())
+      consider(result);
+  });
+  return active;
+}
+
+} // namespace tritonad

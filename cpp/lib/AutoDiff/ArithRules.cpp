@@ -1,0 +1,83 @@
+// Reverse-mode rules of the arith dialect.
+#include "ElementwiseRules.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+using namespace tritonad;
+using namespace tritonad::rules;
+
+namespace {
+
+const RuleTable &arithRules() {
+  static const RuleTable table = [] {
+    RuleTable t;
+    declare<arith::AddFOp>(t, {G, G});
+    declare<arith::SubFOp>(t, {G, -G});
+    declare<arith::MulFOp>(t, {G * X(1), G * X(0)});
+    declare<arith::DivFOp>(t, {G / X(1), -G * Y / X(1)});
+    declare<arith::NegFOp>(t, {-G});
+    // C fmod: a - trunc(a / b) * b.
+    declare<arith::RemFOp>(t, {G, -G * trunc(X(0) / X(1))});
+    // Ties split the gradient evenly, as torch.maximum / torch.minimum do.
+    Expr onMax = select(X(0) > X(1), G, select(X(0) == X(1), G * 0.5, 0.0));
+    Expr onMaxRhs = select(X(1) > X(0), G, select(X(0) == X(1), G * 0.5, 0.0));
+    Expr onMin = select(X(0) < X(1), G, select(X(0) == X(1), G * 0.5, 0.0));
+    Expr onMinRhs = select(X(1) < X(0), G, select(X(0) == X(1), G * 0.5, 0.0));
+    declare<arith::MaxNumFOp>(t, {onMax, onMaxRhs});
+    declare<arith::MaximumFOp>(t, {onMax, onMaxRhs});
+    declare<arith::MinNumFOp>(t, {onMin, onMinRhs});
+    declare<arith::MinimumFOp>(t, {onMin, onMinRhs});
+    return t;
+  }();
+  return table;
+}
+
+// select(c, a, b): the gradient flows to the chosen side.
+struct SelectModel
+    : public ReverseModeOpInterface::ExternalModel<SelectModel, arith::SelectOp> {
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, AdjointState &state) const {
+    auto select = cast<arith::SelectOp>(op);
+    Value g = state.adjoint(select.getResult());
+    if (!g)
+      return success();
+    Location loc = op->getLoc();
+    Value cond = state.forward(select.getCondition());
+    Value zero = createZero(builder, loc, g.getType());
+    if (state.isActive(select.getTrueValue()))
+      state.accumulate(builder, select.getTrueValue(),
+                       arith::SelectOp::create(builder, loc, cond, g, zero));
+    if (state.isActive(select.getFalseValue()))
+      state.accumulate(builder, select.getFalseValue(),
+                       arith::SelectOp::create(builder, loc, cond, zero, g));
+    return success();
+  }
+};
+
+// Precision casts: the adjoint is cast back to the operand's type.
+template <typename OpT, typename InverseOpT>
+struct FloatCastModel
+    : public ReverseModeOpInterface::ExternalModel<FloatCastModel<OpT, InverseOpT>, OpT> {
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, AdjointState &state) const {
+    Value g = state.adjoint(op->getResult(0));
+    Value source = op->getOperand(0);
+    if (!g || !state.isActive(source))
+      return success();
+    state.accumulate(builder, source,
+                     InverseOpT::create(builder, op->getLoc(), source.getType(), g));
+    return success();
+  }
+};
+
+} // namespace
+
+void tritonad::registerArithReverseModeRules(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, arith::ArithDialect *) {
+    attachElementwiseModels<arithRules, arith::AddFOp, arith::SubFOp, arith::MulFOp,
+                            arith::DivFOp, arith::NegFOp, arith::RemFOp, arith::MaxNumFOp,
+                            arith::MaximumFOp, arith::MinNumFOp, arith::MinimumFOp>(context);
+    arith::SelectOp::attachInterface<SelectModel>(*context);
+    arith::ExtFOp::attachInterface<FloatCastModel<arith::ExtFOp, arith::TruncFOp>>(*context);
+    arith::TruncFOp::attachInterface<FloatCastModel<arith::TruncFOp, arith::ExtFOp>>(*context);
+  });
+}

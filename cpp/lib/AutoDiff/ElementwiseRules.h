@@ -1,0 +1,136 @@
+// A small language for declaring the partial derivatives of elementwise ops:
+// each rule is a formula over the op's operands X(i), its result Y and the
+// result's adjoint G, e.g. `declare<math::SinOp>(rules, {G * cos(X(0))})`.
+#ifndef TRITONAD_LIB_AUTODIFF_ELEMENTWISERULES_H
+#define TRITONAD_LIB_AUTODIFF_ELEMENTWISERULES_H
+
+#include "tritonad/AutoDiff/ReverseModeInterface.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+namespace tritonad::rules {
+
+/// Where a formula is emitted: builder, location, the op's forward values.
+struct Env {
+  mlir::OpBuilder &builder;
+  mlir::Location loc;
+  mlir::Type type; // the result type; constants take it
+  llvm::SmallVector<mlir::Value> operands;
+  mlir::Value result;
+  mlir::Value resultAdjoint;
+};
+
+class Expr {
+public:
+  using Fn = std::function<mlir::Value(Env &)>;
+  Expr(Fn fn) : fn(std::move(fn)) {}
+  Expr(double constant)
+      : fn([constant](Env &env) {
+          return createFloatConstant(env.builder, env.loc, env.type, constant);
+        }) {}
+  mlir::Value emit(Env &env) const { return fn(env); }
+
+private:
+  Fn fn;
+};
+
+/// A boolean formula (for select).
+class Cond {
+public:
+  explicit Cond(Expr::Fn fn) : fn(std::move(fn)) {}
+  mlir::Value emit(Env &env) const { return fn(env); }
+
+private:
+  Expr::Fn fn;
+};
+
+inline Expr X(unsigned i) {
+  return Expr([i](Env &env) { return env.operands[i]; });
+}
+inline const Expr Y([](Env &env) { return env.result; });
+inline const Expr G([](Env &env) { return env.resultAdjoint; });
+
+template <typename OpT>
+Expr unary(Expr a) {
+  return Expr([a](Env &env) -> mlir::Value {
+    return OpT::create(env.builder, env.loc, a.emit(env));
+  });
+}
+template <typename OpT>
+Expr binary(Expr a, Expr b) {
+  return Expr([a, b](Env &env) -> mlir::Value {
+    mlir::Value lhs = a.emit(env), rhs = b.emit(env);
+    return OpT::create(env.builder, env.loc, lhs, rhs);
+  });
+}
+
+inline Expr operator+(Expr a, Expr b) { return binary<mlir::arith::AddFOp>(a, b); }
+inline Expr operator-(Expr a, Expr b) { return binary<mlir::arith::SubFOp>(a, b); }
+inline Expr operator*(Expr a, Expr b) { return binary<mlir::arith::MulFOp>(a, b); }
+inline Expr operator/(Expr a, Expr b) { return binary<mlir::arith::DivFOp>(a, b); }
+inline Expr operator-(Expr a) { return unary<mlir::arith::NegFOp>(a); }
+
+inline Expr exp(Expr a) { return unary<mlir::math::ExpOp>(a); }
+inline Expr log(Expr a) { return unary<mlir::math::LogOp>(a); }
+inline Expr sqrt(Expr a) { return unary<mlir::math::SqrtOp>(a); }
+inline Expr sin(Expr a) { return unary<mlir::math::SinOp>(a); }
+inline Expr cos(Expr a) { return unary<mlir::math::CosOp>(a); }
+inline Expr trunc(Expr a) { return unary<mlir::math::TruncOp>(a); }
+inline Expr pow(Expr a, Expr b) { return binary<mlir::math::PowFOp>(a, b); }
+
+inline Cond compare(mlir::arith::CmpFPredicate predicate, Expr a, Expr b) {
+  return Cond([=](Env &env) -> mlir::Value {
+    mlir::Value lhs = a.emit(env), rhs = b.emit(env);
+    return mlir::arith::CmpFOp::create(env.builder, env.loc, predicate, lhs, rhs);
+  });
+}
+inline Cond operator>(Expr a, Expr b) { return compare(mlir::arith::CmpFPredicate::OGT, a, b); }
+inline Cond operator<(Expr a, Expr b) { return compare(mlir::arith::CmpFPredicate::OLT, a, b); }
+inline Cond operator==(Expr a, Expr b) { return compare(mlir::arith::CmpFPredicate::OEQ, a, b); }
+
+inline Expr select(Cond c, Expr a, Expr b) {
+  return Expr([c, a, b](Env &env) -> mlir::Value {
+    mlir::Value cond = c.emit(env), lhs = a.emit(env), rhs = b.emit(env);
+    return mlir::arith::SelectOp::create(env.builder, env.loc, cond, lhs, rhs);
+  });
+}
+
+/// One partial derivative per operand (already multiplied by G); nullopt for
+/// an operand that gets no gradient.
+using Partials = std::vector<std::optional<Expr>>;
+using RuleTable = llvm::StringMap<Partials>;
+
+/// Emits the operand adjoints of an elementwise op from its partials.
+llvm::LogicalResult emitElementwiseAdjoint(mlir::Operation *op, mlir::OpBuilder &builder,
+                                           AdjointState &state, const Partials &partials);
+
+/// External model serving every op declared in `Table()`.
+template <typename OpT, const RuleTable &(*Table)()>
+struct ElementwiseModel
+    : public ReverseModeOpInterface::ExternalModel<ElementwiseModel<OpT, Table>, OpT> {
+  llvm::LogicalResult emitAdjoint(mlir::Operation *op, mlir::OpBuilder &builder,
+                                  AdjointState &state) const {
+    return emitElementwiseAdjoint(op, builder, state,
+                                  Table().find(op->getName().getStringRef())->second);
+  }
+};
+
+template <typename OpT>
+void declare(RuleTable &table, Partials partials) {
+  table[OpT::getOperationName()] = std::move(partials);
+}
+
+template <const RuleTable &(*Table)(), typename... OpTs>
+void attachElementwiseModels(mlir::MLIRContext *context) {
+  (OpTs::template attachInterface<ElementwiseModel<OpTs, Table>>(*context), ...);
+}
+
+} // namespace tritonad::rules
+
+#endif

@@ -1,0 +1,3 @@
+#include "tritonad/AutoDiff/ReverseModeInterface.h"
+
+#include "tritonad/AutoDiff/ReverseModeInterface.cpp.inc"

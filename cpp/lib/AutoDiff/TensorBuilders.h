@@ -1,0 +1,32 @@
+// Builders of the tt ops the reverse rules emit (sums along axes, reshapes).
+#ifndef TRITONAD_LIB_AUTODIFF_TENSORBUILDERS_H
+#define TRITONAD_LIB_AUTODIFF_TENSORBUILDERS_H
+
+#include "tritonad/Dialect/Triton/Dialect.h"
+
+namespace tritonad {
+
+/// tt.reduce of `src` along `axis` with an addf combine region.
+mlir::Value sumAlongAxis(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value src,
+                         int axis);
+/// Sum of all elements of a tensor, as a scalar.
+mlir::Value sumAll(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value src);
+/// Sums `src` down to `shape` (each dim of `shape` is 1 or equal to src's).
+mlir::Value sumToShape(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value src,
+                       llvm::ArrayRef<int64_t> shape);
+/// Re-inserts the reduced `axis` (size 1) and broadcasts to `type`'s shape;
+/// a scalar is splatted.
+mlir::Value broadcastAlongAxis(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value reduced,
+                               int axis, mlir::RankedTensorType type);
+mlir::Value reshape(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value src,
+                    mlir::RankedTensorType type);
+/// tt.scan with an addf (cumulative sum) combine region.
+mlir::Value cumulativeSum(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value src,
+                          int axis, bool reverse);
+/// extf/truncf of a float scalar or tensor to `element`, or `value` unchanged.
+mlir::Value castFloat(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value value,
+                      mlir::Type element);
+
+} // namespace tritonad
+
+#endif

@@ -1,0 +1,475 @@
+// Reverse-mode rules of the tt dialect: shapes, dot, reductions, scans and
+// device-library calls. Loads and stores are the kernel driver's business
+// (they need the shadow pointers), see KernelAdjoint.cpp.
+#include "ElementwiseRules.h"
+#include "TensorBuilders.h"
+
+#include "tritonad/Dialect/Triton/Dialect.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace tritonad;
+using namespace tritonad::rules;
+namespace tt = mlir::triton;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Elementwise tt ops and libdevice calls (declared)
+//===----------------------------------------------------------------------===//
+
+const RuleTable &tritonElementwiseRules() {
+  static const RuleTable table = [] {
+    RuleTable t;
+    declare<tt::PreciseSqrtOp>(t, {G * 0.5 / Y});
+    declare<tt::PreciseDivFOp>(t, {G / X(1), -G * Y / X(1)});
+    // torch.clamp: the gradient passes where min <= x <= max.
+    declare<tt::ClampFOp>(t, {select(X(0) < X(1), 0.0, select(X(0) > X(2), 0.0, G)),
+                              select(X(0) < X(1), G, 0.0), select(X(0) > X(2), G, 0.0)});
+    return t;
+  }();
+  return table;
+}
+
+// Rules of tt.extern_elementwise, keyed by the libdevice function's name
+// without its `__nv_` prefix (a float variant's trailing `f` is also tried).
+const RuleTable &libdeviceRules() {
+  static const RuleTable table = [] {
+    const double ln2 = std::log(2.0), ln10 = std::log(10.0);
+    const double twoOverSqrtPi = 2.0 / std::sqrt(M_PI);
+    RuleTable t;
+    auto rule = [&](StringRef name, Partials partials) { t[name] = std::move(partials); };
+    rule("exp", {G * Y});
+    rule("fast_exp", {G * Y});
+    rule("exp2", {G * Y * ln2});
+    rule("exp10", {G * Y * ln10});
+    rule("expm1", {G * (Y + 1.0)});
+    rule("log", {G / X(0)});
+    rule("fast_log", {G / X(0)});
+    rule("log2", {G / (X(0) * ln2)});
+    rule("log10", {G / (X(0) * ln10)});
+    rule("log1p", {G / (X(0) + 1.0)});
+    rule("sqrt", {G * 0.5 / Y});
+    rule("rsqrt", {G * -0.5 * Y * Y * Y});
+    rule("sin", {G * cos(X(0))});
+    rule("cos", {-G * sin(X(0))});
+    rule("tan", {G * (Y * Y + 1.0)});
+    rule("tanh", {G * (1.0 - Y * Y)});
+    rule("sinh", {G * (exp(X(0)) + exp(-X(0))) * 0.5});
+    rule("cosh", {G * (exp(X(0)) - exp(-X(0))) * 0.5});
+    rule("asin", {G / sqrt(1.0 - X(0) * X(0))});
+    rule("acos", {-G / sqrt(1.0 - X(0) * X(0))});
+    rule("atan", {G / (X(0) * X(0) + 1.0)});
+    rule("asinh", {G / sqrt(X(0) * X(0) + 1.0)});
+    rule("acosh", {G / sqrt(X(0) * X(0) - 1.0)});
+    rule("atanh", {G / (1.0 - X(0) * X(0))});
+    rule("erf", {G * twoOverSqrtPi * exp(-(X(0) * X(0)))});
+    rule("erfc", {-G * twoOverSqrtPi * exp(-(X(0) * X(0)))});
+    rule("pow", {G * X(1) * pow(X(0), X(1) - 1.0), G * Y * log(X(0))});
+    rule("fabs", {select(X(0) > 0.0, G, select(X(0) < 0.0, -G, 0.0))});
+    rule("floor", {0.0});
+    rule("ceil", {0.0});
+    rule("trunc", {0.0});
+    rule("round", {0.0});
+    rule("rint", {0.0});
+    rule("fdiv_rn", {G / X(1), -G * Y / X(1)});
+    rule("div_rn", {G / X(1), -G * Y / X(1)});
+    rule("fmaf", {G * X(1), G * X(0), G});
+    rule("fma", {G * X(1), G * X(0), G});
+    return t;
+  }();
+  return table;
+}
+
+const Partials *lookupLibdeviceRule(StringRef symbol) {
+  symbol.consume_front("__nv_");
+  const RuleTable &table = libdeviceRules();
+  auto it = table.find(symbol);
+  if (it == table.end() && symbol.ends_with("f"))
+    it = table.find(symbol.drop_back());
+  return it == table.end() ? nullptr : &it->second;
+}
+
+struct ExternElementwiseModel
+    : public ReverseModeOpInterface::ExternalModel<ExternElementwiseModel,
+                                                   tt::ExternElementwiseOp> {
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, AdjointState &state) const {
+    auto call = cast<tt::ExternElementwiseOp>(op);
+    const Partials *partials = lookupLibdeviceRule(call.getSymbol());
+    if (!partials)
+      return op->emitError("no derivative rule for device-library function '")
+             << call.getSymbol() << "'";
+    return emitElementwiseAdjoint(op, builder, state, *partials);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Shapes
+//===----------------------------------------------------------------------===//
+
+/// Base for single-operand, single-result ops: `rule(g)` is the operand's adjoint.
+template <typename Derived, typename OpT>
+struct UnaryShapeModel : public ReverseModeOpInterface::ExternalModel<Derived, OpT> {
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, AdjointState &state) const {
+    Value g = state.adjoint(op->getResult(0));
+    Value source = op->getOperand(0);
+    if (!g || !state.isActive(source))
+      return success();
+    FailureOr<Value> delta =
+        static_cast<const Derived *>(this)->rule(cast<OpT>(op), builder, g, state);
+    if (failed(delta))
+      return failure();
+    state.accumulate(builder, source, *delta);
+    return success();
+  }
+};
+
+struct SplatModel : UnaryShapeModel<SplatModel, tt::SplatOp> {
+  FailureOr<Value> rule(tt::SplatOp op, OpBuilder &builder, Value g, AdjointState &) const {
+    return sumAll(builder, op.getLoc(), g);
+  }
+};
+
+struct BroadcastModel : UnaryShapeModel<BroadcastModel, tt::BroadcastOp> {
+  FailureOr<Value> rule(tt::BroadcastOp op, OpBuilder &builder, Value g, AdjointState &) const {
+    return sumToShape(builder, op.getLoc(), g, op.getSrc().getType().getShape());
+  }
+};
+
+struct ExpandDimsModel : UnaryShapeModel<ExpandDimsModel, tt::ExpandDimsOp> {
+  FailureOr<Value> rule(tt::ExpandDimsOp op, OpBuilder &builder, Value g, AdjointState &) const {
+    return reshape(builder, op.getLoc(), g, op.getSrc().getType());
+  }
+};
+
+struct ReshapeModel : UnaryShapeModel<ReshapeModel, tt::ReshapeOp> {
+  FailureOr<Value> rule(tt::ReshapeOp op, OpBuilder &builder, Value g, AdjointState &) const {
+    if (op.getAllowReorder())
+      return op.emitError("cannot differentiate tt.reshape with allow_reorder: the element "
+                          "order is unspecified; use tl.reshape(x, shape, can_reorder=False)");
+    return reshape(builder, op.getLoc(), g, op.getSrc().getType());
+  }
+};
+
+struct TransModel : UnaryShapeModel<TransModel, tt::TransOp> {
+  FailureOr<Value> rule(tt::TransOp op, OpBuilder &builder, Value g, AdjointState &) const {
+    ArrayRef<int32_t> order = op.getOrder();
+    SmallVector<int32_t> inverse(order.size());
+    for (auto [i, dim] : llvm::enumerate(order))
+      inverse[dim] = i;
+    return tt::TransOp::create(builder, op.getLoc(), TypeRange{op.getSrc().getType()},
+                               ValueRange{g},
+                               {builder.getNamedAttr("order", builder.getDenseI32ArrayAttr(inverse))})
+        .getResult();
+  }
+};
+
+struct FpToFpModel : UnaryShapeModel<FpToFpModel, tt::FpToFpOp> {
+  FailureOr<Value> rule(tt::FpToFpOp op, OpBuilder &builder, Value g, AdjointState &) const {
+    Type srcType = op.getSrc().getType();
+    SmallVector<NamedAttribute> attrs;
+    if (getElementTypeOrSelf(srcType).getIntOrFloatBitWidth() <
+        getElementTypeOrSelf(g.getType()).getIntOrFloatBitWidth())
+      attrs.push_back(builder.getNamedAttr(
+          "rounding", tt::RoundingModeAttr::get(builder.getContext(), tt::RoundingMode::RTNE)));
+    return tt::FpToFpOp::create(builder, op.getLoc(), TypeRange{srcType}, ValueRange{g}, attrs)
+        .getResult();
+  }
+};
+
+struct JoinModel : public ReverseModeOpInterface::ExternalModel<JoinModel, tt::JoinOp> {
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, AdjointState &state) const {
+    auto join = cast<tt::JoinOp>(op);
+    Value g = state.adjoint(join.getResult());
+    if (!g)
+      return success();
+    Type half = join.getLhs().getType();
+    auto split = tt::SplitOp::create(builder, op->getLoc(), TypeRange{half, half}, ValueRange{g});
+    state.accumulate(builder, join.getLhs(), split.getOutLHS());
+    state.accumulate(builder, join.getRhs(), split.getOutRHS());
+    return success();
+  }
+};
+
+struct SplitModel : public ReverseModeOpInterface::ExternalModel<SplitModel, tt::SplitOp> {
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, AdjointState &state) const {
+    auto split = cast<tt::SplitOp>(op);
+    if (!state.adjoint(split.getOutLHS()) && !state.adjoint(split.getOutRHS()))
+      return success();
+    Value lhs = state.adjointOrZero(builder, split.getOutLHS());
+    Value rhs = state.adjointOrZero(builder, split.getOutRHS());
+    state.accumulate(builder, split.getSrc(),
+                     tt::JoinOp::create(builder, op->getLoc(), TypeRange{split.getSrc().getType()},
+                                        ValueRange{lhs, rhs}));
+    return success();
+  }
+};
+
+struct CatModel : public ReverseModeOpInterface::ExternalModel<CatModel, tt::CatOp> {
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &, AdjointState &) const {
+    return op->emitError("cannot differentiate tt.cat: Triton may reorder the elements of its "
+                         "result, so no element maps to a known operand element; use tl.join "
+                         "(exact layout) instead");
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// tt.dot
+//===----------------------------------------------------------------------===//
+
+Value transposeLastTwo(OpBuilder &builder, Location loc, Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int32_t> order;
+  SmallVector<int64_t> shape(type.getShape());
+  for (int i = 0; i < type.getRank(); ++i)
+    order.push_back(i);
+  std::swap(order[type.getRank() - 1], order[type.getRank() - 2]);
+  std::swap(shape[type.getRank() - 1], shape[type.getRank() - 2]);
+  return tt::TransOp::create(builder, loc, TypeRange{type.clone(shape)}, ValueRange{value},
+                             {builder.getNamedAttr("order", builder.getDenseI32ArrayAttr(order))});
+}
+
+struct DotModel : public ReverseModeOpInterface::ExternalModel<DotModel, tt::DotOp> {
+  // d = a x b + c:  da = g x b^T, db = a^T x g, dc = g. The products take the
+  // operands' dtype (g is cast to it, as hand-written fp16 backward kernels do),
+  // accumulate in d's element type and keep the input precision.
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, AdjointState &state) const {
+    auto dot = cast<tt::DotOp>(op);
+    Value g = state.adjoint(dot.getD());
+    if (!g)
+      return success();
+    Location loc = op->getLoc();
+    Value a = state.forward(dot.getA()), b = state.forward(dot.getB());
+    Type accElement = getElementTypeOrSelf(g.getType());
+    auto product = [&](Value lhs, Value rhs, RankedTensorType operandType) -> Value {
+      auto accType = operandType.clone(accElement);
+      Value zero = createZero(builder, loc, accType);
+      Value result = tt::DotOp::create(
+          builder, loc, TypeRange{accType}, ValueRange{lhs, rhs, zero},
+          {builder.getNamedAttr("inputPrecision", dot.getInputPrecisionAttr()),
+           builder.getNamedAttr("maxNumImpreciseAcc", dot.getMaxNumImpreciseAccAttr())});
+      return castFloat(builder, loc, result, operandType.getElementType());
+    };
+    if (state.isActive(dot.getA())) {
+      Value gInB = castFloat(builder, loc, g, dot.getB().getType().getElementType());
+      state.accumulate(builder, dot.getA(),
+                       product(gInB, transposeLastTwo(builder, loc, b), dot.getA().getType()));
+    }
+    if (state.isActive(dot.getB())) {
+      Value gInA = castFloat(builder, loc, g, dot.getA().getType().getElementType());
+      state.accumulate(builder, dot.getB(),
+                       product(transposeLastTwo(builder, loc, a), gInA, dot.getB().getType()));
+    }
+    state.accumulate(builder, dot.getC(), g);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// tt.reduce and tt.scan: the combine region decides the rule
+//===----------------------------------------------------------------------===//
+
+// The op returned for result `i` of a combine region, if it is `OpT(lhs_i,
+// rhs_i)` in either order.
+template <typename... OpTs>
+Operation *matchCombiner(Block &block, unsigned i, unsigned numOperands) {
+  Operation *terminator = block.getTerminator();
+  Operation *def = terminator->getOperand(i).getDefiningOp();
+  if (!def || !isa<OpTs...>(def) || def->getNumOperands() != 2)
+    return nullptr;
+  Value lhs = block.getArgument(i), rhs = block.getArgument(numOperands + i);
+  bool direct = def->getOperand(0) == lhs && def->getOperand(1) == rhs;
+  bool swapped = def->getOperand(0) == rhs && def->getOperand(1) == lhs;
+  return direct || swapped ? def : nullptr;
+}
+
+// Whether every result of the combine region selects, under one shared
+// condition, between the lhs and rhs element of its operand: the reduction
+// then picks one whole lane (argmax/argmin style).
+bool isLaneSelection(Block &block, unsigned numOperands) {
+  Value sharedCondition;
+  for (unsigned i = 0; i < numOperands; ++i) {
+    auto select = block.getTerminator()->getOperand(i).getDefiningOp<arith::SelectOp>();
+    if (!select)
+      return false;
+    Value lhs = block.getArgument(i), rhs = block.getArgument(numOperands + i);
+    bool picks = (select.getTrueValue() == lhs && select.getFalseValue() == rhs) ||
+                 (select.getTrueValue() == rhs && select.getFalseValue() == lhs);
+    if (!picks || (sharedCondition && select.getCondition() != sharedCondition))
+      return false;
+    sharedCondition = select.getCondition();
+  }
+  return true;
+}
+
+// The dimension along which `value` enumerates distinct indices (a make_range
+// expanded, broadcast or offset by a splat), if provable.
+std::optional<int64_t> rangeDimension(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  if (isa<tt::MakeRangeOp>(def))
+    return 0;
+  if (auto expand = dyn_cast<tt::ExpandDimsOp>(def)) {
+    std::optional<int64_t> dim = rangeDimension(expand.getSrc());
+    if (!dim)
+      return std::nullopt;
+    return *dim >= expand.getAxis() ? *dim + 1 : *dim;
+  }
+  if (auto broadcast = dyn_cast<tt::BroadcastOp>(def))
+    return rangeDimension(broadcast.getSrc());
+  if (isa<arith::AddIOp, arith::SubIOp>(def)) {
+    for (unsigned i = 0; i < 2; ++i) {
+      Operation *other = def->getOperand(1 - i).getDefiningOp();
+      if (other && isa<tt::SplatOp, arith::ConstantOp>(other))
+        if (std::optional<int64_t> dim = rangeDimension(def->getOperand(i)))
+          return dim;
+    }
+  }
+  return std::nullopt;
+}
+
+struct ReduceModel : public ReverseModeOpInterface::ExternalModel<ReduceModel, tt::ReduceOp> {
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, AdjointState &state) const {
+    auto reduce = cast<tt::ReduceOp>(op);
+    Block &combine = reduce.getCombineOp().front();
+    unsigned n = reduce.getSrcs().size();
+    int axis = reduce.getAxis();
+    Location loc = op->getLoc();
+
+    bool allSums = true;
+    for (unsigned i = 0; i < n; ++i)
+      allSums &= matchCombiner<arith::AddFOp>(combine, i, n) != nullptr ||
+                 !isDifferentiableType(reduce.getSrcs()[i].getType());
+    if (allSums) {
+      for (unsigned i = 0; i < n; ++i) {
+        Value src = reduce.getSrcs()[i];
+        Value g = state.adjoint(reduce.getResult()[i]);
+        if (g && state.isActive(src))
+          state.accumulate(builder, src,
+                           broadcastAlongAxis(builder, loc, g, axis,
+                                              cast<RankedTensorType>(src.getType())));
+      }
+      return success();
+    }
+
+    if (n == 1 && matchCombiner<arith::MaxNumFOp, arith::MaximumFOp, arith::MinNumFOp,
+                                arith::MinimumFOp>(combine, 0, 1)) {
+      // tl.max / tl.min: like torch.amax / torch.amin, the gradient is shared
+      // evenly among the elements equal to the extremum.
+      Value src = reduce.getSrcs()[0];
+      Value g = state.adjoint(reduce.getResult()[0]);
+      if (!g || !state.isActive(src))
+        return success();
+      auto srcType = cast<RankedTensorType>(src.getType());
+      Value x = state.forward(src);
+      Value extremum = broadcastAlongAxis(builder, loc, state.forward(reduce.getResult()[0]),
+                                          axis, srcType);
+      Value hits = arith::CmpFOp::create(builder, loc, arith::CmpFPredicate::OEQ, x, extremum);
+      Value one = createFloatConstant(builder, loc, srcType, 1.0);
+      Value zero = createZero(builder, loc, srcType);
+      Value hitMask = arith::SelectOp::create(builder, loc, hits, one, zero);
+      Value count = sumAlongAxis(builder, loc, hitMask, axis);
+      Value share = arith::DivFOp::create(builder, loc, g, count);
+      Value spread = broadcastAlongAxis(builder, loc, share, axis, srcType);
+      state.accumulate(builder, src, arith::SelectOp::create(builder, loc, hits, spread, zero));
+      return success();
+    }
+
+    if (isLaneSelection(combine, n)) {
+      // argmax/argmin style: the gradient goes to the lane whose index the
+      // reduction returned; needs an operand that provably enumerates the axis.
+      std::optional<unsigned> indexOperand;
+      for (unsigned i = 0; i < n; ++i)
+        if (rangeDimension(reduce.getSrcs()[i]) == axis)
+          indexOperand = i;
+      for (unsigned i = 0; i < n; ++i) {
+        Value src = reduce.getSrcs()[i];
+        Value g = state.adjoint(reduce.getResult()[i]);
+        if (!g || !state.isActive(src))
+          continue;
+        if (!indexOperand)
+          return op->emitError("cannot differentiate this selecting tt.reduce: none of its "
+                               "operands is a tl.arange index along the reduced axis, so the "
+                               "selected element is unknown");
+        auto srcType = cast<RankedTensorType>(src.getType());
+        Value indices = state.forward(reduce.getSrcs()[*indexOperand]);
+        Value chosen = broadcastAlongAxis(builder, loc,
+                                          state.forward(reduce.getResult()[*indexOperand]), axis,
+                                          cast<RankedTensorType>(indices.getType()));
+        Value isChosen = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, indices,
+                                               chosen);
+        Value spread = broadcastAlongAxis(builder, loc, g, axis, srcType);
+        state.accumulate(builder, src,
+                         arith::SelectOp::create(builder, loc, isChosen, spread,
+                                                 createZero(builder, loc, srcType)));
+      }
+      return success();
+    }
+
+    InFlightDiagnostic diag = op->emitError(
+        "cannot differentiate tt.reduce: its combine region is not a sum, max, min or an "
+        "index-selecting (argmax-style) combiner");
+    for (Operation &inner : combine.without_terminator())
+      diag.attachNote(inner.getLoc()) << "combine region op: " << inner.getName();
+    return diag;
+  }
+};
+
+struct ScanModel : public ReverseModeOpInterface::ExternalModel<ScanModel, tt::ScanOp> {
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, AdjointState &state) const {
+    auto scan = cast<tt::ScanOp>(op);
+    Block &combine = scan.getCombineOp().front();
+    unsigned n = scan.getSrcs().size();
+    int axis = scan.getAxis();
+    bool reverse = scan.getReverse();
+    Location loc = op->getLoc();
+    for (unsigned i = 0; i < n; ++i) {
+      Value src = scan.getSrcs()[i];
+      Value g = state.adjoint(scan.getResult()[i]);
+      if (!g || !state.isActive(src))
+        continue;
+      if (matchCombiner<arith::AddFOp>(combine, i, n)) {
+        // y_j = sum_{k<=j} x_k  =>  dx_k = sum_{j>=k} g_j.
+        state.accumulate(builder, src, cumulativeSum(builder, loc, g, axis, !reverse));
+        continue;
+      }
+      if (matchCombiner<arith::MulFOp>(combine, i, n)) {
+        // y_j = prod_{k<=j} x_k  =>  dx_k = (sum_{j>=k} g_j y_j) / x_k, for x != 0.
+        Value weighted = arith::MulFOp::create(builder, loc, g, state.forward(scan.getResult()[i]));
+        Value tail = cumulativeSum(builder, loc, weighted, axis, !reverse);
+        state.accumulate(builder, src, arith::DivFOp::create(builder, loc, tail, state.forward(src)));
+        continue;
+      }
+      InFlightDiagnostic diag = op->emitError(
+          "cannot differentiate tt.scan: its combine region is neither a sum nor a product");
+      for (Operation &inner : combine.without_terminator())
+        diag.attachNote(inner.getLoc()) << "combine region op: " << inner.getName();
+      return diag;
+    }
+    return success();
+  }
+};
+
+} // namespace
+
+void tritonad::registerTritonReverseModeRules(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, tt::TritonDialect *) {
+    attachElementwiseModels<tritonElementwiseRules, tt::PreciseSqrtOp, tt::PreciseDivFOp,
+                            tt::ClampFOp>(context);
+    tt::ExternElementwiseOp::attachInterface<ExternElementwiseModel>(*context);
+    tt::SplatOp::attachInterface<SplatModel>(*context);
+    tt::BroadcastOp::attachInterface<BroadcastModel>(*context);
+    tt::ExpandDimsOp::attachInterface<ExpandDimsModel>(*context);
+    tt::ReshapeOp::attachInterface<ReshapeModel>(*context);
+    tt::TransOp::attachInterface<TransModel>(*context);
+    tt::FpToFpOp::attachInterface<FpToFpModel>(*context);
+    tt::JoinOp::attachInterface<JoinModel>(*context);
+    tt::SplitOp::attachInterface<SplitModel>(*context);
+    tt::CatOp::attachInterface<CatModel>(*context);
+    tt::DotOp::attachInterface<DotModel>(*context);
+    tt::ReduceOp::attachInterface<ReduceModel>(*context);
+    tt::ScanOp::attachInterface<ScanModel>(*context);
+  });
+}

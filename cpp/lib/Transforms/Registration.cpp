@@ -1,1 +1,0 @@
-#include "tritonad/Transforms/Passes.h"
