@@ -3,6 +3,7 @@
 #include "tritonad/API.h"
 
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 namespace py = pybind11;
 
@@ -35,4 +36,28 @@ PYBIND11_MODULE(_C, m) {
       py::arg("ir"), py::arg("pipeline") = "", py::arg("generic") = false,
       py::arg("debug_info") = true, py::arg("buffer_name") = "<ttir>",
       "Parse and verify TTIR text, run a pass pipeline, print the result.");
+
+  m.def(
+      "differentiate_function",
+      [](const std::string &ir, const std::string &primal, const std::string &into,
+         const std::vector<unsigned> &wrt, bool zeroNonFloat, bool generic, bool debugInfo,
+         const std::string &bufferName) {
+        tritonad::api::PrintOptions print;
+        print.generic = generic;
+        print.debugInfo = debugInfo;
+        tritonad::api::Result result;
+        {
+          py::gil_scoped_release release;
+          result = tritonad::api::differentiateFunction(ir, primal, into, wrt, zeroNonFloat,
+                                                        print, bufferName);
+        }
+        if (!result.ok)
+          throw MLIRError(result.diagnostics);
+        return result.output;
+      },
+      py::arg("ir"), py::arg("primal"), py::arg("into") = "",
+      py::arg("wrt") = std::vector<unsigned>{}, py::arg("zero_non_float") = false,
+      py::arg("generic") = false, py::arg("debug_info") = true,
+      py::arg("buffer_name") = "<ttir>",
+      "Differentiate tt.func @primal into @into (or a new @<primal>_vjp).");
 }

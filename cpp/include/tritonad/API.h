@@ -5,6 +5,7 @@
 #define TRITONAD_API_H
 
 #include <string>
+#include <vector>
 
 namespace tritonad::api {
 
@@ -24,6 +25,16 @@ struct PrintOptions {
 /// runs nothing) and prints the result.
 Result runPipeline(const std::string &ir, const std::string &pipeline,
                    const PrintOptions &print, const std::string &bufferName);
+
+/// Replaces the body of the tt.func `into` (whose type must be the VJP type)
+/// with the vector-Jacobian product of the tt.func `primal` with respect to the
+/// arguments `wrt` (calls inside `primal` are inlined first). Arguments in
+/// `wrt` that are not floating point get a zero gradient when
+/// `zeroNonFloat`, an error otherwise.
+Result differentiateFunction(const std::string &ir, const std::string &primal,
+                             const std::string &into, const std::vector<unsigned> &wrt,
+                             bool zeroNonFloat, const PrintOptions &print,
+                             const std::string &bufferName);
 
 } // namespace tritonad::api
 

@@ -1,5 +1,6 @@
 #include "tritonad/API.h"
 
+#include "tritonad/AutoDiff/Differentiate.h"
 #include "tritonad/InitAll.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -79,8 +80,12 @@ tritonad::api::Result failedResult(DiagnosticCollector &diagnostics,
 
 namespace tritonad::api {
 
-Result runPipeline(const std::string &ir, const std::string &pipeline,
-                   const PrintOptions &print, const std::string &bufferName) {
+namespace {
+
+// Parses and verifies `ir`, applies `transform`, prints the module.
+template <typename Transform>
+Result transformModule(const std::string &ir, const PrintOptions &print,
+                       const std::string &bufferName, Transform transform) {
   DialectRegistry registry;
   registerAllDialects(registry);
   registerAllPasses();
@@ -95,29 +100,52 @@ Result runPipeline(const std::string &ir, const std::string &pipeline,
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return failedResult(diagnostics, "failed to parse the input");
-
-  if (!pipeline.empty()) {
-    PassManager pm(&context);
-    std::string pipelineErrors;
-    llvm::raw_string_ostream errorStream(pipelineErrors);
-    if (mlir::failed(parsePassPipeline(pipeline, pm, errorStream)))
-      return failedResult(diagnostics, "invalid pass pipeline '" + pipeline + "': " + pipelineErrors);
-    if (mlir::failed(pm.run(*module)))
-      return failedResult(diagnostics, "pass pipeline '" + pipeline + "' failed");
-  }
+  std::string fallback;
+  if (mlir::failed(transform(*module, fallback)))
+    return failedResult(diagnostics, fallback);
+  if (mlir::failed(verify(*module)))
+    return failedResult(diagnostics, "the transformed module does not verify");
 
   Result result;
   llvm::raw_string_ostream os(result.output);
   OpPrintingFlags flags;
   flags.enableDebugInfo(print.debugInfo, /*prettyForm=*/false);
   flags.printNameLocAsPrefix(true); // SSA names from Python variables, as Triton prints
-
   if (print.generic)
     flags.printGenericOpForm();
   module->print(os, flags);
   result.ok = true;
   result.diagnostics = diagnostics.take();
   return result;
+}
+
+} // namespace
+
+Result runPipeline(const std::string &ir, const std::string &pipeline,
+                   const PrintOptions &print, const std::string &bufferName) {
+  return transformModule(ir, print, bufferName, [&](ModuleOp module, std::string &fallback) {
+    if (pipeline.empty())
+      return mlir::success();
+    PassManager pm(module.getContext());
+    std::string pipelineErrors;
+    llvm::raw_string_ostream errorStream(pipelineErrors);
+    if (mlir::failed(parsePassPipeline(pipeline, pm, errorStream))) {
+      fallback = "invalid pass pipeline '" + pipeline + "': " + pipelineErrors;
+      return mlir::failure();
+    }
+    fallback = "pass pipeline '" + pipeline + "' failed";
+    return pm.run(module);
+  });
+}
+
+Result differentiateFunction(const std::string &ir, const std::string &primal,
+                             const std::string &into, const std::vector<unsigned> &wrt,
+                             bool zeroNonFloat, const PrintOptions &print,
+                             const std::string &bufferName) {
+  return transformModule(ir, print, bufferName, [&](ModuleOp module, std::string &fallback) {
+    fallback = "cannot differentiate @" + primal;
+    return differentiateInto(module, primal, into, wrt, zeroNonFloat);
+  });
 }
 
 } // namespace tritonad::api

@@ -4,6 +4,9 @@
 #include "tritonad/AutoDiff/ReverseModeInterface.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/InliningUtils.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 using namespace mlir;
 namespace tt = mlir::triton;
@@ -22,7 +25,7 @@ FunctionType getVJPType(tt::FuncOp primal, ArrayRef<unsigned> wrt) {
 
 namespace {
 
-LogicalResult validate(tt::FuncOp primal, ArrayRef<unsigned> wrt) {
+LogicalResult validate(tt::FuncOp primal, ArrayRef<unsigned> wrt, bool zeroNonFloat) {
   if (primal.isExternal())
     return primal.emitError("cannot differentiate @") << primal.getName() << ": it has no body";
   if (!primal.getBody().hasOneBlock())
@@ -33,7 +36,9 @@ LogicalResult validate(tt::FuncOp primal, ArrayRef<unsigned> wrt) {
       return primal.emitError("wrt index ")
              << index << " out of range: @" << primal.getName() << " has "
              << primal.getNumArguments() << " arguments";
-    if (!isDifferentiableType(primal.getArgument(index).getType()))
+    Type type = primal.getArgument(index).getType();
+    bool integer = isa<IntegerType>(getElementTypeOrSelf(type));
+    if (!isDifferentiableType(type) && !(zeroNonFloat && integer))
       return primal.emitError("argument ")
              << index << " of @" << primal.getName() << " has type "
              << primal.getArgument(index).getType()
@@ -44,8 +49,9 @@ LogicalResult validate(tt::FuncOp primal, ArrayRef<unsigned> wrt) {
 
 } // namespace
 
-LogicalResult buildFunctionVJP(tt::FuncOp primal, ArrayRef<unsigned> wrt, tt::FuncOp vjp) {
-  if (failed(validate(primal, wrt)))
+LogicalResult buildFunctionVJP(tt::FuncOp primal, ArrayRef<unsigned> wrt, tt::FuncOp vjp,
+                               bool zeroNonFloat) {
+  if (failed(validate(primal, wrt, zeroNonFloat)))
     return failure();
   Block &primalBody = primal.getBody().front();
   DenseSet<unsigned> wrtSet(wrt.begin(), wrt.end());
@@ -98,10 +104,111 @@ LogicalResult buildFunctionVJP(tt::FuncOp primal, ArrayRef<unsigned> wrt, tt::Fu
   SmallVector<Value> gradients;
   for (unsigned index : wrt) {
     BlockArgument arg = primal.getArgument(index);
-    gradients.push_back(state.adjointOrZero(builder, arg));
+    if (isDifferentiableType(arg.getType())) {
+      gradients.push_back(state.adjointOrZero(builder, arg));
+      continue;
+    }
+    Type type = arg.getType();
+    auto zero = builder.getIntegerAttr(getElementTypeOrSelf(type), 0);
+    TypedAttr value = zero;
+    if (auto tensor = dyn_cast<RankedTensorType>(type))
+      value = DenseElementsAttr::get(tensor, zero);
+    gradients.push_back(arith::ConstantOp::create(builder, arg.getLoc(), value));
   }
   tt::ReturnOp::create(builder, terminator->getLoc(), TypeRange{}, gradients);
   return success();
+}
+
+namespace {
+
+void cloneRegion(OpBuilder &, Region *src, Block *, Block *postInsertBlock, IRMapping &mapper,
+                 bool shouldClone) {
+  Region *insertRegion = postInsertBlock->getParent();
+  if (shouldClone)
+    src->cloneInto(insertRegion, postInsertBlock->getIterator(), mapper);
+  else
+    insertRegion->getBlocks().splice(postInsertBlock->getIterator(), src->getBlocks(),
+                                     src->begin(), src->end());
+}
+
+// Inlines every tt.call in `function` (recursively), as Triton's make_ttir
+// would, and drops unreachable blocks.
+LogicalResult inlineAllCalls(tt::FuncOp function) {
+  auto module = function->getParentOfType<ModuleOp>();
+  InlinerInterface interface(function.getContext());
+  IRRewriter rewriter(function.getContext());
+  for (int depth = 0;; ++depth) {
+    (void)simplifyRegions(rewriter, function->getRegions());
+    SmallVector<tt::CallOp> calls;
+    function.walk([&](tt::CallOp call) { calls.push_back(call); });
+    if (calls.empty())
+      return success();
+    if (depth > 64)
+      return calls.front().emitError("call depth over 64 while inlining (recursion?)");
+    for (tt::CallOp call : calls) {
+      auto callee = module.lookupSymbol<tt::FuncOp>(call.getCallee());
+      if (!callee || callee.isExternal())
+        return call.emitError("cannot differentiate through a call to @")
+               << call.getCallee() << ": it has no body here";
+      auto noinline = callee->getAttrOfType<BoolAttr>("noinline");
+      if (noinline && noinline.getValue())
+        return call.emitError("cannot differentiate through @")
+               << call.getCallee() << ", which is marked noinline; remove noinline=True "
+               << "from the helper so tritonad can see its body";
+      (void)simplifyRegions(rewriter, callee->getRegions());
+      if (failed(inlineCall(interface, cloneRegion, cast<CallOpInterface>(call.getOperation()),
+                            cast<CallableOpInterface>(callee.getOperation()),
+                            &callee.getBody())))
+        return call.emitError("failed to inline @") << call.getCallee();
+      call.erase();
+    }
+  }
+}
+
+} // namespace
+
+LogicalResult differentiateInto(ModuleOp module, StringRef primalName, StringRef intoName,
+                                ArrayRef<unsigned> wrt, bool zeroNonFloat) {
+  auto primal = module.lookupSymbol<tt::FuncOp>(primalName);
+  if (!primal)
+    return module.emitError("no tt.func named @") << primalName << " to differentiate";
+
+  SmallVector<unsigned> indices(wrt.begin(), wrt.end());
+  if (indices.empty())
+    for (BlockArgument arg : primal.getArguments())
+      if (isDifferentiableType(arg.getType()))
+        indices.push_back(arg.getArgNumber());
+  FunctionType type = getVJPType(primal, indices);
+
+  OpBuilder builder(module.getContext());
+  tt::FuncOp vjp;
+  if (!intoName.empty())
+    vjp = module.lookupSymbol<tt::FuncOp>(intoName);
+  if (vjp) {
+    if (vjp.getFunctionType() != type)
+      return vjp.emitError("@") << intoName << " has type " << vjp.getFunctionType()
+                                << " but the VJP of @" << primalName << " has type " << type
+                                << " (the primal's inputs, one cotangent per output, and one "
+                                << "gradient per differentiated input)";
+    vjp.getBody().dropAllReferences();
+    vjp.getBody().getBlocks().clear();
+  } else {
+    builder.setInsertionPointAfter(primal);
+    std::string name = intoName.empty() ? (primalName + "_vjp").str() : intoName.str();
+    vjp = tt::FuncOp::create(builder, primal.getLoc(), name, type);
+    vjp.setPrivate();
+  }
+
+  // Differentiate an inlined scratch copy; the module keeps its calls.
+  builder.setInsertionPoint(vjp);
+  auto scratch = cast<tt::FuncOp>(builder.clone(*primal));
+  scratch.setName((primalName + "__tritonad_scratch").str());
+  scratch.setPrivate();
+  LogicalResult result = inlineAllCalls(scratch);
+  if (succeeded(result))
+    result = buildFunctionVJP(scratch, indices, vjp, zeroNonFloat);
+  scratch.erase();
+  return result;
 }
 
 } // namespace tritonad

@@ -4,6 +4,7 @@
 #include "tritonad/Dialect/Triton/Dialect.h"
 #include "tritonad/Transforms/Passes.h"
 
+#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -12,6 +13,7 @@ void tritonad::registerAllDialects(mlir::DialectRegistry &registry) {
                   mlir::math::MathDialect, mlir::scf::SCFDialect,
                   mlir::cf::ControlFlowDialect, mlir::ub::UBDialect,
                   mlir::func::FuncDialect>();
+  mlir::func::registerInlinerExtension(registry);
   registerReverseModeRules(registry);
 }
 

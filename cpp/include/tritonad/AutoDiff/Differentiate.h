@@ -15,8 +15,19 @@ mlir::FunctionType getVJPType(mlir::triton::FuncOp primal, llvm::ArrayRef<unsign
 /// product of the pure function `primal`. The forward values the adjoints need
 /// are recomputed. Emits a diagnostic at the offending op and fails on input
 /// it cannot differentiate.
+/// Integer `wrt` arguments get a zero gradient when `zeroNonFloat`, an error
+/// otherwise.
 llvm::LogicalResult buildFunctionVJP(mlir::triton::FuncOp primal, llvm::ArrayRef<unsigned> wrt,
-                                     mlir::triton::FuncOp vjp);
+                                     mlir::triton::FuncOp vjp, bool zeroNonFloat = false);
+
+/// Differentiates `@primal` of `module` into `@into` (a placeholder of the VJP
+/// type whose body is replaced) or, when `into` is empty, into a new private
+/// `@<primal>_vjp`. Calls inside `@primal` are inlined into a scratch copy
+/// first, so the rest of the module is left as it was. An empty `wrt` means
+/// every floating-point argument.
+llvm::LogicalResult differentiateInto(mlir::ModuleOp module, llvm::StringRef primal,
+                                      llvm::StringRef into, llvm::ArrayRef<unsigned> wrt,
+                                      bool zeroNonFloat);
 
 } // namespace tritonad
 

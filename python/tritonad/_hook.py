@@ -1,0 +1,95 @@
+"""The Triton stage hook through which tritonad rewrites TTIR.
+
+Triton 3.6 has one `knobs.runtime.add_stages_inspection_hook`. tritonad's hook
+wraps the "ttir" stage: before Triton's own make_ttir passes (inline,
+canonicalize, ...) run on the module `make_ir` produced, every registered
+rewriter sees the module's text and may return new text, which Triton parses
+back. Rewriters are keyed by a marker string so modules that do not mention
+tritonad are left untouched (and not even printed twice).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable, Dict
+
+_REWRITERS: Dict[str, Callable[[str], str]] = {}
+_installed = False
+_previous_hook = None
+
+
+def build_id() -> str:
+    """A digest of the compiled core and the Python package.
+
+    Embedded in every generated jit function so Triton's cache key changes
+    whenever tritonad does: a kernel compiled by another build is never served.
+    """
+    global _BUILD_ID
+    try:
+        return _BUILD_ID
+    except NameError:
+        pass
+    from tritonad import _C
+
+    digest = hashlib.sha256()
+    digest.update(Path(_C.__file__).read_bytes())
+    for source in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(source.read_bytes())
+    _BUILD_ID = digest.hexdigest()[:16]
+    return _BUILD_ID
+
+
+def register_rewriter(marker: str, rewrite: Callable[[str], str]) -> None:
+    """Calls `rewrite(ttir_text) -> ttir_text` on every module containing `marker`."""
+    _REWRITERS[marker] = rewrite
+    _install()
+
+
+def _install() -> None:
+    global _installed, _previous_hook
+    if _installed:
+        return
+    from triton import knobs
+
+    _previous_hook = knobs.runtime.add_stages_inspection_hook
+    knobs.runtime.add_stages_inspection_hook = _stages_hook
+    _installed = True
+
+
+def _stages_hook(backend, stages, options, language, capability):
+    if _previous_hook is not None:
+        _previous_hook(backend, stages, options, language, capability)
+    if "ttir" not in stages:
+        return
+    original = stages["ttir"]
+
+    def ttir_stage(src, metadata):
+        return original(_rewrite_module(src), metadata)
+
+    stages["ttir"] = ttir_stage
+
+
+def _rewrite_module(module):
+    text = module.str()
+    active = [rewrite for marker, rewrite in _REWRITERS.items() if marker in text]
+    if not active:
+        return module
+    for rewrite in active:
+        text = rewrite(text)
+    return parse_ttir(text, module.context)
+
+
+def parse_ttir(text: str, context):
+    """Parses TTIR text into a Triton module (Triton only parses files)."""
+    from triton._C.libtriton import ir
+
+    with tempfile.TemporaryDirectory(prefix="tritonad-") as tmp:
+        path = os.path.join(tmp, "module.ttir")
+        with open(path, "w") as f:
+            f.write(text)
+        module = ir.parse_mlir_module(path, context)
+    module.context = context
+    return module
