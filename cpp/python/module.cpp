@@ -60,4 +60,29 @@ PYBIND11_MODULE(_C, m) {
       py::arg("generic") = false, py::arg("debug_info") = true,
       py::arg("buffer_name") = "<ttir>",
       "Differentiate tt.func @primal into @into (or a new @<primal>_vjp).");
+
+  m.def(
+      "differentiate_kernel",
+      [](const std::string &ir, const std::string &primal, const std::string &into,
+         const std::vector<std::pair<std::string, std::string>> &bindings, int mode,
+         bool generic, bool debugInfo, const std::string &bufferName) {
+        if (mode < 0 || mode > 2)
+          throw py::value_error("mode must be 0 (auto), 1 (atomic) or 2 (deterministic)");
+        tritonad::api::PrintOptions print;
+        print.generic = generic;
+        print.debugInfo = debugInfo;
+        tritonad::api::Result result;
+        {
+          py::gil_scoped_release release;
+          result = tritonad::api::differentiateKernel(ir, primal, into, bindings, mode, print,
+                                                      bufferName);
+        }
+        if (!result.ok)
+          throw MLIRError(result.diagnostics);
+        return py::make_tuple(result.output, result.report);
+      },
+      py::arg("ir"), py::arg("primal"), py::arg("into"), py::arg("bindings"),
+      py::arg("mode") = 0, py::arg("generic") = false, py::arg("debug_info") = true,
+      py::arg("buffer_name") = "<ttir>",
+      "Replace kernel @into's body with the backward of kernel @primal; returns (ir, report).");
 }

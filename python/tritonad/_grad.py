@@ -15,14 +15,12 @@ from tritonad import _C
 from tritonad._core import MLIRError
 from tritonad._hook import build_id, register_rewriter
 from tritonad._source import (CALL, constexpr_names, count_outputs, functions_in,
-                              jit_from_source, param_names)
+                              jit_from_source, param_names, strip_locations, symbol_name)
 
 _VJP_MARKER = "__tritonad_vjp_"
 
 
-class DifferentiationError(MLIRError):
-    """tritonad could not differentiate a function; the message names the op
-    and its source location (file:line:col of the kernel)."""
+from tritonad._kernel_grad import DifferentiationError, kernel_grad
 
 
 @dataclass
@@ -37,7 +35,7 @@ _SPECS: List[_VJPSpec] = []
 
 
 def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]]]] = None, *,
-         num_outputs: Optional[int] = None) -> JITFunction:
+         num_outputs: Optional[int] = None, **kernel_options) -> JITFunction:
     """Returns the vector-Jacobian product of a pure @triton.jit function.
 
     ``fn_vjp = tritonad.grad(fn, wrt=...)`` is a @triton.jit device function
@@ -70,16 +68,12 @@ def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]
     ``f_vjp.derived_ir()`` returns the TTIR of the derivative from the last
     compile; setting ``TRITONAD_DUMP=1`` prints it to stderr as it is derived.
     """
-    if not isinstance(fn, JITFunction):
-        raise TypeError(f"tritonad.grad expects a @triton.jit function, got {type(fn).__name__}")
+    if not isinstance(fn, JITFunction) or count_outputs(fn) == 0:
+        return kernel_grad(fn, wrt, **kernel_options)
     outputs = count_outputs(fn) if num_outputs is None else num_outputs
     if outputs is None:
         raise ValueError(f"cannot tell how many values {fn.__name__} returns (its return "
                          "statements differ); pass num_outputs=")
-    if outputs == 0:
-        raise ValueError(f"{fn.__name__} returns nothing: it is a kernel. tritonad.grad of a "
-                         "kernel (loads and stores) is not available in this version; "
-                         "differentiate a function that returns its outputs")
     names = param_names(fn)
     constexprs = set(constexpr_names(fn))
     runtime = [n for n in names if n not in constexprs]
@@ -142,14 +136,13 @@ def _materialize_vjps(text: str) -> str:
         call = CALL.search(body)
         if call is None:
             raise DifferentiationError(f"tritonad: placeholder {name} lost its call to the primal")
-        from tritonad._source import symbol_name
         primal = symbol_name(call.group(1))
         try:
             text = _C.differentiate_function(text, primal, name, spec.wrt, spec.default_wrt)
         except MLIRError as error:
             raise DifferentiationError(
                 f"tritonad.grad({spec.primal.__name__}) failed:\n{error}") from None
-        derived = dict(functions_in(text))[name]
+        derived = strip_locations(dict(functions_in(text))[name]).rstrip() + "\n"
         spec.derived[name] = derived
         if os.environ.get("TRITONAD_DUMP"):
             print(f"// tritonad: derivative of {primal}\n{derived}", file=sys.stderr)

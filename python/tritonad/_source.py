@@ -78,3 +78,76 @@ def functions_in(text: str):
     for i, header in enumerate(headers):
         end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
         yield symbol_name(header.group(1)), text[header.start():end]
+
+
+def strip_locations(text: str) -> str:
+    """Drops the ` loc(...)` annotations (aliases into the whole module) for display."""
+    out, i = [], 0
+    while True:
+        j = text.find(" loc(", i)
+        if j < 0:
+            out.append(text[i:])
+            return "".join(out)
+        out.append(text[i:j])
+        depth, k = 0, j + 4
+        while k < len(text):
+            if text[k] == "(":
+                depth += 1
+            elif text[k] == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif text[k] == '"':
+                k = text.index('"', k + 1)
+            k += 1
+        i = k + 1
+
+
+_POINTER_CALLS = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_and",
+                  "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas", "make_block_ptr"}
+
+
+def _additive_names(node: ast.AST) -> List[str]:
+    """Names that appear as plain terms of a sum (pointer bases), not as factors."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        return _additive_names(node.left) + _additive_names(node.right)
+    if isinstance(node, ast.Subscript):  # ptrs[:, None]
+        return _additive_names(node.value)
+    if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in ("broadcast_to",
+                                                                          "reshape", "view"):
+        return _additive_names(node.args[0]) if node.args else []
+    return []
+
+
+def pointer_params(fn) -> List[str]:
+    """Parameters used as pointers: the bases of the addresses given to
+    tl.load / tl.store / atomics, followed through local assignments."""
+    node = function_def(fn)
+    params = [a.arg for a in node.args.args]
+    assigned = {}
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Assign) and len(inner.targets) == 1 and \
+                isinstance(inner.targets[0], ast.Name):
+            assigned.setdefault(inner.targets[0].id, []).append(inner.value)
+        if isinstance(inner, (ast.AugAssign,)) and isinstance(inner.target, ast.Name):
+            assigned.setdefault(inner.target.id, []).append(inner.target)
+    roots = []
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Call) and getattr(inner.func, "attr", None) in _POINTER_CALLS:
+            pointer = inner.args[0] if inner.args else next(
+                (k.value for k in inner.keywords if k.arg in ("pointer", "base")), None)
+            if pointer is not None:
+                roots.extend(_additive_names(pointer))
+    found, seen = [], set()
+    while roots:
+        name = roots.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in params:
+            found.append(name)
+        for value in assigned.get(name, []):
+            roots.extend(_additive_names(value))
+    return [p for p in params if p in found]

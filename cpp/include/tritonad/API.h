@@ -5,6 +5,7 @@
 #define TRITONAD_API_H
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tritonad::api {
@@ -13,6 +14,7 @@ struct Result {
   bool ok = false;
   std::string output;      // printed module when ok
   std::string diagnostics; // MLIR's diagnostics, "<file>:line:col: error: ..." each
+  std::string report;      // what a transformation chose (e.g. the accumulation per shadow)
 };
 
 struct PrintOptions {
@@ -35,6 +37,15 @@ Result differentiateFunction(const std::string &ir, const std::string &primal,
                              const std::string &into, const std::vector<unsigned> &wrt,
                              bool zeroNonFloat, const PrintOptions &print,
                              const std::string &bufferName);
+
+/// Replaces the body of the kernel `into` (which calls the kernel `primal`)
+/// with the backward of `primal`. `bindings` pairs each shadow argument name
+/// of `into` with the pointer parameter name of `primal` it is the gradient
+/// of. `mode`: 0 auto, 1 always atomic, 2 deterministic (no atomics).
+Result differentiateKernel(const std::string &ir, const std::string &primal,
+                           const std::string &into,
+                           const std::vector<std::pair<std::string, std::string>> &bindings,
+                           int mode, const PrintOptions &print, const std::string &bufferName);
 
 } // namespace tritonad::api
 

@@ -1,6 +1,7 @@
 #include "tritonad/API.h"
 
 #include "tritonad/AutoDiff/Differentiate.h"
+#include "tritonad/AutoDiff/KernelBackward.h"
 #include "tritonad/InitAll.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -10,6 +11,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -85,7 +87,8 @@ namespace {
 // Parses and verifies `ir`, applies `transform`, prints the module.
 template <typename Transform>
 Result transformModule(const std::string &ir, const PrintOptions &print,
-                       const std::string &bufferName, Transform transform) {
+                       const std::string &bufferName, Transform transform,
+                       std::string *report = nullptr) {
   DialectRegistry registry;
   registerAllDialects(registry);
   registerAllPasses();
@@ -116,7 +119,19 @@ Result transformModule(const std::string &ir, const PrintOptions &print,
   module->print(os, flags);
   result.ok = true;
   result.diagnostics = diagnostics.take();
+  if (report)
+    result.report = *report;
   return result;
+}
+
+// Canonicalize and CSE one function: the derivative; the rest of the module
+// is Triton's to optimize.
+LogicalResult cleanUp(ModuleOp module, StringRef name) {
+  Operation *function = module.lookupSymbol(name);
+  PassManager pm(module.getContext(), function->getName().getStringRef());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  return pm.run(function);
 }
 
 } // namespace
@@ -144,8 +159,30 @@ Result differentiateFunction(const std::string &ir, const std::string &primal,
                              const std::string &bufferName) {
   return transformModule(ir, print, bufferName, [&](ModuleOp module, std::string &fallback) {
     fallback = "cannot differentiate @" + primal;
-    return differentiateInto(module, primal, into, wrt, zeroNonFloat);
+    if (mlir::failed(differentiateInto(module, primal, into, wrt, zeroNonFloat)))
+      return mlir::failure();
+    return cleanUp(module, into.empty() ? primal + "_vjp" : into);
   });
+}
+
+Result differentiateKernel(const std::string &ir, const std::string &primal,
+                           const std::string &into,
+                           const std::vector<std::pair<std::string, std::string>> &bindings,
+                           int mode, const PrintOptions &print, const std::string &bufferName) {
+  std::string report;
+  return transformModule(
+      ir, print, bufferName,
+      [&](ModuleOp module, std::string &fallback) {
+        fallback = "cannot derive the backward of kernel @" + primal;
+        SmallVector<ShadowBinding> shadowBindings;
+        for (const auto &[shadow, primalName] : bindings)
+          shadowBindings.push_back({shadow, primalName});
+        if (mlir::failed(differentiateKernelInto(module, primal, into, shadowBindings,
+                                                 static_cast<AccumulationMode>(mode), report)))
+          return mlir::failure();
+        return cleanUp(module, into);
+      },
+      &report);
 }
 
 } // namespace tritonad::api

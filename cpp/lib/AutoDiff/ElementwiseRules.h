@@ -74,7 +74,9 @@ inline Expr operator+(Expr a, Expr b) { return binary<mlir::arith::AddFOp>(a, b)
 inline Expr operator-(Expr a, Expr b) { return binary<mlir::arith::SubFOp>(a, b); }
 inline Expr operator*(Expr a, Expr b) { return binary<mlir::arith::MulFOp>(a, b); }
 inline Expr operator/(Expr a, Expr b) { return binary<mlir::arith::DivFOp>(a, b); }
-inline Expr operator-(Expr a) { return unary<mlir::arith::NegFOp>(a); }
+// Triton's TTIR-to-TTGIR conversion has no arith.negf: negate as 0 - a, as
+// Triton's own frontend does.
+inline Expr operator-(Expr a) { return Expr(0.0) - a; }
 
 inline Expr exp(Expr a) { return unary<mlir::math::ExpOp>(a); }
 inline Expr log(Expr a) { return unary<mlir::math::LogOp>(a); }

@@ -3,10 +3,9 @@
 #include "tritonad/AutoDiff/Activity.h"
 #include "tritonad/AutoDiff/ReverseModeInterface.h"
 
+#include "Inlining.h"
+
 #include "mlir/IR/IRMapping.h"
-#include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/InliningUtils.h"
-#include "mlir/Transforms/RegionUtils.h"
 
 using namespace mlir;
 namespace tt = mlir::triton;
@@ -118,54 +117,6 @@ LogicalResult buildFunctionVJP(tt::FuncOp primal, ArrayRef<unsigned> wrt, tt::Fu
   tt::ReturnOp::create(builder, terminator->getLoc(), TypeRange{}, gradients);
   return success();
 }
-
-namespace {
-
-void cloneRegion(OpBuilder &, Region *src, Block *, Block *postInsertBlock, IRMapping &mapper,
-                 bool shouldClone) {
-  Region *insertRegion = postInsertBlock->getParent();
-  if (shouldClone)
-    src->cloneInto(insertRegion, postInsertBlock->getIterator(), mapper);
-  else
-    insertRegion->getBlocks().splice(postInsertBlock->getIterator(), src->getBlocks(),
-                                     src->begin(), src->end());
-}
-
-// Inlines every tt.call in `function` (recursively), as Triton's make_ttir
-// would, and drops unreachable blocks.
-LogicalResult inlineAllCalls(tt::FuncOp function) {
-  auto module = function->getParentOfType<ModuleOp>();
-  InlinerInterface interface(function.getContext());
-  IRRewriter rewriter(function.getContext());
-  for (int depth = 0;; ++depth) {
-    (void)simplifyRegions(rewriter, function->getRegions());
-    SmallVector<tt::CallOp> calls;
-    function.walk([&](tt::CallOp call) { calls.push_back(call); });
-    if (calls.empty())
-      return success();
-    if (depth > 64)
-      return calls.front().emitError("call depth over 64 while inlining (recursion?)");
-    for (tt::CallOp call : calls) {
-      auto callee = module.lookupSymbol<tt::FuncOp>(call.getCallee());
-      if (!callee || callee.isExternal())
-        return call.emitError("cannot differentiate through a call to @")
-               << call.getCallee() << ": it has no body here";
-      auto noinline = callee->getAttrOfType<BoolAttr>("noinline");
-      if (noinline && noinline.getValue())
-        return call.emitError("cannot differentiate through @")
-               << call.getCallee() << ", which is marked noinline; remove noinline=True "
-               << "from the helper so tritonad can see its body";
-      (void)simplifyRegions(rewriter, callee->getRegions());
-      if (failed(inlineCall(interface, cloneRegion, cast<CallOpInterface>(call.getOperation()),
-                            cast<CallableOpInterface>(callee.getOperation()),
-                            &callee.getBody())))
-        return call.emitError("failed to inline @") << call.getCallee();
-      call.erase();
-    }
-  }
-}
-
-} // namespace
 
 LogicalResult differentiateInto(ModuleOp module, StringRef primalName, StringRef intoName,
                                 ArrayRef<unsigned> wrt, bool zeroNonFloat) {

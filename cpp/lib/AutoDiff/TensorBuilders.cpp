@@ -92,4 +92,38 @@ Value castFloat(OpBuilder &builder, Location loc, Value value, Type element) {
   return arith::TruncFOp::create(builder, loc, target, value);
 }
 
+Value createLoad(OpBuilder &builder, Location loc, Value ptr, Value mask, Value other) {
+  OperationState state(loc, tt::LoadOp::getOperationName());
+  state.addOperands(ptr);
+  if (mask)
+    state.addOperands(mask);
+  if (other)
+    state.addOperands(other);
+  state.addAttribute("operandSegmentSizes",
+                     builder.getDenseI32ArrayAttr({1, mask ? 1 : 0, other ? 1 : 0}));
+  state.addTypes(tt::getPointeeType(ptr.getType()));
+  return builder.create(state)->getResult(0);
+}
+
+void createStore(OpBuilder &builder, Location loc, Value ptr, Value value, Value mask) {
+  OperationState state(loc, tt::StoreOp::getOperationName());
+  state.addOperands({ptr, value});
+  if (mask)
+    state.addOperands(mask);
+  builder.create(state);
+}
+
+void createAtomicAdd(OpBuilder &builder, Location loc, Value ptr, Value value, Value mask) {
+  MLIRContext *context = builder.getContext();
+  OperationState state(loc, tt::AtomicRMWOp::getOperationName());
+  state.addOperands({ptr, value});
+  if (mask)
+    state.addOperands(mask);
+  state.addAttribute("atomic_rmw_op", tt::RMWOpAttr::get(context, tt::RMWOp::FADD));
+  state.addAttribute("sem", tt::MemSemanticAttr::get(context, tt::MemSemantic::RELAXED));
+  state.addAttribute("scope", tt::MemSyncScopeAttr::get(context, tt::MemSyncScope::GPU));
+  state.addTypes(value.getType());
+  builder.create(state);
+}
+
 } // namespace tritonad

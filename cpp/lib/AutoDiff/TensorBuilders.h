@@ -27,6 +27,16 @@ mlir::Value cumulativeSum(mlir::OpBuilder &builder, mlir::Location loc, mlir::Va
 mlir::Value castFloat(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value value,
                       mlir::Type element);
 
+/// tt.load of `ptr` (a tensor of pointers or a pointer) under an optional
+/// mask, masked lanes reading `other` (may be null).
+mlir::Value createLoad(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value ptr,
+                       mlir::Value mask, mlir::Value other);
+void createStore(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value ptr, mlir::Value value,
+                 mlir::Value mask);
+/// Relaxed, GPU-scope atomic fadd of `value` at `ptr` under the mask.
+void createAtomicAdd(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value ptr,
+                     mlir::Value value, mlir::Value mask);
+
 } // namespace tritonad
 
 #endif

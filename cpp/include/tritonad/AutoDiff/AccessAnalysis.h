@@ -1,0 +1,40 @@
+// Which programs and lanes touch which addresses: decides whether a gradient
+// accumulation `shadow[ptr] += g` may be a plain read-add-write (every address
+// touched by one lane of one program) or needs an atomic add.
+#ifndef TRITONAD_AUTODIFF_ACCESSANALYSIS_H
+#define TRITONAD_AUTODIFF_ACCESSANALYSIS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Value.h"
+
+#include <string>
+
+namespace tritonad {
+
+struct ExclusiveAccess {
+  /// i1 scalar, computed in the backward function: true when no two
+  /// (program, lane) pairs of the access can share an address. Null when the
+  /// addressing could not be analyzed (then the access is never exclusive).
+  mlir::Value condition;
+  /// Whether `condition` is known at compile time (a constant).
+  std::optional<bool> known;
+  /// Human-readable proof obligation, e.g. "stride >= N".
+  std::string explanation;
+};
+
+/// Analyzes the primal pointer `ptr` (a tensor of pointers from one base
+/// pointer, offsets built from tt.get_program_id, tt.make_range and uniform
+/// scalars) under the primal `mask`, and emits the exclusivity condition with
+/// `builder`; `forward` maps primal values to their recomputed copies.
+/// Only the program axes in `usedAxes` (those the kernel reads with
+/// tt.get_program_id) count: programs along other axes are duplicates, and the
+/// caller lets only the first of them accumulate.
+ExclusiveAccess analyzeExclusiveAccess(mlir::OpBuilder &builder, mlir::Location loc,
+                                       mlir::Value ptr, mlir::Value mask,
+                                       const mlir::IRMapping &forward,
+                                       llvm::ArrayRef<bool> usedAxes);
+
+} // namespace tritonad
+
+#endif

@@ -1,0 +1,387 @@
+#include "tritonad/AutoDiff/AccessAnalysis.h"
+
+#include "tritonad/Dialect/Triton/Dialect.h"
+
+#include "mlir/IR/Matchers.h"
+
+#include <map>
+
+using namespace mlir;
+namespace tt = mlir::triton;
+
+namespace tritonad {
+namespace {
+
+// constant * product(factors): a coefficient of an address term. Factors are
+// primal scalars that are the same for every program and lane.
+struct Coefficient {
+  int64_t constant = 1;
+  SmallVector<Value, 2> factors;
+  bool isConstant() const { return factors.empty(); }
+};
+
+// Variables an address depends on: the program id along axis k (0..2), or the
+// lane index along tensor dim d (3 + d).
+using Variable = int;
+constexpr Variable kFirstLane = 3;
+
+// offset = sum(coefficient_v * v) + (uniform part, irrelevant to collisions).
+struct Affine {
+  std::map<Variable, Coefficient> terms;
+  bool hasUniform = false; // a non-zero uniform part exists
+};
+
+std::optional<int64_t> constantInt(Value value) {
+  APInt result;
+  if (matchPattern(value, m_ConstantInt(&result)))
+    return result.getSExtValue();
+  return std::nullopt;
+}
+
+// A scalar that is uniform across programs and lanes (a constant, a function
+// argument, arithmetic on those), possibly splatted.
+std::optional<Value> uniformScalar(Value value) {
+  if (auto splat = value.getDefiningOp<tt::SplatOp>())
+    value = splat.getSrc();
+  if (isa<RankedTensorType>(value.getType())) {
+    if (auto c = value.getDefiningOp<arith::ConstantOp>())
+      if (auto dense = dyn_cast<SplatElementsAttr>(c.getValue()))
+        return value; // splat constant: handled through constantInt on the tensor
+    return std::nullopt;
+  }
+  // Function arguments are uniform; loop induction variables and carried
+  // values are not (programs may be at different iterations).
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    if (isa<tt::FuncOp>(arg.getOwner()->getParentOp()))
+      return value;
+    return std::nullopt;
+  }
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  if (isa<arith::ConstantOp>(def))
+    return value;
+  if (isa<arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::ExtSIOp, arith::ExtUIOp,
+          arith::TruncIOp, arith::DivSIOp, arith::MaxSIOp, arith::MinSIOp>(def) &&
+      llvm::all_of(def->getOperands(), [](Value v) { return uniformScalar(v).has_value(); }))
+    return value;
+  return std::nullopt;
+}
+
+std::optional<Affine> analyze(Value value);
+
+std::optional<Affine> scale(const Affine &affine, Value factor) {
+  Affine result = affine;
+  std::optional<int64_t> constant = constantInt(factor);
+  for (auto &[var, coefficient] : result.terms) {
+    if (constant)
+      coefficient.constant *= *constant;
+    else
+      coefficient.factors.push_back(factor);
+  }
+  if (constant && *constant == 0)
+    result.terms.clear();
+  return result;
+}
+
+std::optional<Affine> combine(const Affine &lhs, const Affine &rhs, int64_t sign) {
+  Affine result = lhs;
+  result.hasUniform |= rhs.hasUniform;
+  for (const auto &[var, coefficient] : rhs.terms) {
+    auto it = result.terms.find(var);
+    if (it == result.terms.end()) {
+      Coefficient c = coefficient;
+      c.constant *= sign;
+      result.terms[var] = c;
+      continue;
+    }
+    // Two terms of one variable only combine when both are plain constants.
+    if (!it->second.isConstant() || !coefficient.isConstant())
+      return std::nullopt;
+    it->second.constant += sign * coefficient.constant;
+    if (it->second.constant == 0)
+      result.terms.erase(it);
+  }
+  return result;
+}
+
+std::optional<Affine> analyze(Value value) {
+  if (std::optional<Value> uniform = uniformScalar(value)) {
+    Affine affine;
+    std::optional<int64_t> c = constantInt(*uniform);
+    affine.hasUniform = !c || *c != 0;
+    return affine;
+  }
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  if (auto pid = dyn_cast<tt::GetProgramIdOp>(def)) {
+    Affine affine;
+    affine.terms[static_cast<int>(pid.getAxis())] = Coefficient{};
+    return affine;
+  }
+  if (auto range = dyn_cast<tt::MakeRangeOp>(def)) {
+    Affine affine;
+    affine.terms[kFirstLane] = Coefficient{};
+    affine.hasUniform = range.getStartAttr().getInt() != 0;
+    return affine;
+  }
+  if (auto splat = dyn_cast<tt::SplatOp>(def))
+    return analyze(splat.getSrc());
+  if (auto broadcast = dyn_cast<tt::BroadcastOp>(def))
+    return analyze(broadcast.getSrc());
+  if (auto expand = dyn_cast<tt::ExpandDimsOp>(def)) {
+    std::optional<Affine> inner = analyze(expand.getSrc());
+    if (!inner)
+      return std::nullopt;
+    Affine result;
+    result.hasUniform = inner->hasUniform;
+    for (auto &[var, coefficient] : inner->terms) {
+      Variable shifted = var;
+      if (var >= kFirstLane && var - kFirstLane >= static_cast<int>(expand.getAxis()))
+        shifted = var + 1;
+      result.terms[shifted] = coefficient;
+    }
+    return result;
+  }
+  if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp>(def))
+    return analyze(def->getOperand(0));
+  if (isa<arith::AddIOp, arith::SubIOp>(def)) {
+    std::optional<Affine> lhs = analyze(def->getOperand(0));
+    std::optional<Affine> rhs = analyze(def->getOperand(1));
+    if (!lhs || !rhs)
+      return std::nullopt;
+    return combine(*lhs, *rhs, isa<arith::AddIOp>(def) ? 1 : -1);
+  }
+  if (isa<arith::MulIOp>(def)) {
+    for (int i = 0; i < 2; ++i) {
+      std::optional<Value> factor = uniformScalar(def->getOperand(1 - i));
+      if (!factor)
+        continue;
+      std::optional<Affine> other = analyze(def->getOperand(i));
+      if (!other)
+        return std::nullopt;
+      Value scalarFactor = *factor;
+      if (isa<RankedTensorType>(scalarFactor.getType())) {
+        std::optional<int64_t> c = constantInt(scalarFactor);
+        if (!c)
+          return std::nullopt;
+        Affine scaled = *other;
+        for (auto &[var, coefficient] : scaled.terms)
+          coefficient.constant *= *c;
+        if (*c == 0)
+          scaled.terms.clear();
+        return scaled;
+      }
+      return scale(*other, scalarFactor);
+    }
+  }
+  return std::nullopt;
+}
+
+// Upper bounds on lane indices implied by the mask: `lane_d < bound` with a
+// uniform scalar bound, through andi/expand_dims/broadcast.
+void collectLaneBounds(Value mask, std::map<int, Value> &bounds) {
+  if (!mask)
+    return;
+  Operation *def = mask.getDefiningOp();
+  if (!def)
+    return;
+  if (auto andOp = dyn_cast<arith::AndIOp>(def)) {
+    collectLaneBounds(andOp.getLhs(), bounds);
+    collectLaneBounds(andOp.getRhs(), bounds);
+    return;
+  }
+  if (auto broadcast = dyn_cast<tt::BroadcastOp>(def))
+    return collectLaneBounds(broadcast.getSrc(), bounds);
+  if (auto expand = dyn_cast<tt::ExpandDimsOp>(def)) {
+    std::map<int, Value> inner;
+    collectLaneBounds(expand.getSrc(), inner);
+    for (auto &[dim, bound] : inner)
+      bounds[dim >= static_cast<int>(expand.getAxis()) ? dim + 1 : dim] = bound;
+    return;
+  }
+  auto cmp = dyn_cast<arith::CmpIOp>(def);
+  if (!cmp || (cmp.getPredicate() != arith::CmpIPredicate::slt &&
+               cmp.getPredicate() != arith::CmpIPredicate::ult))
+    return;
+  std::optional<Affine> lane = analyze(cmp.getLhs());
+  std::optional<Value> bound = uniformScalar(cmp.getRhs());
+  if (!lane || !bound || lane->hasUniform || lane->terms.size() != 1)
+    return;
+  auto [var, coefficient] = *lane->terms.begin();
+  if (var < kFirstLane || !coefficient.isConstant() || coefficient.constant != 1)
+    return;
+  bounds[var - kFirstLane] = *bound;
+}
+
+// Emits scalar i64 arithmetic in the backward function.
+struct Emitter {
+  OpBuilder &builder;
+  Location loc;
+  const IRMapping &forward;
+
+  Value constant(int64_t v) {
+    return arith::ConstantOp::create(builder, loc, builder.getI64IntegerAttr(v));
+  }
+  Value scalar(Value primal) {
+    if (auto splat = primal.getDefiningOp<tt::SplatOp>())
+      primal = splat.getSrc();
+    if (std::optional<int64_t> c = constantInt(primal))
+      return constant(*c);
+    Value value = forward.lookupOrDefault(primal);
+    if (value.getType().isInteger(64))
+      return value;
+    return arith::ExtSIOp::create(builder, loc, builder.getI64Type(), value);
+  }
+  Value coefficient(const Coefficient &c) {
+    Value result = constant(c.constant);
+    for (Value factor : c.factors)
+      result = arith::MulIOp::create(builder, loc, result, scalar(factor));
+    return result;
+  }
+};
+
+} // namespace
+
+ExclusiveAccess analyzeExclusiveAccess(OpBuilder &builder, Location loc, Value ptr, Value mask,
+                                       const IRMapping &forward, ArrayRef<bool> usedAxes) {
+  ExclusiveAccess result;
+  // Strip the pointer chain down to its offsets: base + sum(offsets).
+  std::optional<Affine> offsets = Affine{};
+  Value cursor = ptr;
+  while (true) {
+    Operation *def = cursor.getDefiningOp();
+    if (!def)
+      break; // the base pointer argument
+    if (auto addptr = dyn_cast<tt::AddPtrOp>(def)) {
+      std::optional<Affine> term = analyze(addptr.getOffset());
+      offsets = term && offsets ? combine(*offsets, *term, 1) : std::nullopt;
+      cursor = addptr.getPtr();
+    } else if (isa<tt::SplatOp, tt::BroadcastOp>(def)) {
+      // Neither renumbers dims (broadcast keeps them; splat comes from a scalar).
+      cursor = def->getOperand(0);
+    } else {
+      offsets = std::nullopt;
+      break;
+    }
+    if (!offsets)
+      break;
+  }
+  if (!offsets) {
+    result.known = false;
+    result.explanation = "addresses not analyzable";
+    return result;
+  }
+
+  auto type = dyn_cast<RankedTensorType>(ptr.getType());
+  ArrayRef<int64_t> shape = type ? type.getShape() : ArrayRef<int64_t>{};
+  std::map<int, Value> bounds;
+  collectLaneBounds(mask, bounds);
+
+  Emitter emit{builder, loc, forward};
+  // Digits of a mixed-radix number: (coefficient, extent). The address is
+  // collision-free if, in order, each coefficient >= the span of the previous
+  // digits: sum(coefficient_j * (extent_j - 1)) + 1.
+  struct Digit {
+    Coefficient coefficient;
+    Value extent; // i64 in the backward function
+    std::optional<int64_t> constantExtent;
+    int order;
+  };
+  SmallVector<Digit> digits;
+  for (auto [dim, size] : llvm::enumerate(shape)) {
+    auto it = offsets->terms.find(kFirstLane + dim);
+    if (it == offsets->terms.end()) {
+      if (size > 1) {
+        result.known = false;
+        result.explanation = "lanes along dim " + std::to_string(dim) + " share addresses";
+        return result;
+      }
+      continue;
+    }
+    if (size == 1)
+      continue;
+    Digit digit{it->second, emit.constant(size), size, 0};
+    if (auto bound = bounds.find(dim); bound != bounds.end()) {
+      digit.extent = arith::MinSIOp::create(builder, loc, digit.extent, emit.scalar(bound->second));
+      digit.constantExtent = std::nullopt;
+    }
+    // Constant coefficients first (ascending), then runtime strides from the
+    // innermost dim outwards.
+    digit.order = it->second.isConstant() ? 0 : 1000 - static_cast<int>(dim);
+    digits.push_back(digit);
+  }
+  std::stable_sort(digits.begin(), digits.end(), [](const Digit &a, const Digit &b) {
+    if (a.order != b.order)
+      return a.order < b.order;
+    return a.coefficient.constant < b.coefficient.constant;
+  });
+  for (int axis = 0; axis < 3; ++axis) {
+    if (!usedAxes[axis])
+      continue;
+    Value programs = arith::ExtSIOp::create(
+        builder, loc, builder.getI64Type(),
+        tt::GetNumProgramsOp::create(builder, loc, builder.getI32Type(),
+                                     tt::ProgramIDDimAttr::get(builder.getContext(),
+                                                               static_cast<tt::ProgramIDDim>(axis))));
+    auto it = offsets->terms.find(axis);
+    if (it == offsets->terms.end()) {
+      // Programs along an axis the address ignores all touch the same memory
+      // unless there is only one of them.
+      digits.push_back(Digit{Coefficient{0, {}}, programs, std::nullopt, 2000 + axis});
+      continue;
+    }
+    digits.push_back(Digit{it->second, programs, std::nullopt, 2000 + axis});
+  }
+
+  Value ok = arith::ConstantOp::create(builder, loc, builder.getBoolAttr(true));
+  Value span = emit.constant(1);
+  std::optional<int64_t> constantSpan = 1; // span of the digits so far, if static
+  bool allStatic = true;
+  for (const Digit &digit : digits) {
+    Value extentMinusOne = arith::SubIOp::create(builder, loc, digit.extent, emit.constant(1));
+    if (digit.coefficient.isConstant() && digit.coefficient.constant == 0) {
+      // A used program axis the address ignores: needs exactly one program.
+      ok = arith::AndIOp::create(
+          builder, loc, ok,
+          arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::sle, digit.extent,
+                                emit.constant(1)));
+      allStatic = false;
+      constantSpan = std::nullopt;
+      continue;
+    }
+    if (digit.coefficient.isConstant() && constantSpan) {
+      if (digit.coefficient.constant < *constantSpan) {
+        result.known = false;
+        result.explanation = "lanes or programs overlap (stride " +
+                             std::to_string(digit.coefficient.constant) + " < span " +
+                             std::to_string(*constantSpan) + ")";
+        return result;
+      }
+    } else {
+      Value coefficient = emit.coefficient(digit.coefficient);
+      ok = arith::AndIOp::create(
+          builder, loc, ok,
+          arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::sge, coefficient, span));
+      allStatic = false;
+    }
+    Value coefficient = emit.coefficient(digit.coefficient);
+    span = arith::AddIOp::create(builder, loc, span,
+                                 arith::MulIOp::create(builder, loc, coefficient, extentMinusOne));
+    if (constantSpan && digit.coefficient.isConstant() && digit.constantExtent)
+      constantSpan = *constantSpan + digit.coefficient.constant * (*digit.constantExtent - 1);
+    else
+      constantSpan = std::nullopt;
+  }
+  result.condition = ok;
+  if (allStatic) {
+    result.known = true;
+    result.explanation = "proven: offsets from program_id with strides >= the tile extent";
+  } else {
+    result.explanation = "checked at run time: strides, masks and grid keep tiles disjoint";
+  }
+  return result;
+}
+
+} // namespace tritonad

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The one GPU run of this project.
+#   scripts/gpu.sh wheel   (here)        builds a cp312 wheel of tritonad and the pure-Python
+#                                        test dependencies into wheelhouse/
+#   scripts/gpu.sh run     (GPU machine) installs them into /tmp/tritonad-site (no registry
+#                                        needed) and runs the GPU tests, the demo and the
+#                                        benchmarks, in one go
+set -euo pipefail
+cd "$(dirname "$0")/.."
+case "${1:-}" in
+  wheel)
+    PY312="${PY312:-$HOME/.pyenv/versions/3.12.1/bin/python}"
+    rm -rf wheelhouse && mkdir -p wheelhouse
+    "$PY312" -m pip wheel . --no-deps -w wheelhouse
+    "$PY312" -m pip download pytest -d wheelhouse --only-binary :all: --python-version 3.12
+    ls -la wheelhouse
+    ;;
+  run)
+    SITE=/tmp/tritonad-site
+    rm -rf "$SITE"
+    python3 -m pip install --no-index --no-deps --target "$SITE" wheelhouse/*.whl >/dev/null
+    export PYTHONPATH="$SITE" PATH="$SITE/bin:$PATH"
+    nvidia-smi --query-gpu=name --format=csv,noheader || true
+    python3 -c "import tritonad, triton, torch; print('tritonad', tritonad.__version__, 'triton', triton.__version__, 'torch', torch.__version__)"
+    status=0
+    python3 -m pytest test -m gpu -q -rs -p no:cacheprovider ${PYTEST_ARGS:-} || status=$?
+    python3 -m tritonad.demo | head -20 || status=$?
+    if [ -f benchmarks/bench.py ]; then python3 benchmarks/bench.py || status=$?; fi
+    exit $status
+    ;;
+  *)
+    echo "usage: $0 wheel|run" >&2; exit 2 ;;
+esac
