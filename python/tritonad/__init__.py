@@ -3,6 +3,7 @@
 from tritonad import _C
 from tritonad._core import MLIRError, run_pipeline
 from tritonad._grad import DifferentiationError, grad
+from tritonad._torch import autograd
 
-__all__ = ["DifferentiationError", "MLIRError", "grad", "run_pipeline"]
+__all__ = ["DifferentiationError", "MLIRError", "autograd", "grad", "run_pipeline"]
 __version__ = "0.1.0"

@@ -36,16 +36,36 @@ _SPECS: List[_VJPSpec] = []
 
 def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]]]] = None, *,
          num_outputs: Optional[int] = None, **kernel_options) -> JITFunction:
-    """Returns the vector-Jacobian product of a pure @triton.jit function.
+    """Reverse-mode derivative of a @triton.jit function or kernel.
 
-    ``fn_vjp = tritonad.grad(fn, wrt=...)`` is a @triton.jit device function
-    called as ``fn_vjp(*args, *cotangents)``: the arguments of ``fn`` (constexpr
-    ones included, in the same order), then one cotangent per value ``fn``
-    returns. It returns the gradients of the ``wrt`` arguments (a single value
-    when there is one), each of its argument's type. ``wrt`` takes parameter
-    names or indices; by default every non-constexpr argument (integer ones get
-    a zero gradient). The derivative is computed on TTIR when the calling kernel
-    compiles and goes through Triton's normal pipeline, inlined into the kernel.
+    **A pure function** (it returns tensors): ``fn_vjp = tritonad.grad(fn, wrt=...)``
+    is a @triton.jit device function called as ``fn_vjp(*args, *cotangents)``:
+    the arguments of ``fn`` (constexpr ones included, in the same order), then
+    one cotangent per value ``fn`` returns. It returns the gradients of the
+    ``wrt`` arguments (a single value when there is one), each of its
+    argument's type. ``wrt`` takes parameter names or indices; by default every
+    non-constexpr argument (integer ones get a zero gradient).
+
+    **A kernel** (it loads and stores, returns nothing): ``bwd = tritonad.grad(kernel)``
+    is the backward kernel, launched with the forward's grid as
+    ``bwd[grid](*forward_args, *shadow_args, **constexprs)``, one shadow per
+    pointer parameter named ``d`` + its name (``bwd.signature`` lists the order;
+    pass ``None`` where no gradient is wanted). For a pointer the forward loads
+    from, the gradient of the loaded values is *added* into its shadow at the
+    same addresses under the same mask; for a pointer it stores to, the upstream
+    gradient is read from its shadow under the same mask (masked lanes
+    contribute zero); ``other=`` values get no gradient; the forward's stores are
+    not replayed. Each accumulation is a plain read-add-write when the
+    addressing proves every address belongs to one program (checked at run time
+    when it depends on strides), an atomic add otherwise; ``bwd.schedule()``
+    says which, ``mode="deterministic"`` refuses atomics, ``mode="atomic"``
+    forces them. ``pointers=`` names the pointer parameters if tritonad's
+    reading of the source misses one. ``triton.heuristics`` / ``triton.autotune``
+    wrappers are re-applied to the backward (autotuning restores the shadows
+    after each trial).
+
+    In both cases the derivative is computed on TTIR when the kernel compiles,
+    inside Triton's normal pipeline.
 
     Example::
 

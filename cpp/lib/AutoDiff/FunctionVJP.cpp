@@ -4,6 +4,7 @@
 #include "tritonad/AutoDiff/ReverseModeInterface.h"
 
 #include "Inlining.h"
+#include "ReverseSweep.h"
 
 #include "mlir/IR/IRMapping.h"
 
@@ -65,40 +66,27 @@ LogicalResult buildFunctionVJP(tt::FuncOp primal, ArrayRef<unsigned> wrt, tt::Fu
   if (failed(active))
     return primal.emitError("activity analysis failed");
 
-  // Rules must exist for every op that carries a gradient; check them all
+  // Rules must exist for every op that carries a gradient: check them all
   // before emitting anything.
-  for (Operation &op : primalBody.without_terminator()) {
-    bool carries = llvm::any_of(op.getResults(), [&](Value v) { return active->contains(v); });
-    if (!carries)
-      continue;
-    if (op.getNumRegions() != 0 && !isa<tt::ReduceOp, tt::ScanOp>(op))
-      return op.emitError("cannot differentiate '")
-             << op.getName() << "' here: control flow inside a differentiated function is not "
-             << "supported yet";
-    if (!isa<ReverseModeOpInterface>(op))
-      return op.emitError("no derivative rule for '") << op.getName() << "'";
-  }
+  if (failed(checkDifferentiable(primalBody, *active, /*kernel=*/false)))
+    return failure();
 
   Block *body = vjp.addEntryBlock();
   OpBuilder builder = OpBuilder::atBlockEnd(body);
   IRMapping forward;
   for (BlockArgument arg : primalBody.getArguments())
     forward.map(arg, body->getArgument(arg.getArgNumber()));
+  SweepHooks hooks;
+  hooks.cloneForward = [](Operation &op, OpBuilder &b, IRMapping &mapping) { b.clone(op, mapping); };
   for (Operation &op : primalBody.without_terminator())
-    builder.clone(op, forward);
+    hooks.cloneForward(op, builder, forward);
 
   AdjointState state(forward, *active);
   unsigned numInputs = primal.getNumArguments();
   for (auto [index, returned] : llvm::enumerate(terminator->getOperands()))
     state.accumulate(builder, returned, body->getArgument(numInputs + index));
-
-  for (Operation &op : llvm::reverse(primalBody.without_terminator())) {
-    bool carries = llvm::any_of(op.getResults(), [&](Value v) { return state.adjoint(v); });
-    if (!carries)
-      continue;
-    if (failed(cast<ReverseModeOpInterface>(op).emitAdjoint(builder, state)))
-      return failure();
-  }
+  if (failed(reverseSweep(primalBody, builder, state, hooks)))
+    return failure();
 
   SmallVector<Value> gradients;
   for (unsigned index : wrt) {

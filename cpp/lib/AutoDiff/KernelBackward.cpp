@@ -5,6 +5,7 @@
 #include "tritonad/AutoDiff/ReverseModeInterface.h"
 
 #include "Inlining.h"
+#include "ReverseSweep.h"
 #include "TensorBuilders.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -34,6 +35,19 @@ BlockArgument baseArgument(Value ptr) {
   return dyn_cast<BlockArgument>(ptr);
 }
 
+// Like baseArgument, but follows pointers carried through scf.for iter_args
+// back to their initial values.
+BlockArgument traceBase(Value ptr) {
+  BlockArgument base = baseArgument(ptr);
+  while (base) {
+    auto loop = dyn_cast<scf::ForOp>(base.getOwner()->getParentOp());
+    if (!loop || base.getArgNumber() == 0)
+      return base;
+    base = baseArgument(loop.getInitArgs()[base.getArgNumber() - 1]);
+  }
+  return base;
+}
+
 class KernelBackwardBuilder {
 public:
   KernelBackwardBuilder(tt::FuncOp primal, DenseMap<BlockArgument, Value> shadows,
@@ -48,7 +62,7 @@ private:
     return base && shadows.count(base);
   }
   LogicalResult validate();
-  FailureOr<Value> shadowPointer(OpBuilder &builder, Value ptr);
+  FailureOr<Value> shadowPointer(OpBuilder &builder, Value ptr, const IRMapping &forward);
   LogicalResult emitStoreAdjoint(OpBuilder &builder, tt::StoreOp store, AdjointState &state);
   LogicalResult emitLoadAdjoint(OpBuilder &builder, tt::LoadOp load, AdjointState &state);
   // i1: this program is the first along every axis the kernel never reads
@@ -71,8 +85,6 @@ private:
   tt::FuncOp primal;
   DenseMap<BlockArgument, Value> shadows; // primal pointer argument -> shadow argument of bwd
   AccumulationMode mode;
-  IRMapping forward;
-  DenseMap<Value, Value> shadowPointers;
   llvm::StringMap<std::string> schedule; // primal argument name -> how it is accumulated
   bool usedAxes[3] = {false, false, false};
 };
@@ -80,6 +92,15 @@ private:
 LogicalResult KernelBackwardBuilder::validate() {
   DenseSet<BlockArgument> loaded, stored;
   WalkResult walk = primal.walk([&](Operation *op) {
+    if (isa<tt::LoadOp, tt::StoreOp>(op)) {
+      BlockArgument traced = traceBase(op->getOperand(0));
+      if (traced && shadows.count(traced) && baseArgument(op->getOperand(0)) != traced) {
+        op->emitError("cannot differentiate an access through a pointer carried by a loop "
+                      "(ptrs += step in scf.for iter_args); compute the pointer from the "
+                      "loop's induction variable instead");
+        return WalkResult::interrupt();
+      }
+    }
     if (auto load = dyn_cast<tt::LoadOp>(op)) {
       if (BlockArgument base = baseArgument(load.getPtr()))
         loaded.insert(base);
@@ -115,28 +136,24 @@ LogicalResult KernelBackwardBuilder::validate() {
   return success();
 }
 
-FailureOr<Value> KernelBackwardBuilder::shadowPointer(OpBuilder &builder, Value ptr) {
-  if (Value known = shadowPointers.lookup(ptr))
-    return known;
-  Value result;
+// The shadow's copy of the pointer computation of `ptr`, rebuilt from the
+// shadow argument with the recomputed offsets.
+FailureOr<Value> KernelBackwardBuilder::shadowPointer(OpBuilder &builder, Value ptr,
+                                                      const IRMapping &forward) {
   if (auto arg = dyn_cast<BlockArgument>(ptr)) {
-    result = shadows.lookup(arg);
-  } else {
-    Operation *def = ptr.getDefiningOp();
-    FailureOr<Value> source = shadowPointer(builder, def->getOperand(0));
-    if (failed(source))
-      return failure();
-    IRMapping mapping;
-    for (Value operand : def->getOperands())
-      mapping.map(operand, forward.lookupOrDefault(operand));
-    mapping.map(def->getOperand(0), *source);
-    OpBuilder::InsertionGuard guard(builder);
-    result = builder.clone(*def, mapping)->getResult(0);
-  }
-  if (!result)
+    if (Value shadow = shadows.lookup(arg))
+      return shadow;
     return failure();
-  shadowPointers[ptr] = result;
-  return result;
+  }
+  Operation *def = ptr.getDefiningOp();
+  FailureOr<Value> source = shadowPointer(builder, def->getOperand(0), forward);
+  if (failed(source))
+    return failure();
+  IRMapping mapping;
+  for (Value operand : def->getOperands())
+    mapping.map(operand, forward.lookupOrDefault(operand));
+  mapping.map(def->getOperand(0), *source);
+  return builder.clone(*def, mapping)->getResult(0);
 }
 
 LogicalResult KernelBackwardBuilder::emitStoreAdjoint(OpBuilder &builder, tt::StoreOp store,
@@ -145,7 +162,8 @@ LogicalResult KernelBackwardBuilder::emitStoreAdjoint(OpBuilder &builder, tt::St
   Value value = store.getValue();
   if (!state.isActive(value))
     return success();
-  FailureOr<Value> shadow = shadowPointer(builder, store.getPtr());
+  const IRMapping &forward = state.mapping();
+  FailureOr<Value> shadow = shadowPointer(builder, store.getPtr(), forward);
   if (failed(shadow))
     return store.emitError("cannot form the shadow address of this store");
   Location loc = store.getLoc();
@@ -162,7 +180,8 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   Value g = state.adjoint(load.getResult());
   if (!g)
     return success();
-  FailureOr<Value> shadow = shadowPointer(builder, load.getPtr());
+  const IRMapping &forward = state.mapping();
+  FailureOr<Value> shadow = shadowPointer(builder, load.getPtr(), forward);
   if (failed(shadow))
     return load.emitError("cannot form the shadow address of this load");
   Location loc = load.getLoc();
@@ -237,51 +256,44 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
   if (failed(active))
     return primal.emitError("activity analysis failed");
 
-  for (Value value : *active) {
-    Operation *owner = value.getParentBlock()->getParentOp();
-    if (owner != primal.getOperation())
-      return owner->emitError("cannot differentiate '")
-             << owner->getName() << "': control flow carrying gradients (loops, ifs) is not "
-             << "supported in kernels yet";
-  }
-  for (Operation &op : primalBody.without_terminator()) {
-    bool carries = llvm::any_of(op.getResults(), [&](Value v) { return active->contains(v); });
-    if (carries && !isa<tt::LoadOp>(op) && !isa<ReverseModeOpInterface>(op))
-      return op.emitError("no derivative rule for '") << op.getName() << "'";
-  }
+  if (failed(checkDifferentiable(primalBody, *active, /*kernel=*/true)))
+    return failure();
 
   Block *body = &bwd.getBody().front();
   OpBuilder builder = OpBuilder::atBlockEnd(body);
+  IRMapping forward;
   for (auto [arg, value] : llvm::zip(primalBody.getArguments(), primalArgsInBwd))
     forward.map(arg, value);
+  SweepHooks hooks;
   // Recompute the forward without its side effects: stores are not replayed.
-  for (Operation &op : primalBody.without_terminator()) {
-    if (isa<tt::StoreOp>(op))
-      continue;
-    if (isa<tt::AtomicRMWOp, tt::AtomicCASOp>(op) && op.use_empty())
-      continue;
-    Operation *clone = builder.clone(op, forward);
+  hooks.cloneForward = [](Operation &op, OpBuilder &b, IRMapping &mapping) {
+    if (isa<tt::StoreOp>(op) || (isa<tt::AtomicRMWOp, tt::AtomicCASOp>(op) && op.use_empty()))
+      return;
+    Operation *clone = b.clone(op, mapping);
     SmallVector<Operation *> nestedStores;
     clone->walk([&](tt::StoreOp store) { nestedStores.push_back(store); });
     for (Operation *store : nestedStores)
       store->erase();
-  }
+  };
+  hooks.special = [&](Operation &op, OpBuilder &b, AdjointState &state) -> FailureOr<bool> {
+    if (auto store = dyn_cast<tt::StoreOp>(op)) {
+      if (isShadowed(store.getPtr()) && failed(emitStoreAdjoint(b, store, state)))
+        return failure();
+      return true;
+    }
+    if (auto load = dyn_cast<tt::LoadOp>(op)) {
+      if (isShadowed(load.getPtr()) && failed(emitLoadAdjoint(b, load, state)))
+        return failure();
+      return true;
+    }
+    return false;
+  };
+  for (Operation &op : primalBody.without_terminator())
+    hooks.cloneForward(op, builder, forward);
 
   AdjointState state(forward, *active);
-  for (Operation &op : llvm::reverse(primalBody.without_terminator())) {
-    LogicalResult result = success();
-    if (auto store = dyn_cast<tt::StoreOp>(op)) {
-      if (isShadowed(store.getPtr()))
-        result = emitStoreAdjoint(builder, store, state);
-    } else if (auto load = dyn_cast<tt::LoadOp>(op)) {
-      if (isShadowed(load.getPtr()))
-        result = emitLoadAdjoint(builder, load, state);
-    } else if (llvm::any_of(op.getResults(), [&](Value v) { return state.adjoint(v); })) {
-      result = cast<ReverseModeOpInterface>(op).emitAdjoint(builder, state);
-    }
-    if (failed(result))
-      return failure();
-  }
+  if (failed(reverseSweep(primalBody, builder, state, hooks)))
+    return failure();
   tt::ReturnOp::create(builder, primalBody.getTerminator()->getLoc(), TypeRange{}, ValueRange{});
 
   for (auto &[arg, shadow] : shadows) {

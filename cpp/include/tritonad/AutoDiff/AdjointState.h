@@ -16,8 +16,12 @@ public:
   AdjointState(mlir::IRMapping &forward, const llvm::DenseSet<mlir::Value> &active)
       : forwardMap(forward), activeValues(active) {}
 
+  /// The primal -> recomputed forward mapping.
+  mlir::IRMapping &mapping() const { return forwardMap; }
+  const llvm::DenseSet<mlir::Value> &activeSet() const { return activeValues; }
+
   /// The recomputed forward value of a primal value.
-  mlir::Value forward(mlir::Value primal) const { return forwardMap.lookup(primal); }
+  mlir::Value forward(mlir::Value primal) const { return forwardMap.lookupOrDefault(primal); }
 
   /// Whether `primal` carries a gradient (depends on a differentiated input
   /// and influences a differentiated output).

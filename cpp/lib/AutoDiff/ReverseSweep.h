@@ -1,0 +1,36 @@
+// The reverse sweep over a block, shared by function and kernel derivatives:
+// rules for ordinary ops, hooks for loads and stores, and the reverse of
+// structured control flow (scf.for, scf.if) kept as control flow.
+#ifndef TRITONAD_LIB_AUTODIFF_REVERSESWEEP_H
+#define TRITONAD_LIB_AUTODIFF_REVERSESWEEP_H
+
+#include "tritonad/AutoDiff/AdjointState.h"
+
+#include "mlir/IR/Block.h"
+
+#include <functional>
+
+namespace tritonad {
+
+struct SweepHooks {
+  /// Clones a primal op into the recomputed forward (kernels drop stores).
+  std::function<void(mlir::Operation &, mlir::OpBuilder &, mlir::IRMapping &)> cloneForward;
+  /// Emits the adjoint of an op that has no ReverseModeOpInterface rule
+  /// (loads, stores). Returns true when it handled the op.
+  std::function<mlir::FailureOr<bool>(mlir::Operation &, mlir::OpBuilder &, AdjointState &)>
+      special;
+};
+
+/// Checks before emitting anything that every op carrying a gradient in
+/// `block` (nested regions included) can be differentiated.
+mlir::LogicalResult checkDifferentiable(mlir::Block &block, const llvm::DenseSet<mlir::Value> &active,
+                                        bool kernel);
+
+/// Emits the adjoints of the ops of `block` (its terminator excluded), last
+/// to first, at the builder's insertion point.
+mlir::LogicalResult reverseSweep(mlir::Block &block, mlir::OpBuilder &builder,
+                                 AdjointState &state, const SweepHooks &hooks);
+
+} // namespace tritonad
+
+#endif
