@@ -22,10 +22,18 @@ case "${1:-}" in
     export PYTHONPATH="$SITE" PATH="$SITE/bin:$PATH"
     nvidia-smi --query-gpu=name --format=csv,noheader || true
     python3 -c "import tritonad, triton, torch; print('tritonad', tritonad.__version__, 'triton', triton.__version__, 'torch', torch.__version__)"
+    LOGS="${OUT:-/tmp/tritonad-gpu-logs}"; mkdir -p "$LOGS"
     status=0
-    python3 -m pytest test -m gpu -q -rs -p no:cacheprovider ${PYTEST_ARGS:-} || status=$?
-    python3 -m tritonad.demo | head -20 || status=$?
-    if [ -f benchmarks/bench.py ]; then python3 benchmarks/bench.py || status=$?; fi
+    python3 -m pytest test -m gpu -q -rfEs -p no:cacheprovider ${PYTEST_ARGS:-} \
+      > "$LOGS/pytest.log" 2>&1 || status=$?
+    tail -n 40 "$LOGS/pytest.log"
+    python3 -m tritonad.demo > "$LOGS/demo.log" 2>&1 || status=$?
+    head -n 8 "$LOGS/demo.log"
+    if [ -z "${SKIP_BENCH:-}" ] && [ -f benchmarks/bench.py ]; then
+      python3 benchmarks/bench.py --out "$LOGS/results.md" > "$LOGS/bench.log" 2>&1 || status=$?
+      tail -n 40 "$LOGS/bench.log"
+    fi
+    echo "gpu run exit status: $status"
     exit $status
     ;;
   *)

@@ -2,7 +2,10 @@
 
 #include "tritonad/Dialect/Triton/Dialect.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
+
+#include "llvm/ADT/ScopeExit.h"
 
 #include <map>
 
@@ -24,6 +27,22 @@ struct Coefficient {
 // lane index along tensor dim d (3 + d).
 using Variable = int;
 constexpr Variable kFirstLane = 3;
+// Induction variables of enclosing scf.for loops: kFirstIv + position in
+// InductionVariables::all. Iterations of one program run in sequence, so they
+// may revisit addresses; only programs must stay apart.
+constexpr Variable kFirstIv = 1000;
+
+struct InductionVariables {
+  SmallVector<Value> all;
+  Variable variableOf(Value iv) {
+    for (auto [i, known] : llvm::enumerate(all))
+      if (known == iv)
+        return kFirstIv + i;
+    all.push_back(iv);
+    return kFirstIv + all.size() - 1;
+  }
+};
+InductionVariables *currentIvs = nullptr; // set for the duration of one analysis
 
 // offset = sum(coefficient_v * v) + (uniform part, irrelevant to collisions).
 struct Affine {
@@ -112,6 +131,16 @@ std::optional<Affine> analyze(Value value) {
     affine.hasUniform = !c || *c != 0;
     return affine;
   }
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
+    if (currentIvs && loop && arg == loop.getInductionVar() &&
+        (!constantInt(loop.getStep()) || *constantInt(loop.getStep()) > 0)) {
+      Affine affine;
+      affine.terms[currentIvs->variableOf(arg)] = Coefficient{};
+      return affine;
+    }
+    return std::nullopt;
+  }
   Operation *def = value.getDefiningOp();
   if (!def)
     return std::nullopt;
@@ -177,6 +206,54 @@ std::optional<Affine> analyze(Value value) {
     }
   }
   return std::nullopt;
+}
+
+// Masks `E < bound` where E is a sum of lanes and induction variables with
+// non-negative constant coefficients and no other part (so E >= 0 when the
+// loops start at >= 0): every accessed E lies in [0, bound).
+struct RangeBound {
+  Affine expression;
+  Value bound;
+};
+
+bool isNonNegativeSum(const Affine &affine) {
+  if (affine.hasUniform || affine.terms.empty())
+    return false;
+  for (auto &[var, c] : affine.terms) {
+    if (var < kFirstLane || !c.isConstant() || c.constant < 0)
+      return false;
+    if (var >= kFirstIv) {
+      auto loop = cast<scf::ForOp>(
+          cast<BlockArgument>(currentIvs->all[var - kFirstIv]).getOwner()->getParentOp());
+      std::optional<int64_t> lower = constantInt(loop.getLowerBound());
+      if (!lower || *lower < 0)
+        return false;
+    }
+  }
+  return true;
+}
+
+void collectRangeBounds(Value mask, int shift, SmallVectorImpl<RangeBound> &bounds) {
+  if (!mask)
+    return;
+  Operation *def = mask.getDefiningOp();
+  if (!def)
+    return;
+  if (auto andOp = dyn_cast<arith::AndIOp>(def)) {
+    collectRangeBounds(andOp.getLhs(), shift, bounds);
+    collectRangeBounds(andOp.getRhs(), shift, bounds);
+    return;
+  }
+  if (auto broadcast = dyn_cast<tt::BroadcastOp>(def))
+    return collectRangeBounds(broadcast.getSrc(), shift, bounds);
+  auto cmp = dyn_cast<arith::CmpIOp>(def);
+  if (!cmp || (cmp.getPredicate() != arith::CmpIPredicate::slt &&
+               cmp.getPredicate() != arith::CmpIPredicate::ult))
+    return;
+  std::optional<Affine> lhs = analyze(cmp.getLhs());
+  std::optional<Value> bound = uniformScalar(cmp.getRhs());
+  if (lhs && bound && isNonNegativeSum(*lhs))
+    bounds.push_back({*lhs, *bound});
 }
 
 // Upper bounds on lane indices implied by the mask: `lane_d < bound` with a
@@ -247,6 +324,9 @@ struct Emitter {
 ExclusiveAccess analyzeExclusiveAccess(OpBuilder &builder, Location loc, Value ptr, Value mask,
                                        const IRMapping &forward, ArrayRef<bool> usedAxes) {
   ExclusiveAccess result;
+  InductionVariables ivs;
+  currentIvs = &ivs;
+  auto resetIvs = llvm::make_scope_exit([] { currentIvs = nullptr; });
   // Strip the pointer chain down to its offsets: base + sum(offsets).
   std::optional<Affine> offsets = Affine{};
   Value cursor = ptr;
@@ -288,6 +368,8 @@ ExclusiveAccess analyzeExclusiveAccess(OpBuilder &builder, Location loc, Value p
     Value extent; // i64 in the backward function
     std::optional<int64_t> constantExtent;
     int order;
+    bool sequential = false; // an induction variable: only widens the span
+    Value clampTo;           // after the sequential digits: span <= this bound
   };
   SmallVector<Digit> digits;
   for (auto [dim, size] : llvm::enumerate(shape)) {
@@ -311,6 +393,47 @@ ExclusiveAccess analyzeExclusiveAccess(OpBuilder &builder, Location loc, Value p
     // innermost dim outwards.
     digit.order = it->second.isConstant() ? 0 : 1000 - static_cast<int>(dim);
     digits.push_back(digit);
+  }
+  // Induction variables: iterations of a program run in sequence, so they may
+  // revisit addresses; they widen what the program touches by
+  // coefficient * (ub - lb).
+  Affine inProgram; // the lane and induction-variable part of the offsets
+  for (auto &[var, coefficient] : offsets->terms) {
+    if (var >= kFirstLane)
+      inProgram.terms[var] = coefficient;
+    if (var < kFirstIv)
+      continue;
+    auto loop = cast<scf::ForOp>(
+        cast<BlockArgument>(ivs.all[var - kFirstIv]).getOwner()->getParentOp());
+    if (!coefficient.isConstant() || coefficient.constant < 0) {
+      result.known = false;
+      result.explanation = "a loop moves the addresses by a runtime or negative stride";
+      return result;
+    }
+    Value trip = arith::SubIOp::create(builder, loc, emit.scalar(loop.getUpperBound()),
+                                       emit.scalar(loop.getLowerBound()));
+    Digit digit{coefficient, arith::AddIOp::create(builder, loc, trip, emit.constant(1)),
+                std::nullopt, 1500};
+    digit.sequential = true;
+    digits.push_back(digit);
+  }
+  // A mask `E < bound` whose E is exactly the in-program offset, E >= 0,
+  // keeps what a program touches within [0, bound).
+  SmallVector<RangeBound> rangeBounds;
+  collectRangeBounds(mask, 0, rangeBounds);
+  for (const RangeBound &range : rangeBounds) {
+    bool same = range.expression.terms.size() == inProgram.terms.size();
+    for (auto &[var, c] : range.expression.terms) {
+      auto it = inProgram.terms.find(var);
+      same &= it != inProgram.terms.end() && it->second.isConstant() &&
+              it->second.constant == c.constant;
+    }
+    if (same) {
+      Digit clamp{Coefficient{}, Value(), std::nullopt, 1600};
+      clamp.clampTo = emit.scalar(range.bound);
+      digits.push_back(clamp);
+      break;
+    }
   }
   std::stable_sort(digits.begin(), digits.end(), [](const Digit &a, const Digit &b) {
     if (a.order != b.order)
@@ -340,7 +463,20 @@ ExclusiveAccess analyzeExclusiveAccess(OpBuilder &builder, Location loc, Value p
   std::optional<int64_t> constantSpan = 1; // span of the digits so far, if static
   bool allStatic = true;
   for (const Digit &digit : digits) {
+    if (digit.clampTo) {
+      span = arith::MinSIOp::create(builder, loc, span, digit.clampTo);
+      constantSpan = std::nullopt;
+      continue;
+    }
     Value extentMinusOne = arith::SubIOp::create(builder, loc, digit.extent, emit.constant(1));
+    if (digit.sequential) {
+      Value grown = arith::MulIOp::create(builder, loc, emit.coefficient(digit.coefficient),
+                                          extentMinusOne);
+      span = arith::AddIOp::create(builder, loc, span, grown);
+      constantSpan = std::nullopt;
+      allStatic = false;
+      continue;
+    }
     if (digit.coefficient.isConstant() && digit.coefficient.constant == 0) {
       // A used program axis the address ignores: needs exactly one program.
       ok = arith::AndIOp::create(

@@ -83,8 +83,7 @@ inline Expr log(Expr a) { return unary<mlir::math::LogOp>(a); }
 inline Expr sqrt(Expr a) { return unary<mlir::math::SqrtOp>(a); }
 inline Expr sin(Expr a) { return unary<mlir::math::SinOp>(a); }
 inline Expr cos(Expr a) { return unary<mlir::math::CosOp>(a); }
-inline Expr trunc(Expr a) { return unary<mlir::math::TruncOp>(a); }
-inline Expr pow(Expr a, Expr b) { return binary<mlir::math::PowFOp>(a, b); }
+// Only ops Triton 3.6 lowers (no math.trunc, math.powf, arith.negf).
 
 inline Cond compare(mlir::arith::CmpFPredicate predicate, Expr a, Expr b) {
   return Cond([=](Env &env) -> mlir::Value {

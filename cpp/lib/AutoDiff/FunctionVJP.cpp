@@ -25,10 +25,11 @@ FunctionType getVJPType(tt::FuncOp primal, ArrayRef<unsigned> wrt) {
 
 namespace {
 
-LogicalResult validate(tt::FuncOp primal, ArrayRef<unsigned> wrt, bool zeroNonFloat) {
+LogicalResult validate(tt::FuncOp primal, ArrayRef<unsigned> wrt, bool zeroNonFloat,
+                       bool inlined = true) {
   if (primal.isExternal())
     return primal.emitError("cannot differentiate @") << primal.getName() << ": it has no body";
-  if (!primal.getBody().hasOneBlock())
+  if (inlined && !primal.getBody().hasOneBlock())
     return primal.emitError("cannot differentiate @")
            << primal.getName() << ": its body has more than one block";
   for (unsigned index : wrt) {
@@ -112,6 +113,11 @@ LogicalResult differentiateInto(ModuleOp module, StringRef primalName, StringRef
   if (!primal)
     return module.emitError("no tt.func named @") << primalName << " to differentiate";
 
+  for (unsigned index : wrt)
+    if (index >= primal.getNumArguments())
+      return primal.emitError("wrt index ")
+             << index << " out of range: @" << primalName << " has " << primal.getNumArguments()
+             << " arguments";
   SmallVector<unsigned> indices(wrt.begin(), wrt.end());
   if (indices.empty())
     for (BlockArgument arg : primal.getArguments())
@@ -143,7 +149,9 @@ LogicalResult differentiateInto(ModuleOp module, StringRef primalName, StringRef
   auto scratch = cast<tt::FuncOp>(builder.clone(*primal));
   scratch.setName((primalName + "__tritonad_scratch").str());
   scratch.setPrivate();
-  LogicalResult result = inlineAllCalls(scratch);
+  LogicalResult result = validate(primal, indices, zeroNonFloat, /*inlined=*/false);
+  if (succeeded(result))
+    result = inlineAllCalls(scratch);
   if (succeeded(result))
     result = buildFunctionVJP(scratch, indices, vjp, zeroNonFloat);
   scratch.erase();

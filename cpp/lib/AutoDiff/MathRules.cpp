@@ -31,7 +31,7 @@ const RuleTable &mathRules() {
     declare<math::ErfOp>(t, {G * twoOverSqrtPi * exp(-(X(0) * X(0)))});
     // |x|' = sign(x), 0 at 0 (as torch).
     declare<math::AbsFOp>(t, {select(X(0) > 0.0, G, select(X(0) < 0.0, -G, 0.0))});
-    declare<math::PowFOp>(t, {G * X(1) * pow(X(0), X(1) - 1.0), G * Y * log(X(0))});
+    declare<math::PowFOp>(t, {G * X(1) * exp(log(X(0)) * (X(1) - 1.0)), G * Y * log(X(0))});
     declare<math::FmaOp>(t, {G * X(1), G * X(0), G});
     declare<math::FloorOp>(t, {0.0});
     declare<math::CeilOp>(t, {0.0});

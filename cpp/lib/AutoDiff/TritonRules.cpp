@@ -66,7 +66,7 @@ const RuleTable &libdeviceRules() {
     rule("atanh", {G / (1.0 - X(0) * X(0))});
     rule("erf", {G * twoOverSqrtPi * exp(-(X(0) * X(0)))});
     rule("erfc", {-G * twoOverSqrtPi * exp(-(X(0) * X(0)))});
-    rule("pow", {G * X(1) * pow(X(0), X(1) - 1.0), G * Y * log(X(0))});
+    rule("pow", {G * X(1) * exp(log(X(0)) * (X(1) - 1.0)), G * Y * log(X(0))});
     rule("fabs", {select(X(0) > 0.0, G, select(X(0) < 0.0, -G, 0.0))});
     rule("floor", {0.0});
     rule("ceil", {0.0});
@@ -143,9 +143,23 @@ struct ExpandDimsModel : UnaryShapeModel<ExpandDimsModel, tt::ExpandDimsOp> {
   }
 };
 
+// The combine region of a single-operand tt.reduce is `lhs + rhs`.
+bool isSumReduce(tt::ReduceOp reduce);
+
+bool onlySummedWhole(tt::ReshapeOp op) {
+  if (op.getType().getRank() != 1)
+    return false;
+  return llvm::all_of(op->getUsers(), [](Operation *user) {
+    auto reduce = dyn_cast<tt::ReduceOp>(user);
+    return reduce && reduce.getSrcs().size() == 1 && isSumReduce(reduce);
+  });
+}
+
 struct ReshapeModel : UnaryShapeModel<ReshapeModel, tt::ReshapeOp> {
   FailureOr<Value> rule(tt::ReshapeOp op, OpBuilder &builder, Value g, AdjointState &) const {
-    if (op.getAllowReorder())
+    // A reordering flatten is fine when only full sums consume it (tl.sum(x)
+    // without an axis): their adjoint is the same for every element.
+    if (op.getAllowReorder() && !onlySummedWhole(op))
       return op.emitError("cannot differentiate tt.reshape with allow_reorder: the element "
                           "order is unspecified; use tl.reshape(x, shape, can_reorder=False)");
     return reshape(builder, op.getLoc(), g, op.getSrc().getType());
@@ -328,6 +342,10 @@ std::optional<int64_t> rangeDimension(Value value) {
     }
   }
   return std::nullopt;
+}
+
+bool isSumReduce(tt::ReduceOp reduce) {
+  return matchCombiner<arith::AddFOp>(reduce.getCombineOp().front(), 0, 1) != nullptr;
 }
 
 struct ReduceModel : public ReverseModeOpInterface::ExternalModel<ReduceModel, tt::ReduceOp> {

@@ -1,0 +1,143 @@
+// What tritonad refuses to differentiate, and how it says so: every error names
+// the op (at its own location) and why.
+
+// Rule errors, one per split (each split has its own @f):
+// RUN: tritonad-opt %s --split-input-file --tritonad-differentiate="function=f" --verify-diagnostics
+
+// Bad `wrt` options and function names (the pass fails, tritonad-opt exits non-zero).
+// wrt=1 is out of range for the one-argument splits and names an i32 / pointer
+// argument in the last two; the first split has two float arguments (the cat error).
+// RUN: not tritonad-opt %s --split-input-file --tritonad-differentiate="function=f wrt=1" 2>&1 | FileCheck %s --check-prefix=WRT1
+// RUN: not tritonad-opt %s --split-input-file --tritonad-differentiate="function=nope" 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not tritonad-opt %s --split-input-file --tritonad-differentiate 2>&1 | FileCheck %s --check-prefix=NONAME
+// (wrt indices far out of range are not tested here: they currently crash
+// tritonad-opt in getVJPType, which indexes the argument types before validating.)
+
+// MISSING: error: no tt.func named @nope to differentiate
+// NONAME: error: tritonad-differentiate needs function=<name of a tt.func>
+
+tt.func public @f(%x: tensor<32xf32>, %y: tensor<32xf32>) -> tensor<64xf32> {
+  // WRT1: errors.mlir:[[@LINE+2]]:8: error: cannot differentiate tt.cat
+  // expected-error @+1 {{cannot differentiate tt.cat: Triton may reorder the elements of its result}}
+  %0 = tt.cat %x, %y : tensor<32xf32> -> tensor<64xf32>
+  tt.return %0 : tensor<64xf32>
+}
+
+// -----
+
+// A product reduce (mulf combine) has no rule.
+// WRT1: errors.mlir:[[@LINE+1]]:1: error: wrt index 1 out of range: @f has 1 arguments
+tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16xf32> {
+  // expected-error @+1 {{cannot differentiate tt.reduce: its combine region is not a sum, max, min or an index-selecting (argmax-style) combiner}}
+  %0 = "tt.reduce"(%x) <{axis = 1 : i32}> ({
+  ^bb0(%a: f32, %b: f32):
+    // expected-note @+1 {{combine region op: arith.mulf}}
+    %p = arith.mulf %a, %b : f32
+    tt.reduce.return %p : f32
+  }) : (tensor<16x32xf32>) -> tensor<16xf32>
+  tt.return %0 : tensor<16xf32>
+}
+
+// -----
+
+// A running max (scan with a maxnumf combine) has no rule.
+tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
+  // expected-error @+1 {{cannot differentiate tt.scan: its combine region is neither a sum nor a product}}
+  %0 = "tt.scan"(%x) <{axis = 1 : i32, reverse = false}> ({
+  ^bb0(%a: f32, %b: f32):
+    // expected-note @+1 {{combine region op: arith.maxnumf}}
+    %m = arith.maxnumf %a, %b : f32
+    tt.scan.return %m : f32
+  }) : (tensor<16x32xf32>) -> tensor<16x32xf32>
+  tt.return %0 : tensor<16x32xf32>
+}
+
+// -----
+
+// A libdevice function without a rule (Bessel j0).
+tt.func public @f(%x: tensor<32xf32>) -> tensor<32xf32> {
+  // expected-error @+1 {{no derivative rule for device-library function '__nv_j0f'}}
+  %0 = tt.extern_elementwise %x {libname = "", libpath = "", pure = true, symbol = "__nv_j0f"} : (tensor<32xf32>) -> tensor<32xf32>
+  tt.return %0 : tensor<32xf32>
+}
+
+// -----
+
+// A float op with no rule at all.
+tt.func public @f(%x: tensor<32xf32>) -> tensor<32xf32> {
+  // expected-error @+1 {{no derivative rule for 'math.atan'}}
+  %0 = math.atan %x : tensor<32xf32>
+  tt.return %0 : tensor<32xf32>
+}
+
+// -----
+
+// tl.reshape(..., can_reorder=True): the element order is unspecified.
+tt.func public @f(%x: tensor<16x32xf32>) -> tensor<512xf32> {
+  // expected-error @+1 {{cannot differentiate tt.reshape with allow_reorder: the element order is unspecified}}
+  %0 = tt.reshape %x allow_reorder : tensor<16x32xf32> -> tensor<512xf32>
+  tt.return %0 : tensor<512xf32>
+}
+
+// -----
+
+// A loop whose carried value is not a pure accumulation (here acc = sin(acc))
+// would need a per-iteration cache, which tritonad does not implement yet.
+tt.func public @f(%x: tensor<32xf32>) -> tensor<32xf32> {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c4 = arith.constant 4 : i32
+  // expected-error @+1 {{cannot differentiate this scf.for: loop-carried value #0 is not a pure accumulation}}
+  %0 = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %x) -> (tensor<32xf32>)  : i32 {
+    %1 = math.sin %acc : tensor<32xf32>
+    scf.yield %1 : tensor<32xf32>
+  }
+  tt.return %0 : tensor<32xf32>
+}
+
+// -----
+
+// A selecting (argmax-style) reduce whose indices are not a tl.arange along the
+// axis: the selected element cannot be identified.
+tt.func public @f(%x: tensor<32xf32>, %i: tensor<32xi32>) -> f32 {
+  // expected-error @+1 {{cannot differentiate this selecting tt.reduce: none of its operands is a tl.arange index along the reduced axis}}
+  %0:2 = "tt.reduce"(%x, %i) <{axis = 0 : i32}> ({
+  ^bb0(%a: f32, %ai: i32, %b: f32, %bi: i32):
+    %gt = arith.cmpf ogt, %a, %b : f32
+    %v = arith.select %gt, %a, %b : f32
+    %j = arith.select %gt, %ai, %bi : i32
+    tt.reduce.return %v, %j : f32, i32
+  }) : (tensor<32xf32>, tensor<32xi32>) -> (f32, i32)
+  tt.return %0#0 : f32
+}
+
+// -----
+
+// A call to a noinline helper cannot be seen through.
+tt.func private @helper(%x: tensor<32xf32>) -> tensor<32xf32> attributes {noinline = true} {
+  %0 = math.sin %x : tensor<32xf32>
+  tt.return %0 : tensor<32xf32>
+}
+tt.func public @f(%x: tensor<32xf32>) -> tensor<32xf32> {
+  // expected-error @+1 {{cannot differentiate through @helper, which is marked noinline}}
+  %0 = tt.call @helper(%x) : (tensor<32xf32>) -> tensor<32xf32>
+  tt.return %0 : tensor<32xf32>
+}
+
+// -----
+
+// Integer and pointer arguments: fine by default (not differentiated), an error
+// when named in wrt (see the WRT1 run).
+// WRT1: errors.mlir:[[@LINE+1]]:1: error: argument 1 of @f has type 'i32'; only floating-point scalars and tensors can be differentiated
+tt.func public @f(%x: tensor<32xf32>, %n: i32) -> tensor<32xf32> {
+  %0 = math.sin %x : tensor<32xf32>
+  tt.return %0 : tensor<32xf32>
+}
+
+// -----
+
+// WRT1: errors.mlir:[[@LINE+1]]:1: error: argument 1 of @f has type '!tt.ptr<f32>'; only floating-point scalars and tensors can be differentiated
+tt.func public @f(%x: tensor<32xf32>, %p: !tt.ptr<f32>) -> tensor<32xf32> {
+  %0 = math.sin %x : tensor<32xf32>
+  tt.return %0 : tensor<32xf32>
+}
