@@ -90,17 +90,18 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
 
     defaults = {n: p.default for n, p in inspect.signature(fn.fn).parameters.items()
                 if p.default is not inspect.Parameter.empty}
+    for n in runtime:
+        if n in defaults:
+            raise ValueError(f"runtime parameter {n!r} of {fn.__name__} has a default value; "
+                             "the backward kernel takes its shadows right after the runtime "
+                             "parameters, so give it no default (constexprs may keep theirs)")
     order = runtime + shadows + [n for n in names if n in constexprs]
     params = []
     for n in order:
         text = f"{n}: tl.constexpr" if n in constexprs else n
         if n in defaults:
             text += f" = _tritonad_defaults[{n!r}]"
-        elif n in shadows:
-            text += " = None"
         params.append(text)
-    # Parameters without defaults must come first in Python.
-    params.sort(key=lambda p: "=" in p)
     name = f"{fn.__name__}{_BWD_MARKER}{key}"
     source = (
         f"def {name}({', '.join(params)}):\n"
@@ -125,15 +126,34 @@ def _rewrap(bwd, wrappers, shadows):
         if isinstance(wrapper, Heuristics):
             result = triton.heuristics(wrapper.values)(result)
         elif isinstance(wrapper, Autotuner):
-            # Shadows are accumulated into: restore them after each trial.
+            saver = _ShadowSaver(shadows)
             result = triton.autotune(configs=wrapper.configs, key=list(wrapper.keys),
-                                     restore_value=list(shadows))(result)
+                                     pre_hook=saver.save, post_hook=saver.restore)(result)
         else:
             raise TypeError(f"tritonad.grad cannot re-apply {type(wrapper).__name__} to the "
                             "backward kernel")
         for attr in ("signature", "shadows", "derived_ir", "schedule"):
             setattr(result, attr, getattr(bwd, attr))
     return result
+
+
+class _ShadowSaver:
+    """Autotuning runs the backward once per config: shadows are accumulated
+    into, so each trial starts from (and leaves) their original content.
+    Shadows passed as None are skipped."""
+
+    def __init__(self, shadows):
+        self.shadows = shadows
+        self.copies = {}
+
+    def save(self, kwargs, reset_only=False):
+        if reset_only:  # after the trials: the post hook already restored them
+            return
+        self.copies = {n: kwargs[n].clone() for n in self.shadows if kwargs.get(n) is not None}
+
+    def restore(self, kwargs, exception):
+        for name, copy in self.copies.items():
+            kwargs[name].copy_(copy)
 
 
 def _materialize_backward(text: str) -> str:

@@ -93,6 +93,7 @@ def _make_function(torch):
                 bound[name] = value
             shadows = op.backward_kernel.shadows
             arguments = dict(bound)
+            arguments.update({shadow: None for shadow in shadows.values()})
             input_grads = {}
             for name, needs in zip(ctx.differentiable, ctx.needs_input_grad[4:]):
                 if needs:

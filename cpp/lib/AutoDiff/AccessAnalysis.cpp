@@ -167,7 +167,8 @@ std::optional<Affine> analyze(Value value) {
     result.hasUniform = inner->hasUniform;
     for (auto &[var, coefficient] : inner->terms) {
       Variable shifted = var;
-      if (var >= kFirstLane && var - kFirstLane >= static_cast<int>(expand.getAxis()))
+      if (var >= kFirstLane && var < kFirstIv &&
+          var - kFirstLane >= static_cast<int>(expand.getAxis()))
         shifted = var + 1;
       result.terms[shifted] = coefficient;
     }

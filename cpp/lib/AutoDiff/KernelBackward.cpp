@@ -87,6 +87,9 @@ private:
   AccumulationMode mode;
   llvm::StringMap<std::string> schedule; // primal argument name -> how it is accumulated
   bool usedAxes[3] = {false, false, false};
+  DenseMap<BlockArgument, int> loadSites;  // shadowed argument -> loads of it
+  DenseMap<BlockArgument, int> storeSites; // shadowed argument -> stores through it
+  DenseMap<Operation *, bool> firstStore;  // the forward-first store of its argument
 };
 
 LogicalResult KernelBackwardBuilder::validate() {
@@ -171,6 +174,11 @@ LogicalResult KernelBackwardBuilder::emitStoreAdjoint(OpBuilder &builder, tt::St
   Value other = mask ? createZero(builder, loc, value.getType()) : Value();
   Value upstream = createLoad(builder, loc, *shadow, mask, other);
   state.accumulate(builder, value, upstream);
+  // Several stores through one pointer: a later store overwrites an earlier
+  // one at the same address, so once a store has taken the upstream
+  // gradient, earlier stores must see zero there (the shadow is consumed).
+  if (storeSites.lookup(baseArgument(store.getPtr())) > 1 && !firstStore.lookup(store))
+    createStore(builder, loc, *shadow, createZero(builder, loc, value.getType()), mask);
   return success();
 }
 
@@ -209,6 +217,19 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     schedule[name] = "atomic (atomics requested)";
     return success();
   }
+  BlockArgument base = baseArgument(load.getPtr());
+  if (loadSites.lookup(base) > 1) {
+    // Threads of one program are not ordered between two accesses: several
+    // accumulations into one shadow are only safe as atomics.
+    if (mode == AccumulationMode::Deterministic)
+      return load.emitError("deterministic mode: '")
+             << name << "' is loaded at " << loadSites.lookup(base)
+             << " places; accumulating their gradients into one shadow needs atomics";
+    emitAtomic(builder);
+    schedule[name] = "atomic (loaded at " + std::to_string(loadSites.lookup(base)) +
+                     " places: accumulations into one shadow are not ordered)";
+    return success();
+  }
   ExclusiveAccess access = analyzeExclusiveAccess(builder, loc, load.getPtr(), load.getMask(),
                                                   forward, usedAxes);
   if (access.known && *access.known) {
@@ -242,6 +263,14 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
   if (failed(validate()))
     return failure();
   primal.walk([&](tt::GetProgramIdOp pid) { usedAxes[static_cast<int>(pid.getAxis())] = true; });
+  primal.walk([&](Operation *op) {
+    if (auto load = dyn_cast<tt::LoadOp>(op))
+      if (isShadowed(load.getPtr()))
+        ++loadSites[baseArgument(load.getPtr())];
+    if (auto store = dyn_cast<tt::StoreOp>(op))
+      if (isShadowed(store.getPtr()))
+        firstStore[op] = storeSites[baseArgument(store.getPtr())]++ == 0;
+  });
   Block &primalBody = primal.getBody().front();
   auto loadVaries = [&](Value value) {
     auto load = value.getDefiningOp<tt::LoadOp>();
@@ -299,10 +328,15 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
   for (auto &[arg, shadow] : shadows) {
     std::string name = argumentName(arg);
     auto it = schedule.find(name);
-    report += name + ": " +
-              (it == schedule.end() ? std::string("read only (the forward stores it)")
-                                    : it->second) +
-              "\n";
+    std::string how;
+    if (it != schedule.end())
+      how = it->second;
+    else if (storeSites.lookup(arg))
+      how = "output: its shadow is read (the upstream gradient)" +
+            std::string(storeSites.lookup(arg) > 1 ? ", then zeroed where overwritten" : "");
+    else
+      how = "no gradient reaches it";
+    report += name + ": " + how + "\n";
   }
   return success();
 }
@@ -365,6 +399,10 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
       return into.emitError("the forward kernel has no runtime pointer argument '")
              << binding.primal << "' for shadow '" << binding.shadow << "'";
     BlockArgument primalArg = scratch.getArgument(primalIt->second);
+    if (!isa<tt::PointerType>(primalArg.getType()))
+      return into.emitError("'") << binding.primal << "' is not a pointer (it has type "
+                                 << primalArg.getType() << "): only pointer parameters have "
+                                 << "shadows";
     if (primalArg.getType() != shadowIt->second.getType())
       return into.emitError("shadow '")
              << binding.shadow << "' has type " << shadowIt->second.getType() << " but '"

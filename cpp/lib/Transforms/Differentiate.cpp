@@ -1,4 +1,5 @@
 #include "tritonad/AutoDiff/Differentiate.h"
+#include "tritonad/AutoDiff/KernelBackward.h"
 #include "tritonad/Transforms/Passes.h"
 
 using namespace mlir;
@@ -6,6 +7,7 @@ namespace tt = mlir::triton;
 
 namespace tritonad {
 #define GEN_PASS_DEF_DIFFERENTIATE
+#define GEN_PASS_DEF_KERNELBACKWARD
 #include "tritonad/Transforms/Passes.h.inc"
 
 namespace {
@@ -22,6 +24,39 @@ struct DifferentiatePass : public impl::DifferentiateBase<DifferentiatePass> {
     SmallVector<unsigned> indices(wrt.begin(), wrt.end());
     if (failed(differentiateInto(module, functionName, vjpName, indices, /*zeroNonFloat=*/false)))
       signalPassFailure();
+  }
+};
+
+struct KernelBackwardPass : public impl::KernelBackwardBase<KernelBackwardPass> {
+  using KernelBackwardBase::KernelBackwardBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<ShadowBinding> bindings;
+    for (const std::string &pair : shadowBindings) {
+      auto [shadow, primal] = StringRef(pair).split(':');
+      if (primal.empty()) {
+        module.emitError("shadows= takes shadow:pointer pairs, got '") << pair << "'";
+        return signalPassFailure();
+      }
+      bindings.push_back({shadow.str(), primal.str()});
+    }
+    AccumulationMode accumulation = AccumulationMode::Auto;
+    if (mode == "atomic")
+      accumulation = AccumulationMode::Atomic;
+    else if (mode == "deterministic")
+      accumulation = AccumulationMode::Deterministic;
+    else if (mode != "auto") {
+      module.emitError("mode must be auto, atomic or deterministic, got '") << mode << "'";
+      return signalPassFailure();
+    }
+    std::string report;
+    if (failed(differentiateKernelInto(module, forwardName, intoName, bindings, accumulation,
+                                       report)))
+      return signalPassFailure();
+    // The schedule, for tests and people: one remark per shadow.
+    for (StringRef line : llvm::split(StringRef(report).trim(), '\n'))
+      module.emitRemark("accumulation of ") << line;
   }
 };
 

@@ -26,4 +26,26 @@ def Differentiate : Pass<"tritonad-differentiate", "mlir::ModuleOp"> {
                            "mlir::math::MathDialect"];
 }
 
+def KernelBackward : Pass<"tritonad-kernel-backward", "mlir::ModuleOp"> {
+  let summary = "Replace a kernel's body with the backward of the kernel it calls";
+  let description = [{
+    `@<into>` is a kernel whose body calls the forward kernel `@<forward>`
+    with (some of) its arguments; its other arguments are shadows, bound to
+    the forward's pointer parameters by name (`shadows=dx_ptr:x_ptr,...`,
+    names from the arguments' name locations). Loads from a bound pointer
+    accumulate the gradient of the loaded values into the shadow; stores
+    through one read the upstream gradient from it.
+  }];
+  let options = [
+    Option<"forwardName", "forward", "std::string", /*default=*/"", "the forward kernel">,
+    Option<"intoName", "into", "std::string", /*default=*/"", "the kernel to fill">,
+    ListOption<"shadowBindings", "shadows", "std::string",
+               "shadow:pointer pairs of argument names">,
+    Option<"mode", "mode", "std::string", /*default=*/"\"auto\"",
+           "auto | atomic | deterministic">,
+  ];
+  let dependentDialects = ["mlir::triton::TritonDialect", "mlir::arith::ArithDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
 #endif
