@@ -195,8 +195,8 @@ def schedule_lines(schedule: Optional[str]) -> List[str]:
 def launch_derived(bwd, grid, values: Dict[str, object], constexprs: Dict[str, object],
                    num_warps: int):
     """bwd[grid](*forward args, *shadows, **constexprs), arguments taken by name in the
-    order bwd.signature gives; a shadow missing from `values` is passed as None."""
-    args = [values.get(name) for name in bwd.signature if name not in constexprs]
+    order bwd.launch_signature gives; a shadow missing from `values` is passed as None."""
+    args = [values.get(name) for name in bwd.launch_signature if name not in constexprs]
     bwd[grid](*args, **constexprs, num_warps=num_warps)
 
 

@@ -19,6 +19,11 @@ case "${1:-}" in
     SITE=/tmp/tritonad-site
     rm -rf "$SITE"
     python3 -m pip install --no-index --no-deps --target "$SITE" wheelhouse/*.whl >/dev/null
+    if [ -n "${OVERLAY_PY:-}" ]; then
+      # Iterate on the Python side without a new wheel: the compiled core comes
+      # from the wheel, the Python package from this working tree.
+      cp python/tritonad/*.py "$SITE/tritonad/"
+    fi
     export PYTHONPATH="$SITE" PATH="$SITE/bin:$PATH"
     nvidia-smi --query-gpu=name --format=csv,noheader || true
     python3 -c "import tritonad, triton, torch; print('tritonad', tritonad.__version__, 'triton', triton.__version__, 'torch', torch.__version__)"

@@ -337,7 +337,7 @@ def compile_backward(bwd, types, constexprs, none=(), overrides=None):
         types.setdefault(shadow, types[ptr])
     types.update(overrides or {})
     signature, consts = {}, dict(constexprs)
-    for name in bwd.signature:
+    for name in bwd.launch_signature:
         if name in constexprs:
             signature[name] = "constexpr"
         elif name in none:
@@ -413,7 +413,7 @@ def derive(name, **grad_options):
     kernel, types, constexprs, none = CASES[name]
     bwd = tritonad.grad(kernel, **grad_options)
     compiled = compile_backward(bwd, types, constexprs,
-                                none=[n for n in none if n in bwd.signature])
+                                none=[n for n in none if n in bwd.launch_signature])
     return bwd, compiled
 
 
@@ -432,9 +432,9 @@ def test_backward_compiles_and_schedule(name):
     kernel, types, constexprs, _ = CASES[name]
     # Signature: runtime forward params, shadows, constexpr params.
     runtime = [n for n in types]
-    assert list(bwd.signature[:len(runtime)]) == runtime
-    assert list(bwd.signature[-len(constexprs):]) == list(constexprs)
-    assert set(bwd.signature[len(runtime):-len(constexprs)]) == set(bwd.shadows.values())
+    assert list(bwd.launch_signature[:len(runtime)]) == runtime
+    assert list(bwd.launch_signature[-len(constexprs):]) == list(constexprs)
+    assert set(bwd.launch_signature[len(runtime):-len(constexprs)]) == set(bwd.shadows.values())
     assert all(s == "d" + p for p, s in bwd.shadows.items())
 
     schedule = parse_schedule(bwd.schedule())
@@ -575,7 +575,7 @@ def test_wrt_restricts_shadows():
     kernel, types, constexprs, _ = CASES["layer_norm"]
     bwd = tritonad.grad(kernel, wrt=["X", "Y"])
     assert bwd.shadows == {"X": "dX", "Y": "dY"}
-    assert bwd.signature == tuple(types) + ("dX", "dY", "BLOCK_N")
+    assert bwd.launch_signature == tuple(types) + ("dX", "dY", "BLOCK_N")
     compile_backward(bwd, types, constexprs)
     assert set(store_roots(bwd.derived_ir())) == {"dX"}
     with pytest.raises(ValueError, match="not a pointer parameter"):
@@ -647,7 +647,7 @@ def test_signature_attributes_survive_wrappers():
     for kernel in (gelu_autotuned_kernel, gelu_heuristics_kernel):
         bwd = tritonad.grad(kernel)
         assert type(bwd) is type(kernel)
-        assert bwd.signature == ("x_ptr", "y_ptr", "n", "dx_ptr", "dy_ptr", "BLOCK")
+        assert bwd.launch_signature == ("x_ptr", "y_ptr", "n", "dx_ptr", "dy_ptr", "BLOCK")
         assert bwd.shadows == {"x_ptr": "dx_ptr", "y_ptr": "dy_ptr"}
         compile_backward(bwd.fn, dict(x_ptr=F32, y_ptr=F32, n="i32"), dict(BLOCK=128))
         assert parse_schedule(bwd.schedule())["x_ptr"].startswith("plain")
@@ -659,7 +659,7 @@ def test_signature_attributes_survive_wrappers():
 
 def test_signature_is_the_positional_order():
     bwd = tritonad.grad(gelu_kernel)
-    assert list(bwd.arg_names) == list(bwd.signature)
+    assert list(bwd.arg_names) == list(bwd.launch_signature)
 
 
 def test_autotuned_backward_accepts_none_shadows():

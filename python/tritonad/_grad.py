@@ -49,7 +49,7 @@ def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]
     **A kernel** (it loads and stores, returns nothing): ``bwd = tritonad.grad(kernel)``
     is the backward kernel, launched with the forward's grid as
     ``bwd[grid](*forward_args, *shadow_args, **constexprs)``, one shadow per
-    pointer parameter named ``d`` + its name (``bwd.signature`` lists the order;
+    pointer parameter named ``d`` + its name (``bwd.launch_signature`` lists the order;
     pass ``None`` where no gradient is wanted). For a pointer the forward loads
     from, the gradient of the loaded values is *added* into its shadow at the
     same addresses under the same mask; for a pointer it stores to, the upstream

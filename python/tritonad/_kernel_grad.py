@@ -110,7 +110,7 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
         f"    _tritonad_primal({', '.join(f'{n}={n}' for n in names)})\n")
     bwd = jit_from_source(source, name, {"tl": tl, "_tritonad_primal": fn,
                                           "_tritonad_defaults": defaults})
-    bwd.signature = tuple(order)
+    bwd.launch_signature = tuple(order)  # (JITFunction.signature is Triton's own)
     bwd.shadows = dict(zip(pointer_list, shadows))
     bwd.derived_ir = lambda: next(reversed(spec.derived.values()), None)
     bwd.schedule = lambda: next(reversed(spec.schedules.values()), None)
@@ -132,7 +132,7 @@ def _rewrap(bwd, wrappers, shadows):
         else:
             raise TypeError(f"tritonad.grad cannot re-apply {type(wrapper).__name__} to the "
                             "backward kernel")
-        for attr in ("signature", "shadows", "derived_ir", "schedule"):
+        for attr in ("launch_signature", "shadows", "derived_ir", "schedule"):
             setattr(result, attr, getattr(bwd, attr))
     return result
 

@@ -325,7 +325,13 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
     return failure();
   tt::ReturnOp::create(builder, primalBody.getTerminator()->getLoc(), TypeRange{}, ValueRange{});
 
-  for (auto &[arg, shadow] : shadows) {
+  SmallVector<BlockArgument> shadowed;
+  for (auto &[arg, shadow] : shadows)
+    shadowed.push_back(arg);
+  llvm::sort(shadowed, [](BlockArgument a, BlockArgument b) {
+    return a.getArgNumber() < b.getArgNumber();
+  });
+  for (BlockArgument arg : shadowed) {
     std::string name = argumentName(arg);
     auto it = schedule.find(name);
     std::string how;

@@ -55,8 +55,9 @@ struct KernelBackwardPass : public impl::KernelBackwardBase<KernelBackwardPass> 
                                        report)))
       return signalPassFailure();
     // The schedule, for tests and people: one remark per shadow.
+    Location loc = module.lookupSymbol(intoName)->getLoc();
     for (StringRef line : llvm::split(StringRef(report).trim(), '\n'))
-      module.emitRemark("accumulation of ") << line;
+      mlir::emitRemark(loc) << "accumulation of " << line;
   }
 };
 
