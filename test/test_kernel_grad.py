@@ -981,9 +981,12 @@ def test_overwritten_store_contributes_nothing():
     y = torch.empty_like(x)
     overwrite_kernel[grid](x, y, n, BLOCK=BLOCK)
     dy = torch.randn_like(x)
+    expected = 3 * dy
     dx = torch.zeros_like(x)
     tritonad.grad(overwrite_kernel)[grid](x, y, n, dx_ptr=dx, dy_ptr=dy, BLOCK=BLOCK)
-    assert_close(dx, 3 * dy)
+    assert_close(dx, expected)
+    # The last store consumed the upstream gradient, so the first store saw zero.
+    assert torch.count_nonzero(dy) == 0
 
 
 @pytest.mark.gpu

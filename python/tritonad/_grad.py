@@ -50,12 +50,15 @@ def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]
     is the backward kernel, launched with the forward's grid as
     ``bwd[grid](*forward_args, *shadow_args, **constexprs)``, one shadow per
     pointer parameter named ``d`` + its name (``bwd.launch_signature`` lists the order;
-    pass ``None`` where no gradient is wanted). For a pointer the forward loads
+    pass ``None``, or leave a shadow out, where no gradient is wanted or given).
+    For a pointer the forward loads
     from, the gradient of the loaded values is *added* into its shadow at the
     same addresses under the same mask; for a pointer it stores to, the upstream
     gradient is read from its shadow under the same mask (masked lanes
     contribute zero); ``other=`` values get no gradient; the forward's stores are
-    not replayed. Each accumulation is a plain read-add-write when the
+    not replayed. Where the forward stores to one pointer more than once, only
+    the last write survives, so the backward consumes that shadow (reads it,
+    then zeroes it under the store's mask) before earlier stores read it. Each accumulation is a plain read-add-write when the
     addressing proves every address belongs to one program (checked at run time
     when it depends on strides), an atomic add otherwise; ``bwd.schedule()``
     says which, ``mode="deterministic"`` refuses atomics, ``mode="atomic"``

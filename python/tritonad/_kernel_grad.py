@@ -110,11 +110,27 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
         f"    _tritonad_primal({', '.join(f'{n}={n}' for n in names)})\n")
     bwd = jit_from_source(source, name, {"tl": tl, "_tritonad_primal": fn,
                                           "_tritonad_defaults": defaults})
+    _make_shadows_optional(bwd, len(runtime), shadows)
     bwd.launch_signature = tuple(order)  # (JITFunction.signature is Triton's own)
     bwd.shadows = dict(zip(pointer_list, shadows))
     bwd.derived_ir = lambda: next(reversed(spec.derived.values()), None)
     bwd.schedule = lambda: next(reversed(spec.schedules.values()), None)
     return _rewrap(bwd, wrappers, shadows)
+
+
+def _make_shadows_optional(bwd, num_runtime, shadows):
+    """A shadow left out of a launch means no gradient wanted there, as None does
+    (like outputs without a cotangent in torch.autograd). Autotune and
+    heuristics wrappers reach the kernel through ``run``, so they see it too."""
+    run = bwd.run
+
+    def run_with_optional_shadows(*args, **kwargs):
+        for position, shadow in enumerate(shadows, start=num_runtime):
+            if len(args) <= position and shadow not in kwargs:
+                kwargs[shadow] = None
+        return run(*args, **kwargs)
+
+    bwd.run = run_with_optional_shadows
 
 
 def _rewrap(bwd, wrappers, shadows):
