@@ -269,6 +269,18 @@ CASES = [
     Case("nested_ptr_types_200", "tt.func @f(%x: " + "!tt.ptr<" * 200 + "f32" + ">" * 199 + ") {}",
          line=1),
     Case("nested_regions_unclosed", "tt.func @f() {\n" + "scf.execute_region {\n" * 200, line=201),
+    # Deep enough to overflow MLIR's recursive parser: refused before parsing.
+    Case("nested_regions_20000", "tt.func @f() {\n" + "scf.execute_region {\n" * 20000,
+         line=513, match="nesting deeper"),
+    Case("nested_ptr_types_20000", "tt.func @f(%x: " + "!tt.ptr<" * 20000 + "f32" + ">" * 20000 +
+         ") { tt.return }", line=1, match="nesting deeper"),
+    # ---- shapes MLIR's element count would assert on ----------------------------------------
+    Case("reshape_dynamic_shape", "tt.func @f(%x: tensor<?xf32>) {\n"
+         "  %0 = tt.reshape %x : tensor<?xf32> -> tensor<4x?xf32>\n  tt.return\n}", line=2,
+         match="statically shaped"),
+    Case("reshape_overflowing_shape", "tt.func @f(%x: tensor<4294967296x4294967296xf32>) {\n"
+         "  %0 = tt.reshape %x : tensor<4294967296x4294967296xf32> -> tensor<16xf32>\n"
+         "  tt.return\n}", line=2, match="overflows"),
     # ---- pass pipelines ------------------------------------------------------------------
     Case("pipeline_unknown_pass", "module {}", "builtin.module(no-such-pass)", line=1,
          match="no-such-pass"),

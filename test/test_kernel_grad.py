@@ -29,6 +29,7 @@ import triton.language as tl  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
+from corpus.kernels import matmul_kernel  # noqa: E402  (the tutorial's: a_ptrs += ...)
 from gpu_util import requires_gpu  # noqa: E402
 
 TARGET = GPUTarget("cuda", 90, 32)
@@ -265,6 +266,17 @@ def pointer_increment_kernel(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def pointer_walk_kernel(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
+    # The step grows with the iteration: not an induction tritonad rewrites.
+    ptrs = x_ptr + tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, N, BLOCK):
+        acc += tl.load(ptrs, mask=off + tl.arange(0, BLOCK) < N, other=0.0)
+        ptrs += off
+    tl.store(out_ptr, tl.sum(acc, axis=0))
+
+
+@triton.jit
 def overwrite_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     # y is written twice at the same addresses: only the second value survives,
     # so dL/dx = 3 * dy (not 1 * dy + 3 * dy).
@@ -280,6 +292,10 @@ def overwrite_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 # ---------------------------------------------------------------------------
 
 F32 = "*fp32"
+F16 = "*fp16"
+MATMUL_TYPES = dict(a_ptr=F16, b_ptr=F16, c_ptr=F16, M="i32", N="i32", K="i32",
+                    stride_am="i32", stride_ak="i32", stride_bk="i32", stride_bn="i32",
+                    stride_cm="i32", stride_cn="i32")
 CASES = {
     # name: (kernel, runtime parameter types, constexprs, shadows passed as None)
     "gelu": (gelu_kernel, dict(x_ptr=F32, y_ptr=F32, n="i32"), dict(BLOCK=256), ()),
@@ -308,6 +324,10 @@ CASES = {
     "layer_norm_loop": (layer_norm_loop_kernel, dict(X=F32, W=F32, B=F32, Y=F32, stride="i32",
                                                      N="i32", eps="fp32"),
                         dict(BLOCK_N=256), ()),
+    "matmul": (matmul_kernel, MATMUL_TYPES, dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=4),
+               ()),
+    "pointer_increment": (pointer_increment_kernel, dict(x_ptr=F32, out_ptr=F32, N="i32"),
+                          dict(BLOCK=256), ()),
 }
 
 # Expected schedule per pointer: "plain!" plain with no atomic fallback at all,
@@ -325,6 +345,8 @@ SCHEDULES = {
     "exp2d": {"x_ptr": "any", "y_ptr": "read"},
     "sum_loop": {"x_ptr": "plain", "out_ptr": "read"},
     "layer_norm_loop": {"X": "any", "W": "any", "B": "any", "Y": "read"},
+    "matmul": {"a_ptr": "any", "b_ptr": "any", "c_ptr": "read"},
+    "pointer_increment": {"x_ptr": "any", "out_ptr": "read"},
 }
 ELEMENTWISE = ("gelu", "swiglu")
 
@@ -628,8 +650,26 @@ def test_loop_carrying_a_non_accumulation_is_refused_with_its_line():
     assert located and int(located[0]) in _for_lines(online_logsumexp_kernel), message[:400]
 
 
-def test_pointer_carried_by_a_loop_is_refused():
-    bwd = tritonad.grad(pointer_increment_kernel)
+def test_pointer_advanced_in_a_loop_becomes_an_induction():
+    # `ptrs += BLOCK` is rewritten as init + k * BLOCK inside the loop: the
+    # backward needs no carried pointer and keeps the loop.
+    bwd, _ = derive("pointer_increment")
+    ir = bwd.derived_ir()
+    assert ir.count("scf.for") >= 1
+    assert set(store_roots(ir)) == {"dx_ptr"}
+
+
+def test_matmul_backward_keeps_the_k_loop():
+    bwd, _ = derive("matmul")
+    ir = bwd.derived_ir()
+    loops = re.findall(r"scf\.for", ir)
+    assert len(loops) == 1, ir       # the reverse K loop, not unrolled
+    assert ir.count("tt.dot") == 2   # dA = dC . B^T and dB = A^T . dC, per iteration
+    assert set(store_roots(ir)) == {"da_ptr", "db_ptr"}
+
+
+def test_pointer_carried_by_a_loop_otherwise_is_refused():
+    bwd = tritonad.grad(pointer_walk_kernel)
     with pytest.raises(tritonad.DifferentiationError, match="carried by a loop") as info:
         compile_backward(bwd, dict(x_ptr=F32, out_ptr=F32, N="i32"), dict(BLOCK=256))
     assert os.path.basename(__file__) in str(info.value)
@@ -969,6 +1009,54 @@ def test_layer_norm_loop_grad():
     assert_close(dX, refs[0], atol=1e-4)
     assert_close(dW, refs[1], atol=1e-4)
     assert_close(dB, refs[2], atol=1e-4)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_pointer_increment_grad():
+    torch.manual_seed(22)
+    N, BLOCK = 1000, 256
+    x = torch.randn(N, device="cuda")
+    out = torch.empty(1, device="cuda")
+    pointer_increment_kernel[(1,)](x, out, N, BLOCK=BLOCK)
+    assert_close(out[0], x.sum(), atol=1e-4)
+    dout = torch.randn(1, device="cuda")
+    dx = torch.zeros_like(x)
+    tritonad.grad(pointer_increment_kernel)[(1,)](x, out, N, dx_ptr=dx, dout_ptr=dout,
+                                                  BLOCK=BLOCK)
+    assert_close(dx, dout.expand(N))
+
+
+def _matmul_launch(kernel, a, b, c, grid, **shadows):
+    M, K = a.shape
+    N = b.shape[1]
+    kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                 c.stride(0), c.stride(1), **shadows, BLOCK_M=32, BLOCK_N=32, BLOCK_K=32,
+                 GROUP_M=4)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("shape", [(100, 72, 90), (64, 160, 33)])
+def test_matmul_grad(shape):
+    # The tutorial's matmul (grouped order, a_ptrs += BLOCK_K * stride, masked tails,
+    # fp16 in, fp32 accumulate, fp16 out): dA = dC B^T, dB = A^T dC.
+    torch.manual_seed(23)
+    M, N, K = shape
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(N, K, device="cuda", dtype=torch.float16).t()   # strided B
+    c = torch.empty(M, N, device="cuda", dtype=torch.float16)
+    grid = (triton.cdiv(M, 32) * triton.cdiv(N, 32),)
+    _matmul_launch(matmul_kernel, a, b, c, grid)
+    assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=1e-2)
+    dc = torch.randn_like(c)
+    da, db = torch.zeros_like(a), torch.zeros_like(b)
+    _matmul_launch(tritonad.grad(matmul_kernel), a, b, c, grid, da_ptr=da, db_ptr=db,
+                   dc_ptr=dc)
+    ref_a, ref_b = torch_grads(lambda x, y: x @ y, [a.float(), b.float()], dc.float())
+    # fp16 gradients, accumulated by several programs in fp16.
+    assert_close(da, ref_a, rtol=1e-2, atol=3e-2)
+    assert_close(db, ref_b, rtol=1e-2, atol=3e-2)
 
 
 @pytest.mark.gpu

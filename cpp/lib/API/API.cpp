@@ -84,11 +84,54 @@ namespace tritonad::api {
 
 namespace {
 
+// MLIR's parser and passes recurse once per nesting level: text nested far
+// deeper than any Triton kernel would overflow the stack and kill Python.
+constexpr int kMaxNesting = 512;
+
+// "<buffer>:line:col: error: ..." at the first bracket deeper than
+// kMaxNesting ({ ( [ <, outside strings and // comments), or "".
+std::string checkNesting(const std::string &ir, const std::string &bufferName) {
+  int depth = 0, line = 1, column = 0;
+  for (size_t i = 0; i < ir.size(); ++i) {
+    char c = ir[i];
+    ++column;
+    if (c == '\n') {
+      ++line;
+      column = 0;
+    } else if (c == '"') {
+      for (++i; i < ir.size() && ir[i] != '"' && ir[i] != '\n'; ++i, ++column)
+        if (ir[i] == '\\')
+          ++i, ++column;
+      ++column;
+      if (i < ir.size() && ir[i] == '\n')
+        --i, --column;
+    } else if (c == '/' && i + 1 < ir.size() && ir[i + 1] == '/') {
+      while (i + 1 < ir.size() && ir[i + 1] != '\n')
+        ++i;
+    } else if (c == '{' || c == '(' || c == '[' || c == '<') {
+      if (++depth > kMaxNesting)
+        return bufferName + ":" + std::to_string(line) + ":" + std::to_string(column) +
+               ": error: nesting deeper than " + std::to_string(kMaxNesting) +
+               " levels (brackets, regions or types); tritonad refuses it rather than "
+               "overflow the stack\n";
+    } else if ((c == '}' || c == ')' || c == ']' || (c == '>' && (i == 0 || ir[i - 1] != '-'))) &&
+               depth > 0) {
+      --depth;
+    }
+  }
+  return "";
+}
+
 // Parses and verifies `ir`, applies `transform`, prints the module.
 template <typename Transform>
 Result transformModule(const std::string &ir, const PrintOptions &print,
                        const std::string &bufferName, Transform transform,
                        std::string *report = nullptr) {
+  if (std::string error = checkNesting(ir, bufferName); !error.empty()) {
+    Result result;
+    result.diagnostics = error;
+    return result;
+  }
   DialectRegistry registry;
   registerAllDialects(registry);
   registerAllPasses();

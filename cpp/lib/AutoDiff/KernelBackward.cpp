@@ -2,6 +2,7 @@
 
 #include "tritonad/AutoDiff/AccessAnalysis.h"
 #include "tritonad/AutoDiff/Activity.h"
+#include "tritonad/AutoDiff/PointerInduction.h"
 #include "tritonad/AutoDiff/ReverseModeInterface.h"
 
 #include "Inlining.h"
@@ -99,8 +100,8 @@ LogicalResult KernelBackwardBuilder::validate() {
       BlockArgument traced = traceBase(op->getOperand(0));
       if (traced && shadows.count(traced) && baseArgument(op->getOperand(0)) != traced) {
         op->emitError("cannot differentiate an access through a pointer carried by a loop "
-                      "(ptrs += step in scf.for iter_args); compute the pointer from the "
-                      "loop's induction variable instead");
+                      "other than `ptrs += step` with a loop-invariant step (or after the "
+                      "loop); compute the pointer from the loop's induction variable instead");
         return WalkResult::interrupt();
       }
     }
@@ -387,6 +388,7 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
   auto cleanup = llvm::make_scope_exit([&] { scratch.erase(); });
   if (failed(inlineAllCalls(scratch)))
     return failure();
+  rewritePointerInductions(scratch);
 
   llvm::StringMap<BlockArgument> byName;
   for (BlockArgument arg : into.getArguments())

@@ -1,11 +1,8 @@
 // Block pointers exactly as Triton 3.6 prints them (make_ir output, before
 // make_ttir's rewrite-tensor-pointer): Triton's ODS types the results of
 // tt.make_tensor_ptr / tt.advance as `triton::PointerType`, so the printer strips
-// the dialect prefix and writes `: <tensor<32x32xf32>>`. Our ODS (TT_TensorPtr, a
-// plain CPred on ::mlir::Type) expects a full type and rejects this form with
-// "expected non-function type".
-// XFAIL: *
-// (Remove the XFAIL line when TT_TensorPtr gets cppType "::mlir::triton::PointerType".)
+// the dialect prefix and writes `: <tensor<32x32xf32>>`. Our TT_TensorPtr has
+// the same C++ type, so this form parses and prints back identically.
 
 // RUN: tritonad-opt %s | tritonad-opt | FileCheck %s
 

@@ -322,7 +322,7 @@ tt.func @make_range_i64() {
 // -----
 
 tt.func @make_range_float() {
-  // expected-error @+1 {{'tt.make_range' op result #0 must be ranked tensor of integer values, but got 'tensor<32xf32>'}}
+  // expected-error @+1 {{'tt.make_range' op result #0 must be statically shaped tensor of integer values, but got 'tensor<32xf32>'}}
   %0 = tt.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xf32>
   tt.return
 }
@@ -379,7 +379,7 @@ tt.func @load_cache_modifier(%p: !tt.ptr<f32>) {
 // -----
 
 tt.func @load_not_pointer(%p: tensor<64xf32>) {
-  // expected-error @+1 {{custom op 'tt.load' 'ptr' must be scalar pointer or ranked tensor of scalar pointer values or pointer to a tensor}}
+  // expected-error @+1 {{custom op 'tt.load' 'ptr' must be scalar pointer or statically shaped tensor of scalar pointer values or pointer to a tensor}}
   %0 = tt.load %p : tensor<64xf32>
   tt.return
 }
@@ -547,7 +547,7 @@ tt.func @reshape_count(%x: tensor<16xf32>) {
 // -----
 
 tt.func @unsplat_scalar(%x: f32) {
-  // expected-error @+1 {{'tt.unsplat' op operand #0 must be ranked tensor of floating-point or integer or scalar pointer values, but got 'f32'}}
+  // expected-error @+1 {{'tt.unsplat' op operand #0 must be statically shaped tensor of floating-point or integer or scalar pointer values, but got 'f32'}}
   %0 = "tt.unsplat"(%x) : (f32) -> f32
   tt.return
 }
@@ -555,7 +555,7 @@ tt.func @unsplat_scalar(%x: f32) {
 // -----
 
 tt.func @addptr_offset_float(%p: !tt.ptr<f32>, %o: f32) {
-  // expected-error @+1 {{'tt.addptr' op operand #1 must be integer or ranked tensor of integer values, but got 'f32'}}
+  // expected-error @+1 {{'tt.addptr' op operand #1 must be integer or statically shaped tensor of integer values, but got 'f32'}}
   %0 = tt.addptr %p, %o : !tt.ptr<f32>, f32
   tt.return
 }
@@ -619,7 +619,7 @@ tt.func @program_id_type() {
 // -----
 
 tt.func @int_to_ptr_i32(%x: i32) {
-  // expected-error @+1 {{'tt.int_to_ptr' op operand #0 must be 64-bit signless integer or ranked tensor of 64-bit signless integer values, but got 'i32'}}
+  // expected-error @+1 {{'tt.int_to_ptr' op operand #0 must be 64-bit signless integer or statically shaped tensor of 64-bit signless integer values, but got 'i32'}}
   %0 = tt.int_to_ptr %x : i32 -> !tt.ptr<f32>
   tt.return
 }
@@ -627,7 +627,7 @@ tt.func @int_to_ptr_i32(%x: i32) {
 // -----
 
 tt.func @fp_to_fp_int(%x: i32) {
-  // expected-error @+1 {{'tt.fp_to_fp' op operand #0 must be floating-point or ranked tensor of floating-point values, but got 'i32'}}
+  // expected-error @+1 {{'tt.fp_to_fp' op operand #0 must be floating-point or statically shaped tensor of floating-point values, but got 'i32'}}
   %0 = tt.fp_to_fp %x : i32 -> f16
   tt.return
 }
@@ -651,7 +651,7 @@ tt.func @clampf_propagate(%x: f32) {
 // -----
 
 tt.func @histogram_float(%x: tensor<16xf32>) {
-  // expected-error @+1 {{'tt.histogram' op operand #0 must be ranked tensor of integer values, but got 'tensor<16xf32>'}}
+  // expected-error @+1 {{'tt.histogram' op operand #0 must be statically shaped tensor of integer values, but got 'tensor<16xf32>'}}
   %0 = tt.histogram %x : tensor<16xf32> -> tensor<8xi32>
   tt.return
 }
@@ -659,7 +659,7 @@ tt.func @histogram_float(%x: tensor<16xf32>) {
 // -----
 
 tt.func @gather_float_indices(%x: tensor<16xf32>, %i: tensor<16xf32>) {
-  // expected-error @+1 {{'tt.gather' op operand #1 must be ranked tensor of integer values, but got 'tensor<16xf32>'}}
+  // expected-error @+1 {{'tt.gather' op operand #1 must be statically shaped tensor of integer values, but got 'tensor<16xf32>'}}
   %0 = tt.gather %x[%i] {axis = 0 : i32} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
   tt.return
 }
@@ -667,7 +667,7 @@ tt.func @gather_float_indices(%x: tensor<16xf32>, %i: tensor<16xf32>) {
 // -----
 
 tt.func @assert_float(%x: f32) {
-  // expected-error @+1 {{'tt.assert' op operand #0 must be 1-bit signless integer or ranked tensor of 1-bit signless integer values, but got 'f32'}}
+  // expected-error @+1 {{'tt.assert' op operand #0 must be 1-bit signless integer or statically shaped tensor of 1-bit signless integer values, but got 'f32'}}
   tt.assert %x, "no" : f32
   tt.return
 }
@@ -862,7 +862,7 @@ tt.func @num_programs_type() {
 // -----
 
 tt.func @mulhiui_float(%x: f32) {
-  // expected-error @+1 {{'tt.mulhiui' op operand #0 must be integer or ranked tensor of integer values, but got 'f32'}}
+  // expected-error @+1 {{'tt.mulhiui' op operand #0 must be integer or statically shaped tensor of integer values, but got 'f32'}}
   %0 = tt.mulhiui %x, %x : f32
   tt.return
 }
@@ -878,7 +878,7 @@ tt.func @precise_divf_types(%x: f32, %y: f16) {
 // -----
 
 tt.func @precise_sqrt_int(%x: i32) {
-  // expected-error @+1 {{'tt.precise_sqrt' op operand #0 must be floating-point or ranked tensor of floating-point values, but got 'i32'}}
+  // expected-error @+1 {{'tt.precise_sqrt' op operand #0 must be floating-point or statically shaped tensor of floating-point values, but got 'i32'}}
   %0 = tt.precise_sqrt %x : i32
   tt.return
 }
@@ -886,7 +886,7 @@ tt.func @precise_sqrt_int(%x: i32) {
 // -----
 
 tt.func @ptr_to_int_i32(%p: !tt.ptr<f32>) {
-  // expected-error @+1 {{'tt.ptr_to_int' op result #0 must be 64-bit signless integer or ranked tensor of 64-bit signless integer values, but got 'i32'}}
+  // expected-error @+1 {{'tt.ptr_to_int' op result #0 must be 64-bit signless integer or statically shaped tensor of 64-bit signless integer values, but got 'i32'}}
   %0 = tt.ptr_to_int %p : !tt.ptr<f32> -> i32
   tt.return
 }

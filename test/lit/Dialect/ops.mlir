@@ -83,9 +83,9 @@ module {
   // them away; the result type is written in full here (Triton 3.6 prints the
   // stripped `: <tensor<32x32xf32>>`, see block-ptr-triton-form.mlir).
   // CHECK-LABEL: tt.func public @block_pointers
-  // CHECK: %[[BP:.*]] = tt.make_tensor_ptr %{{.*}}, [%{{.*}}, %{{.*}}], [%{{.*}}, %{{.*}}], [%{{.*}}, %{{.*}}] {order = array<i32: 1, 0>} : !tt.ptr<tensor<32x32xf32>>
+  // CHECK: %[[BP:.*]] = tt.make_tensor_ptr %{{.*}}, [%{{.*}}, %{{.*}}], [%{{.*}}, %{{.*}}], [%{{.*}}, %{{.*}}] {order = array<i32: 1, 0>} : <tensor<32x32xf32>>
   // CHECK: %[[V:.*]] = tt.load %[[BP]] {boundaryCheck = array<i32: 0, 1>, padding = 1 : i32} : !tt.ptr<tensor<32x32xf32>>
-  // CHECK: %[[BP2:.*]] = tt.advance %[[BP]], [%{{.*}}, %{{.*}}] : !tt.ptr<tensor<32x32xf32>>
+  // CHECK: %[[BP2:.*]] = tt.advance %[[BP]], [%{{.*}}, %{{.*}}] : <tensor<32x32xf32>>
   // CHECK: %[[W:.*]] = tt.load %[[BP2]] {boundaryCheck = array<i32: 1>, padding = 2 : i32} : !tt.ptr<tensor<32x32xf32>>
   // CHECK: tt.store %[[BP2]], %[[V]] {boundaryCheck = array<i32: 0, 1>} : !tt.ptr<tensor<32x32xf32>>
   // CHECK: tt.store %[[BP]], %[[W]] : !tt.ptr<tensor<32x32xf32>>
@@ -93,7 +93,7 @@ module {
     %c1_i64 = arith.constant 1 : i64
     %c0_i32 = arith.constant 0 : i32
     %c32_i32 = arith.constant 32 : i32
-    %3 = tt.make_tensor_ptr %arg0, [%M, %N], [%N, %c1_i64], [%c0_i32, %c0_i32] {order = array<i32: 1, 0>} : !tt.ptr<tensor<32x32xf32>>
+    %3 = tt.make_tensor_ptr %arg0, [%M, %N], [%N, %c1_i64], [%c0_i32, %c0_i32] {order = array<i32: 1, 0>} : <tensor<32x32xf32>>
     %4 = tt.load %3 {boundaryCheck = array<i32: 0, 1>, padding = 1 : i32} : !tt.ptr<tensor<32x32xf32>>
     %5 = tt.advance %3, [%c32_i32, %c0_i32] : !tt.ptr<tensor<32x32xf32>>
     %6 = tt.load %5 {boundaryCheck = array<i32: 1>, padding = 2 : i32} : !tt.ptr<tensor<32x32xf32>>

@@ -48,4 +48,16 @@ def KernelBackward : Pass<"tritonad-kernel-backward", "mlir::ModuleOp"> {
                            "mlir::scf::SCFDialect"];
 }
 
+def PointerInduction : Pass<"tritonad-pointer-induction", "mlir::triton::FuncOp"> {
+  let summary = "Express pointers advanced in scf.for iter_args through the induction variable";
+  let description = [{
+    Inside the loop body, a carried pointer `p` whose next value is
+    `tt.addptr(p, step)` with a loop-invariant `step` is replaced by
+    `tt.addptr(init, iteration * step)`. tritonad-kernel-backward runs it on
+    its copy of the forward, so that kernels written with `ptrs += ...`
+    (the tutorials' matmul) can be differentiated.
+  }];
+  let dependentDialects = ["mlir::triton::TritonDialect", "mlir::arith::ArithDialect"];
+}
+
 #endif

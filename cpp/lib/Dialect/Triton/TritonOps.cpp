@@ -4,6 +4,8 @@
 #include "mlir/Interfaces/FunctionImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include "llvm/Support/MathExtras.h"
+
 using namespace mlir;
 using namespace mlir::triton;
 
@@ -95,8 +97,21 @@ LogicalResult ExpandDimsOp::verify() {
   return success();
 }
 
+// The element count, or nullopt when it does not fit in int64_t.
+static std::optional<int64_t> elementCount(ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t size : shape)
+    if (size < 0 || llvm::MulOverflow(count, size, count))
+      return std::nullopt;
+  return count;
+}
+
 LogicalResult ReshapeOp::verify() {
-  if (getSrc().getType().getNumElements() != getType().getNumElements())
+  std::optional<int64_t> src = elementCount(getSrc().getType().getShape());
+  std::optional<int64_t> dst = elementCount(getType().getShape());
+  if (!src || !dst)
+    return emitOpError("tensor too large: its element count overflows int64");
+  if (*src != *dst)
     return emitOpError("source and result must have the same number of elements");
   return success();
 }

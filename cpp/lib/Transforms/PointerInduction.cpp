@@ -1,0 +1,15 @@
+#include "tritonad/AutoDiff/PointerInduction.h"
+#include "tritonad/Transforms/Passes.h"
+
+namespace tritonad {
+#define GEN_PASS_DEF_POINTERINDUCTION
+#include "tritonad/Transforms/Passes.h.inc"
+
+namespace {
+
+struct PointerInductionPass : public impl::PointerInductionBase<PointerInductionPass> {
+  void runOnOperation() override { rewritePointerInductions(getOperation()); }
+};
+
+} // namespace
+} // namespace tritonad
