@@ -78,7 +78,9 @@ LogicalResult buildFunctionVJP(tt::FuncOp primal, ArrayRef<unsigned> wrt, tt::Fu
   for (BlockArgument arg : primalBody.getArguments())
     forward.map(arg, body->getArgument(arg.getArgNumber()));
   SweepHooks hooks;
-  hooks.cloneForward = [](Operation &op, OpBuilder &b, IRMapping &mapping) { b.clone(op, mapping); };
+  hooks.cloneForward = [](Operation &op, OpBuilder &b, IRMapping &mapping) {
+    cloneWithRegions(b, op, mapping);
+  };
   for (Operation &op : primalBody.without_terminator())
     hooks.cloneForward(op, builder, forward);
 

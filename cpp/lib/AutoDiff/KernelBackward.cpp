@@ -299,7 +299,7 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
   hooks.cloneForward = [](Operation &op, OpBuilder &b, IRMapping &mapping) {
     if (isa<tt::StoreOp>(op) || (isa<tt::AtomicRMWOp, tt::AtomicCASOp>(op) && op.use_empty()))
       return;
-    Operation *clone = b.clone(op, mapping);
+    Operation *clone = cloneWithRegions(b, op, mapping);
     SmallVector<Operation *> nestedStores;
     clone->walk([&](tt::StoreOp store) { nestedStores.push_back(store); });
     for (Operation *store : nestedStores)
@@ -317,6 +317,17 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
       return true;
     }
     return false;
+  };
+  std::string loopNotes;
+  hooks.note = [&](Operation *loop, StringRef how) {
+    std::string where;
+    llvm::raw_string_ostream os(where);
+    if (auto file = loop->getLoc()->findInstanceOf<FileLineColLoc>())
+      os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
+    else
+      loop->getLoc().print(os);
+    loopNotes += "loop " + loop->getName().getStringRef().str() + " at " + where + ": " +
+                 how.str() + "\n";
   };
   for (Operation &op : primalBody.without_terminator())
     hooks.cloneForward(op, builder, forward);
@@ -345,6 +356,7 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
       how = "no gradient reaches it";
     report += name + ": " + how + "\n";
   }
+  report += loopNotes;
   return success();
 }
 

@@ -26,7 +26,7 @@ bool carriesGradient(Operation &op, const DenseSet<Value> &active) {
 
 // Whether `value`, computed in `loop`'s body, depends on one of the `carried`
 // block arguments.
-bool dependsOnCarried(Value value, scf::ForOp loop, const DenseSet<Value> &carried) {
+bool dependsOnCarried(Value value, Operation *loop, const DenseSet<Value> &carried) {
   SmallVector<Value> worklist{value};
   DenseSet<Value> seen;
   while (!worklist.empty()) {
@@ -46,16 +46,16 @@ bool dependsOnCarried(Value value, scf::ForOp loop, const DenseSet<Value> &carri
   return false;
 }
 
-// Active iter_arg #j of `loop` is a pure accumulation: its only use is the op
-// that computes its next value, `acc + t` or `dot(a, b, acc)`, whose other
-// operands do not depend on active carried values. Its adjoint is then the
-// same in every iteration: the reverse loop needs no per-iteration cache.
-LogicalResult checkAccumulation(scf::ForOp loop, unsigned j, const DenseSet<Value> &carried) {
-  BlockArgument acc = loop.getRegionIterArgs()[j];
-  Value next = loop.getBody()->getTerminator()->getOperand(j);
+// The carried value `acc` of `loop` is a pure accumulation: its only use is
+// the op that computes its next value `next`, `acc + t` or `dot(a, b, acc)`,
+// whose other operands do not depend on active carried values. Its adjoint
+// is then the same in every iteration: the reverse loop needs no
+// per-iteration cache.
+bool isPureAccumulation(Operation *loop, Block *body, BlockArgument acc, Value next,
+                        const DenseSet<Value> &carried) {
   Operation *update = next.getDefiningOp();
   bool pure = update && acc.hasOneUse() && acc.getUses().begin()->getOwner() == update &&
-              update->getBlock() == loop.getBody();
+              update->getBlock() == body;
   if (pure) {
     if (auto add = dyn_cast<arith::AddFOp>(update))
       pure = (add.getLhs() == acc) != (add.getRhs() == acc);
@@ -68,12 +68,18 @@ LogicalResult checkAccumulation(scf::ForOp loop, unsigned j, const DenseSet<Valu
     for (Value operand : update->getOperands())
       if (operand != acc && dependsOnCarried(operand, loop, carried))
         pure = false;
-  if (pure)
+  return pure;
+}
+
+LogicalResult checkAccumulation(Operation *loop, Block *body, unsigned j, BlockArgument acc,
+                                Value next, const DenseSet<Value> &carried) {
+  if (isPureAccumulation(loop, body, acc, next, carried))
     return success();
-  return loop.emitError("cannot differentiate this scf.for: loop-carried value #")
-         << j << " is not a pure accumulation (acc = acc + f(...) or acc = tl.dot(a, b, acc)); "
-         << "carried values such as an online softmax's running max need a per-iteration "
-         << "cache, which tritonad does not implement yet";
+  return loop->emitError("cannot differentiate this ")
+         << loop->getName() << ": loop-carried value #" << j
+         << " is not a pure accumulation (acc = acc + f(...) or acc = tl.dot(a, b, acc)); "
+         << "a while loop's other carried values would need their per-iteration values, "
+         << "which tritonad recomputes only for scf.for (write the loop as a for loop)";
 }
 
 // Active values defined outside `op` and used inside it: the reverse region
@@ -122,6 +128,112 @@ FailureOr<SmallVector<Value>> reverseBody(Block &primal, OpBuilder &builder, IRM
   return adjoints;
 }
 
+Value intConstant(OpBuilder &builder, Location loc, Type type, int64_t value) {
+  return arith::ConstantOp::create(builder, loc, builder.getIntegerAttr(type, value));
+}
+
+// Carried values that are not pure accumulations (an online softmax's running
+// max and sum): the reverse visits iterations last to first, carrying their
+// adjoints, and gets the carried state at the start of iteration i by
+// replaying iterations [0, i) from the loop's inits. That costs n(n-1)/2
+// replayed iterations for n iterations, and no memory.
+LogicalResult reverseForByRecomputation(scf::ForOp loop, OpBuilder &builder,
+                                        AdjointState &state, const SweepHooks &hooks) {
+  Location loc = loop.getLoc();
+  const DenseSet<Value> &active = state.activeSet();
+  unsigned n = loop.getNumRegionIterArgs();
+  Value lower = state.forward(loop.getLowerBound());
+  Value upper = state.forward(loop.getUpperBound());
+  Value step = state.forward(loop.getStep());
+  Type ivType = lower.getType();
+  Value zero = intConstant(builder, loc, ivType, 0);
+  Value one = intConstant(builder, loc, ivType, 1);
+  // trips = max(ceil((upper - lower) / step), 0)
+  Value span = arith::SubIOp::create(builder, loc, upper, lower);
+  Value rounded = arith::AddIOp::create(builder, loc, span,
+                                        arith::SubIOp::create(builder, loc, step, one));
+  Value trips = arith::MaxSIOp::create(builder, loc,
+                                       arith::DivSIOp::create(builder, loc, rounded, step), zero);
+
+  SmallVector<unsigned> activeCarried;
+  for (unsigned j = 0; j < n; ++j)
+    if (active.contains(loop.getRegionIterArgs()[j]) || active.contains(loop.getResult(j)))
+      activeCarried.push_back(j);
+  SmallVector<Value> captured = capturedActiveValues(loop, active);
+  SmallVector<Value> inits;
+  for (unsigned j : activeCarried)
+    inits.push_back(state.adjointOrZero(builder, loop.getResult(j)));
+  for (Value value : captured)
+    inits.push_back(createZero(builder, loc, value.getType()));
+
+  auto reverse = scf::ForOp::create(builder, loc, zero, trips, one, inits);
+  Block *body = reverse.getBody();
+  if (!body->empty())
+    body->getTerminator()->erase();
+  OpBuilder bodyBuilder = OpBuilder::atBlockEnd(body);
+  // The forward iteration this reverse iteration handles: last to first.
+  Value back = arith::SubIOp::create(
+      bodyBuilder, loc, arith::SubIOp::create(bodyBuilder, loc, trips, one),
+      reverse.getInductionVar());
+  Value iv = arith::AddIOp::create(bodyBuilder, loc, lower,
+                                   arith::MulIOp::create(bodyBuilder, loc, back, step));
+
+  // The carried state at the start of iteration iv.
+  SmallVector<Value> forwardInits;
+  for (Value init : loop.getInitArgs())
+    forwardInits.push_back(state.forward(init));
+  auto replay = scf::ForOp::create(bodyBuilder, loc, lower, iv, step, forwardInits);
+  {
+    Block *replayBody = replay.getBody();
+    if (!replayBody->empty())
+      replayBody->getTerminator()->erase();
+    OpBuilder replayBuilder = OpBuilder::atBlockEnd(replayBody);
+    IRMapping replayMapping = state.mapping();
+    replayMapping.map(loop.getInductionVar(), replay.getInductionVar());
+    for (auto [arg, value] : llvm::zip(loop.getRegionIterArgs(), replay.getRegionIterArgs()))
+      replayMapping.map(arg, value);
+    for (Operation &op : loop.getBody()->without_terminator())
+      hooks.cloneForward(op, replayBuilder, replayMapping);
+    SmallVector<Value> yields;
+    for (Value v : loop.getBody()->getTerminator()->getOperands())
+      yields.push_back(replayMapping.lookupOrDefault(v));
+    scf::YieldOp::create(replayBuilder, loc, yields);
+  }
+
+  IRMapping mapping = state.mapping();
+  mapping.map(loop.getInductionVar(), iv);
+  for (auto [j, arg] : llvm::enumerate(loop.getRegionIterArgs()))
+    mapping.map(arg, replay.getResult(j));
+  SmallVector<Value> seeds(n);
+  for (auto [k, j] : llvm::enumerate(activeCarried))
+    seeds[j] = reverse.getRegionIterArgs()[k];
+  SmallVector<Value> wanted(captured);
+  for (unsigned j : activeCarried)
+    wanted.push_back(loop.getRegionIterArgs()[j]);
+  FailureOr<SmallVector<Value>> adjoints =
+      reverseBody(*loop.getBody(), bodyBuilder, mapping, state, seeds, wanted, hooks);
+  if (failed(adjoints))
+    return failure();
+  SmallVector<Value> yields;
+  for (unsigned k = 0; k < activeCarried.size(); ++k)
+    yields.push_back((*adjoints)[captured.size() + k]);
+  for (auto [k, value] : llvm::enumerate(captured)) {
+    Value running = reverse.getRegionIterArgs()[activeCarried.size() + k];
+    yields.push_back(arith::AddFOp::create(bodyBuilder, loc, running, (*adjoints)[k]));
+  }
+  scf::YieldOp::create(bodyBuilder, loc, yields);
+
+  for (auto [k, value] : llvm::enumerate(captured))
+    state.accumulate(builder, value, reverse.getResult(activeCarried.size() + k));
+  for (auto [k, j] : llvm::enumerate(activeCarried))
+    state.accumulate(builder, loop.getInitArgs()[j], reverse.getResult(k));
+  if (hooks.note)
+    hooks.note(loop, "reversed last iteration first; the carried state of iteration i is "
+                     "recomputed by replaying iterations [0, i) (n(n-1)/2 extra iterations, "
+                     "no scratch memory)");
+  return success();
+}
+
 LogicalResult reverseFor(scf::ForOp loop, OpBuilder &builder, AdjointState &state,
                          const SweepHooks &hooks) {
   Location loc = loop.getLoc();
@@ -136,8 +248,13 @@ LogicalResult reverseFor(scf::ForOp loop, OpBuilder &builder, AdjointState &stat
       carried.insert(loop.getRegionIterArgs()[j]);
   }
   for (unsigned j = 0; j < n; ++j)
-    if (isActive[j] && failed(checkAccumulation(loop, j, carried)))
-      return failure();
+    if (isActive[j] &&
+        !isPureAccumulation(loop, loop.getBody(), loop.getRegionIterArgs()[j],
+                            loop.getBody()->getTerminator()->getOperand(j), carried))
+      return reverseForByRecomputation(loop, builder, state, hooks);
+  if (hooks.note)
+    hooks.note(loop, "reversed in forward order: its carried gradients are pure "
+                     "accumulations (no cache, no recomputation)");
 
   SmallVector<Value> captured = capturedActiveValues(loop, active);
   SmallVector<Value> inits;
@@ -194,6 +311,114 @@ LogicalResult reverseFor(scf::ForOp loop, OpBuilder &builder, AdjointState &stat
   return success();
 }
 
+// scf.while, replayed in forward order like scf.for: the condition is
+// recomputed from the inactive carried values (so the trip count is the
+// forward's), and active carried values must be pure accumulations.
+LogicalResult reverseWhile(scf::WhileOp loop, OpBuilder &builder, AdjointState &state,
+                           const SweepHooks &hooks) {
+  Location loc = loop.getLoc();
+  const DenseSet<Value> &active = state.activeSet();
+  Block &before = loop.getBefore().front();
+  Block &after = loop.getAfter().front();
+  scf::ConditionOp condition = loop.getConditionOp();
+  unsigned n = loop.getInits().size();
+  bool forwardsCarried = condition.getArgs().size() == n && after.getNumArguments() == n;
+  for (unsigned j = 0; forwardsCarried && j < n; ++j)
+    forwardsCarried = condition.getArgs()[j] == before.getArgument(j);
+  if (!forwardsCarried)
+    return loop.emitError("cannot differentiate this scf.while: its condition region must "
+                          "forward the carried values unchanged (as Triton's `while` does)");
+  SmallVector<bool> isActive(n);
+  DenseSet<Value> carried;
+  for (unsigned j = 0; j < n; ++j) {
+    isActive[j] = active.contains(before.getArgument(j)) || active.contains(after.getArgument(j)) ||
+                  active.contains(loop.getResult(j));
+    if (isActive[j])
+      carried.insert(after.getArgument(j));
+  }
+  for (unsigned j = 0; j < n; ++j) {
+    if (!isActive[j])
+      continue;
+    BlockArgument inBefore = before.getArgument(j);
+    if (!inBefore.hasOneUse() || inBefore.getUses().begin()->getOwner() != condition)
+      return loop.emitError("cannot differentiate this scf.while: its condition depends on "
+                            "the differentiated carried value #")
+             << j;
+    if (failed(checkAccumulation(loop, &after, j, after.getArgument(j),
+                                 loop.getYieldOp()->getOperand(j), carried)))
+      return failure();
+  }
+
+  SmallVector<Value> captured = capturedActiveValues(loop, active);
+  SmallVector<Value> inits;
+  for (unsigned j = 0; j < n; ++j)
+    if (!isActive[j])
+      inits.push_back(state.forward(loop.getInits()[j]));
+  unsigned numRecomputed = inits.size();
+  for (Value value : captured)
+    inits.push_back(createZero(builder, loc, value.getType()));
+  SmallVector<Type> types;
+  SmallVector<Location> locs;
+  for (Value init : inits) {
+    types.push_back(init.getType());
+    locs.push_back(loc);
+  }
+  auto reverse = scf::WhileOp::create(builder, loc, types, inits);
+  Block *reverseBefore = builder.createBlock(&reverse.getBefore(), {}, types, locs);
+  Block *reverseAfter = builder.createBlock(&reverse.getAfter(), {}, types, locs);
+  builder.setInsertionPointAfter(reverse);
+
+  // Condition: recomputed from the inactive carried values.
+  OpBuilder beforeBuilder = OpBuilder::atBlockEnd(reverseBefore);
+  IRMapping beforeMapping = state.mapping();
+  unsigned next = 0;
+  for (unsigned j = 0; j < n; ++j)
+    if (!isActive[j])
+      beforeMapping.map(before.getArgument(j), reverseBefore->getArgument(next++));
+  for (Operation &op : before.without_terminator())
+    hooks.cloneForward(op, beforeBuilder, beforeMapping);
+  scf::ConditionOp::create(beforeBuilder, loc,
+                           beforeMapping.lookupOrDefault(condition.getCondition()),
+                           reverseBefore->getArguments());
+
+  // Body: recompute, then sweep it backward.
+  OpBuilder bodyBuilder = OpBuilder::atBlockEnd(reverseAfter);
+  IRMapping mapping = state.mapping();
+  SmallVector<Value> seeds(n);
+  next = 0;
+  for (unsigned j = 0; j < n; ++j) {
+    BlockArgument arg = after.getArgument(j);
+    if (isActive[j]) {
+      mapping.map(arg, createZero(bodyBuilder, loc, arg.getType()));
+      seeds[j] = state.adjoint(loop.getResult(j));
+    } else {
+      mapping.map(arg, reverseAfter->getArgument(next++));
+    }
+  }
+  SmallVector<Value> recomputed;
+  FailureOr<SmallVector<Value>> deltas =
+      reverseBody(after, bodyBuilder, mapping, state, seeds, captured, hooks, &recomputed);
+  if (failed(deltas))
+    return failure();
+  SmallVector<Value> yields;
+  for (unsigned j = 0; j < n; ++j)
+    if (!isActive[j])
+      yields.push_back(recomputed[j]);
+  for (auto [k, delta] : llvm::enumerate(*deltas)) {
+    Value running = reverseAfter->getArgument(numRecomputed + k);
+    yields.push_back(arith::AddFOp::create(bodyBuilder, loc, running, delta));
+  }
+  scf::YieldOp::create(bodyBuilder, loc, yields);
+
+  for (auto [k, value] : llvm::enumerate(captured))
+    state.accumulate(builder, value, reverse.getResult(numRecomputed + k));
+  for (unsigned j = 0; j < n; ++j)
+    if (isActive[j])
+      if (Value g = state.adjoint(loop.getResult(j)))
+        state.accumulate(builder, loop.getInits()[j], g);
+  return success();
+}
+
 LogicalResult reverseIf(scf::IfOp branch, OpBuilder &builder, AdjointState &state,
                         const SweepHooks &hooks) {
   Location loc = branch.getLoc();
@@ -234,11 +459,20 @@ LogicalResult reverseIf(scf::IfOp branch, OpBuilder &builder, AdjointState &stat
 
 } // namespace
 
+Operation *cloneWithRegions(OpBuilder &builder, Operation &op, IRMapping &mapping) {
+  op.walk([&](Block *block) {
+    mapping.erase(block);
+    for (BlockArgument arg : block->getArguments())
+      mapping.erase(arg);
+  });
+  return builder.clone(op, mapping);
+}
+
 LogicalResult checkDifferentiable(Block &block, const DenseSet<Value> &active, bool kernel) {
   for (Operation &op : block.without_terminator()) {
     if (!carriesGradient(op, active))
       continue;
-    if (isa<scf::ForOp>(op) || isa<scf::IfOp>(op)) {
+    if (isa<scf::ForOp, scf::IfOp, scf::WhileOp>(op)) {
       for (Region &region : op.getRegions())
         for (Block &inner : region)
           if (failed(checkDifferentiable(inner, active, kernel)))
@@ -247,8 +481,8 @@ LogicalResult checkDifferentiable(Block &block, const DenseSet<Value> &active, b
     }
     if (op.getNumRegions() != 0 && !isa<tt::ReduceOp, tt::ScanOp>(op))
       return op.emitError("cannot differentiate '")
-             << op.getName() << "': only scf.for and scf.if carry gradients through control "
-             << "flow (scf.while is not supported yet)";
+             << op.getName() << "': only scf.for, scf.while and scf.if carry gradients through "
+             << "control flow";
     if (kernel && isa<tt::LoadOp, tt::StoreOp>(op))
       continue;
     if (!isa<ReverseModeOpInterface>(op))
@@ -273,6 +507,8 @@ LogicalResult reverseSweep(Block &block, OpBuilder &builder, AdjointState &state
     LogicalResult result = success();
     if (auto loop = dyn_cast<scf::ForOp>(op))
       result = reverseFor(loop, builder, state, hooks);
+    else if (auto loop = dyn_cast<scf::WhileOp>(op))
+      result = reverseWhile(loop, builder, state, hooks);
     else if (auto branch = dyn_cast<scf::IfOp>(op))
       result = reverseIf(branch, builder, state, hooks);
     else if (llvm::any_of(op.getResults(), [&](Value v) { return state.adjoint(v); }))

@@ -19,7 +19,15 @@ struct SweepHooks {
   /// (loads, stores). Returns true when it handled the op.
   std::function<mlir::FailureOr<bool>(mlir::Operation &, mlir::OpBuilder &, AdjointState &)>
       special;
+  /// Told how each loop was reversed (for the schedule people can inspect).
+  std::function<void(mlir::Operation *, llvm::StringRef)> note;
 };
+
+/// builder.clone(op, mapping), safe when `mapping` already maps the block
+/// arguments of op's regions (from an earlier clone of an enclosing op):
+/// Region::cloneInto would otherwise drop those arguments from the clone.
+mlir::Operation *cloneWithRegions(mlir::OpBuilder &builder, mlir::Operation &op,
+                                  mlir::IRMapping &mapping);
 
 /// Checks before emitting anything that every op carrying a gradient in
 /// `block` (nested regions included) can be differentiated.

@@ -57,7 +57,7 @@ struct KernelBackwardPass : public impl::KernelBackwardBase<KernelBackwardPass> 
     // The schedule, for tests and people: one remark per shadow.
     Location loc = module.lookupSymbol(intoName)->getLoc();
     for (StringRef line : llvm::split(StringRef(report).trim(), '\n'))
-      mlir::emitRemark(loc) << "accumulation of " << line;
+      mlir::emitRemark(loc) << (line.starts_with("loop ") ? "" : "accumulation of ") << line;
   }
 };
 

@@ -81,22 +81,6 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<512xf32> {
 
 // -----
 
-// A loop whose carried value is not a pure accumulation (here acc = sin(acc))
-// would need a per-iteration cache, which tritonad does not implement yet.
-tt.func public @f(%x: tensor<32xf32>) -> tensor<32xf32> {
-  %c0 = arith.constant 0 : i32
-  %c1 = arith.constant 1 : i32
-  %c4 = arith.constant 4 : i32
-  // expected-error @+1 {{cannot differentiate this scf.for: loop-carried value #0 is not a pure accumulation}}
-  %0 = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %x) -> (tensor<32xf32>)  : i32 {
-    %1 = math.sin %acc : tensor<32xf32>
-    scf.yield %1 : tensor<32xf32>
-  }
-  tt.return %0 : tensor<32xf32>
-}
-
-// -----
-
 // A selecting (argmax-style) reduce whose indices are not a tl.arange along the
 // axis: the selected element cannot be identified.
 tt.func public @f(%x: tensor<32xf32>, %i: tensor<32xi32>) -> f32 {
@@ -140,4 +124,47 @@ tt.func public @f(%x: tensor<32xf32>, %n: i32) -> tensor<32xf32> {
 tt.func public @f(%x: tensor<32xf32>, %p: !tt.ptr<f32>) -> tensor<32xf32> {
   %0 = math.sin %x : tensor<32xf32>
   tt.return %0 : tensor<32xf32>
+}
+
+// -----
+
+// The condition reads the differentiated carried value: its trip count would
+// depend on the value tritonad does not recompute.
+tt.func @f(%x: tensor<32xf32>) -> tensor<32xf32> {
+  %limit = arith.constant 100.0 : f32
+  // expected-error @+1 {{cannot differentiate this scf.while: its condition depends on the differentiated carried value #0}}
+  %0 = scf.while (%acc = %x) : (tensor<32xf32>) -> tensor<32xf32> {
+    %s = "tt.reduce"(%acc) <{axis = 0 : i32}> ({
+    ^bb0(%a: f32, %b: f32):
+      %m = arith.addf %a, %b : f32
+      tt.reduce.return %m : f32
+    }) : (tensor<32xf32>) -> f32
+    %go = arith.cmpf olt, %s, %limit : f32
+    scf.condition(%go) %acc : tensor<32xf32>
+  } do {
+  ^bb0(%a: tensor<32xf32>):
+    %e = math.exp %x : tensor<32xf32>
+    %next = arith.addf %a, %e : tensor<32xf32>
+    scf.yield %next : tensor<32xf32>
+  }
+  tt.return %0 : tensor<32xf32>
+}
+
+// -----
+
+// A while loop carrying a value that is not a pure accumulation.
+tt.func @f(%x: tensor<32xf32>, %n: i32) -> tensor<32xf32> {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  // expected-error @+1 {{cannot differentiate this scf.while: loop-carried value #0 is not a pure accumulation}}
+  %0:2 = scf.while (%y = %x, %k = %c0) : (tensor<32xf32>, i32) -> (tensor<32xf32>, i32) {
+    %go = arith.cmpi slt, %k, %n : i32
+    scf.condition(%go) %y, %k : tensor<32xf32>, i32
+  } do {
+  ^bb0(%a: tensor<32xf32>, %i: i32):
+    %next = math.sin %a : tensor<32xf32>
+    %i2 = arith.addi %i, %c1 : i32
+    scf.yield %next, %i2 : tensor<32xf32>, i32
+  }
+  tt.return %0#0 : tensor<32xf32>
 }
