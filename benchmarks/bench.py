@@ -178,6 +178,50 @@ LN_EPS = 1e-5
 LN_BLOCK_G, LN_BLOCK_C = 32, 128
 
 
+@triton.jit
+def matmul_fwd(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+               stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+               BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    # Tutorial style: grouped program order, pointers advanced by += in the K loop,
+    # fp16 in, fp32 accumulate, fp16 out.
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pids_per_group = GROUP_M * num_pid_n
+    first_m = (pid // pids_per_group) * GROUP_M
+    group_rows = min(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % pids_per_group) % group_rows
+    pid_n = (pid % pids_per_group) // group_rows
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        k_left = K - k * BLOCK_K
+        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
+        b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    tl.store(c_ptrs, acc.to(tl.float16), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+MM_BLOCKS = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8)
+
+
+def matmul_launch(a, b, c):
+    """c = a @ b with matmul_fwd (any strides: the hand-written backward passes
+    transposed views)."""
+    M, K = a.shape
+    N = b.shape[1]
+    grid = (triton.cdiv(M, MM_BLOCKS["BLOCK_M"]) * triton.cdiv(N, MM_BLOCKS["BLOCK_N"]),)
+    matmul_fwd[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                     c.stride(0), c.stride(1), **MM_BLOCKS, num_warps=4)
+
+
 # ---------------------------------------------------------------------------
 # The derived backward kernels
 # ---------------------------------------------------------------------------
@@ -185,6 +229,7 @@ LN_BLOCK_G, LN_BLOCK_C = 32, 128
 gelu_bwd_ad = tritonad.grad(gelu_fwd)
 softmax_bwd_ad = tritonad.grad(softmax_fwd)
 layernorm_bwd_ad = tritonad.grad(layernorm_fwd)
+matmul_bwd_ad = tritonad.grad(matmul_fwd)
 
 
 def schedule_lines(schedule: Optional[str]) -> List[str]:
@@ -347,10 +392,57 @@ def layernorm_case(m: int, n: int) -> Case:
     )
 
 
+def matmul_case(m: int, n: int, k: int) -> Case:
+    a = torch.randn(m, k, device=DEVICE, dtype=torch.float16)
+    b = torch.randn(k, n, device=DEVICE, dtype=torch.float16)
+    c = torch.empty(m, n, device=DEVICE, dtype=torch.float16)
+    matmul_launch(a, b, c)
+    dc = torch.randn_like(c)
+    da_ad, db_ad = torch.zeros_like(a), torch.zeros_like(b)
+    da_hand, db_hand = torch.empty_like(a), torch.empty_like(b)
+    grid = (triton.cdiv(m, MM_BLOCKS["BLOCK_M"]) * triton.cdiv(n, MM_BLOCKS["BLOCK_N"]),)
+
+    def hand():  # the usual hand-written backward: the forward kernel on transposed views
+        matmul_launch(dc, b.t(), da_hand)
+        matmul_launch(a.t(), dc, db_hand)
+
+    def zero_shadows():
+        da_ad.zero_()
+        db_ad.zero_()
+
+    at, bt = a.clone().requires_grad_(), b.clone().requires_grad_()
+    ct = at @ bt
+    grads = {}
+
+    def torch_bwd():
+        grads["da"], grads["db"] = torch.autograd.grad(ct, (at, bt), dc, retain_graph=True)
+
+    return Case(
+        workload="matmul fp16", size=f"{m}x{n}x{k}",
+        nbytes=2 * (2 * m * k + 2 * k * n + m * n),
+        derived=lambda: launch_derived(matmul_bwd_ad, grid, dict(
+            a_ptr=a, b_ptr=b, c_ptr=c, M=m, N=n, K=k, stride_am=a.stride(0),
+            stride_ak=a.stride(1), stride_bk=b.stride(0), stride_bn=b.stride(1),
+            stride_cm=c.stride(0), stride_cn=c.stride(1), da_ptr=da_ad, db_ptr=db_ad,
+            dc_ptr=dc), MM_BLOCKS, 4),
+        zero_shadows=zero_shadows,
+        hand=hand,
+        torch_bwd=torch_bwd,
+        outputs=lambda: {"da": (da_ad, da_hand, grads["da"]),
+                         "db": (db_ad, db_hand, grads["db"])},
+        forward_check=lambda: (c.float(), ct.detach().float()),
+        schedule=matmul_bwd_ad.schedule,
+        # fp16 results; tritonad adds fp16 partial products of n/BLOCK_N (dA) or
+        # m/BLOCK_M (dB) programs with atomics, each rounded to fp16.
+        tol={"da": (1e-2, 1e-2), "db": (1e-2, 1e-2)},
+    )
+
+
 SIZES = [
     ("GELU", gelu_case, [(2**22,), (2**24,), (2**26,)]),
     ("softmax", softmax_case, [(4096, 1024), (4096, 4096), (8192, 8192)]),
     ("layer norm", layernorm_case, [(4096, 1024), (4096, 4096), (8192, 8192)]),
+    ("matmul", matmul_case, [(1024, 1024, 1024), (2048, 2048, 2048)]),
 ]
 
 
@@ -375,7 +467,8 @@ def check(case: Case) -> tuple:
     results that differ bit for bit between the two runs come from atomic adds."""
     ok = True
     got, want = case.forward_check()
-    good, err, scale = close(got, want, 1e-5, 1e-6)
+    good, err, scale = close(got, want, *((1e-2, 1e-2) if got.dtype == torch.float32 and
+                                          case.workload.startswith("matmul") else (1e-5, 1e-6)))
     ok &= good
     print(f"  forward vs torch: max abs err {err:.2e} (max |ref| {scale:.2e}) "
           f"{'ok' if good else 'MISMATCH'}")
@@ -470,13 +563,13 @@ def run_benchmarks(out_path: Optional[str]) -> int:
               "| hand-written GB/s | tritonad bitwise reproducible |")
     lines = [
         f"Backward kernels on {torch.cuda.get_device_name(0)} (triton {triton.__version__}, "
-        f"torch {torch.__version__}, fp32). Times: median of triton.testing.do_bench.",
+        f"torch {torch.__version__}; fp32, matmul fp16 with fp32 accumulation). Times: median of triton.testing.do_bench.",
         "torch = eager torch.autograd.grad on the torch reference (F.gelu, torch.softmax, "
         "F.layer_norm) with retain_graph=True; only the backward is timed.",
         "Ratios are times: above 1 means tritonad is slower. tritonad ms is the derived "
         "kernel alone; tritonad+zero ms adds zeroing the shadows it accumulates into.",
         "GB/s: minimum bytes moved / time (GELU 3*N*4, softmax 3*M*N*4, "
-        "layer norm (3*M*N + 3*N)*4). Reproducible: two runs of the derived backward give "
+        "layer norm (3*M*N + 3*N)*4, matmul fp16 2*(2MK + 2KN + MN)). Reproducible: two runs of the derived backward give "
         "bit-identical gradients (atomic float adds usually do not).",
         "",
         header,
@@ -488,7 +581,7 @@ def run_benchmarks(out_path: Optional[str]) -> int:
                      f"{fmt(r['r_torch'], '.2f')} | {fmt(r['t_ad_zero'])} | "
                      f"{r['gbs_hand']:.0f} | {r['det']} |")
     schedules = [("gelu_fwd", gelu_bwd_ad), ("softmax_fwd", softmax_bwd_ad),
-                 ("layernorm_fwd", layernorm_bwd_ad)]
+                 ("layernorm_fwd", layernorm_bwd_ad), ("matmul_fwd", matmul_bwd_ad)]
     lines += ["", "Schedules chosen by tritonad (last compile):", ""]
     for name, bwd in schedules:
         lines.append(f"- {name}: " + "; ".join(schedule_lines(bwd.schedule())))
@@ -535,10 +628,15 @@ def compile_only() -> int:
                                                     n_groups=I), dict(BLOCK_N=block), nw))
     kernels.append((layernorm_bwd_hand_dwdb, dict(PDW=P, PDB=P, DW=P, DB=P, n_groups=I, N=I),
                     dict(BLOCK_G=LN_BLOCK_G, BLOCK_C=LN_BLOCK_C), 4))
+    H = "*fp16"
+    kernels.append((matmul_fwd, dict(a_ptr=H, b_ptr=H, c_ptr=H, M=I, N=I, K=I, stride_am=I,
+                                     stride_ak=I, stride_bk=I, stride_bn=I, stride_cm=I,
+                                     stride_cn=I), dict(MM_BLOCKS), 4))
 
     derived = {gelu_fwd: (gelu_bwd_ad, set()), softmax_fwd: (softmax_bwd_ad, set()),
                # as launched: no upstream gradient for Mean / Rstd
-               layernorm_fwd: (layernorm_bwd_ad, {"dMean", "dRstd"})}
+               layernorm_fwd: (layernorm_bwd_ad, {"dMean", "dRstd"}),
+               matmul_fwd: (matmul_bwd_ad, set())}
 
     def build(fn, types, constexprs, nw, label):
         signature = {name: types.get(name, "constexpr") for name in fn.arg_names}
