@@ -297,6 +297,19 @@ def attention_kernel(Q, K, V, Out, stride_q, stride_k, stride_v, stride_o, n_ctx
 
 
 @triton.jit
+def branch_kernel(x_ptr, y_ptr, stride, N, BLOCK: tl.constexpr):
+    # A data-dependent scf.if with results: each row takes one branch by its sum.
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * stride + cols, mask=cols < N, other=0.0)
+    if tl.sum(x, axis=0) > 0:
+        y = tl.exp(x) * x
+    else:
+        y = tl.sin(x) * 2.0
+    tl.store(y_ptr + row * stride + cols, y, mask=cols < N)
+
+
+@triton.jit
 def while_sum_kernel(x_ptr, lens_ptr, out_ptr, stride, BLOCK: tl.constexpr):
     # A data-dependent trip count: row r sums exp(x) * x over its first lens[r] columns.
     row = tl.program_id(0)
@@ -376,6 +389,8 @@ CASES = {
                           dict(BLOCK=256), ()),
     "while_sum": (while_sum_kernel, dict(x_ptr=F32, lens_ptr="*i32", out_ptr=F32, stride="i32"),
                   dict(BLOCK=64), ("dlens_ptr",)),
+    "branch": (branch_kernel, dict(x_ptr=F32, y_ptr=F32, stride="i32", N="i32"),
+               dict(BLOCK=128), ()),
     "online_logsumexp": (online_logsumexp_kernel, dict(x_ptr=F32, out_ptr=F32, stride="i32",
                                                        N="i32"), dict(BLOCK=256), ()),
     "attention": (attention_kernel, dict(Q=F32, K=F32, V=F32, Out=F32, stride_q="i32",
@@ -402,6 +417,7 @@ SCHEDULES = {
     "matmul": {"a_ptr": "any", "b_ptr": "any", "c_ptr": "read"},
     "pointer_increment": {"x_ptr": "any", "out_ptr": "read"},
     "while_sum": {"x_ptr": "any", "out_ptr": "read"},
+    "branch": {"x_ptr": "plain", "y_ptr": "read"},
     "online_logsumexp": {"x_ptr": "any", "out_ptr": "read"},
     "attention": {"Q": "any", "K": "any", "V": "any", "Out": "read"},
 }
@@ -1083,6 +1099,27 @@ def test_layer_norm_loop_grad():
     assert_close(dX, refs[0], atol=1e-4)
     assert_close(dW, refs[1], atol=1e-4)
     assert_close(dB, refs[2], atol=1e-4)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_data_dependent_branch_grad():
+    torch.manual_seed(27)
+    R, N, BLOCK = 16, 100, 128
+    x = torch.randn(R, N, device="cuda")
+    y = torch.empty_like(x)
+    branch_kernel[(R,)](x, y, x.stride(0), N, BLOCK=BLOCK)
+    positive = x.sum(1, keepdim=True) > 0
+    assert 0 < int(positive.sum()) < R, "both branches must be taken"
+
+    def reference(t):
+        return torch.where(positive, torch.exp(t) * t, torch.sin(t) * 2.0)
+
+    assert_close(y, reference(x.double()), atol=1e-5)
+    dy, dx = torch.randn_like(x), torch.zeros_like(x)
+    tritonad.grad(branch_kernel)[(R,)](x, y, x.stride(0), N, dx_ptr=dx, dy_ptr=dy, BLOCK=BLOCK)
+    (ref,) = torch_grads(reference, [x], dy)
+    assert_close(dx, ref, atol=1e-5)
 
 
 @pytest.mark.gpu
