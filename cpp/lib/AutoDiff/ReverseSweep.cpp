@@ -128,6 +128,34 @@ FailureOr<SmallVector<Value>> reverseBody(Block &primal, OpBuilder &builder, IRM
   return adjoints;
 }
 
+// The yield of a loop replayed in forward order: the recomputed inactive
+// carried values, then each captured adjoint's running sum plus its delta.
+void yieldForwardReplay(OpBuilder &builder, Location loc, ArrayRef<bool> isActive,
+                        ArrayRef<Value> recomputed, ArrayRef<Value> deltas,
+                        ValueRange running) {
+  SmallVector<Value> yields;
+  for (auto [j, active] : llvm::enumerate(isActive))
+    if (!active)
+      yields.push_back(recomputed[j]);
+  for (auto [sum, delta] : llvm::zip(running, deltas))
+    yields.push_back(arith::AddFOp::create(builder, loc, sum, delta));
+  scf::YieldOp::create(builder, loc, yields);
+}
+
+// After such a loop: the captured values get their summed adjoints, and each
+// active carried value's init gets its result's adjoint (the same in every
+// iteration).
+void accumulateForwardReplay(OpBuilder &builder, AdjointState &state, ArrayRef<bool> isActive,
+                             ArrayRef<Value> captured, ValueRange capturedAdjoints,
+                             ValueRange results, ValueRange inits) {
+  for (auto [value, adjoint] : llvm::zip(captured, capturedAdjoints))
+    state.accumulate(builder, value, adjoint);
+  for (auto [j, active] : llvm::enumerate(isActive))
+    if (active)
+      if (Value g = state.adjoint(results[j]))
+        state.accumulate(builder, inits[j], g);
+}
+
 Value intConstant(OpBuilder &builder, Location loc, Type type, int64_t value) {
   return arith::ConstantOp::create(builder, loc, builder.getIntegerAttr(type, value));
 }
@@ -292,22 +320,11 @@ LogicalResult reverseFor(scf::ForOp loop, OpBuilder &builder, AdjointState &stat
                                                      seeds, captured, hooks, &recomputed);
   if (failed(deltas))
     return failure();
-  SmallVector<Value> yields;
-  for (unsigned j = 0; j < n; ++j)
-    if (!isActive[j])
-      yields.push_back(recomputed[j]);
-  for (auto [k, delta] : llvm::enumerate(*deltas)) {
-    Value running = reverse.getRegionIterArgs()[numRecomputed + k];
-    yields.push_back(arith::AddFOp::create(bodyBuilder, loc, running, delta));
-  }
-  scf::YieldOp::create(bodyBuilder, loc, yields);
-
-  for (auto [k, value] : llvm::enumerate(captured))
-    state.accumulate(builder, value, reverse.getResult(numRecomputed + k));
-  for (unsigned j = 0; j < n; ++j)
-    if (isActive[j])
-      if (Value g = state.adjoint(loop.getResult(j)))
-        state.accumulate(builder, loop.getInitArgs()[j], g);
+  yieldForwardReplay(bodyBuilder, loc, isActive, recomputed, *deltas,
+                     reverse.getRegionIterArgs().drop_front(numRecomputed));
+  accumulateForwardReplay(builder, state, isActive, captured,
+                          reverse.getResults().drop_front(numRecomputed), loop.getResults(),
+                          loop.getInitArgs());
   return success();
 }
 
@@ -400,22 +417,11 @@ LogicalResult reverseWhile(scf::WhileOp loop, OpBuilder &builder, AdjointState &
       reverseBody(after, bodyBuilder, mapping, state, seeds, captured, hooks, &recomputed);
   if (failed(deltas))
     return failure();
-  SmallVector<Value> yields;
-  for (unsigned j = 0; j < n; ++j)
-    if (!isActive[j])
-      yields.push_back(recomputed[j]);
-  for (auto [k, delta] : llvm::enumerate(*deltas)) {
-    Value running = reverseAfter->getArgument(numRecomputed + k);
-    yields.push_back(arith::AddFOp::create(bodyBuilder, loc, running, delta));
-  }
-  scf::YieldOp::create(bodyBuilder, loc, yields);
-
-  for (auto [k, value] : llvm::enumerate(captured))
-    state.accumulate(builder, value, reverse.getResult(numRecomputed + k));
-  for (unsigned j = 0; j < n; ++j)
-    if (isActive[j])
-      if (Value g = state.adjoint(loop.getResult(j)))
-        state.accumulate(builder, loop.getInits()[j], g);
+  yieldForwardReplay(bodyBuilder, loc, isActive, recomputed, *deltas,
+                     ValueRange(reverseAfter->getArguments()).drop_front(numRecomputed));
+  accumulateForwardReplay(builder, state, isActive, captured,
+                          reverse.getResults().drop_front(numRecomputed), loop.getResults(),
+                          loop.getInits());
   return success();
 }
 
