@@ -42,7 +42,9 @@ struct InductionVariables {
     return kFirstIv + all.size() - 1;
   }
 };
-InductionVariables *currentIvs = nullptr; // set for the duration of one analysis
+// Set for the duration of one analysis, per thread: Triton compiles kernels
+// from several threads at once.
+thread_local InductionVariables *currentIvs = nullptr;
 
 // offset = sum(coefficient_v * v) + (uniform part, irrelevant to collisions).
 struct Affine {
@@ -320,6 +322,28 @@ struct Emitter {
   }
 };
 
+// Strips a pointer chain down to its offsets: base + sum(offsets).
+std::optional<Affine> pointerOffsets(Value ptr) {
+  std::optional<Affine> offsets = Affine{};
+  Value cursor = ptr;
+  while (offsets) {
+    Operation *def = cursor.getDefiningOp();
+    if (!def)
+      break; // the base pointer argument
+    if (auto addptr = dyn_cast<tt::AddPtrOp>(def)) {
+      std::optional<Affine> term = analyze(addptr.getOffset());
+      offsets = term ? combine(*offsets, *term, 1) : std::nullopt;
+      cursor = addptr.getPtr();
+    } else if (isa<tt::SplatOp, tt::BroadcastOp>(def)) {
+      // Neither renumbers dims (broadcast keeps them; splat comes from a scalar).
+      cursor = def->getOperand(0);
+    } else {
+      offsets = std::nullopt;
+    }
+  }
+  return offsets;
+}
+
 } // namespace
 
 ExclusiveAccess analyzeExclusiveAccess(OpBuilder &builder, Location loc, Value ptr, Value mask,
@@ -328,27 +352,7 @@ ExclusiveAccess analyzeExclusiveAccess(OpBuilder &builder, Location loc, Value p
   InductionVariables ivs;
   currentIvs = &ivs;
   auto resetIvs = llvm::make_scope_exit([] { currentIvs = nullptr; });
-  // Strip the pointer chain down to its offsets: base + sum(offsets).
-  std::optional<Affine> offsets = Affine{};
-  Value cursor = ptr;
-  while (true) {
-    Operation *def = cursor.getDefiningOp();
-    if (!def)
-      break; // the base pointer argument
-    if (auto addptr = dyn_cast<tt::AddPtrOp>(def)) {
-      std::optional<Affine> term = analyze(addptr.getOffset());
-      offsets = term && offsets ? combine(*offsets, *term, 1) : std::nullopt;
-      cursor = addptr.getPtr();
-    } else if (isa<tt::SplatOp, tt::BroadcastOp>(def)) {
-      // Neither renumbers dims (broadcast keeps them; splat comes from a scalar).
-      cursor = def->getOperand(0);
-    } else {
-      offsets = std::nullopt;
-      break;
-    }
-    if (!offsets)
-      break;
-  }
+  std::optional<Affine> offsets = pointerOffsets(ptr);
   if (!offsets) {
     result.known = false;
     result.explanation = "addresses not analyzable";
@@ -519,6 +523,40 @@ ExclusiveAccess analyzeExclusiveAccess(OpBuilder &builder, Location loc, Value p
     result.explanation = "checked at run time: strides, masks and grid keep tiles disjoint";
   }
   return result;
+}
+
+} // namespace tritonad
+
+namespace tritonad {
+
+bool iterationsTouchDisjointAddresses(Value ptr, scf::ForOp loop) {
+  InductionVariables ivs;
+  currentIvs = &ivs;
+  auto resetIvs = llvm::make_scope_exit([] { currentIvs = nullptr; });
+  std::optional<Affine> offsets = pointerOffsets(ptr);
+  std::optional<int64_t> step = constantInt(loop.getStep());
+  if (!offsets || !step || *step <= 0)
+    return false;
+  auto type = dyn_cast<RankedTensorType>(ptr.getType());
+  std::optional<int64_t> ivStride;
+  int64_t span = 1; // what one iteration touches: 1 + sum |c_d| * (size_d - 1)
+  for (auto &[var, coefficient] : offsets->terms) {
+    if (var < kFirstLane)
+      continue; // program ids: fixed within a program
+    if (!coefficient.isConstant())
+      return false;
+    int64_t c = std::abs(coefficient.constant);
+    if (var >= kFirstIv) {
+      if (ivs.all[var - kFirstIv] != loop.getInductionVar())
+        return false; // another loop moves the addresses as well
+      ivStride = c * *step;
+      continue;
+    }
+    if (!type)
+      return false;
+    span += c * (type.getShape()[var - kFirstLane] - 1);
+  }
+  return ivStride && *ivStride >= span;
 }
 
 } // namespace tritonad

@@ -1,6 +1,9 @@
 #include "tritonad/AutoDiff/Activity.h"
 
 #include "tritonad/AutoDiff/AdjointState.h"
+#include "tritonad/Dialect/Triton/Dialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
 
 #include "mlir/Analysis/DataFlow/ConstantPropagationAnalysis.h"
 #include "mlir/Analysis/DataFlow/DeadCodeAnalysis.h"
@@ -45,11 +48,25 @@ public:
   LogicalResult visitOperation(Operation *op, ArrayRef<const Varied *> operands,
                                ArrayRef<Varied *> results) override {
     bool anyVaried = llvm::any_of(operands, [](const Varied *l) { return l->getValue().value; });
+    // Integers holding the bits of a varied float (tl.sort and tl.topk swap
+    // values as integers through bitcasts) stay varied, so a float rebuilt
+    // from them is active and meets the bitcast's missing rule: a located
+    // error, not a gradient silently cut at the integer. Comparisons (i1) end
+    // the chain: they carry no gradient in torch either.
+    bool floatBits = isa<triton::BitcastOp, arith::BitcastOp>(op) && anyVaried;
+    for (auto [operand, lattice] : llvm::zip(op->getOperands(), operands))
+      floatBits |= lattice->getValue().value && isIntegerData(operand.getType());
     for (auto [result, lattice] : llvm::zip(op->getResults(), results)) {
-      bool varies = isDifferentiableType(result.getType()) && (anyVaried || seeds.varies(result));
+      bool varies = (isDifferentiableType(result.getType()) && (anyVaried || seeds.varies(result))) ||
+                    (floatBits && isIntegerData(result.getType()));
       propagateIfChanged(lattice, lattice->join(Flag{varies}));
     }
     return success();
+  }
+
+  static bool isIntegerData(Type type) {
+    Type element = getElementTypeOrSelf(type);
+    return element.isInteger() && !element.isInteger(1);
   }
 
   void setToEntryState(Varied *lattice) override {

@@ -1,6 +1,7 @@
 #include "tritonad/AutoDiff/Differentiate.h"
 
 #include "tritonad/AutoDiff/Activity.h"
+#include "tritonad/AutoDiff/Prepare.h"
 #include "tritonad/AutoDiff/ReverseModeInterface.h"
 
 #include "Inlining.h"
@@ -69,7 +70,8 @@ LogicalResult buildFunctionVJP(tt::FuncOp primal, ArrayRef<unsigned> wrt, tt::Fu
 
   // Rules must exist for every op that carries a gradient: check them all
   // before emitting anything.
-  if (failed(checkDifferentiable(primalBody, *active, /*kernel=*/false)))
+  if (failed(checkRecomputable(primal)) ||
+      failed(checkDifferentiable(primalBody, *active, /*kernel=*/false)))
     return failure();
 
   Block *body = vjp.addEntryBlock();
@@ -78,9 +80,7 @@ LogicalResult buildFunctionVJP(tt::FuncOp primal, ArrayRef<unsigned> wrt, tt::Fu
   for (BlockArgument arg : primalBody.getArguments())
     forward.map(arg, body->getArgument(arg.getArgNumber()));
   SweepHooks hooks;
-  hooks.cloneForward = [](Operation &op, OpBuilder &b, IRMapping &mapping) {
-    cloneWithRegions(b, op, mapping);
-  };
+  hooks.cloneForward = cloneForRecompute;
   for (Operation &op : primalBody.without_terminator())
     hooks.cloneForward(op, builder, forward);
 
@@ -154,6 +154,10 @@ LogicalResult differentiateInto(ModuleOp module, StringRef primalName, StringRef
   LogicalResult result = validate(primal, indices, zeroNonFloat, /*inlined=*/false);
   if (succeeded(result))
     result = inlineAllCalls(scratch);
+  if (succeeded(result))
+    result = liftControlFlow(scratch);
+  if (succeeded(result))
+    foldNoOpCasts(scratch);
   if (succeeded(result))
     result = buildFunctionVJP(scratch, indices, vjp, zeroNonFloat);
   scratch.erase();

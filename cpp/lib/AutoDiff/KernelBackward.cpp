@@ -3,6 +3,7 @@
 #include "tritonad/AutoDiff/AccessAnalysis.h"
 #include "tritonad/AutoDiff/Activity.h"
 #include "tritonad/AutoDiff/PointerInduction.h"
+#include "tritonad/AutoDiff/Prepare.h"
 #include "tritonad/AutoDiff/ReverseModeInterface.h"
 
 #include "Inlining.h"
@@ -52,8 +53,9 @@ BlockArgument traceBase(Value ptr) {
 class KernelBackwardBuilder {
 public:
   KernelBackwardBuilder(tt::FuncOp primal, DenseMap<BlockArgument, Value> shadows,
-                        AccumulationMode mode)
-      : primal(primal), shadows(std::move(shadows)), mode(mode) {}
+                        DenseSet<BlockArgument> knownPointers, AccumulationMode mode)
+      : primal(primal), shadows(std::move(shadows)), knownPointers(std::move(knownPointers)),
+        mode(mode) {}
 
   LogicalResult build(tt::FuncOp bwd, ArrayRef<Value> primalArgsInBwd, std::string &report);
 
@@ -63,6 +65,10 @@ private:
     return base && shadows.count(base);
   }
   LogicalResult validate();
+  LogicalResult validateProvenance(Operation *access, Value ptr, bool carriesFloats);
+  LogicalResult classifyStoreInLoops(tt::StoreOp store);
+  Value lastIterationMask(OpBuilder &builder, tt::StoreOp store, const IRMapping &forward,
+                          Value mask);
   FailureOr<Value> shadowPointer(OpBuilder &builder, Value ptr, const IRMapping &forward);
   LogicalResult emitStoreAdjoint(OpBuilder &builder, tt::StoreOp store, AdjointState &state);
   LogicalResult emitLoadAdjoint(OpBuilder &builder, tt::LoadOp load, AdjointState &state);
@@ -85,6 +91,12 @@ private:
 
   tt::FuncOp primal;
   DenseMap<BlockArgument, Value> shadows; // primal pointer argument -> shadow argument of bwd
+  // Pointer arguments the caller named, with or without a shadow: a float
+  // access through any other pointer argument is an error, not "no gradient".
+  DenseSet<BlockArgument> knownPointers;
+  // Stores inside loops that rewrite the same addresses every iteration: only
+  // the last iteration's value survives, so only it reads the upstream.
+  DenseMap<Operation *, SmallVector<scf::ForOp>> lastIterationOnly;
   AccumulationMode mode;
   llvm::StringMap<std::string> schedule; // primal argument name -> how it is accumulated
   bool usedAxes[3] = {false, false, false};
@@ -108,18 +120,20 @@ LogicalResult KernelBackwardBuilder::validate() {
     if (auto load = dyn_cast<tt::LoadOp>(op)) {
       if (BlockArgument base = baseArgument(load.getPtr()))
         loaded.insert(base);
-      else if (isa<tt::PointerType>(getElementTypeOrSelf(load.getPtr().getType())) &&
-               isDifferentiableType(load.getType())) {
-        // A load through a pointer we cannot trace: fine only if it carries no gradient.
-      }
+      if (failed(validateProvenance(op, load.getPtr(), isDifferentiableType(load.getType()))))
+        return WalkResult::interrupt();
     } else if (auto store = dyn_cast<tt::StoreOp>(op)) {
       if (BlockArgument base = baseArgument(store.getPtr()))
         stored.insert(base);
-      else {
+      else if (!shadows.empty()) {
         op->emitError("cannot differentiate a store through a pointer that is not computed "
                       "from a kernel argument (splat/addptr/broadcast)");
         return WalkResult::interrupt();
       }
+      bool floats = isDifferentiableType(store.getValue().getType());
+      if (failed(validateProvenance(op, store.getPtr(), floats)) ||
+          (floats && isShadowed(store.getPtr()) && failed(classifyStoreInLoops(store))))
+        return WalkResult::interrupt();
     } else if (isa<tt::AtomicRMWOp, tt::AtomicCASOp>(op)) {
       BlockArgument base = baseArgument(op->getOperand(0));
       if (base && shadows.count(base)) {
@@ -138,6 +152,178 @@ LogicalResult KernelBackwardBuilder::validate() {
              << "cannot tell the loaded values from the stored ones: write the result to a "
              << "separate output, or pass None for its shadow";
   return success();
+}
+
+// Pointer arguments `ptr` may be computed from, through any op; false when
+// it may also come from somewhere else (memory, a while loop's state).
+bool pointerSources(Value ptr, SmallVectorImpl<BlockArgument> &sources) {
+  SmallVector<Value> worklist{ptr};
+  DenseSet<Value> seen;
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    if (!seen.insert(value).second)
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(value)) {
+      Operation *owner = arg.getOwner()->getParentOp();
+      if (isa<tt::FuncOp>(owner)) {
+        sources.push_back(arg);
+      } else if (auto loop = dyn_cast<scf::ForOp>(owner)) {
+        if (arg == loop.getInductionVar())
+          continue;
+        unsigned j = arg.getArgNumber() - 1;
+        worklist.push_back(loop.getInitArgs()[j]);
+        worklist.push_back(loop.getBody()->getTerminator()->getOperand(j));
+      } else {
+        return false;
+      }
+      continue;
+    }
+    Operation *def = value.getDefiningOp();
+    if (isa<tt::LoadOp>(def))
+      return false; // a pointer read from memory
+    if (auto loop = dyn_cast<scf::ForOp>(def)) {
+      unsigned j = cast<OpResult>(value).getResultNumber();
+      worklist.push_back(loop.getInitArgs()[j]);
+      worklist.push_back(loop.getBody()->getTerminator()->getOperand(j));
+      continue;
+    }
+    if (auto branch = dyn_cast<scf::IfOp>(def)) {
+      unsigned j = cast<OpResult>(value).getResultNumber();
+      worklist.push_back(branch.thenYield().getOperand(j));
+      if (!branch.getElseRegion().empty())
+        worklist.push_back(branch.elseYield().getOperand(j));
+      continue;
+    }
+    if (def->getNumRegions() != 0)
+      return false;
+    for (Value operand : def->getOperands())
+      if (isa<tt::PointerType>(getElementTypeOrSelf(operand.getType())))
+        worklist.push_back(operand);
+  }
+  return true;
+}
+
+LogicalResult KernelBackwardBuilder::validateProvenance(Operation *access, Value ptr,
+                                                        bool carriesFloats) {
+  if (!carriesFloats || shadows.empty())
+    return success();
+  StringRef what = isa<tt::LoadOp>(access) ? "load" : "store";
+  if (BlockArgument base = baseArgument(ptr)) {
+    if (shadows.count(base) || knownPointers.contains(base))
+      return success();
+    return access->emitError("this ")
+           << what << " goes through pointer parameter '" << argumentName(base)
+           << "', which tritonad was not told about, so its gradient would be lost: name it in "
+           << "pointers=(...) of tritonad.grad (or report the kernel: tritonad reads the "
+           << "pointers from its source)";
+  }
+  SmallVector<BlockArgument> sources;
+  bool known = pointerSources(ptr, sources);
+  if (known && llvm::all_of(sources, [&](BlockArgument arg) {
+        return knownPointers.contains(arg) && !shadows.count(arg);
+      }))
+    return success(); // only pointers whose gradient nobody asked for
+  return access->emitError("cannot differentiate this ")
+         << what << ": tritonad cannot tell which pointer parameter its address comes from "
+         << "(a pointer chosen by tl.where, read from memory, or carried by a loop other than "
+         << "`ptrs += step`), so it cannot form the gradient's address; compute the address "
+         << "from one pointer parameter";
+}
+
+// Whether `value`, used inside `loop`, changes between its iterations (it
+// depends on the induction variable or a carried value).
+bool dependsOnLoopState(Value value, scf::ForOp loop) {
+  SmallVector<Value> worklist{value};
+  DenseSet<Value> seen;
+  while (!worklist.empty()) {
+    Value current = worklist.pop_back_val();
+    if (!current || !seen.insert(current).second)
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(current)) {
+      if (arg.getOwner()->getParentOp() == loop.getOperation())
+        return true;
+      if (loop->isProperAncestor(arg.getOwner()->getParentOp()))
+        return true; // a nested loop's state: conservatively varying
+      continue;
+    }
+    Operation *def = current.getDefiningOp();
+    if (!loop->isAncestor(def))
+      continue;
+    def->walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands())
+        worklist.push_back(operand);
+    });
+  }
+  return false;
+}
+
+// A store inside loops is correct to differentiate when, for every enclosing
+// loop, either each iteration writes its own addresses, or every iteration
+// writes the same addresses (then only the last one's value survives).
+LogicalResult KernelBackwardBuilder::classifyStoreInLoops(tt::StoreOp store) {
+  SmallVector<Operation *> path; // enclosing ops, innermost first
+  for (Operation *op = store->getParentOp(); op && op != primal.getOperation();
+       op = op->getParentOp())
+    path.push_back(op);
+  for (auto [depth, op] : llvm::enumerate(path)) {
+    if (isa<scf::WhileOp>(op))
+      return store.emitError("cannot differentiate a store inside a while loop: tritonad "
+                             "cannot tell which iteration's value survives at each address");
+    auto loop = dyn_cast<scf::ForOp>(op);
+    if (!loop)
+      continue;
+    bool moves = dependsOnLoopState(store.getPtr(), loop) ||
+                 (store.getMask() && dependsOnLoopState(store.getMask(), loop));
+    if (moves) {
+      if (iterationsTouchDisjointAddresses(store.getPtr(), loop))
+        continue;
+      return store.emitError("cannot differentiate a store inside a loop whose addresses may "
+                             "repeat across iterations (only the last write survives, and "
+                             "tritonad cannot tell which one that is); give each iteration its "
+                             "own addresses, e.g. offsets `k + tl.arange(0, BLOCK)` for "
+                             "`k in range(0, n, BLOCK)`");
+    }
+    // Every iteration writes the same addresses: the last one wins, provided
+    // that the last iteration does write them all.
+    for (Operation *inner : ArrayRef<Operation *>(path).take_front(depth)) {
+      Value condition;
+      if (auto branch = dyn_cast<scf::IfOp>(inner))
+        condition = branch.getCondition();
+      bool varies = condition && dependsOnLoopState(condition, loop);
+      if (auto innerLoop = dyn_cast<scf::ForOp>(inner))
+        varies = dependsOnLoopState(innerLoop.getLowerBound(), loop) ||
+                 dependsOnLoopState(innerLoop.getUpperBound(), loop) ||
+                 dependsOnLoopState(innerLoop.getStep(), loop);
+      if (varies || isa<scf::WhileOp>(inner))
+        return store.emitError("cannot differentiate a store that rewrites the same addresses "
+                               "in every iteration of a loop but only under a condition that "
+                               "changes between iterations: tritonad cannot tell which "
+                               "iteration's value survives");
+    }
+    lastIterationOnly[store].push_back(loop);
+  }
+  return success();
+}
+
+// `mask` restricted to the last iteration of every loop that rewrites the
+// store's addresses in each iteration.
+Value KernelBackwardBuilder::lastIterationMask(OpBuilder &builder, tt::StoreOp store,
+                                               const IRMapping &forward, Value mask) {
+  auto it = lastIterationOnly.find(store);
+  if (it == lastIterationOnly.end())
+    return mask;
+  Location loc = store.getLoc();
+  Value isLast;
+  for (scf::ForOp loop : it->second) {
+    Value iv = forward.lookupOrDefault(loop.getInductionVar());
+    Value next = arith::AddIOp::create(builder, loc, iv, forward.lookupOrDefault(loop.getStep()));
+    Value last = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::sge, next,
+                                       forward.lookupOrDefault(loop.getUpperBound()));
+    isLast = isLast ? arith::AndIOp::create(builder, loc, isLast, last).getResult() : last;
+  }
+  if (auto tensor = dyn_cast<RankedTensorType>(store.getPtr().getType()))
+    isLast = tt::SplatOp::create(builder, loc, tensor.clone(builder.getI1Type()), isLast);
+  return mask ? arith::AndIOp::create(builder, loc, mask, isLast).getResult() : isLast;
 }
 
 // The shadow's copy of the pointer computation of `ptr`, rebuilt from the
@@ -172,6 +358,7 @@ LogicalResult KernelBackwardBuilder::emitStoreAdjoint(OpBuilder &builder, tt::St
     return store.emitError("cannot form the shadow address of this store");
   Location loc = store.getLoc();
   Value mask = store.getMask() ? forward.lookupOrDefault(store.getMask()) : Value();
+  mask = lastIterationMask(builder, store, forward, mask);
   Value other = mask ? createZero(builder, loc, value.getType()) : Value();
   Value upstream = createLoad(builder, loc, *shadow, mask, other);
   state.accumulate(builder, value, upstream);
@@ -286,7 +473,8 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
   if (failed(active))
     return primal.emitError("activity analysis failed");
 
-  if (failed(checkDifferentiable(primalBody, *active, /*kernel=*/true)))
+  if (failed(checkRecomputable(primal)) ||
+      failed(checkDifferentiable(primalBody, *active, /*kernel=*/true)))
     return failure();
 
   Block *body = &bwd.getBody().front();
@@ -296,15 +484,7 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
     forward.map(arg, value);
   SweepHooks hooks;
   // Recompute the forward without its side effects: stores are not replayed.
-  hooks.cloneForward = [](Operation &op, OpBuilder &b, IRMapping &mapping) {
-    if (isa<tt::StoreOp>(op) || (isa<tt::AtomicRMWOp, tt::AtomicCASOp>(op) && op.use_empty()))
-      return;
-    Operation *clone = cloneWithRegions(b, op, mapping);
-    SmallVector<Operation *> nestedStores;
-    clone->walk([&](tt::StoreOp store) { nestedStores.push_back(store); });
-    for (Operation *store : nestedStores)
-      store->erase();
-  };
+  hooks.cloneForward = cloneForRecompute;
   hooks.special = [&](Operation &op, OpBuilder &b, AdjointState &state) -> FailureOr<bool> {
     if (auto store = dyn_cast<tt::StoreOp>(op)) {
       if (isShadowed(store.getPtr()) && failed(emitStoreAdjoint(b, store, state)))
@@ -398,9 +578,12 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
   scratch.setName((primalName + "__tritonad_scratch").str());
   scratch.setPrivate();
   auto cleanup = llvm::make_scope_exit([&] { scratch.erase(); });
-  if (failed(inlineAllCalls(scratch)))
+  if (failed(inlineAllCalls(scratch)) || failed(liftControlFlow(scratch)))
     return failure();
+  foldNoOpCasts(scratch);
   rewritePointerInductions(scratch);
+  if (failed(lowerBlockPointers(scratch)))
+    return failure();
 
   llvm::StringMap<BlockArgument> byName;
   for (BlockArgument arg : into.getArguments())
@@ -410,19 +593,20 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
     primalByName[argumentName(arg)] = arg.getArgNumber();
 
   DenseMap<BlockArgument, Value> shadows;
+  DenseSet<BlockArgument> knownPointers;
   for (const ShadowBinding &binding : bindings) {
-    auto shadowIt = byName.find(binding.shadow);
-    if (shadowIt == byName.end())
-      continue; // the shadow was None: specialized away
     auto primalIt = primalByName.find(binding.primal);
     if (primalIt == primalByName.end())
-      return into.emitError("the forward kernel has no runtime pointer argument '")
-             << binding.primal << "' for shadow '" << binding.shadow << "'";
+      continue; // a constexpr (specialized away) or not a parameter at all
     BlockArgument primalArg = scratch.getArgument(primalIt->second);
+    // An integer that Python's reading of the source could not tell from a
+    // pointer (`x_ptr + start + offs`): no shadow, nothing to do.
     if (!isa<tt::PointerType>(primalArg.getType()))
-      return into.emitError("'") << binding.primal << "' is not a pointer (it has type "
-                                 << primalArg.getType() << "): only pointer parameters have "
-                                 << "shadows";
+      continue;
+    knownPointers.insert(primalArg);
+    auto shadowIt = binding.shadow.empty() ? byName.end() : byName.find(binding.shadow);
+    if (shadowIt == byName.end())
+      continue; // no gradient wanted: the shadow was None (specialized away) or left out
     if (primalArg.getType() != shadowIt->second.getType())
       return into.emitError("shadow '")
              << binding.shadow << "' has type " << shadowIt->second.getType() << " but '"
@@ -442,7 +626,7 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
     op.dropAllReferences();
     op.erase();
   }
-  KernelBackwardBuilder backward(scratch, std::move(shadows), mode);
+  KernelBackwardBuilder backward(scratch, std::move(shadows), std::move(knownPointers), mode);
   return backward.build(into, primalArgsInBwd, report);
 }
 

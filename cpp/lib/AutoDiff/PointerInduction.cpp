@@ -59,16 +59,19 @@ Value scaledStep(OpBuilder &builder, Location loc, Value iteration, Value step) 
   return arith::MulIOp::create(builder, loc, iteration, toI64(builder, loc, step));
 }
 
-// The carried pointer whose next value is `addptr(carried, step)` (step
-// not yet checked for invariance), if any.
-tt::AddPtrOp pointerAdvance(scf::ForOp loop, unsigned j) {
+// The op computing the next value of a carried pointer from the pointer
+// itself: `addptr(carried, step)` for a tensor of pointers, `advance(carried,
+// offsets)` for a block pointer (steps not yet checked for invariance).
+Operation *pointerAdvance(scf::ForOp loop, unsigned j) {
   BlockArgument carried = loop.getRegionIterArgs()[j];
-  if (!isa<tt::PointerType>(getElementTypeOrSelf(carried.getType())))
-    return {};
-  auto advance = loop.getBody()->getTerminator()->getOperand(j).getDefiningOp<tt::AddPtrOp>();
-  if (!advance || advance.getPtr() != carried || advance->getBlock() != loop.getBody())
-    return {};
-  return advance;
+  Operation *next = loop.getBody()->getTerminator()->getOperand(j).getDefiningOp();
+  if (!next || next->getBlock() != loop.getBody() || next->getOperand(0) != carried)
+    return nullptr;
+  if (isa<tt::PointerType>(getElementTypeOrSelf(carried.getType())) && isa<tt::AddPtrOp>(next))
+    return next;
+  if (isa<tt::AdvanceOp>(next))
+    return next;
+  return nullptr;
 }
 
 unsigned rewriteLoop(scf::ForOp loop) {
@@ -76,7 +79,7 @@ unsigned rewriteLoop(scf::ForOp loop) {
   Block *body = loop.getBody();
   bool any = false;
   for (unsigned j = 0; j < loop.getNumRegionIterArgs(); ++j)
-    any |= static_cast<bool>(pointerAdvance(loop, j));
+    any |= pointerAdvance(loop, j) != nullptr;
   if (!any)
     return 0;
   // `ptrs += BLOCK_K * stride` computes its step inside the body.
@@ -84,15 +87,27 @@ unsigned rewriteLoop(scf::ForOp loop) {
   OpBuilder builder = OpBuilder::atBlockBegin(body);
   Value iteration;
   for (auto [j, carried] : llvm::enumerate(loop.getRegionIterArgs())) {
-    tt::AddPtrOp advance = pointerAdvance(loop, j);
-    if (!advance || !loop.isDefinedOutsideOfLoop(advance.getOffset()))
+    Operation *advance = pointerAdvance(loop, j);
+    if (!advance || !llvm::all_of(advance->getOperands().drop_front(), [&](Value step) {
+          return loop.isDefinedOutsideOfLoop(step);
+        }))
       continue;
     if (!iteration && !(iteration = iterationNumber(builder, loop)))
       return rewritten;
-    Location loc = advance.getLoc();
-    Value offset = scaledStep(builder, loc, iteration, advance.getOffset());
-    Value current = tt::AddPtrOp::create(builder, loc, carried.getType(),
-                                         loop.getInitArgs()[j], offset);
+    Location loc = advance->getLoc();
+    Value init = loop.getInitArgs()[j];
+    Value current;
+    if (auto addptr = dyn_cast<tt::AddPtrOp>(advance)) {
+      Value offset = scaledStep(builder, loc, iteration, addptr.getOffset());
+      current = tt::AddPtrOp::create(builder, loc, carried.getType(), init, offset);
+    } else {
+      // Block pointers advance by i32 offsets, as the forward does.
+      Value iteration32 = arith::TruncIOp::create(builder, loc, builder.getI32Type(), iteration);
+      SmallVector<Value> offsets;
+      for (Value step : advance->getOperands().drop_front())
+        offsets.push_back(arith::MulIOp::create(builder, loc, iteration32, step));
+      current = tt::AdvanceOp::create(builder, loc, carried.getType(), init, offsets);
+    }
     carried.replaceUsesWithIf(current, [&](OpOperand &use) { return use.getOwner() != advance; });
     ++rewritten;
   }

@@ -4,6 +4,7 @@
 #include "tritonad/Dialect/Triton/Dialect.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 namespace tt = mlir::triton;
@@ -53,9 +54,13 @@ bool dependsOnCarried(Value value, Operation *loop, const DenseSet<Value> &carri
 // per-iteration cache.
 bool isPureAccumulation(Operation *loop, Block *body, BlockArgument acc, Value next,
                         const DenseSet<Value> &carried) {
+  // Neither the running value nor its update may be read elsewhere in the
+  // body (a prefix sum stores `acc` every iteration): such a read gives later
+  // iterations' adjoints to earlier values.
   Operation *update = next.getDefiningOp();
   bool pure = update && acc.hasOneUse() && acc.getUses().begin()->getOwner() == update &&
-              update->getBlock() == body;
+              update->getBlock() == body && next.hasOneUse() &&
+              next.getUses().begin()->getOwner() == body->getTerminator();
   if (pure) {
     if (auto add = dyn_cast<arith::AddFOp>(update))
       pure = (add.getLhs() == acc) != (add.getRhs() == acc);
@@ -474,6 +479,38 @@ Operation *cloneWithRegions(OpBuilder &builder, Operation &op, IRMapping &mappin
   return builder.clone(op, mapping);
 }
 
+bool writesMemory(Operation *op) {
+  if (auto effects = dyn_cast<MemoryEffectOpInterface>(op))
+    return effects.hasEffect<MemoryEffects::Write>();
+  // Unknown effects count as writes; region ops answer for their bodies.
+  return !op->hasTrait<OpTrait::HasRecursiveMemoryEffects>() && !op->hasTrait<OpTrait::IsTerminator>();
+}
+
+void cloneForRecompute(Operation &op, OpBuilder &builder, IRMapping &mapping) {
+  if (writesMemory(&op))
+    return; // checkRecomputable: nothing reads its results
+  Operation *clone = cloneWithRegions(builder, op, mapping);
+  SmallVector<Operation *> writers;
+  clone->walk([&](Operation *inner) {
+    if (inner != clone && writesMemory(inner))
+      writers.push_back(inner);
+  });
+  for (Operation *writer : writers)
+    writer->erase();
+}
+
+LogicalResult checkRecomputable(Operation *root) {
+  WalkResult walk = root->walk([&](Operation *op) {
+    if (op == root || !writesMemory(op) || op->use_empty())
+      return WalkResult::advance();
+    op->emitError("cannot differentiate a kernel that uses the result of '")
+        << op->getName() << "': the backward recomputes the forward, and replaying this op "
+        << "would update memory a second time";
+    return WalkResult::interrupt();
+  });
+  return failure(walk.wasInterrupted());
+}
+
 LogicalResult checkDifferentiable(Block &block, const DenseSet<Value> &active, bool kernel) {
   for (Operation &op : block.without_terminator()) {
     if (!carriesGradient(op, active))
@@ -491,6 +528,10 @@ LogicalResult checkDifferentiable(Block &block, const DenseSet<Value> &active, b
              << "control flow";
     if (kernel && isa<tt::LoadOp, tt::StoreOp>(op))
       continue;
+    if (isa<tt::BitcastOp, arith::BitcastOp>(op))
+      return op.emitError("cannot differentiate '")
+             << op.getName() << "': a differentiated float passes through integer bits here "
+             << "(as tl.sort and tl.topk do), and its gradient cannot follow them";
     if (!isa<ReverseModeOpInterface>(op))
       return op.emitError("no derivative rule for '") << op.getName() << "'";
   }

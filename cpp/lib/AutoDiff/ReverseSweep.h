@@ -29,6 +29,19 @@ struct SweepHooks {
 mlir::Operation *cloneWithRegions(mlir::OpBuilder &builder, mlir::Operation &op,
                                   mlir::IRMapping &mapping);
 
+/// Whether `op` writes memory (stores, atomics, prints, asserts; unknown
+/// effects count as writes).
+bool writesMemory(mlir::Operation *op);
+
+/// Clones `op` into a recomputed forward without its side effects: ops that
+/// write memory, nested ones included, are left out (checkRecomputable has
+/// made sure nothing reads their results).
+void cloneForRecompute(mlir::Operation &op, mlir::OpBuilder &builder, mlir::IRMapping &mapping);
+
+/// Refuses a body where an op that writes memory has its result used (an
+/// atomic's old value): recomputing it would repeat the write.
+mlir::LogicalResult checkRecomputable(mlir::Operation *root);
+
 /// Checks before emitting anything that every op carrying a gradient in
 /// `block` (nested regions included) can be differentiated.
 mlir::LogicalResult checkDifferentiable(mlir::Block &block, const llvm::DenseSet<mlir::Value> &active,

@@ -4,6 +4,7 @@
 #ifndef TRITONAD_AUTODIFF_ACCESSANALYSIS_H
 #define TRITONAD_AUTODIFF_ACCESSANALYSIS_H
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Value.h"
@@ -34,6 +35,12 @@ ExclusiveAccess analyzeExclusiveAccess(mlir::OpBuilder &builder, mlir::Location 
                                        mlir::Value ptr, mlir::Value mask,
                                        const mlir::IRMapping &forward,
                                        llvm::ArrayRef<bool> usedAxes);
+
+/// Whether the addresses `ptr` (a primal pointer inside `loop`) touches in
+/// one iteration of `loop` are disjoint from those of every other iteration
+/// of the same program: an affine address whose induction-variable stride
+/// (coefficient times the constant step) is at least the tile's span.
+bool iterationsTouchDisjointAddresses(mlir::Value ptr, mlir::scf::ForOp loop);
 
 } // namespace tritonad
 

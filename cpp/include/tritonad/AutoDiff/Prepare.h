@@ -1,0 +1,30 @@
+// Rewrites of the forward's scratch copy that put it in the shape the reverse
+// sweep understands, run after inlining and before differentiation. Each is
+// also a pass of its own (Passes.td), testable alone with tritonad-opt.
+#ifndef TRITONAD_AUTODIFF_PREPARE_H
+#define TRITONAD_AUTODIFF_PREPARE_H
+
+#include "tritonad/Dialect/Triton/Dialect.h"
+
+namespace tritonad {
+
+/// Replaces casts to the same type (Triton's frontend wraps loop bounds in
+/// `arith.bitcast : i32 to i32`) by their operand, so that analyses see
+/// constants and rules never meet a no-op cast.
+void foldNoOpCasts(mlir::triton::FuncOp function);
+
+/// Lifts unstructured control flow (cf.br / cf.cond_br, which Triton emits for
+/// an early `return`) into scf.if / scf.while. Fails with a located error when
+/// the graph cannot be expressed with those two ops.
+mlir::LogicalResult liftControlFlow(mlir::triton::FuncOp function);
+
+/// Rewrites block pointers (tt.make_tensor_ptr, tt.advance, and the loads and
+/// stores through them, boundary checks and padding included) as tensors of
+/// pointers with masks, also when they are carried by scf.for loops, so that
+/// shadows and the access analysis see ordinary addresses. Fails with a
+/// located error on a block pointer used in a way it does not know.
+mlir::LogicalResult lowerBlockPointers(mlir::triton::FuncOp function);
+
+} // namespace tritonad
+
+#endif

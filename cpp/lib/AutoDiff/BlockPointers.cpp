@@ -1,0 +1,149 @@
+#include "tritonad/AutoDiff/Prepare.h"
+
+#include "TensorBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <limits>
+
+using namespace mlir;
+namespace tt = mlir::triton;
+
+namespace tritonad {
+namespace {
+
+// What a block pointer denotes at one program point: tt.make_tensor_ptr's
+// base, shape and strides, and its offsets with every tt.advance applied.
+struct BlockPointer {
+  Value base;
+  SmallVector<Value> shape, strides, offsets;
+};
+
+FailureOr<BlockPointer> traceBlockPointer(OpBuilder &builder, Value ptr) {
+  if (auto make = ptr.getDefiningOp<tt::MakeTensorPtrOp>())
+    return BlockPointer{make.getBase(), llvm::to_vector(make.getShape()),
+                        llvm::to_vector(make.getStrides()), llvm::to_vector(make.getOffsets())};
+  auto advance = ptr.getDefiningOp<tt::AdvanceOp>();
+  if (!advance)
+    return failure();
+  FailureOr<BlockPointer> inner = traceBlockPointer(builder, advance.getPtr());
+  if (failed(inner) || inner->offsets.size() != advance.getOffsets().size())
+    return failure();
+  for (auto [offset, delta] : llvm::zip(inner->offsets, advance.getOffsets()))
+    offset = arith::AddIOp::create(builder, advance.getLoc(), offset, delta);
+  return inner;
+}
+
+// The row-major index along `dim` of every element of a block of `shape`:
+// offset + arange(0, shape[dim]), broadcast over the other dims (i64).
+Value indexAlong(OpBuilder &builder, Location loc, ArrayRef<int64_t> shape, unsigned dim,
+                 Value offset) {
+  Type i64 = builder.getI64Type();
+  auto rangeType = RankedTensorType::get({shape[dim]}, builder.getI32Type());
+  Value range = tt::MakeRangeOp::create(
+      builder, loc, TypeRange{rangeType}, ValueRange{},
+      {builder.getNamedAttr("start", builder.getI32IntegerAttr(0)),
+       builder.getNamedAttr("end", builder.getI32IntegerAttr(shape[dim]))});
+  auto wide = RankedTensorType::get({shape[dim]}, i64);
+  Value index = arith::AddIOp::create(
+      builder, loc,
+      tt::SplatOp::create(builder, loc, wide,
+                          arith::ExtSIOp::create(builder, loc, i64, offset).getResult()),
+      arith::ExtSIOp::create(builder, loc, wide, range));
+  SmallVector<int64_t> current{shape[dim]};
+  for (unsigned axis = 0; axis < shape.size(); ++axis) {
+    if (axis == dim)
+      continue;
+    unsigned position = axis < dim ? axis : current.size();
+    current.insert(current.begin() + position, 1);
+    index = tt::ExpandDimsOp::create(
+        builder, loc, TypeRange{RankedTensorType::get(current, i64)}, ValueRange{index},
+        {builder.getNamedAttr("axis", builder.getI32IntegerAttr(position))});
+  }
+  auto full = RankedTensorType::get(shape, i64);
+  if (index.getType() != full)
+    index = tt::BroadcastOp::create(builder, loc, full, index);
+  return index;
+}
+
+struct LoweredAccess {
+  Value pointers;
+  Value mask; // null without boundary checks
+};
+
+LoweredAccess lowerAddress(OpBuilder &builder, Location loc, const BlockPointer &block,
+                           RankedTensorType tile, ArrayRef<int32_t> boundaryCheck) {
+  ArrayRef<int64_t> shape = tile.getShape();
+  auto i64Tile = RankedTensorType::get(shape, builder.getI64Type());
+  auto ptrTile = RankedTensorType::get(shape, block.base.getType());
+  Value pointers = tt::SplatOp::create(builder, loc, ptrTile, block.base);
+  Value mask;
+  for (unsigned dim = 0; dim < shape.size(); ++dim) {
+    Value index = indexAlong(builder, loc, shape, dim, block.offsets[dim]);
+    Value stride = tt::SplatOp::create(builder, loc, i64Tile, block.strides[dim]);
+    pointers = tt::AddPtrOp::create(builder, loc, ptrTile, pointers,
+                                    arith::MulIOp::create(builder, loc, index, stride));
+    if (!llvm::is_contained(boundaryCheck, static_cast<int32_t>(dim)))
+      continue;
+    Value zero = arith::ConstantOp::create(builder, loc,
+                                           DenseElementsAttr::get(i64Tile, builder.getI64IntegerAttr(0)));
+    Value extent = tt::SplatOp::create(builder, loc, i64Tile, block.shape[dim]);
+    Value inside = arith::AndIOp::create(
+        builder, loc,
+        arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::sge, index, zero),
+        arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::slt, index, extent));
+    mask = mask ? arith::AndIOp::create(builder, loc, mask, inside).getResult() : inside;
+  }
+  return {pointers, mask};
+}
+
+Value paddingValue(OpBuilder &builder, Location loc, RankedTensorType tile,
+                   std::optional<tt::PaddingOption> padding) {
+  if (!padding)
+    return {};
+  auto element = dyn_cast<FloatType>(tile.getElementType());
+  TypedAttr value;
+  if (*padding == tt::PaddingOption::PAD_NAN && element)
+    value = builder.getFloatAttr(element, std::numeric_limits<double>::quiet_NaN());
+  else if (element)
+    value = builder.getFloatAttr(element, 0.0);
+  else
+    value = builder.getIntegerAttr(tile.getElementType(), 0);
+  return arith::ConstantOp::create(builder, loc, DenseElementsAttr::get(tile, value));
+}
+
+} // namespace
+
+LogicalResult lowerBlockPointers(tt::FuncOp function) {
+  SmallVector<Operation *> accesses;
+  function.walk([&](Operation *op) {
+    if (isa<tt::LoadOp, tt::StoreOp>(op) && isa<tt::PointerType>(op->getOperand(0).getType()) &&
+        isa<RankedTensorType>(cast<tt::PointerType>(op->getOperand(0).getType()).getPointeeType()))
+      accesses.push_back(op);
+  });
+  for (Operation *op : accesses) {
+    OpBuilder builder(op);
+    Location loc = op->getLoc();
+    FailureOr<BlockPointer> block = traceBlockPointer(builder, op->getOperand(0));
+    if (failed(block))
+      return op->emitError("cannot differentiate an access through this block pointer: tritonad "
+                           "follows tl.make_block_ptr and tl.advance, in loops when the "
+                           "advance is the same in every iteration");
+    if (auto load = dyn_cast<tt::LoadOp>(op)) {
+      auto tile = cast<RankedTensorType>(load.getType());
+      LoweredAccess access = lowerAddress(builder, loc, *block, tile, load.getBoundaryCheck());
+      Value other = access.mask ? paddingValue(builder, loc, tile, load.getPadding()) : Value();
+      load.replaceAllUsesWith(createLoad(builder, loc, access.pointers, access.mask, other));
+    } else {
+      auto store = cast<tt::StoreOp>(op);
+      auto tile = cast<RankedTensorType>(store.getValue().getType());
+      LoweredAccess access = lowerAddress(builder, loc, *block, tile, store.getBoundaryCheck());
+      createStore(builder, loc, access.pointers, store.getValue(), access.mask);
+    }
+    op->erase();
+  }
+  return success();
+}
+
+} // namespace tritonad
