@@ -667,14 +667,17 @@ def test_schedule_labels_loaded_pointers_without_gradient():
 
 
 def test_wrt_restricts_shadows():
-    kernel, types, constexprs, _ = CASES["layer_norm"]
-    bwd = tritonad.grad(kernel, wrt=["X", "Y"])
-    assert bwd.shadows == {"X": "dX", "Y": "dY"}
-    assert bwd.launch_signature == tuple(types) + ("dX", "dY", "BLOCK_N")
-    compile_backward(bwd, types, constexprs)
+    # wrt picks the inputs that get gradients; outputs always keep their shadows.
+    kernel, types, constexprs, none = CASES["layer_norm"]
+    bwd = tritonad.grad(kernel, wrt=["X"])
+    assert bwd.shadows == {"X": "dX", "Y": "dY", "Mean": "dMean", "Rstd": "dRstd"}
+    assert bwd.launch_signature == tuple(types) + ("dX", "dY", "dMean", "dRstd", "BLOCK_N")
+    compile_backward(bwd, types, constexprs, none=none)
     assert set(store_roots(bwd.derived_ir())) == {"dX"}
     with pytest.raises(ValueError, match="not a pointer parameter"):
         tritonad.grad(kernel, wrt="eps")
+    with pytest.raises(ValueError, match="names an output"):
+        tritonad.grad(kernel, wrt=["X", "Y"])
 
 
 def test_unknown_pointers_name():

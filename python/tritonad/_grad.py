@@ -17,10 +17,10 @@ from tritonad._hook import build_id, register_rewriter
 from tritonad._source import (CALL, constexpr_names, count_outputs, functions_in,
                               jit_from_source, param_names, strip_locations, symbol_name)
 
+from tritonad._kernel_grad import (DifferentiationError, kernel_grad, reject_derivative,
+                                   resolve_params, unwrap)
+
 _VJP_MARKER = "__tritonad_vjp_"
-
-
-from tritonad._kernel_grad import DifferentiationError, kernel_grad
 
 
 @dataclass
@@ -51,6 +51,11 @@ def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]
     ``bwd[grid](*forward_args, *shadow_args, **constexprs)``, one shadow per
     pointer parameter named ``d`` + its name (``bwd.launch_signature`` lists the order;
     pass ``None``, or leave a shadow out, where no gradient is wanted or given).
+    ``wrt`` (names or indices of parameters) picks the pointers the forward
+    loads from that get a gradient (by default all); pointers it stores to keep
+    their shadows whatever ``wrt`` says. tritonad finds the pointers in the
+    source: the bases of the addresses given to ``tl.load`` / ``tl.store`` /
+    atomics, followed into the @triton.jit helpers the kernel calls.
     For a pointer the forward loads
     from, the gradient of the loaded values is *added* into its shadow at the
     same addresses under the same mask; for a pointer it stores to, the upstream
@@ -91,82 +96,118 @@ def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]
     ``f_vjp.derived_ir()`` returns the TTIR of the derivative from the last
     compile; setting ``TRITONAD_DUMP=1`` prints it to stderr as it is derived.
     """
-    if not isinstance(fn, JITFunction) or count_outputs(fn) == 0:
+    reject_derivative(unwrap(fn)[0])
+    if num_outputs is not None:
+        wanted = "num_outputs must be a positive int (how many values the function returns)"
+        if isinstance(num_outputs, bool) or not isinstance(num_outputs, int):
+            raise TypeError(f"{wanted}, got {type(num_outputs).__name__} {num_outputs!r}")
+        if num_outputs < 1:
+            raise ValueError(f"{wanted}, got {num_outputs}")
+    returned = count_outputs(fn) if isinstance(fn, JITFunction) else 0
+    if returned == 0:
+        if num_outputs is not None:
+            raise TypeError(f"num_outputs= is for functions that return values; "
+                            f"{unwrap(fn)[0].__name__} is a kernel (it returns nothing)")
         return kernel_grad(fn, wrt, **kernel_options)
-    outputs = count_outputs(fn) if num_outputs is None else num_outputs
-    if outputs is None:
+    if kernel_options:
+        raise TypeError(f"{sorted(kernel_options)}: options of tritonad.grad of a kernel; "
+                        f"{fn.__name__} returns values (a device function): pass only wrt= "
+                        "and num_outputs=")
+    if returned is None and num_outputs is None:
         raise ValueError(f"cannot tell how many values {fn.__name__} returns (its return "
                          "statements differ); pass num_outputs=")
+    if returned is not None and num_outputs not in (None, returned):
+        raise ValueError(f"num_outputs={num_outputs} but {fn.__name__} returns {returned} "
+                         "value(s); leave num_outputs out or pass the right count")
+    outputs = returned if num_outputs is None else num_outputs
     names = param_names(fn)
     constexprs = set(constexpr_names(fn))
     runtime = [n for n in names if n not in constexprs]
-    wrt_names = _resolve_wrt(fn, wrt, names, constexprs, runtime)
+    wrt_names = runtime if wrt is None else resolve_params(fn, wrt, names, constexprs)
     spec = _VJPSpec(fn, [runtime.index(n) for n in wrt_names], wrt is None)
     key = len(_SPECS)
     _SPECS.append(spec)
-    register_rewriter(_VJP_MARKER, _materialize_vjps)
+    register_rewriter(_VJP_MARKER, _materialize_vjps, _restore_vjps, order=0)
 
     cotangents = [f"_tritonad_cotangent_{i}" for i in range(outputs)]
     params = [f"{n}: tl.constexpr" if n in constexprs else n for n in names]
     name = f"{fn.__name__}{_VJP_MARKER}{key}"
+    # (the source is Triton's cache key, comments included: it names every option)
     source = (
         f"def {name}({', '.join(params + cotangents)}):\n"
         f"    # tritonad {build_id()}: its body is replaced by the derivative of\n"
-        f"    # {fn.__module__}.{fn.__qualname__} with respect to {wrt_names}\n"
+        f"    # {fn.__module__}.{fn.__qualname__} with respect to {wrt_names} "
+        f"(default wrt: {spec.default_wrt})\n"
         f"    _tritonad_primal({', '.join(names)})\n"
         f"    return {', '.join(wrt_names)}\n")
     vjp = jit_from_source(source, name, {"tl": tl, "_tritonad_primal": fn})
+    vjp.tritonad_primal = fn
     vjp.derived_ir = lambda: _latest(spec)
     vjp.wrt = tuple(wrt_names)
     return vjp
-
-
-def _resolve_wrt(fn, wrt, names, constexprs, runtime) -> List[str]:
-    if wrt is None:
-        return runtime
-    items = [wrt] if isinstance(wrt, (int, str)) else list(wrt)
-    resolved = []
-    for item in items:
-        if isinstance(item, int):
-            if not -len(names) <= item < len(names):
-                raise ValueError(f"wrt index {item} out of range: {fn.__name__} has "
-                                 f"{len(names)} parameters {names}")
-            item = names[item]
-        if item not in names:
-            raise ValueError(f"{fn.__name__} has no parameter {item!r}; parameters: {names}")
-        if item in constexprs:
-            raise ValueError(f"cannot differentiate with respect to {item!r}: it is a "
-                             "tl.constexpr parameter")
-        if item not in resolved:
-            resolved.append(item)
-    if not resolved:
-        raise ValueError("wrt is empty: name at least one parameter to differentiate")
-    return resolved
 
 
 def _latest(spec: _VJPSpec) -> Optional[str]:
     return next(reversed(spec.derived.values()), None)
 
 
-def _materialize_vjps(text: str) -> str:
-    """Rewriter: replaces each placeholder body with the derivative."""
-    for name, body in list(functions_in(text)):
-        marker = name.find(_VJP_MARKER)
-        if marker < 0:
-            continue
-        digits = name[marker + len(_VJP_MARKER):].split("__")[0]
-        spec = _SPECS[int(digits)]
-        call = CALL.search(body)
-        if call is None:
-            raise DifferentiationError(f"tritonad: placeholder {name} lost its call to the primal")
-        primal = symbol_name(call.group(1))
-        try:
-            text = _C.differentiate_function(text, primal, name, spec.wrt, spec.default_wrt)
-        except MLIRError as error:
-            raise DifferentiationError(
-                f"tritonad.grad({spec.primal.__name__}) failed:\n{error}") from None
-        derived = strip_locations(dict(functions_in(text))[name]).rstrip() + "\n"
-        spec.derived[name] = derived
-        if os.environ.get("TRITONAD_DUMP"):
-            print(f"// tritonad: derivative of {primal}\n{derived}", file=sys.stderr)
+def _spec_of(name: str) -> Optional[_VJPSpec]:
+    marker = name.find(_VJP_MARKER)
+    if marker < 0:
+        return None
+    index = int(name[marker + len(_VJP_MARKER):].split("__")[0])
+    return _SPECS[index] if index < len(_SPECS) else None
+
+
+def _restore_vjps(metadata: dict) -> None:
+    # (a cache hit: the placeholder names are this process's, see _kernel_grad)
+    for name, text in metadata.get("tritonad_derived", {}).items():
+        spec = _spec_of(name)
+        if spec is not None:
+            spec.derived[name] = text
+
+
+def _materialize_vjps(text: str, metadata: dict) -> str:
+    """Rewriter: replaces each placeholder body with the derivative. A placeholder
+    whose primal calls (transitively) another placeholder waits until that one holds
+    its derivative: differentiating the placeholder's stand-in body would be wrong."""
+    pending = [name for name, _ in functions_in(text) if _spec_of(name) is not None]
+    while pending:
+        bodies = dict(functions_in(text))
+        ready = [n for n in pending if not _reachable(bodies, n) & (set(pending) - {n})]
+        if not ready:
+            raise DifferentiationError(f"tritonad: the derivatives {pending} call each other")
+        for name in ready:
+            text = _materialize(text, name, dict(functions_in(text))[name], metadata)
+        pending = [n for n in pending if n not in ready]
+    return text
+
+
+def _reachable(bodies: Dict[str, str], start: str) -> set:
+    seen, todo = set(), [start]
+    while todo:
+        for call in CALL.finditer(bodies.get(todo.pop(), "")):
+            callee = symbol_name(call.group(1))
+            if callee not in seen:
+                seen.add(callee)
+                todo.append(callee)
+    return seen
+
+
+def _materialize(text: str, name: str, body: str, metadata: dict) -> str:
+    spec = _spec_of(name)
+    call = CALL.search(body)
+    if call is None:
+        raise DifferentiationError(f"tritonad: placeholder {name} lost its call to the primal")
+    primal = symbol_name(call.group(1))
+    try:
+        text = _C.differentiate_function(text, primal, name, spec.wrt, spec.default_wrt)
+    except MLIRError as error:
+        raise DifferentiationError(
+            f"tritonad.grad({spec.primal.__name__}) failed:\n{error}") from None
+    derived = strip_locations(dict(functions_in(text))[name]).rstrip() + "\n"
+    spec.derived[name] = derived
+    metadata.setdefault("tritonad_derived", {})[name] = derived
+    if os.environ.get("TRITONAD_DUMP"):
+        print(f"// tritonad: derivative of {primal}\n{derived}", file=sys.stderr)
     return text

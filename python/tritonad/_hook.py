@@ -6,6 +6,12 @@ canonicalize, ...) run on the module `make_ir` produced, every registered
 rewriter sees the module's text and may return new text, which Triton parses
 back. Rewriters are keyed by a marker string so modules that do not mention
 tritonad are left untouched (and not even printed twice).
+
+A rewriter also receives the compile's `metadata` dict, which Triton writes to
+its cache as JSON after the last stage and hands back on a cache hit (there the
+stages do not run): rewriters record what they derived under "tritonad_*" keys,
+and the compilation listener installed next to the hook gives those keys back
+to each rewriter's `restore` when Triton serves a kernel from its cache.
 """
 
 from __future__ import annotations
@@ -14,11 +20,13 @@ import hashlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Callable, Dict
+from typing import Callable, Dict, Tuple
 
-_REWRITERS: Dict[str, Callable[[str], str]] = {}
+_REWRITERS: Dict[str, Tuple[int, Callable[[str, dict], str]]] = {}
+_RESTORERS: Dict[str, Callable[[dict], None]] = {}
 _installed = False
 _previous_hook = None
+_previous_listener = None
 
 
 def build_id() -> str:
@@ -42,21 +50,36 @@ def build_id() -> str:
     return _BUILD_ID
 
 
-def register_rewriter(marker: str, rewrite: Callable[[str], str]) -> None:
-    """Calls `rewrite(ttir_text) -> ttir_text` on every module containing `marker`."""
-    _REWRITERS[marker] = rewrite
+def register_rewriter(marker: str, rewrite: Callable[[str, dict], str],
+                      restore: Callable[[dict], None], order: int) -> None:
+    """Calls `rewrite(ttir_text, metadata) -> ttir_text` on every module containing
+    `marker` (rewriters of lower `order` first, whatever the order of registration),
+    and `restore(metadata)` on the metadata of every cache hit."""
+    _REWRITERS[marker] = (order, rewrite)
+    _RESTORERS[marker] = restore
     _install()
 
 
 def _install() -> None:
-    global _installed, _previous_hook
+    global _installed, _previous_hook, _previous_listener
     if _installed:
         return
     from triton import knobs
 
     _previous_hook = knobs.runtime.add_stages_inspection_hook
     knobs.runtime.add_stages_inspection_hook = _stages_hook
+    _previous_listener = knobs.compilation.listener
+    knobs.compilation.listener = _listener
     _installed = True
+
+
+def _listener(*, src, metadata, metadata_group, times, cache_hit):
+    if _previous_listener is not None:
+        _previous_listener(src=src, metadata=metadata, metadata_group=metadata_group,
+                           times=times, cache_hit=cache_hit)
+    if cache_hit and any(key.startswith("tritonad_") for key in metadata):
+        for restore in _RESTORERS.values():
+            restore(metadata)
 
 
 def _stages_hook(backend, stages, options, language, capability):
@@ -67,18 +90,18 @@ def _stages_hook(backend, stages, options, language, capability):
     original = stages["ttir"]
 
     def ttir_stage(src, metadata):
-        return original(_rewrite_module(src), metadata)
+        return original(_rewrite_module(src, metadata), metadata)
 
     stages["ttir"] = ttir_stage
 
 
-def _rewrite_module(module):
+def _rewrite_module(module, metadata):
     text = module.str()
-    active = [rewrite for marker, rewrite in _REWRITERS.items() if marker in text]
+    active = sorted(entry for marker, entry in _REWRITERS.items() if marker in text)
     if not active:
         return module
-    for rewrite in active:
-        text = rewrite(text)
+    for _, rewrite in active:
+        text = rewrite(text, metadata)
     return parse_ttir(text, module.context)
 
 

@@ -16,7 +16,7 @@ from tritonad import _C
 from tritonad._core import MLIRError
 from tritonad._hook import build_id, register_rewriter
 from tritonad._source import (CALL, constexpr_names, functions_in, jit_from_source,
-                              param_names, pointer_params, strip_locations, symbol_name)
+                              param_names, pointer_roles, strip_locations, symbol_name)
 
 _BWD_MARKER = "__tritonad_bwd_"
 _MODES = {"auto": 0, "atomic": 1, "deterministic": 2}
@@ -56,37 +56,101 @@ def unwrap(kernel):
     return kernel, wrappers
 
 
+def reject_derivative(fn) -> None:
+    """grad(grad(f)): the placeholder's source is not the derivative (its body
+    is only replaced inside Triton's compile), so there is nothing to read."""
+    primal = getattr(fn, "tritonad_primal", None)
+    if primal is not None:
+        raise TypeError(
+            f"higher-order derivatives are not supported: {fn.__name__} is itself made by "
+            f"tritonad.grad({primal.__name__}); differentiate a @triton.jit function you "
+            "write (e.g. the first derivative written out by hand)")
+
+
+def resolve_params(fn, wrt, names: List[str], constexprs) -> List[str]:
+    """wrt (a parameter name or index, or a list/tuple of them) -> parameter names."""
+    accepted = ("pass parameter names or indices into the parameter list, e.g. "
+                f"wrt={names[0]!r} or wrt=[0]" if names else "")
+    items = [wrt] if isinstance(wrt, (int, str)) else wrt
+    if not isinstance(items, (list, tuple)):
+        raise TypeError(f"wrt must be a parameter name or index or a list/tuple of them, got "
+                        f"{type(wrt).__name__}; {accepted}")
+    if not items:
+        raise ValueError(f"wrt is empty: name at least one parameter to differentiate; "
+                         f"{accepted}")
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, str)):
+            # (bool is an int: wrt=True would silently mean parameter 1)
+            raise TypeError(f"wrt={item!r} ({type(item).__name__}) is not a parameter name "
+                            f"or index; {accepted}")
+    resolved = []
+    for item in items:
+        if isinstance(item, int):
+            if not -len(names) <= item < len(names):
+                raise ValueError(f"wrt index {item} out of range: {fn.__name__} has "
+                                 f"{len(names)} parameters {names}")
+            item = names[item]
+        if item not in names:
+            raise ValueError(f"{fn.__name__} has no parameter {item!r}; parameters: {names}")
+        if item in constexprs:
+            raise ValueError(f"cannot differentiate with respect to {item!r}: it is a "
+                             "tl.constexpr parameter")
+        if item not in resolved:
+            resolved.append(item)
+    return resolved
+
+
 def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
                 mode: str = "auto"):
     fn, wrappers = unwrap(kernel)
-    if mode not in _MODES:
+    reject_derivative(fn)
+    if not isinstance(mode, str) or mode not in _MODES:
         raise ValueError(f"mode must be one of {sorted(_MODES)}, got {mode!r}")
     names = param_names(fn)
     constexprs = set(constexpr_names(fn))
     runtime = [n for n in names if n not in constexprs]
-    pointer_list = list(pointers) if pointers is not None else pointer_params(fn)
-    for p in pointer_list:
-        if p not in runtime:
-            raise ValueError(f"{fn.__name__} has no runtime parameter {p!r} (parameters: {names})")
-    if not pointer_list:
+    roles = pointer_roles(fn)
+    if pointers is not None:
+        pointers = [pointers] if isinstance(pointers, str) else list(pointers)
+        for p in pointers:
+            if p not in runtime:
+                raise ValueError(f"{fn.__name__} has no runtime parameter {p!r} "
+                                 f"(parameters: {names})")
+        roles = {p: roles.get(p, set()) for p in pointers}
+    if not roles:
         raise ValueError(f"tritonad found no pointer parameters in {fn.__name__} (no tl.load or "
                          "tl.store through a parameter); pass pointers=(...) explicitly")
+    # wrt picks the inputs that get gradients; a pointer stored to (or one whose use
+    # is unclear) keeps its shadow, which carries the upstream gradient.
+    pointer_list = list(roles)
     if wrt is not None:
-        wanted = [wrt] if isinstance(wrt, str) else list(wrt)
+        wanted = resolve_params(fn, wrt, names, constexprs)
         for w in wanted:
-            if w not in pointer_list:
+            if w not in roles:
                 raise ValueError(f"wrt={w!r} is not a pointer parameter of {fn.__name__}; "
                                  f"pointer parameters: {pointer_list}")
-        pointer_list = [p for p in pointer_list if p in wanted]
+            if roles[w] == {"store"}:
+                raise ValueError(
+                    f"wrt={w!r} names an output of {fn.__name__} (it stores to {w!r} and never "
+                    f"loads from it): wrt selects the inputs that get gradients; an output "
+                    f"always keeps its shadow d{w}, which carries the upstream gradient. "
+                    f"Inputs: {[p for p in pointer_list if 'load' in roles[p]]}")
+        excluded = [p for p in pointer_list if p not in wanted and roles[p] == {"load"}]
+        pointer_list = [p for p in pointer_list if p not in excluded]
+    else:
+        excluded = []
     shadows = [shadow_name(p) for p in pointer_list]
     clash = set(shadows) & set(names)
     if clash:
         raise ValueError(f"shadow names {sorted(clash)} clash with parameters of {fn.__name__}")
 
-    spec = _KernelSpec(fn, list(zip(shadows, pointer_list)), mode)
+    # (an empty shadow name: a pointer the core must know of, with no gradient wanted)
+    spec = _KernelSpec(fn, list(zip(shadows, pointer_list)) + [("", p) for p in excluded],
+                       mode)
     key = len(_SPECS)
     _SPECS.append(spec)
-    register_rewriter(_BWD_MARKER, _materialize_backward)
+    # (order: after the grad functions the kernel calls hold their derivatives)
+    register_rewriter(_BWD_MARKER, _materialize_backward, _restore_backward, order=1)
 
     defaults = {n: p.default for n, p in inspect.signature(fn.fn).parameters.items()
                 if p.default is not inspect.Parameter.empty}
@@ -103,19 +167,40 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
             text += f" = _tritonad_defaults[{n!r}]"
         params.append(text)
     name = f"{fn.__name__}{_BWD_MARKER}{key}"
+    # The source is Triton's cache key (comments included): everything that changes
+    # the derived kernel is spelled out here, so no cached kernel derived with other
+    # options is ever served.
     source = (
         f"def {name}({', '.join(params)}):\n"
         f"    # tritonad {build_id()}: its body is replaced by the backward of\n"
-        f"    # {fn.__module__}.{fn.__qualname__}; shadows {shadows}\n"
+        f"    # {fn.__module__}.{fn.__qualname__}; mode={mode!r} wrt={wrt!r} "
+        f"pointers={pointers!r} bindings={spec.bindings}\n"
         f"    _tritonad_primal({', '.join(f'{n}={n}' for n in names)})\n")
     bwd = jit_from_source(source, name, {"tl": tl, "_tritonad_primal": fn,
                                           "_tritonad_defaults": defaults})
     _make_shadows_optional(bwd, len(runtime), shadows)
+    bwd.tritonad_primal = fn
     bwd.launch_signature = tuple(order)  # (JITFunction.signature is Triton's own)
     bwd.shadows = dict(zip(pointer_list, shadows))
-    bwd.derived_ir = lambda: next(reversed(spec.derived.values()), None)
-    bwd.schedule = lambda: next(reversed(spec.schedules.values()), None)
+    bwd.pointer_roles = {p: frozenset(roles[p]) for p in pointer_list}
+    bwd.derived_ir = lambda: _latest(spec.derived) or _cached(bwd, "tritonad_derived")
+    bwd.schedule = lambda: _latest(spec.schedules) or _cached(bwd, "tritonad_schedule")
     return _rewrap(bwd, wrappers, shadows)
+
+
+def _latest(by_name: Dict[str, str]) -> Optional[str]:
+    return next(reversed(by_name.values()), None)
+
+
+def _cached(jit: JITFunction, key: str) -> Optional[str]:
+    """What the rewriter recorded in the metadata of jit's compiled kernels (for a
+    cache hit the listener did not see, e.g. another listener replaced tritonad's)."""
+    for kernel_cache, *_ in jit.device_caches.values():
+        for kernel in reversed(list(kernel_cache.values())):
+            recorded = getattr(getattr(kernel, "metadata", None), key, None)
+            if recorded:
+                return _latest(recorded)
+    return None
 
 
 def _make_shadows_optional(bwd, num_runtime, shadows):
@@ -148,7 +233,8 @@ def _rewrap(bwd, wrappers, shadows):
         else:
             raise TypeError(f"tritonad.grad cannot re-apply {type(wrapper).__name__} to the "
                             "backward kernel")
-        for attr in ("launch_signature", "shadows", "derived_ir", "schedule"):
+        for attr in ("tritonad_primal", "launch_signature", "shadows", "pointer_roles",
+                     "derived_ir", "schedule"):
             setattr(result, attr, getattr(bwd, attr))
     return result
 
@@ -172,12 +258,19 @@ class _ShadowSaver:
             kwargs[name].copy_(copy)
 
 
-def _materialize_backward(text: str) -> str:
+def _spec_of(name: str) -> Optional[_KernelSpec]:
+    marker = name.find(_BWD_MARKER)
+    if marker < 0:
+        return None
+    index = int(name[marker + len(_BWD_MARKER):].split("__")[0])
+    return _SPECS[index] if index < len(_SPECS) else None
+
+
+def _materialize_backward(text: str, metadata: dict) -> str:
     for name, body in list(functions_in(text)):
-        marker = name.find(_BWD_MARKER)
-        if marker < 0:
+        spec = _spec_of(name)
+        if spec is None:
             continue
-        spec = _SPECS[int(name[marker + len(_BWD_MARKER):].split("__")[0])]
         call = CALL.search(body)
         if call is None:
             raise DifferentiationError(f"tritonad: backward placeholder {name} lost its call")
@@ -190,7 +283,20 @@ def _materialize_backward(text: str) -> str:
                 f"tritonad.grad({spec.primal.__name__}) failed:\n{error}") from None
         spec.derived[name] = strip_locations(dict(functions_in(text))[name]).rstrip() + "\n"
         spec.schedules[name] = report
+        metadata.setdefault("tritonad_derived", {})[name] = spec.derived[name]
+        metadata.setdefault("tritonad_schedule", {})[name] = report
         if os.environ.get("TRITONAD_DUMP"):
             print(f"// tritonad: backward of {primal}\n// {report}\n{spec.derived[name]}",
                   file=sys.stderr)
     return text
+
+
+def _restore_backward(metadata: dict) -> None:
+    """A cache hit. The placeholder names in the metadata are this process's: the
+    placeholder's source (its name, with the index into _SPECS, and every option)
+    is part of the cache key, so a hit means this process made the same one."""
+    for key, into in (("tritonad_derived", "derived"), ("tritonad_schedule", "schedules")):
+        for name, text in metadata.get(key, {}).items():
+            spec = _spec_of(name)
+            if spec is not None:
+                getattr(spec, into)[name] = text

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Sequence
 
 from tritonad._kernel_grad import kernel_grad, unwrap
-from tritonad._source import constexpr_names, param_names
+from tritonad._source import constexpr_names, function_def, param_names, pointer_roles
 
 
 def autograd(kernel, outputs: Sequence[str], **grad_options):
@@ -25,7 +26,17 @@ def autograd(kernel, outputs: Sequence[str], **grad_options):
         y = f[(triton.cdiv(1000, 256),)](x, torch.empty_like(x), 1000, BLOCK=256)
         y.sum().backward()          # x.grad now holds d(sum gelu(x))/dx
 
-    Keyword options are those of ``tritonad.grad`` (``pointers=``, ``mode=``).
+    Keyword options are those of ``tritonad.grad`` (``pointers=``, ``mode=``, ``wrt=``).
+
+    Tensors may be strided views (e.g. a column slice of a wider tensor): the
+    gradient buffers are laid out with the exact strides of the tensor they
+    shadow, because the backward addresses them as the forward addressed it. A
+    tensor argument that requires grad but that the kernel never mentions gets a
+    zero gradient (it is never read). Refused at launch, with the parameter
+    named: an input that requires grad and whose elements share memory (stride
+    0, e.g. ``expand``: its gradient would have to be summed), an input that
+    requires grad but that tritonad does not see the kernel load from, an input
+    the kernel stores to that is not in ``outputs``.
     """
     import torch
 
@@ -37,17 +48,22 @@ def autograd(kernel, outputs: Sequence[str], **grad_options):
         if name not in names:
             raise ValueError(f"{fn.__name__} has no parameter {name!r} (parameters: {names})")
     backward_kernel = kernel_grad(kernel, **grad_options)
-    return _DifferentiableKernel(kernel, backward_kernel, names, set(constexpr_names(fn)),
-                                 tuple(outputs), torch)
+    return _DifferentiableKernel(kernel, backward_kernel, fn, tuple(outputs), grad_options,
+                                 torch)
 
 
 class _DifferentiableKernel:
-    def __init__(self, kernel, backward_kernel, names, constexprs, outputs, torch):
+    def __init__(self, kernel, backward_kernel, fn, outputs, grad_options, torch):
         self.kernel = kernel
         self.backward_kernel = backward_kernel
-        self.names = names
-        self.constexprs = constexprs
+        self.name = fn.__name__
+        self.names = param_names(fn)
+        self.constexprs = set(constexpr_names(fn))
         self.outputs = outputs
+        self.grad_options = grad_options
+        # (to tell a parameter the kernel never reads from one tritonad does not see read)
+        self.mentioned = {n.id for n in ast.walk(function_def(fn)) if isinstance(n, ast.Name)}
+        self.discovered = pointer_roles(fn)
         self._function = _make_function(torch)
 
     def __getitem__(self, grid):
@@ -65,11 +81,67 @@ class _DifferentiableKernel:
             if key in bound:
                 raise TypeError(f"argument {key!r} given twice")
             bound[key] = value
-        differentiable = [n for n in self.backward_kernel.shadows
-                          if n not in self.outputs and isinstance(bound.get(n), torch.Tensor)]
+        tensors = {n: v for n, v in bound.items() if isinstance(v, torch.Tensor)}
+        for name in self.outputs:
+            if name in tensors and _overlaps(tensors[name]):
+                raise ValueError(f"output {name!r} of {self.name}: its elements share memory "
+                                 f"(strides {tensors[name].stride()}): pass a tensor that "
+                                 "owns its elements, e.g. torch.empty(...)")
+        shadows = self.backward_kernel.shadows
+        differentiable = [n for n, t in tensors.items() if n not in self.outputs and
+                          (n in shadows or t.requires_grad)]
+        for name in differentiable:
+            self._check_input(name, tensors[name])
         values = [bound[n] for n in differentiable]
         results = self._function.apply(self, grid, bound, differentiable, *values)
         return results[0] if len(results) == 1 else results
+
+    def _check_input(self, name, tensor):
+        if not tensor.requires_grad:
+            return
+        fix = f"or pass {name}.detach() if it needs no gradient"
+        if _overlaps(tensor):
+            raise ValueError(
+                f"{name!r} of {self.name} requires grad but its elements share memory "
+                f"(strides {tensor.stride()}, e.g. from expand): its gradient would have to "
+                f"be summed over them; pass {name}.contiguous() (the sum flows back through "
+                f"it) {fix}")
+        roles = self.backward_kernel.pointer_roles.get(name)
+        if roles is None and (name in self.mentioned or name in self.discovered):
+            if "wrt" in self.grad_options and name in self.discovered:
+                why, change = "wrt= leaves it out", "add it to wrt="
+            elif "pointers" in self.grad_options:
+                why, change = "pointers= leaves it out", "add it to pointers="
+            else:
+                why, change = ("tritonad does not see the kernel load through it",
+                               "name the kernel's pointers in pointers=(...)")
+            raise ValueError(f"{name!r} of {self.name} requires grad but the backward has no "
+                             f"shadow for it ({why}): {change} {fix}")
+        if roles == {"store"}:
+            raise ValueError(f"{name!r} of {self.name} requires grad but the kernel stores to "
+                             f"it (in place, unknown to autograd): list it in outputs= {fix}")
+        # roles is None, name never mentioned: the kernel never reads it, zero gradient.
+
+
+def _overlaps(t) -> bool:
+    """Whether two elements of t may share memory (conservative: an interleaving of
+    dimensions that does not overlap is still reported)."""
+    extent = 1
+    for stride, size in sorted((s, n) for n, s in zip(t.shape, t.stride()) if n > 1):
+        if stride < extent:
+            return True
+        extent += (size - 1) * stride
+    return False
+
+
+def shadow_like(t, torch, upstream=None):
+    """Zeros (or a copy of `upstream`) laid out exactly as t, in its dtype: the
+    backward addresses a shadow with the strides the forward used for t (a
+    contiguous buffer would be wrong for a view such as a column slice). The
+    storage spans every address the strides reach, gaps zeroed too."""
+    span = 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride())) if t.numel() else 0
+    buffer = torch.zeros(span, dtype=t.dtype, device=t.device).as_strided(t.shape, t.stride())
+    return buffer if upstream is None else buffer.copy_(upstream)
 
 
 def _make_function(torch):
@@ -96,16 +168,14 @@ def _make_function(torch):
             arguments.update({shadow: None for shadow in shadows.values()})
             input_grads = {}
             for name, needs in zip(ctx.differentiable, ctx.needs_input_grad[4:]):
-                if needs:
-                    input_grads[name] = torch.zeros_like(bound[name])
-                    arguments[shadows[name]] = input_grads[name]
+                if needs:  # (no shadow: never read by the kernel, its gradient is zero)
+                    input_grads[name] = shadow_like(bound[name], torch)
+                    if name in shadows:
+                        arguments[shadows[name]] = input_grads[name]
             for name, grad in zip(op.outputs, grads):
                 if name in shadows:
-                    out = bound[name]
-                    upstream = torch.zeros_like(out) if grad is None else \
-                        torch.empty_like(out).copy_(grad)
-                    arguments[shadows[name]] = upstream
-            if input_grads:
+                    arguments[shadows[name]] = shadow_like(bound[name], torch, grad)
+            if any(name in shadows for name in input_grads):
                 op.backward_kernel[ctx.grid](**arguments)
             return (None, None, None, None,
                     *[input_grads.get(name) for name in ctx.differentiable])

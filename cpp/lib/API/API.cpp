@@ -23,14 +23,23 @@ namespace {
 std::string formatLocation(Location loc) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  FileLineColLoc fileLoc;
+  // Inside Triton's own library (tl.sort, tl.max without an axis), name the
+  // first frame of the user's code instead: the call site they wrote.
+  FileLineColLoc fileLoc, libraryLoc;
   loc->walk([&](Location nested) {
     if (auto candidate = dyn_cast<FileLineColLoc>(nested)) {
-      fileLoc = candidate;
-      return WalkResult::interrupt();
+      StringRef file = candidate.getFilename().getValue();
+      if (!file.contains("/triton/language/") && !file.contains("/triton/runtime/")) {
+        fileLoc = candidate;
+        return WalkResult::interrupt();
+      }
+      if (!libraryLoc)
+        libraryLoc = candidate;
     }
     return WalkResult::advance();
   });
+  if (!fileLoc)
+    fileLoc = libraryLoc;
   if (fileLoc)
     os << fileLoc.getFilename().getValue() << ":" << fileLoc.getLine() << ":"
        << fileLoc.getColumn();

@@ -33,13 +33,18 @@ constexpr Variable kFirstLane = 3;
 constexpr Variable kFirstIv = 1000;
 
 struct InductionVariables {
-  SmallVector<Value> all;
-  Variable variableOf(Value iv) {
+  // An induction variable, or the zero-based iteration number of its loop
+  // ((iv - lb) / step, as the pointer-induction rewrite computes it).
+  SmallVector<std::pair<Value, bool>> all;
+  Variable variableOf(Value iv, bool iterationNumber = false) {
     for (auto [i, known] : llvm::enumerate(all))
-      if (known == iv)
+      if (known == std::make_pair(iv, iterationNumber))
         return kFirstIv + i;
-    all.push_back(iv);
+    all.push_back({iv, iterationNumber});
     return kFirstIv + all.size() - 1;
+  }
+  scf::ForOp loopOf(Variable var) const {
+    return cast<scf::ForOp>(cast<BlockArgument>(all[var - kFirstIv].first).getOwner()->getParentOp());
   }
 };
 // Set for the duration of one analysis, per thread: Triton compiles kernels
@@ -126,6 +131,39 @@ std::optional<Affine> combine(const Affine &lhs, const Affine &rhs, int64_t sign
   return result;
 }
 
+Value stripExtensions(Value value) {
+  while (auto ext = value.getDefiningOp<arith::ExtSIOp>())
+    value = ext.getIn();
+  return value;
+}
+
+// `(iv - lb) / step` (or `iv / step` from 0) of an scf.for: the iteration
+// number, exact because iv = lb + k * step.
+std::optional<Affine> iterationNumber(arith::DivSIOp divide) {
+  Value numerator = stripExtensions(divide.getLhs());
+  Value lowerBound;
+  if (auto sub = numerator.getDefiningOp<arith::SubIOp>()) {
+    lowerBound = stripExtensions(sub.getRhs());
+    numerator = stripExtensions(sub.getLhs());
+  }
+  auto iv = dyn_cast<BlockArgument>(numerator);
+  auto loop = iv ? dyn_cast<scf::ForOp>(iv.getOwner()->getParentOp()) : scf::ForOp();
+  if (!currentIvs || !loop || iv != loop.getInductionVar())
+    return std::nullopt;
+  auto same = [](Value a, Value b) {
+    std::optional<int64_t> ca = constantInt(a), cb = constantInt(b);
+    return stripExtensions(a) == stripExtensions(b) || (ca && cb && *ca == *cb);
+  };
+  bool fromLowerBound = lowerBound ? same(lowerBound, loop.getLowerBound())
+                                   : constantInt(loop.getLowerBound()) == 0;
+  std::optional<int64_t> step = constantInt(loop.getStep());
+  if (!fromLowerBound || !same(divide.getRhs(), loop.getStep()) || (step && *step <= 0))
+    return std::nullopt;
+  Affine affine;
+  affine.terms[currentIvs->variableOf(iv, /*iterationNumber=*/true)] = Coefficient{};
+  return affine;
+}
+
 std::optional<Affine> analyze(Value value) {
   if (std::optional<Value> uniform = uniformScalar(value)) {
     Affine affine;
@@ -185,6 +223,8 @@ std::optional<Affine> analyze(Value value) {
       return std::nullopt;
     return combine(*lhs, *rhs, isa<arith::AddIOp>(def) ? 1 : -1);
   }
+  if (auto divide = dyn_cast<arith::DivSIOp>(def))
+    return iterationNumber(divide);
   if (isa<arith::MulIOp>(def)) {
     for (int i = 0; i < 2; ++i) {
       std::optional<Value> factor = uniformScalar(def->getOperand(1 - i));
@@ -226,8 +266,7 @@ bool isNonNegativeSum(const Affine &affine) {
     if (var < kFirstLane || !c.isConstant() || c.constant < 0)
       return false;
     if (var >= kFirstIv) {
-      auto loop = cast<scf::ForOp>(
-          cast<BlockArgument>(currentIvs->all[var - kFirstIv]).getOwner()->getParentOp());
+      scf::ForOp loop = currentIvs->loopOf(var);
       std::optional<int64_t> lower = constantInt(loop.getLowerBound());
       if (!lower || *lower < 0)
         return false;
@@ -408,8 +447,7 @@ ExclusiveAccess analyzeExclusiveAccess(OpBuilder &builder, Location loc, Value p
       inProgram.terms[var] = coefficient;
     if (var < kFirstIv)
       continue;
-    auto loop = cast<scf::ForOp>(
-        cast<BlockArgument>(ivs.all[var - kFirstIv]).getOwner()->getParentOp());
+    scf::ForOp loop = ivs.loopOf(var);
     if (!coefficient.isConstant() || coefficient.constant < 0) {
       result.known = false;
       result.explanation = "a loop moves the addresses by a runtime or negative stride";
@@ -538,25 +576,50 @@ bool iterationsTouchDisjointAddresses(Value ptr, scf::ForOp loop) {
   if (!offsets || !step || *step <= 0)
     return false;
   auto type = dyn_cast<RankedTensorType>(ptr.getType());
-  std::optional<int64_t> ivStride;
+  std::optional<Coefficient> move; // address change per iteration
+  bool constantLanes = true;
   int64_t span = 1; // what one iteration touches: 1 + sum |c_d| * (size_d - 1)
   for (auto &[var, coefficient] : offsets->terms) {
     if (var < kFirstLane)
       continue; // program ids: fixed within a program
-    if (!coefficient.isConstant())
-      return false;
-    int64_t c = std::abs(coefficient.constant);
     if (var >= kFirstIv) {
-      if (ivs.all[var - kFirstIv] != loop.getInductionVar())
+      auto [iv, isIterationNumber] = ivs.all[var - kFirstIv];
+      if (iv != loop.getInductionVar() || move)
         return false; // another loop moves the addresses as well
-      ivStride = c * *step;
+      move = coefficient;
+      if (!isIterationNumber)
+        move->constant *= *step;
       continue;
     }
     if (!type)
       return false;
-    span += c * (type.getShape()[var - kFirstLane] - 1);
+    constantLanes &= coefficient.isConstant();
+    span += std::abs(coefficient.constant) * (type.getShape()[var - kFirstLane] - 1);
   }
-  return ivStride && *ivStride >= span;
+  if (!move)
+    return false;
+  if (constantLanes && move->isConstant() && std::abs(move->constant) >= span)
+    return true;
+  // Runtime strides: the loop moves the index along one tile dim d (its
+  // coefficient is a multiple of d's stride) by at least the tile's extent
+  // there, so iterations touch disjoint index tuples. Distinct tuples are
+  // distinct addresses under the assumption every store is differentiated
+  // with: the lanes of a store do not overwrite each other.
+  auto factors = [](const Coefficient &c) {
+    SmallVector<void *> sorted;
+    for (Value v : c.factors)
+      sorted.push_back(v.getAsOpaquePointer());
+    llvm::sort(sorted);
+    return sorted;
+  };
+  for (auto &[var, coefficient] : offsets->terms) {
+    if (var < kFirstLane || var >= kFirstIv || coefficient.constant == 0 ||
+        factors(coefficient) != factors(*move) || move->constant % coefficient.constant != 0)
+      continue;
+    if (std::abs(move->constant / coefficient.constant) >= type.getShape()[var - kFirstLane])
+      return true;
+  }
+  return false;
 }
 
 } // namespace tritonad

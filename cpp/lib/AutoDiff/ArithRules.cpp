@@ -15,20 +15,30 @@ const RuleTable &arithRules() {
     declare<arith::AddFOp>(t, {G, G});
     declare<arith::SubFOp>(t, {G, -G});
     declare<arith::MulFOp>(t, {G * X(1), G * X(0)});
-    declare<arith::DivFOp>(t, {G / X(1), -G * Y / X(1)});
+    declare<arith::DivFOp>(t, {safe(G / X(1)), safe(-G * Y / X(1))});
     declare<arith::NegFOp>(t, {-G});
     // C fmod: y = a - trunc(a / b) * b, so trunc(a / b) = (a - y) / b (Triton
     // has no trunc op to lower).
-    declare<arith::RemFOp>(t, {G, -G * (X(0) - Y) / X(1)});
+    declare<arith::RemFOp>(t, {G, safe(-G * (X(0) - Y) / X(1))});
     // Ties split the gradient evenly, as torch.maximum / torch.minimum do.
     Expr onMax = select(X(0) > X(1), G, select(X(0) == X(1), G * 0.5, 0.0));
     Expr onMaxRhs = select(X(1) > X(0), G, select(X(0) == X(1), G * 0.5, 0.0));
     Expr onMin = select(X(0) < X(1), G, select(X(0) == X(1), G * 0.5, 0.0));
     Expr onMinRhs = select(X(1) < X(0), G, select(X(0) == X(1), G * 0.5, 0.0));
-    declare<arith::MaxNumFOp>(t, {onMax, onMaxRhs});
-    declare<arith::MaximumFOp>(t, {onMax, onMaxRhs});
-    declare<arith::MinNumFOp>(t, {onMin, onMinRhs});
-    declare<arith::MinimumFOp>(t, {onMin, onMinRhs});
+    // A NaN operand: maxnum/minnum return the other one (it gets G), maximum/
+    // minimum propagate the NaN (the NaN operand gets G, as in torch).
+    auto ignoringNaN = [](Expr mine, Expr other, Expr rule) {
+      return select(isNaN(other), G, select(isNaN(mine), 0.0, rule));
+    };
+    auto propagatingNaN = [](Expr mine, Expr other, Expr rule) {
+      return select(isNaN(mine), G, select(isNaN(other), 0.0, rule));
+    };
+    declare<arith::MaxNumFOp>(t, {ignoringNaN(X(0), X(1), onMax), ignoringNaN(X(1), X(0), onMaxRhs)});
+    declare<arith::MaximumFOp>(t, {propagatingNaN(X(0), X(1), onMax),
+                                   propagatingNaN(X(1), X(0), onMaxRhs)});
+    declare<arith::MinNumFOp>(t, {ignoringNaN(X(0), X(1), onMin), ignoringNaN(X(1), X(0), onMinRhs)});
+    declare<arith::MinimumFOp>(t, {propagatingNaN(X(0), X(1), onMin),
+                                   propagatingNaN(X(1), X(0), onMinRhs)});
     return t;
   }();
   return table;

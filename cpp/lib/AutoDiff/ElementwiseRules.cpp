@@ -9,7 +9,7 @@ LogicalResult emitElementwiseAdjoint(Operation *op, OpBuilder &builder, AdjointS
   Value resultAdjoint = state.adjoint(op->getResult(0));
   if (!resultAdjoint)
     return success();
-  Env env{builder, op->getLoc(), op->getResult(0).getType(), {}, state.forward(op->getResult(0)),
+  Env env{op, builder, op->getLoc(), op->getResult(0).getType(), {}, state.forward(op->getResult(0)),
           resultAdjoint};
   for (Value operand : op->getOperands())
     env.operands.push_back(state.forward(operand));

@@ -8,6 +8,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <functional>
@@ -18,6 +19,7 @@ namespace tritonad::rules {
 
 /// Where a formula is emitted: builder, location, the op's forward values.
 struct Env {
+  mlir::Operation *op; // the op differentiated (for rules that call it again)
   mlir::OpBuilder &builder;
   mlir::Location loc;
   mlir::Type type; // the result type; constants take it
@@ -101,6 +103,30 @@ inline Expr select(Cond c, Expr a, Expr b) {
     return mlir::arith::SelectOp::create(env.builder, env.loc, cond, lhs, rhs);
   });
 }
+
+inline Cond isNaN(Expr a) {
+  return Cond([=](Env &env) -> mlir::Value {
+    mlir::Value value = a.emit(env);
+    return mlir::arith::CmpFOp::create(env.builder, env.loc, mlir::arith::CmpFPredicate::UNO,
+                                       value, value);
+  });
+}
+
+/// The differentiated op itself on other operands (pow(x, b - 1) in pow's rule).
+inline Expr self(Expr a, Expr b) {
+  return Expr([=](Env &env) -> mlir::Value {
+    mlir::IRMapping mapping;
+    mapping.map(env.op->getOperand(0), a.emit(env));
+    mapping.map(env.op->getOperand(1), b.emit(env));
+    return env.builder.clone(*env.op, mapping)->getResult(0);
+  });
+}
+
+/// `partial`, but exactly 0 where the upstream gradient G is 0. For partials
+/// that divide by an operand or take its log: lanes the forward masked out
+/// hold arbitrary values (log(0), x / 0) and get G = 0, and 0 * inf = NaN
+/// would otherwise reach real lanes through a sum or a dot.
+inline Expr safe(Expr partial) { return select(G == 0.0, 0.0, partial); }
 
 /// One partial derivative per operand (already multiplied by G); nullopt for
 /// an operand that gets no gradient.

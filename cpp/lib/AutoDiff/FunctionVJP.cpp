@@ -157,7 +157,7 @@ LogicalResult differentiateInto(ModuleOp module, StringRef primalName, StringRef
   if (succeeded(result))
     result = liftControlFlow(scratch);
   if (succeeded(result))
-    foldNoOpCasts(scratch);
+    simplifyForDifferentiation(scratch);
   if (succeeded(result))
     result = buildFunctionVJP(scratch, indices, vjp, zeroNonFloat);
   scratch.erase();

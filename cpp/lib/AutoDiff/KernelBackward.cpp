@@ -580,7 +580,7 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
   auto cleanup = llvm::make_scope_exit([&] { scratch.erase(); });
   if (failed(inlineAllCalls(scratch)) || failed(liftControlFlow(scratch)))
     return failure();
-  foldNoOpCasts(scratch);
+  simplifyForDifferentiation(scratch);
   rewritePointerInductions(scratch);
   if (failed(lowerBlockPointers(scratch)))
     return failure();

@@ -31,6 +31,8 @@ Value sumAlongAxis(OpBuilder &builder, Location loc, Value src, int axis) {
 Value reshape(OpBuilder &builder, Location loc, Value src, RankedTensorType type) {
   if (src.getType() == type)
     return src;
+  if (!isa<RankedTensorType>(src.getType())) // a full reduction of a rank-1 tensor
+    return tt::SplatOp::create(builder, loc, TypeRange{type}, ValueRange{src});
   return tt::ReshapeOp::create(builder, loc, TypeRange{type}, ValueRange{src});
 }
 

@@ -45,14 +45,20 @@ tt.func public @f(%x: tensor<16x32xf32>, %y: tensor<16x32xf32>) -> tensor<16x32x
 
 // -----
 
-// z = x / y:  dx = g / y,  dy = -g * z / y (reusing the recomputed quotient)
+// z = x / y:  dx = g / y,  dy = -g * z / y (reusing the recomputed quotient),
+// each exactly 0 where g is 0 (a masked-out lane dividing by 0 must not turn
+// 0 * inf into NaN).
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[Y:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>)
 // CHECK: %[[Z:.+]] = arith.divf %[[X]], %[[Y]]
-// CHECK-DAG: %[[DX:.+]] = arith.divf %[[G]], %[[Y]]
-// CHECK-DAG: %[[NEG:.+]] = arith.subf %{{[^,]+}}, %[[G]]
+// CHECK: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %{{.+}}
+// CHECK: %[[Q:.+]] = arith.divf %[[G]], %[[Y]]
+// CHECK: %[[DX:.+]] = arith.select %[[GZ]], %{{.+}}, %[[Q]]
+// CHECK: %[[GZ2:.+]] = arith.cmpf oeq, %[[G]], %{{.+}}
+// CHECK: %[[NEG:.+]] = arith.subf %{{[^,]+}}, %[[G]]
 // CHECK: %[[T:.+]] = arith.mulf %[[NEG]], %[[Z]]
-// CHECK: %[[DY:.+]] = arith.divf %[[T]], %[[Y]]
+// CHECK: %[[Q2:.+]] = arith.divf %[[T]], %[[Y]]
+// CHECK: %[[DY:.+]] = arith.select %[[GZ2]], %{{.+}}, %[[Q2]]
 // CHECK: tt.return %[[DX]], %[[DY]]
 tt.func public @f(%x: tensor<16x32xf32>, %y: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = arith.divf %x, %y : tensor<16x32xf32>
@@ -73,14 +79,16 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 // -----
 
 // r = fmod(x, y) = x - trunc(x / y) * y:  dx = g,  dy = -g * trunc(x / y) = -g * (x - r) / y
-// (Triton cannot lower math.trunc, so the quotient is recovered from r.)
+// (Triton cannot lower math.trunc, so the quotient is recovered from r), 0 where g is 0.
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[Y:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>)
 // CHECK: %[[R:.+]] = arith.remf %[[X]], %[[Y]]
+// CHECK: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %{{.+}}
 // CHECK-DAG: %[[NEG:.+]] = arith.subf %{{[^,]+}}, %[[G]]
 // CHECK-DAG: %[[XR:.+]] = arith.subf %[[X]], %[[R]]
 // CHECK: %[[P:.+]] = arith.mulf %[[NEG]], %[[XR]]
-// CHECK: %[[DY:.+]] = arith.divf %[[P]], %[[Y]]
+// CHECK: %[[Q:.+]] = arith.divf %[[P]], %[[Y]]
+// CHECK: %[[DY:.+]] = arith.select %[[GZ]], %{{.+}}, %[[Q]]
 // CHECK-NOT: math.trunc
 // CHECK: tt.return %[[G]], %[[DY]]
 tt.func public @f(%x: tensor<16x32xf32>, %y: tensor<16x32xf32>) -> tensor<16x32xf32> {
@@ -90,34 +98,33 @@ tt.func public @f(%x: tensor<16x32xf32>, %y: tensor<16x32xf32>) -> tensor<16x32x
 
 // -----
 
-// maxnumf: the larger side gets g, ties share it (g * 0.5 each), as torch.maximum.
+// maxnumf: the larger side gets g, ties share it (g * 0.5 each), as torch.maximum;
+// a NaN operand is ignored by maxnumf, so the other side gets all of g.
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[Y:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>)
+// CHECK: %[[YNAN:.+]] = arith.cmpf uno, %[[Y]], %[[Y]]
+// CHECK: %[[XNAN:.+]] = arith.cmpf uno, %[[X]], %[[X]]
 // CHECK: %[[GT:.+]] = arith.cmpf ogt, %[[X]], %[[Y]]
 // CHECK: %[[EQ:.+]] = arith.cmpf oeq, %[[X]], %[[Y]]
 // CHECK: %[[HALF:.+]] = arith.constant dense<5.000000e-01> : tensor<16x32xf32>
 // CHECK: %[[GH:.+]] = arith.mulf %[[G]], %[[HALF]]
-// CHECK: %[[ZERO:.+]] = arith.constant dense<0.000000e+00> : tensor<16x32xf32>
-// CHECK: %[[TIE:.+]] = arith.select %[[EQ]], %[[GH]], %[[ZERO]]
-// CHECK: %[[DX:.+]] = arith.select %[[GT]], %[[G]], %[[TIE]]
+// CHECK: %[[TIE:.+]] = arith.select %[[EQ]], %[[GH]], %{{.+}}
+// CHECK: %[[RULE:.+]] = arith.select %[[GT]], %[[G]], %[[TIE]]
+// CHECK: %[[MINE:.+]] = arith.select %[[XNAN]], %{{.+}}, %[[RULE]]
+// CHECK: %[[DX:.+]] = arith.select %[[YNAN]], %[[G]], %[[MINE]]
 // CHECK: %[[LT:.+]] = arith.cmpf ogt, %[[Y]], %[[X]]
-// CHECK: %[[DY:.+]] = arith.select %[[LT]], %[[G]], %{{.+}}
+// CHECK: arith.select %[[LT]], %[[G]], %{{.+}}
+// CHECK: %[[DY:.+]] = arith.select %{{.+}}, %[[G]], %{{.+}}
 // CHECK: tt.return %[[DX]], %[[DY]]
-// After --canonicalize --cse the tie test and g * 0.5 are shared by both sides,
-// and the recomputed (unused) forward maxnumf is gone.
+// After --canonicalize --cse the tie test, the NaN tests and g * 0.5 are shared
+// by both sides, and the recomputed (unused) forward maxnumf is gone.
 // CSE: arith.maxnumf
 // CSE: tt.func private @f_vjp
 // CSE-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[Y:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>)
-// CSE-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
-// CSE-NEXT: %[[HALF:.+]] = arith.constant dense<5.000000e-01>
-// CSE-NEXT: %[[GT:.+]] = arith.cmpf ogt, %[[X]], %[[Y]]
-// CSE-NEXT: %[[EQ:.+]] = arith.cmpf oeq, %[[X]], %[[Y]]
-// CSE-NEXT: %[[GH:.+]] = arith.mulf %[[G]], %[[HALF]]
-// CSE-NEXT: %[[TIE:.+]] = arith.select %[[EQ]], %[[GH]], %[[ZERO]]
-// CSE-NEXT: %[[DX:.+]] = arith.select %[[GT]], %[[G]], %[[TIE]]
-// CSE-NEXT: %[[LT:.+]] = arith.cmpf ogt, %[[Y]], %[[X]]
-// CSE-NEXT: %[[DY:.+]] = arith.select %[[LT]], %[[G]], %[[TIE]]
-// CSE-NEXT: tt.return %[[DX]], %[[DY]]
+// CSE-NOT: arith.maxnumf
+// CSE-COUNT-2: arith.cmpf uno
+// CSE-NOT: arith.cmpf uno
+// CSE: tt.return
 tt.func public @f(%x: tensor<16x32xf32>, %y: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = arith.maxnumf %x, %y : tensor<16x32xf32>
   tt.return %0 : tensor<16x32xf32>
@@ -125,13 +132,17 @@ tt.func public @f(%x: tensor<16x32xf32>, %y: tensor<16x32xf32>) -> tensor<16x32x
 
 // -----
 
-// maximumf (tl.maximum(..., propagate_nan=ALL)) has the rule of maxnumf.
+// maximumf (tl.maximum(..., propagate_nan=ALL)) has the rule of maxnumf, except
+// that a NaN operand, which it propagates, gets g.
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[Y:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>)
+// CHECK: %[[XNAN:.+]] = arith.cmpf uno, %[[X]], %[[X]]
+// CHECK: arith.cmpf uno, %[[Y]], %[[Y]]
 // CHECK: arith.cmpf ogt, %[[X]], %[[Y]]
 // CHECK: arith.cmpf oeq, %[[X]], %[[Y]]
+// CHECK: %[[DX:.+]] = arith.select %[[XNAN]], %[[G]], %{{.+}}
 // CHECK: arith.cmpf ogt, %[[Y]], %[[X]]
-// CHECK: tt.return
+// CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>, %y: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = arith.maximumf %x, %y : tensor<16x32xf32>
   tt.return %0 : tensor<16x32xf32>
@@ -139,14 +150,17 @@ tt.func public @f(%x: tensor<16x32xf32>, %y: tensor<16x32xf32>) -> tensor<16x32x
 
 // -----
 
-// minnumf / minimumf: the smaller side gets g.
+// minnumf / minimumf: the smaller side gets g (NaN operands as for maxnumf).
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[Y:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>)
+// CHECK: %[[YNAN:.+]] = arith.cmpf uno, %[[Y]], %[[Y]]
 // CHECK: %[[LT:.+]] = arith.cmpf olt, %[[X]], %[[Y]]
 // CHECK: arith.cmpf oeq, %[[X]], %[[Y]]
-// CHECK: %[[DX:.+]] = arith.select %[[LT]], %[[G]], %{{.+}}
+// CHECK: arith.select %[[LT]], %[[G]], %{{.+}}
+// CHECK: %[[DX:.+]] = arith.select %[[YNAN]], %[[G]], %{{.+}}
 // CHECK: %[[GT:.+]] = arith.cmpf olt, %[[Y]], %[[X]]
-// CHECK: %[[DY:.+]] = arith.select %[[GT]], %[[G]], %{{.+}}
+// CHECK: arith.select %[[GT]], %[[G]], %{{.+}}
+// CHECK: %[[DY:.+]] = arith.select %{{.+}}, %[[G]], %{{.+}}
 // CHECK: tt.return %[[DX]], %[[DY]]
 tt.func public @f(%x: tensor<16x32xf32>, %y: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = arith.minnumf %x, %y : tensor<16x32xf32>

@@ -75,11 +75,17 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// log: g / x
+// log: g / x, exactly 0 where g is 0 (a masked-out lane may hold x = 0 and gets
+// g = 0; 0 * inf must not become NaN). The guarded rules below share this form:
+// select(g == 0, 0, partial).
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y:.+]] = tt.extern_elementwise %[[X]] {{.*}}symbol = "__nv_logf"{{.*}} : (tensor<16x32xf32>) -> tensor<16x32xf32>
-// CHECK: %[[DX:.+]] = arith.divf %[[G]], %[[X]]
+// CHECK: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
+// CHECK: %[[Q:.+]] = arith.divf %[[G]], %[[X]]
+// CHECK: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[Q]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = tt.extern_elementwise %x {libname = "", libpath = "", pure = true, symbol = "__nv_logf"} : (tensor<16x32xf32>) -> tensor<16x32xf32>
@@ -88,11 +94,15 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// fast_logf: g / x
+// fast_logf: g / x, 0 where g is 0
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y:.+]] = tt.extern_elementwise %[[X]] {{.*}}symbol = "__nv_fast_logf"{{.*}} : (tensor<16x32xf32>) -> tensor<16x32xf32>
-// CHECK: %[[DX:.+]] = arith.divf %[[G]], %[[X]]
+// CHECK: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
+// CHECK: %[[Q:.+]] = arith.divf %[[G]], %[[X]]
+// CHECK: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[Q]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = tt.extern_elementwise %x {libname = "", libpath = "", pure = true, symbol = "__nv_fast_logf"} : (tensor<16x32xf32>) -> tensor<16x32xf32>
@@ -101,13 +111,17 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// log2: g / (x * ln 2)
+// log2: g / (x * ln 2), 0 where g is 0
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y:.+]] = tt.extern_elementwise %[[X]] {{.*}}symbol = "__nv_log2f"{{.*}} : (tensor<16x32xf32>) -> tensor<16x32xf32>
+// CHECK: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
 // CHECK: %[[C:.+]] = arith.constant dense<0.693147182>
 // CHECK: %[[D:.+]] = arith.mulf %[[X]], %[[C]]
-// CHECK: %[[DX:.+]] = arith.divf %[[G]], %[[D]]
+// CHECK: %[[Q:.+]] = arith.divf %[[G]], %[[D]]
+// CHECK: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[Q]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = tt.extern_elementwise %x {libname = "", libpath = "", pure = true, symbol = "__nv_log2f"} : (tensor<16x32xf32>) -> tensor<16x32xf32>
@@ -116,13 +130,17 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// log10: g / (x * ln 10)
+// log10: g / (x * ln 10), 0 where g is 0
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y:.+]] = tt.extern_elementwise %[[X]] {{.*}}symbol = "__nv_log10f"{{.*}} : (tensor<16x32xf32>) -> tensor<16x32xf32>
+// CHECK: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
 // CHECK: %[[C:.+]] = arith.constant dense<2.30258512>
 // CHECK: %[[D:.+]] = arith.mulf %[[X]], %[[C]]
-// CHECK: %[[DX:.+]] = arith.divf %[[G]], %[[D]]
+// CHECK: %[[Q:.+]] = arith.divf %[[G]], %[[D]]
+// CHECK: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[Q]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = tt.extern_elementwise %x {libname = "", libpath = "", pure = true, symbol = "__nv_log10f"} : (tensor<16x32xf32>) -> tensor<16x32xf32>
@@ -131,12 +149,17 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// log1p: g / (x + 1)
+// log1p: g / (x + 1), 0 where g is 0
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y:.+]] = tt.extern_elementwise %[[X]] {{.*}}symbol = "__nv_log1pf"{{.*}} : (tensor<16x32xf32>) -> tensor<16x32xf32>
-// CHECK: %[[D:.+]] = arith.addf %[[X]], %{{.+}}
-// CHECK: %[[DX:.+]] = arith.divf %[[G]], %[[D]]
+// CHECK: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
+// CHECK: %[[ONE:.+]] = arith.constant dense<1.000000e+00>
+// CHECK: %[[D:.+]] = arith.addf %[[X]], %[[ONE]]
+// CHECK: %[[Q:.+]] = arith.divf %[[G]], %[[D]]
+// CHECK: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[Q]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = tt.extern_elementwise %x {libname = "", libpath = "", pure = true, symbol = "__nv_log1pf"} : (tensor<16x32xf32>) -> tensor<16x32xf32>
@@ -145,12 +168,17 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// sqrt: g * 0.5 / y
+// sqrt: g * 0.5 / y, 0 where g is 0
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y:.+]] = tt.extern_elementwise %[[X]] {{.*}}symbol = "__nv_sqrtf"{{.*}} : (tensor<16x32xf32>) -> tensor<16x32xf32>
-// CHECK: %[[GH:.+]] = arith.mulf %[[G]], %{{.+}}
-// CHECK: %[[DX:.+]] = arith.divf %[[GH]], %[[Y]]
+// CHECK: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
+// CHECK: %[[HALF:.+]] = arith.constant dense<5.000000e-01>
+// CHECK: %[[GH:.+]] = arith.mulf %[[G]], %[[HALF]]
+// CHECK: %[[Q:.+]] = arith.divf %[[GH]], %[[Y]]
+// CHECK: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[Q]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = tt.extern_elementwise %x {libname = "", libpath = "", pure = true, symbol = "__nv_sqrtf"} : (tensor<16x32xf32>) -> tensor<16x32xf32>
@@ -159,14 +187,19 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// rsqrt: g * -0.5 * y^3
+// rsqrt: g * -0.5 * y^3, 0 where g is 0
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y:.+]] = tt.extern_elementwise %[[X]] {{.*}}symbol = "__nv_rsqrtf"{{.*}} : (tensor<16x32xf32>) -> tensor<16x32xf32>
-// CHECK: arith.constant dense<-5.000000e-01>
-// CHECK: arith.mulf %{{.+}}, %[[Y]]
-// CHECK: arith.mulf %{{.+}}, %[[Y]]
-// CHECK: %[[DX:.+]] = arith.mulf %{{.+}}, %[[Y]]
+// CHECK: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
+// CHECK: %[[C:.+]] = arith.constant dense<-5.000000e-01>
+// CHECK: %[[A:.+]] = arith.mulf %[[G]], %[[C]]
+// CHECK: %[[B:.+]] = arith.mulf %[[A]], %[[Y]]
+// CHECK: %[[D:.+]] = arith.mulf %[[B]], %[[Y]]
+// CHECK: %[[P:.+]] = arith.mulf %[[D]], %[[Y]]
+// CHECK: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[P]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = tt.extern_elementwise %x {libname = "", libpath = "", pure = true, symbol = "__nv_rsqrtf"} : (tensor<16x32xf32>) -> tensor<16x32xf32>
@@ -272,14 +305,19 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// asin: g / sqrt(1 - x^2)
+// asin: g / sqrt(1 - x^2), 0 where g is 0
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y:.+]] = tt.extern_elementwise %[[X]] {{.*}}symbol = "__nv_asinf"{{.*}} : (tensor<16x32xf32>) -> tensor<16x32xf32>
+// CHECK: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
+// CHECK: %[[ONE:.+]] = arith.constant dense<1.000000e+00>
 // CHECK: %[[XX:.+]] = arith.mulf %[[X]], %[[X]]
-// CHECK: %[[D:.+]] = arith.subf %{{.+}}, %[[XX]]
+// CHECK: %[[D:.+]] = arith.subf %[[ONE]], %[[XX]]
 // CHECK: %[[R:.+]] = math.sqrt %[[D]]
-// CHECK: %[[DX:.+]] = arith.divf %[[G]], %[[R]]
+// CHECK: %[[Q:.+]] = arith.divf %[[G]], %[[R]]
+// CHECK: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[Q]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = tt.extern_elementwise %x {libname = "", libpath = "", pure = true, symbol = "__nv_asinf"} : (tensor<16x32xf32>) -> tensor<16x32xf32>
@@ -288,15 +326,20 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// acos: -g / sqrt(1 - x^2)
+// acos: -g / sqrt(1 - x^2), 0 where g is 0
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y:.+]] = tt.extern_elementwise %[[X]] {{.*}}symbol = "__nv_acosf"{{.*}} : (tensor<16x32xf32>) -> tensor<16x32xf32>
+// CHECK: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
 // CHECK: %[[NG:.+]] = arith.subf %{{[^,]+}}, %[[G]]
+// CHECK: %[[ONE:.+]] = arith.constant dense<1.000000e+00>
 // CHECK: %[[XX:.+]] = arith.mulf %[[X]], %[[X]]
-// CHECK: %[[D:.+]] = arith.subf %{{.+}}, %[[XX]]
+// CHECK: %[[D:.+]] = arith.subf %[[ONE]], %[[XX]]
 // CHECK: %[[R:.+]] = math.sqrt %[[D]]
-// CHECK: %[[DX:.+]] = arith.divf %[[NG]], %[[R]]
+// CHECK: %[[Q:.+]] = arith.divf %[[NG]], %[[R]]
+// CHECK: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[Q]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = tt.extern_elementwise %x {libname = "", libpath = "", pure = true, symbol = "__nv_acosf"} : (tensor<16x32xf32>) -> tensor<16x32xf32>
@@ -336,14 +379,19 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// acosh: g / sqrt(x^2 - 1)
+// acosh: g / sqrt(x^2 - 1), 0 where g is 0
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y:.+]] = tt.extern_elementwise %[[X]] {{.*}}symbol = "__nv_acoshf"{{.*}} : (tensor<16x32xf32>) -> tensor<16x32xf32>
+// CHECK: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
 // CHECK: %[[XX:.+]] = arith.mulf %[[X]], %[[X]]
-// CHECK: %[[D:.+]] = arith.subf %[[XX]], %{{.+}}
+// CHECK: %[[ONE:.+]] = arith.constant dense<1.000000e+00>
+// CHECK: %[[D:.+]] = arith.subf %[[XX]], %[[ONE]]
 // CHECK: %[[R:.+]] = math.sqrt %[[D]]
-// CHECK: %[[DX:.+]] = arith.divf %[[G]], %[[R]]
+// CHECK: %[[Q:.+]] = arith.divf %[[G]], %[[R]]
+// CHECK: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[Q]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = tt.extern_elementwise %x {libname = "", libpath = "", pure = true, symbol = "__nv_acoshf"} : (tensor<16x32xf32>) -> tensor<16x32xf32>
@@ -352,13 +400,18 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// atanh: g / (1 - x^2)
+// atanh: g / (1 - x^2), 0 where g is 0
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y:.+]] = tt.extern_elementwise %[[X]] {{.*}}symbol = "__nv_atanhf"{{.*}} : (tensor<16x32xf32>) -> tensor<16x32xf32>
+// CHECK: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
+// CHECK: %[[ONE:.+]] = arith.constant dense<1.000000e+00>
 // CHECK: %[[XX:.+]] = arith.mulf %[[X]], %[[X]]
-// CHECK: %[[D:.+]] = arith.subf %{{.+}}, %[[XX]]
-// CHECK: %[[DX:.+]] = arith.divf %[[G]], %[[D]]
+// CHECK: %[[D:.+]] = arith.subf %[[ONE]], %[[XX]]
+// CHECK: %[[Q:.+]] = arith.divf %[[G]], %[[D]]
+// CHECK: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[Q]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = tt.extern_elementwise %x {libname = "", libpath = "", pure = true, symbol = "__nv_atanhf"} : (tensor<16x32xf32>) -> tensor<16x32xf32>
@@ -478,19 +531,32 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// pow(x, y) = r:  dx = g * y * exp(log(x) * (y-1)) (Triton lowers no math.powf),  dy = g * r * log(x)
+// pow(x, y) = r:  dx = g * y * pow(x, y - 1) (the same __nv_powf call again, not
+// exp(log(x) * (y - 1)), which is NaN for x < 0; no log on this path),  dy = g * r * log(x);
+// each 0 where g is 0, and dy also 0 where x is 0 (log(0) = -inf).
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[Y:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> (tensor<16x32xf32>, tensor<16x32xf32>)
 // CHECK: %[[R:.+]] = tt.extern_elementwise %[[X]], %[[Y]] {{.*}}symbol = "__nv_powf"
-// CHECK: %[[GY:.+]] = arith.mulf %[[G]], %[[Y]]
-// CHECK: %[[LX:.+]] = math.log %[[X]]
-// CHECK: %[[YM1:.+]] = arith.subf %[[Y]], %{{.+}}
-// CHECK: %[[E:.+]] = arith.mulf %[[LX]], %[[YM1]]
-// CHECK: %[[PM1:.+]] = math.exp %[[E]]
-// CHECK: %[[DX:.+]] = arith.mulf %[[GY]], %[[PM1]]
+// CHECK-NEXT: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GY:.+]] = arith.mulf %[[G]], %[[Y]]
+// CHECK-NEXT: %[[ONE:.+]] = arith.constant dense<1.000000e+00>
+// CHECK-NEXT: %[[YM1:.+]] = arith.subf %[[Y]], %[[ONE]]
+// CHECK-NEXT: %[[PM1:.+]] = tt.extern_elementwise %[[X]], %[[YM1]] {{.*}}symbol = "__nv_powf"{{.*}} : (tensor<16x32xf32>, tensor<16x32xf32>) -> tensor<16x32xf32>
+// CHECK-NEXT: %[[T:.+]] = arith.mulf %[[GY]], %[[PM1]]
+// CHECK-NEXT: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[T]]
+// CHECK: %[[XC0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[XZ:.+]] = arith.cmpf oeq, %[[X]], %[[XC0]]
+// CHECK-NEXT: %[[XZERO:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[C02:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ2:.+]] = arith.cmpf oeq, %[[G]], %[[C02]]
+// CHECK-NEXT: %[[ZERO2:.+]] = arith.constant dense<0.000000e+00>
 // CHECK: %[[GR:.+]] = arith.mulf %[[G]], %[[R]]
 // CHECK: %[[L:.+]] = math.log %[[X]]
-// CHECK: %[[DY:.+]] = arith.mulf %[[GR]], %[[L]]
+// CHECK: %[[S:.+]] = arith.mulf %[[GR]], %[[L]]
+// CHECK: %[[SAFE:.+]] = arith.select %[[GZ2]], %[[ZERO2]], %[[S]]
+// CHECK: %[[DY:.+]] = arith.select %[[XZ]], %[[XZERO]], %[[SAFE]]
 // CHECK: tt.return %[[DX]], %[[DY]]
 tt.func public @f(%x: tensor<16x32xf32>, %y: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = tt.extern_elementwise %x, %y {libname = "", libpath = "", pure = true, symbol = "__nv_powf"} : (tensor<16x32xf32>, tensor<16x32xf32>) -> tensor<16x32xf32>
@@ -499,14 +565,23 @@ tt.func public @f(%x: tensor<16x32xf32>, %y: tensor<16x32xf32>) -> tensor<16x32x
 
 // -----
 
-// fdiv_rn (libdevice.div_rn): the rule of divf
+// fdiv_rn (libdevice.div_rn): the rule of divf, dx = g / y and dy = -g * r / y,
+// each 0 where g is 0
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[Y:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> (tensor<16x32xf32>, tensor<16x32xf32>)
 // CHECK: %[[R:.+]] = tt.extern_elementwise %[[X]], %[[Y]] {{.*}}symbol = "__nv_fdiv_rn"
-// CHECK: %[[DX:.+]] = arith.divf %[[G]], %[[Y]]
+// CHECK: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
+// CHECK: %[[A:.+]] = arith.divf %[[G]], %[[Y]]
+// CHECK: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[A]]
+// CHECK: %[[C02:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ2:.+]] = arith.cmpf oeq, %[[G]], %[[C02]]
+// CHECK-NEXT: %[[ZERO2:.+]] = arith.constant dense<0.000000e+00>
 // CHECK: %[[NG:.+]] = arith.subf %{{[^,]+}}, %[[G]]
 // CHECK: %[[T:.+]] = arith.mulf %[[NG]], %[[R]]
-// CHECK: %[[DY:.+]] = arith.divf %[[T]], %[[Y]]
+// CHECK: %[[B:.+]] = arith.divf %[[T]], %[[Y]]
+// CHECK: %[[DY:.+]] = arith.select %[[GZ2]], %[[ZERO2]], %[[B]]
 // CHECK: tt.return %[[DX]], %[[DY]]
 tt.func public @f(%x: tensor<16x32xf32>, %y: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = tt.extern_elementwise %x, %y {libname = "", libpath = "", pure = true, symbol = "__nv_fdiv_rn"} : (tensor<16x32xf32>, tensor<16x32xf32>) -> tensor<16x32xf32>

@@ -47,10 +47,17 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// log: g / x
+// log: g / x, exactly 0 where g is 0 (a masked-out lane may hold x = 0 and gets
+// g = 0; 0 * inf must not become NaN). The guarded rules below share this form:
+// select(g == 0, 0, partial).
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
-// CHECK: %[[DX:.+]] = arith.divf %[[G]], %[[X]] : tensor<16x32xf32>
+// CHECK: %[[Y:.+]] = math.log %[[X]]
+// CHECK: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
+// CHECK: %[[Q:.+]] = arith.divf %[[G]], %[[X]] : tensor<16x32xf32>
+// CHECK: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[Q]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = math.log %x : tensor<16x32xf32>
@@ -59,12 +66,17 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// log2: g / (x * ln 2)
+// log2: g / (x * ln 2), 0 where g is 0
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
+// CHECK: %[[Y:.+]] = math.log2 %[[X]]
+// CHECK: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
 // CHECK: %[[LN2:.+]] = arith.constant dense<0.693147182>
 // CHECK: %[[D:.+]] = arith.mulf %[[X]], %[[LN2]]
-// CHECK: %[[DX:.+]] = arith.divf %[[G]], %[[D]]
+// CHECK: %[[Q:.+]] = arith.divf %[[G]], %[[D]]
+// CHECK: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[Q]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = math.log2 %x : tensor<16x32xf32>
@@ -73,12 +85,17 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// log1p: g / (x + 1)
+// log1p: g / (x + 1), 0 where g is 0
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
+// CHECK: %[[Y:.+]] = math.log1p %[[X]]
+// CHECK: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
 // CHECK: %[[ONE:.+]] = arith.constant dense<1.000000e+00>
 // CHECK: %[[D:.+]] = arith.addf %[[X]], %[[ONE]]
-// CHECK: %[[DX:.+]] = arith.divf %[[G]], %[[D]]
+// CHECK: %[[Q:.+]] = arith.divf %[[G]], %[[D]]
+// CHECK: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[Q]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = math.log1p %x : tensor<16x32xf32>
@@ -87,13 +104,17 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// sqrt: g * 0.5 / y
+// sqrt: g * 0.5 / y, 0 where g is 0
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y:.+]] = math.sqrt %[[X]]
+// CHECK: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
 // CHECK: %[[HALF:.+]] = arith.constant dense<5.000000e-01>
 // CHECK: %[[GH:.+]] = arith.mulf %[[G]], %[[HALF]]
-// CHECK: %[[DX:.+]] = arith.divf %[[GH]], %[[Y]]
+// CHECK: %[[Q:.+]] = arith.divf %[[GH]], %[[Y]]
+// CHECK: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[Q]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = math.sqrt %x : tensor<16x32xf32>
@@ -102,15 +123,19 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// rsqrt: g * -0.5 * y^3
+// rsqrt: g * -0.5 * y^3, 0 where g is 0
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y:.+]] = math.rsqrt %[[X]]
+// CHECK: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
 // CHECK: %[[C:.+]] = arith.constant dense<-5.000000e-01>
 // CHECK: %[[A:.+]] = arith.mulf %[[G]], %[[C]]
 // CHECK: %[[B:.+]] = arith.mulf %[[A]], %[[Y]]
 // CHECK: %[[D:.+]] = arith.mulf %[[B]], %[[Y]]
-// CHECK: %[[DX:.+]] = arith.mulf %[[D]], %[[Y]]
+// CHECK: %[[P:.+]] = arith.mulf %[[D]], %[[Y]]
+// CHECK: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[P]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = math.rsqrt %x : tensor<16x32xf32>
@@ -273,19 +298,32 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// z = x^y:  dx = g * y * exp(log(x) * (y-1)) (Triton lowers no math.powf),  dy = g * z * log(x)
+// z = x^y:  dx = g * y * powf(x, y - 1) (the op itself again, not exp(log(x) * (y - 1)),
+// which is NaN for x < 0; no log on this path),  dy = g * z * log(x);
+// each 0 where g is 0, and dy also 0 where x is 0 (log(0) = -inf).
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[Y:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> (tensor<16x32xf32>, tensor<16x32xf32>)
 // CHECK: %[[P:.+]] = math.powf %[[X]], %[[Y]]
-// CHECK: %[[GY:.+]] = arith.mulf %[[G]], %[[Y]]
-// CHECK: %[[LX:.+]] = math.log %[[X]]
-// CHECK: %[[YM1:.+]] = arith.subf %[[Y]], %{{.+}}
-// CHECK: %[[E:.+]] = arith.mulf %[[LX]], %[[YM1]]
-// CHECK: %[[PM1:.+]] = math.exp %[[E]]
-// CHECK: %[[DX:.+]] = arith.mulf %[[GY]], %[[PM1]]
+// CHECK-NEXT: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GY:.+]] = arith.mulf %[[G]], %[[Y]]
+// CHECK-NEXT: %[[ONE:.+]] = arith.constant dense<1.000000e+00>
+// CHECK-NEXT: %[[YM1:.+]] = arith.subf %[[Y]], %[[ONE]]
+// CHECK-NEXT: %[[PM1:.+]] = math.powf %[[X]], %[[YM1]]
+// CHECK-NEXT: %[[T:.+]] = arith.mulf %[[GY]], %[[PM1]]
+// CHECK-NEXT: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[T]]
+// CHECK: %[[XC0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[XZ:.+]] = arith.cmpf oeq, %[[X]], %[[XC0]]
+// CHECK-NEXT: %[[XZERO:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[C02:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ2:.+]] = arith.cmpf oeq, %[[G]], %[[C02]]
+// CHECK-NEXT: %[[ZERO2:.+]] = arith.constant dense<0.000000e+00>
 // CHECK: %[[GP:.+]] = arith.mulf %[[G]], %[[P]]
 // CHECK: %[[L:.+]] = math.log %[[X]]
-// CHECK: %[[DY:.+]] = arith.mulf %[[GP]], %[[L]]
+// CHECK: %[[S:.+]] = arith.mulf %[[GP]], %[[L]]
+// CHECK: %[[SAFE:.+]] = arith.select %[[GZ2]], %[[ZERO2]], %[[S]]
+// CHECK: %[[DY:.+]] = arith.select %[[XZ]], %[[XZERO]], %[[SAFE]]
 // CHECK: tt.return %[[DX]], %[[DY]]
 tt.func public @f(%x: tensor<16x32xf32>, %y: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = math.powf %x, %y : tensor<16x32xf32>
@@ -323,12 +361,17 @@ tt.func public @f(%x: tensor<16x32xf32>, %y: tensor<16x32xf32>, %z: tensor<16x32
 
 // -----
 
-// tt.precise_sqrt (tl.sqrt_rn): g * 0.5 / y
+// tt.precise_sqrt (tl.sqrt_rn): g * 0.5 / y, 0 where g is 0
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y:.+]] = tt.precise_sqrt %[[X]]
-// CHECK: %[[GH:.+]] = arith.mulf %[[G]], %{{.+}}
-// CHECK: %[[DX:.+]] = arith.divf %[[GH]], %[[Y]]
+// CHECK: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
+// CHECK: %[[HALF:.+]] = arith.constant dense<5.000000e-01>
+// CHECK: %[[GH:.+]] = arith.mulf %[[G]], %[[HALF]]
+// CHECK: %[[Q:.+]] = arith.divf %[[GH]], %[[Y]]
+// CHECK: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[Q]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = tt.precise_sqrt %x : tensor<16x32xf32>
@@ -337,14 +380,23 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// tt.precise_divf (tl.div_rn): the rule of divf
+// tt.precise_divf (tl.div_rn): the rule of divf, dx = g / y and dy = -g * q / y,
+// each 0 where g is 0
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[Y:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> (tensor<16x32xf32>, tensor<16x32xf32>)
 // CHECK: %[[Q:.+]] = tt.precise_divf %[[X]], %[[Y]]
-// CHECK: %[[DX:.+]] = arith.divf %[[G]], %[[Y]]
+// CHECK: %[[C0:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ:.+]] = arith.cmpf oeq, %[[G]], %[[C0]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant dense<0.000000e+00>
+// CHECK: %[[A:.+]] = arith.divf %[[G]], %[[Y]]
+// CHECK: %[[DX:.+]] = arith.select %[[GZ]], %[[ZERO]], %[[A]]
+// CHECK: %[[C02:.+]] = arith.constant dense<0.000000e+00>
+// CHECK-NEXT: %[[GZ2:.+]] = arith.cmpf oeq, %[[G]], %[[C02]]
+// CHECK-NEXT: %[[ZERO2:.+]] = arith.constant dense<0.000000e+00>
 // CHECK: %[[NG:.+]] = arith.subf %{{[^,]+}}, %[[G]]
 // CHECK: %[[T:.+]] = arith.mulf %[[NG]], %[[Q]]
-// CHECK: %[[DY:.+]] = arith.divf %[[T]], %[[Y]]
+// CHECK: %[[B:.+]] = arith.divf %[[T]], %[[Y]]
+// CHECK: %[[DY:.+]] = arith.select %[[GZ2]], %[[ZERO2]], %[[B]]
 // CHECK: tt.return %[[DX]], %[[DY]]
 tt.func public @f(%x: tensor<16x32xf32>, %y: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = tt.precise_divf %x, %y : tensor<16x32xf32>

@@ -39,7 +39,10 @@ ExclusiveAccess analyzeExclusiveAccess(mlir::OpBuilder &builder, mlir::Location 
 /// Whether the addresses `ptr` (a primal pointer inside `loop`) touches in
 /// one iteration of `loop` are disjoint from those of every other iteration
 /// of the same program: an affine address whose induction-variable stride
-/// (coefficient times the constant step) is at least the tile's span.
+/// (coefficient times the constant step) is at least the tile's span, or,
+/// with runtime strides, moves the index along one tile dimension by at
+/// least the tile's extent there (distinct index tuples being distinct
+/// addresses, as for the lanes of any store).
 bool iterationsTouchDisjointAddresses(mlir::Value ptr, mlir::scf::ForOp loop);
 
 } // namespace tritonad

@@ -8,10 +8,13 @@
 
 namespace tritonad {
 
-/// Replaces casts to the same type (Triton's frontend wraps loop bounds in
-/// `arith.bitcast : i32 to i32`) by their operand, so that analyses see
-/// constants and rules never meet a no-op cast.
-void foldNoOpCasts(mlir::triton::FuncOp function);
+/// Local simplifications: casts to the same type (Triton's frontend wraps
+/// loop bounds in `arith.bitcast : i32 to i32`) are replaced by their operand,
+/// so analyses see constants; a reordering flatten (tt.reshape allow_reorder)
+/// consumed only by whole reductions (tl.max(x) without an axis) keeps the
+/// element order, which the reduction's value does not depend on and its
+/// adjoint then can.
+void simplifyForDifferentiation(mlir::triton::FuncOp function);
 
 /// Lifts unstructured control flow (cf.br / cf.cond_br, which Triton emits for
 /// an early `return`) into scf.if / scf.while. Fails with a located error when

@@ -60,4 +60,30 @@ def PointerInduction : Pass<"tritonad-pointer-induction", "mlir::triton::FuncOp"
   let dependentDialects = ["mlir::triton::TritonDialect", "mlir::arith::ArithDialect"];
 }
 
+def LiftControlFlow : Pass<"tritonad-lift-control-flow", "mlir::triton::FuncOp"> {
+  let summary = "Lift cf.br / cf.cond_br (an early return) into scf.if / scf.while";
+  let description = [{
+    Triton emits unstructured control flow for a `return` inside an `if`
+    (Liger's `if y == ignore_index: ...; return`). The reverse sweep needs
+    structured control flow: this runs MLIR's CFG-to-SCF lifting with tt.return
+    for the exits, and fails with a located error where the graph needs more
+    than scf.if and scf.while.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect",
+                           "mlir::ub::UBDialect", "mlir::cf::ControlFlowDialect"];
+}
+
+def LowerBlockPointers : Pass<"tritonad-lower-block-pointers", "mlir::triton::FuncOp"> {
+  let summary = "Rewrite loads and stores through block pointers as tensors of pointers";
+  let description = [{
+    A load or store through `tt.make_tensor_ptr` (+ `tt.advance`) becomes one
+    through `base + sum_d (offset_d + arange(B_d)) * stride_d`, with the
+    boundary checks as a mask (`0 <= index < shape`) and the padding option as
+    `other`. Block pointers carried by scf.for must first be rewritten over
+    the induction variable (tritonad-pointer-induction). Shadows and the access
+    analysis then see ordinary addresses.
+  }];
+  let dependentDialects = ["mlir::triton::TritonDialect", "mlir::arith::ArithDialect"];
+}
+
 #endif

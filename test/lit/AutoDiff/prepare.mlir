@@ -1,0 +1,94 @@
+// Rewrites of the forward before differentiation (cpp/lib/AutoDiff/LiftControlFlow.cpp,
+// BlockPointers.cpp, PointerInduction.cpp), each a pass of its own.
+
+// RUN: tritonad-opt %s --split-input-file --tritonad-lift-control-flow | FileCheck %s --check-prefix=LIFT
+// RUN: tritonad-opt %s --split-input-file --tritonad-pointer-induction --tritonad-lower-block-pointers --canonicalize | FileCheck %s --check-prefix=BLOCK
+
+// An early return (`if t == 0: store 0; return`) becomes one scf.if whose else
+// branch holds the rest of the kernel; one tt.return remains.
+// LIFT-LABEL: tt.func public @early_return
+// LIFT-NOT: cf.
+// LIFT: scf.if
+// LIFT: tt.store
+// LIFT: } else {
+// LIFT: tt.load
+// LIFT: math.exp
+// LIFT: tt.store
+// LIFT: }
+// LIFT-NEXT: tt.return
+// LIFT-NEXT: }
+// LIFT-NEXT: }
+tt.func public @early_return(%x: !tt.ptr<f32>, %y: !tt.ptr<f32>, %t: i32) {
+  %c0 = arith.constant 0 : i32
+  %cond = arith.cmpi eq, %t, %c0 : i32
+  cf.cond_br %cond, ^bb1, ^bb2
+^bb1:
+  %z = arith.constant 0.0 : f32
+  tt.store %y, %z : !tt.ptr<f32>
+  tt.return
+^bb2:
+  %v = tt.load %x : !tt.ptr<f32>
+  %w = math.exp %v : f32
+  tt.store %y, %w : !tt.ptr<f32>
+  tt.return
+}
+
+// -----
+
+// A block pointer advanced once: the load reads base + (0 + i) * s + (32 + j) * 1
+// under the mask 0 <= index < shape for the checked dims, padding 0.
+// BLOCK-LABEL: tt.func public @block
+// BLOCK-NOT: tt.make_tensor_ptr
+// BLOCK-NOT: tt.advance
+// BLOCK: tt.make_range {end = 16 : i32, start = 0 : i32}
+// BLOCK: tt.make_range {end = 32 : i32, start = 0 : i32}
+// BLOCK-DAG: arith.cmpi sge
+// BLOCK-DAG: arith.cmpi slt
+// BLOCK: %[[V:.+]] = tt.load %{{.+}}, %{{.+}}, %{{.+}} : tensor<16x32x!tt.ptr<f32>>
+// BLOCK: tt.store %{{.+}}, %[[V]], %{{.+}} : tensor<16x32x!tt.ptr<f32>>
+tt.func public @block(%x: !tt.ptr<f32>, %M: i64, %N: i64, %s: i64) {
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %c1 = arith.constant 1 : i64
+  %p = tt.make_tensor_ptr %x, [%M, %N], [%s, %c1], [%c0, %c0] {order = array<i32: 1, 0>} : <tensor<16x32xf32>>
+  %q = tt.advance %p, [%c0, %c32] : <tensor<16x32xf32>>
+  %v = tt.load %q {boundaryCheck = array<i32: 0, 1>, padding = 1 : i32} : !tt.ptr<tensor<16x32xf32>>
+  tt.store %q, %v {boundaryCheck = array<i32: 1>} : !tt.ptr<tensor<16x32xf32>>
+  tt.return
+}
+
+// -----
+
+// A block pointer carried by a loop and advanced by 32 columns per iteration
+// is rebuilt inside the body from its initial value and the iteration number.
+// BLOCK-LABEL: tt.func public @carried
+// BLOCK: scf.for %[[IV:.+]] = %{{.+}} to %{{.+}} step %{{.+}}
+// BLOCK: arith.divsi
+// BLOCK: arith.trunci
+// BLOCK: arith.muli
+// BLOCK: tt.load %{{.+}}, %{{.+}}, %{{.+}} : tensor<16x32x!tt.ptr<f32>>
+// BLOCK-NOT: tt.load %{{.+}} : !tt.ptr<tensor
+tt.func public @carried(%x: !tt.ptr<f32>, %M: i64, %N: i64, %s: i64, %n: i32) -> f32 {
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %c1 = arith.constant 1 : i64
+  %zero = arith.constant 0.0 : f32
+  %p = tt.make_tensor_ptr %x, [%M, %N], [%s, %c1], [%c0, %c0] {order = array<i32: 1, 0>} : <tensor<16x32xf32>>
+  %r:2 = scf.for %k = %c0 to %n step %c32 iter_args(%acc = %zero, %ptr = %p) -> (f32, !tt.ptr<tensor<16x32xf32>>) : i32 {
+    %v = tt.load %ptr {boundaryCheck = array<i32: 0, 1>, padding = 1 : i32} : !tt.ptr<tensor<16x32xf32>>
+    %s0 = "tt.reduce"(%v) <{axis = 1 : i32}> ({
+    ^bb0(%a: f32, %b: f32):
+      %t = arith.addf %a, %b : f32
+      tt.reduce.return %t : f32
+    }) : (tensor<16x32xf32>) -> tensor<16xf32>
+    %s1 = "tt.reduce"(%s0) <{axis = 0 : i32}> ({
+    ^bb0(%a: f32, %b: f32):
+      %t = arith.addf %a, %b : f32
+      tt.reduce.return %t : f32
+    }) : (tensor<16xf32>) -> f32
+    %next = arith.addf %acc, %s1 : f32
+    %np = tt.advance %ptr, [%c0, %c32] : <tensor<16x32xf32>>
+    scf.yield %next, %np : f32, !tt.ptr<tensor<16x32xf32>>
+  }
+  tt.return %r#0 : f32
+}
