@@ -185,7 +185,7 @@ CASES = [
     Case("tensor_fractional_dim", "tt.func @f(%x: tensor<0.5xf32>) { tt.return }", line=1),
     Case("tensor_bad_element", "tt.func @f(%x: tensor<4xnotatype>) { tt.return }", line=1),
     Case("tensor_dim_too_large", F("%0 = arith.constant dense<1.0> : tensor<9223372036854775808xf32>"),
-         line=2, match="invalid dimension"),
+         line=2, match="more than 2^62 elements"),
     Case("tensor_undefined_encoding", "tt.func @f(%x: tensor<4xf32, #foo>) { tt.return }", line=1),
     Case("dense_shape_mismatch", F("%0 = arith.constant dense<[1.0, 2.0]> : tensor<4xf32>"), line=2),
     Case("operand_type_vs_prior_use", F("%0 = arith.addf %x, %x : tensor<8xf32>",
@@ -278,9 +278,11 @@ CASES = [
     Case("reshape_dynamic_shape", "tt.func @f(%x: tensor<?xf32>) {\n"
          "  %0 = tt.reshape %x : tensor<?xf32> -> tensor<4x?xf32>\n  tt.return\n}", line=2,
          match="statically shaped"),
+    # refused before parsing, at the first such type (the verifier's own check, which
+    # this used to reach, fires on the reshape's line).
     Case("reshape_overflowing_shape", "tt.func @f(%x: tensor<4294967296x4294967296xf32>) {\n"
          "  %0 = tt.reshape %x : tensor<4294967296x4294967296xf32> -> tensor<16xf32>\n"
-         "  tt.return\n}", line=2, match="overflows"),
+         "  tt.return\n}", line=1, match="more than 2^62 elements"),
     # ---- pass pipelines ------------------------------------------------------------------
     Case("pipeline_unknown_pass", "module {}", "builtin.module(no-such-pass)", line=1,
          match="no-such-pass"),
@@ -305,10 +307,10 @@ FORMAT_XFAIL = [c for c in CASES if not c.located]
 NON_STR_INPUTS = [None, b"module {}", bytearray(b"module {}"), 42, 4.2, ["module {}"],
                   {"ir": "module {}"}, object()]
 
-# Inputs that abort (SIGABRT, MLIR assertion) or crash (SIGSEGV, stack overflow) the
-# process with the current build. Never run in-process; test_known_aborts checks them
-# in a subprocess and passes while they still die (strict xfail-like), so that a fix
-# in the C++ side (validating before MLIR asserts) shows up.
+# Inputs that used to abort (SIGABRT, MLIR assertion) or crash (SIGSEGV, stack
+# overflow) the process: the fuzz target of the C++ side's validation. They run in a
+# subprocess only (a regression must not take pytest down) and must raise a located
+# MLIRError; tritonad-opt must refuse them too (test_known_aborts_opt).
 KNOWN_ABORTS = {
     # ShapedType::getNumElements asserts on dynamic dims (tt.reshape's verifier).
     "reshape_dynamic_source": F("%0 = tt.reshape %x : tensor<?xf32> -> tensor<4xf32>",
@@ -324,6 +326,16 @@ KNOWN_ABORTS = {
     "nested_modules_10000": "module {" * 10000 + "}" * 10000,
     "nested_tt_funcs_3000": "tt.func @f() {" * 3000,
     "nested_array_attr_10000": "module attributes {a = " + "[" * 10000 + "]" * 10000 + "} {}",
+    # alias chains: flat text, types / attributes / locations nested as deep as the chain.
+    "type_alias_chain_30000": "\n".join(["!t0 = !tt.ptr<f32>"] + [
+        f"!t{i} = !tt.ptr<!t{i - 1}>" for i in range(1, 30000)]) + "\ntt.func @f(%p: !t29999) { tt.return }",
+    "attr_alias_chain_30000": "\n".join(["#a0 = 1 : i32"] + [
+        f"#a{i} = [#a{i - 1}]" for i in range(1, 30000)]) + "\nmodule attributes {tt.x = #a29999} {}",
+    "loc_alias_chain_30000": "\n".join(['#l0 = loc("a":1:1)'] + [
+        f"#l{i} = loc(callsite(#l{i - 1} at #l0))" for i in range(1, 30000)]) + "\nmodule {} loc(#l29999)",
+    # pointers to non-scalar element types
+    "ptr_to_memref": "tt.func @f(%p: !tt.ptr<memref<4xf32>>) {\n  %v = tt.load %p : !tt.ptr<memref<4xf32>>\n  tt.return\n}",
+    "ptr_to_none": "tt.func @f(%p: !tt.ptr<none>) {\n  %v = tt.load %p : !tt.ptr<none>\n  tt.return\n}",
 }
 
 
@@ -525,11 +537,7 @@ def test_all_cases_then_valid_input(child_run):
 
 @pytest.mark.parametrize("name", sorted(KNOWN_ABORTS))
 def test_known_aborts(name):
-    """Inputs that kill the process today, run in a subprocess only.
-
-    Passes while the input still kills the child (documenting the bug) or once it
-    raises MLIRError cleanly (the fix); fails if it is accepted as valid.
-    """
+    """Inputs that used to kill the process now raise a located MLIRError (in a child)."""
     code = ("import sys, tritonad\n"
             "try:\n"
             "    tritonad.run_pipeline(sys.stdin.read())\n"
@@ -542,9 +550,28 @@ def test_known_aborts(name):
         ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     proc = subprocess.run([sys.executable, "-c", code], input=KNOWN_ABORTS[name], text=True,
                           capture_output=True, env=env, timeout=300)
-    if proc.returncode == 0:
-        assert "MLIRError True" in proc.stdout, (
-            f"{name}: no longer aborts, but is not rejected with a located error either: "
-            f"{proc.stdout[-500:]}")
-    else:
-        assert proc.returncode < 0, (proc.returncode, proc.stderr[-2000:])
+    assert proc.returncode == 0, (name, proc.returncode, proc.stderr[-2000:])
+    assert "MLIRError True" in proc.stdout, (name, proc.stdout[-500:])
+
+
+def _tritonad_opt():
+    import shutil
+    found = shutil.which("tritonad-opt")
+    in_tree = Path(__file__).resolve().parent.parent / "build/dev/cpp/tools/tritonad-opt/tritonad-opt"
+    return found or (str(in_tree) if in_tree.exists() else None)
+
+
+@pytest.mark.parametrize("name", ["nested_modules_10000", "type_alias_chain_30000",
+                                  "loc_alias_chain_30000"])
+def test_known_aborts_opt(name, tmp_path):
+    """tritonad-opt refuses the same inputs with an error, from a file and from stdin."""
+    opt = _tritonad_opt()
+    if opt is None:
+        pytest.skip("tritonad-opt not built or installed")
+    path = tmp_path / "input.mlir"
+    path.write_text(KNOWN_ABORTS[name])
+    for args, stdin in (([str(path)], None), ([], KNOWN_ABORTS[name])):
+        proc = subprocess.run([opt, *args], input=stdin, text=True, capture_output=True,
+                              timeout=300)
+        assert proc.returncode == 1, (name, proc.returncode, proc.stderr[-2000:])
+        assert "error: nesting deeper than" in proc.stderr, proc.stderr[-2000:]

@@ -22,6 +22,13 @@ struct PrintOptions {
   bool debugInfo = true;  // keep locations (Triton puts them into PTX line info)
 };
 
+/// "<bufferName>:line:col: error: ..." where parsing `ir` would kill the
+/// process instead of failing: nesting deeper than MLIR's recursive parser and
+/// printer can take (brackets, regions, and alias chains such as
+/// `!t1 = !tt.ptr<!t0>`), or a shaped type whose element count overflows
+/// (an MLIR assertion); else "".
+std::string checkBeforeParsing(const std::string &ir, const std::string &bufferName);
+
 /// Parses `ir` (named `bufferName` in diagnostics), verifies it, runs the
 /// textual pass pipeline (mlir-opt syntax, e.g. "builtin.module(cse)"; empty
 /// runs nothing) and prints the result.

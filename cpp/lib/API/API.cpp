@@ -12,6 +12,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -97,14 +98,68 @@ namespace {
 // deeper than any Triton kernel would overflow the stack and kill Python.
 constexpr int kMaxNesting = 512;
 
-// "<buffer>:line:col: error: ..." at the first bracket deeper than
-// kMaxNesting ({ ( [ <, outside strings and // comments), or "".
-std::string checkNesting(const std::string &ir, const std::string &bufferName) {
+bool isAliasChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '.' ||
+         c == '-';
+}
+
+bool startsShapedType(const std::string &ir, size_t i) {
+  for (llvm::StringRef keyword : {"tensor<", "vector<", "memref<"})
+    if (llvm::StringRef(ir).substr(i).starts_with(keyword))
+      return true;
+  return false;
+}
+
+// Whether the static dims `AxBx...x` starting at `i` multiply to at most 2^62.
+bool shapeFits(const std::string &ir, size_t i) {
+  constexpr uint64_t kLimit = uint64_t(1) << 62;
+  uint64_t elements = 1;
+  while (i < ir.size()) {
+    if (ir[i] == '?') {
+      ++i;
+    } else if (std::isdigit(static_cast<unsigned char>(ir[i]))) {
+      uint64_t dim = 0;
+      for (; i < ir.size() && std::isdigit(static_cast<unsigned char>(ir[i])); ++i) {
+        dim = dim * 10 + (ir[i] - '0');
+        if (dim > kLimit)
+          return false;
+      }
+      if (dim != 0 && elements > kLimit / dim)
+        return false;
+      elements *= dim;
+    } else {
+      return true;
+    }
+    if (i >= ir.size() || ir[i] != 'x')
+      return true;
+    ++i;
+  }
+  return true;
+}
+
+} // namespace
+
+std::string checkBeforeParsing(const std::string &ir, const std::string &bufferName) {
+  // Alias definitions (`!t = type`, `#a = attr`) nest as deep as their bodies
+  // and the aliases they use: a chain `!t1 = !tt.ptr<!t0>` ... is a type
+  // nested as deep as the chain, though its text is flat.
+  llvm::StringMap<int> aliasDepth;
+  std::string defining; // the alias whose definition this line is
+  int definitionDepth = 0;
   int depth = 0, line = 1, column = 0;
+  auto tooDeep = [&](int levels) {
+    return bufferName + ":" + std::to_string(line) + ":" + std::to_string(column) +
+           ": error: nesting deeper than " + std::to_string(kMaxNesting) + " levels (" +
+           std::to_string(levels) + ": brackets, regions, types or aliases); tritonad "
+           "refuses it rather than overflow the stack\n";
+  };
   for (size_t i = 0; i < ir.size(); ++i) {
     char c = ir[i];
     ++column;
     if (c == '\n') {
+      if (!defining.empty())
+        aliasDepth[defining] = definitionDepth;
+      defining.clear();
       ++line;
       column = 0;
     } else if (c == '"') {
@@ -117,12 +172,39 @@ std::string checkNesting(const std::string &ir, const std::string &bufferName) {
     } else if (c == '/' && i + 1 < ir.size() && ir[i + 1] == '/') {
       while (i + 1 < ir.size() && ir[i + 1] != '\n')
         ++i;
+    } else if ((c == 't' || c == 'v' || c == 'm') &&
+               (i == 0 || !isAliasChar(ir[i - 1])) && startsShapedType(ir, i)) {
+      if (!shapeFits(ir, ir.find('<', i) + 1))
+        return bufferName + ":" + std::to_string(line) + ":" + std::to_string(column) +
+               ": error: a shaped type with more than 2^62 elements; tritonad refuses it "
+               "before MLIR's element count overflows\n";
+    } else if (c == '!' || c == '#') {
+      size_t end = i + 1;
+      while (end < ir.size() && isAliasChar(ir[end]))
+        ++end;
+      llvm::StringRef name(ir.data() + i, end - i);
+      column += end - i - 1;
+      size_t next = end;
+      while (next < ir.size() && ir[next] == ' ')
+        ++next;
+      bool definition = column == static_cast<int>(end - i) && depth == 0 &&
+                        next < ir.size() && ir[next] == '=';
+      if (definition) {
+        defining = name.str();
+        definitionDepth = 0;
+      } else if (auto it = aliasDepth.find(name); it != aliasDepth.end()) {
+        int levels = depth + it->second;
+        if (levels > kMaxNesting)
+          return tooDeep(levels);
+        if (!defining.empty())
+          definitionDepth = std::max(definitionDepth, levels);
+      }
+      i = end - 1;
     } else if (c == '{' || c == '(' || c == '[' || c == '<') {
       if (++depth > kMaxNesting)
-        return bufferName + ":" + std::to_string(line) + ":" + std::to_string(column) +
-               ": error: nesting deeper than " + std::to_string(kMaxNesting) +
-               " levels (brackets, regions or types); tritonad refuses it rather than "
-               "overflow the stack\n";
+        return tooDeep(depth);
+      if (!defining.empty())
+        definitionDepth = std::max(definitionDepth, depth);
     } else if ((c == '}' || c == ')' || c == ']' || (c == '>' && (i == 0 || ir[i - 1] != '-'))) &&
                depth > 0) {
       --depth;
@@ -131,12 +213,14 @@ std::string checkNesting(const std::string &ir, const std::string &bufferName) {
   return "";
 }
 
+namespace {
+
 // Parses and verifies `ir`, applies `transform`, prints the module.
 template <typename Transform>
 Result transformModule(const std::string &ir, const PrintOptions &print,
                        const std::string &bufferName, Transform transform,
                        std::string *report = nullptr) {
-  if (std::string error = checkNesting(ir, bufferName); !error.empty()) {
+  if (std::string error = checkBeforeParsing(ir, bufferName); !error.empty()) {
     Result result;
     result.diagnostics = error;
     return result;
