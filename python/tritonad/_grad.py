@@ -12,7 +12,7 @@ import triton.language as tl
 from triton.runtime.jit import JITFunction
 
 from tritonad import _C
-from tritonad._core import MLIRError
+from tritonad._core import MLIRError, locate_in_source
 from tritonad._hook import build_id, register_rewriter
 from tritonad._source import (CALL, constexpr_names, count_outputs, functions_in,
                               jit_from_source, param_names, strip_locations, symbol_name)
@@ -204,7 +204,8 @@ def _materialize(text: str, name: str, body: str, metadata: dict) -> str:
         text = _C.differentiate_function(text, primal, name, spec.wrt, spec.default_wrt)
     except MLIRError as error:
         raise DifferentiationError(
-            f"tritonad.grad({spec.primal.__name__}) failed:\n{error}") from None
+            f"tritonad.grad({spec.primal.__name__}) failed:\n"
+            f"{locate_in_source(str(error), text)}") from None
     derived = strip_locations(dict(functions_in(text))[name]).rstrip() + "\n"
     spec.derived[name] = derived
     metadata.setdefault("tritonad_derived", {})[name] = derived

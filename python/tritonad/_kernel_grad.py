@@ -13,7 +13,7 @@ import triton.language as tl
 from triton.runtime.jit import JITFunction
 
 from tritonad import _C
-from tritonad._core import MLIRError
+from tritonad._core import MLIRError, locate_in_source
 from tritonad._hook import build_id, register_rewriter
 from tritonad._source import (CALL, constexpr_names, functions_in, jit_from_source,
                               param_names, pointer_roles, strip_locations, symbol_name)
@@ -280,7 +280,8 @@ def _materialize_backward(text: str, metadata: dict) -> str:
                                                    _MODES[spec.mode])
         except MLIRError as error:
             raise DifferentiationError(
-                f"tritonad.grad({spec.primal.__name__}) failed:\n{error}") from None
+                f"tritonad.grad({spec.primal.__name__}) failed:\n"
+            f"{locate_in_source(str(error), text)}") from None
         spec.derived[name] = strip_locations(dict(functions_in(text))[name]).rstrip() + "\n"
         spec.schedules[name] = report
         metadata.setdefault("tritonad_derived", {})[name] = spec.derived[name]

@@ -1,5 +1,7 @@
 #include "tritonad/AutoDiff/AdjointState.h"
 
+#include "tritonad/Dialect/Triton/Dialect.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -31,11 +33,34 @@ Value AdjointState::adjointOrZero(OpBuilder &builder, Value primal) {
   return createZero(builder, primal.getLoc(), primal.getType());
 }
 
+bool hasArithmetic(Type type) {
+  return getElementTypeOrSelf(type).getIntOrFloatBitWidth() >= 16;
+}
+
+Value addFloats(OpBuilder &builder, Location loc, Value lhs, Value rhs) {
+  if (hasArithmetic(lhs.getType()))
+    return arith::AddFOp::create(builder, loc, lhs, rhs);
+  // fp8 has no arithmetic in Triton: add in fp32, round once.
+  Type f32 = builder.getF32Type();
+  Type wide = f32;
+  if (auto tensor = dyn_cast<RankedTensorType>(lhs.getType()))
+    wide = tensor.clone(f32);
+  auto widen = [&](Value v) {
+    return triton::FpToFpOp::create(builder, loc, TypeRange{wide}, ValueRange{v}).getResult();
+  };
+  Value sum = arith::AddFOp::create(builder, loc, widen(lhs), widen(rhs));
+  return triton::FpToFpOp::create(
+             builder, loc, TypeRange{lhs.getType()}, ValueRange{sum},
+             {builder.getNamedAttr("rounding", triton::RoundingModeAttr::get(
+                                                   builder.getContext(), triton::RoundingMode::RTNE))})
+      .getResult();
+}
+
 void AdjointState::accumulate(OpBuilder &builder, Value primal, Value delta) {
   if (!delta || !isActive(primal))
     return;
   Value &slot = adjoints[primal];
-  slot = slot ? arith::AddFOp::create(builder, delta.getLoc(), slot, delta).getResult() : delta;
+  slot = slot ? addFloats(builder, delta.getLoc(), slot, delta) : delta;
 }
 
 } // namespace tritonad

@@ -387,10 +387,17 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   auto emitPlain = [&](OpBuilder &b) {
     Value other = mask ? createZero(b, loc, g.getType()) : Value();
     Value old = createLoad(b, loc, *shadow, mask, other);
-    createStore(b, loc, *shadow, arith::AddFOp::create(b, loc, old, g), mask);
+    createStore(b, loc, *shadow, addFloats(b, loc, old, g), mask);
   };
   auto emitAtomic = [&](OpBuilder &b) {
     createAtomicAdd(b, loc, *shadow, g, mask);
+  };
+  auto noFp8Atomics = [&]() -> LogicalResult {
+    if (hasArithmetic(g.getType()))
+      return success();
+    return load.emitError("cannot accumulate the gradient of '")
+           << name << "' with atomics, which this kernel would need here: GPUs have no atomic "
+           << "add for fp8 (load it as a wider type, or make each program own its addresses)";
   };
 
   // Programs along an axis the kernel never reads are duplicates of the first
@@ -401,6 +408,8 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     builder.setInsertionPointToStart(onlyFirst.thenBlock());
   }
   if (mode == AccumulationMode::Atomic) {
+    if (failed(noFp8Atomics()))
+      return failure();
     emitAtomic(builder);
     schedule[name] = "atomic (atomics requested)";
     return success();
@@ -413,6 +422,8 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
       return load.emitError("deterministic mode: '")
              << name << "' is loaded at " << loadSites.lookup(base)
              << " places; accumulating their gradients into one shadow needs atomics";
+    if (failed(noFp8Atomics()))
+      return failure();
     emitAtomic(builder);
     schedule[name] = "atomic (loaded at " + std::to_string(loadSites.lookup(base)) +
                      " places: accumulations into one shadow are not ordered)";
@@ -430,6 +441,8 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     return load.emitError("deterministic mode: cannot prove that each address of '")
            << name << "' is touched by one program only (" << access.explanation
            << "); accumulating its gradient needs atomics";
+  if (failed(noFp8Atomics()))
+    return failure();
   if (access.known && !*access.known) {
     emitAtomic(builder);
     schedule[name] = "atomic (" + access.explanation + ")";

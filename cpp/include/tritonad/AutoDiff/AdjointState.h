@@ -11,6 +11,14 @@
 
 namespace tritonad {
 
+/// Whether Triton can do arithmetic on this float type (fp8 it cannot).
+bool hasArithmetic(mlir::Type type);
+
+/// lhs + rhs; fp8 values are added in fp32 and rounded once.
+mlir::Value addFloats(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value lhs,
+                      mlir::Value rhs);
+
+
 class AdjointState {
 public:
   AdjointState(mlir::IRMapping &forward, const llvm::DenseSet<mlir::Value> &active)
