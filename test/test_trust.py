@@ -585,3 +585,35 @@ def test_assume_and_fp8_grads():
     tritonad.grad(fp8_kernel)[grid](x8, torch.empty_like(x8), n, dx8, dy8.clone(), BLOCK=128)
     want = (2 * x8.float() * dy8.float()).to(torch.float8_e4m3fn).float()
     torch.testing.assert_close(dx8.float(), want, rtol=0.13, atol=0.02)
+
+
+@triton.jit
+def cumprod_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, REVERSE: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * n + cols, mask=cols < n, other=1.0)
+    tl.store(y_ptr + row * n + cols, tl.cumprod(x, 0, reverse=REVERSE), mask=cols < n)
+
+
+def test_cumprod_backward_has_no_division():
+    bwd, _ = _derive(cumprod_kernel, dict(x_ptr=F32, y_ptr=F32, n="i32"),
+                     dict(BLOCK=64, REVERSE=False))
+    assert "arith.divf" not in bwd.derived_ir()
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cumprod_with_zeros_grad(reverse):
+    rows, n = 5, 37
+    x = torch.randn(rows, n, device="cuda", dtype=torch.float64)
+    x[1, 3] = 0.0
+    x[2, 5] = x[2, 20] = 0.0
+    x.requires_grad_(True)
+    y = x.flip(1).cumprod(1).flip(1) if reverse else x.cumprod(1)
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    dx = torch.zeros_like(x)
+    tritonad.grad(cumprod_kernel)[(rows,)](x.detach(), torch.empty_like(x), n, dx, dy.clone(),
+                                           BLOCK=64, REVERSE=reverse)
+    _check(dx, x.grad, rtol=1e-9, atol=1e-9)

@@ -437,6 +437,56 @@ struct ReduceModel : public ReverseModeOpInterface::ExternalModel<ReduceModel, t
   }
 };
 
+// tt.scan of `srcs` along `axis` whose combine region `combine(lhs..., rhs...)`
+// builds the results from the block's arguments (lhs: the segment earlier in
+// scan order, as Triton's reverse scans see it after flipping).
+SmallVector<Value> scanWith(
+    OpBuilder &builder, Location loc, ValueRange srcs, int axis, bool reverse,
+    llvm::function_ref<SmallVector<Value>(OpBuilder &, ValueRange, ValueRange)> combine) {
+  auto scan = tt::ScanOp::create(
+      builder, loc, srcs.getTypes(), srcs,
+      {builder.getNamedAttr("axis", builder.getI32IntegerAttr(axis)),
+       builder.getNamedAttr("reverse", builder.getBoolAttr(reverse))});
+  OpBuilder::InsertionGuard guard(builder);
+  SmallVector<Type> types;
+  for (Value src : srcs)
+    types.push_back(getElementTypeOrSelf(src.getType()));
+  types.append(SmallVector<Type>(types));
+  Block *block = builder.createBlock(&scan.getCombineOp(), {}, types,
+                                     SmallVector<Location>(types.size(), loc));
+  unsigned n = srcs.size();
+  SmallVector<Value> results = combine(builder, block->getArguments().take_front(n),
+                                       block->getArguments().drop_front(n));
+  tt::ScanReturnOp::create(builder, loc, TypeRange{}, results);
+  return SmallVector<Value>(scan.getResult().begin(), scan.getResult().end());
+}
+
+// y_k = prod_{i<=k} x_i (in scan order)  =>  dx_k = E_k * R_k with
+// E_k = prod_{i<k} x_i and R_k = sum_{j>=k} g_j prod_{k<i<=j} x_i: no division,
+// so zeros in x give torch's finite gradient. E is a scan over segments
+// (product of all but the last, product); R one in the opposite order over
+// segments (R, product of all but the first, first).
+Value cumulativeProductAdjoint(OpBuilder &builder, Location loc, Value x, Value g, int axis,
+                               bool reverse) {
+  Value one = createFloatConstant(builder, loc, x.getType(), 1.0);
+  auto mul = [](OpBuilder &b, Value l, Value r) {
+    return arith::MulFOp::create(b, l.getLoc(), l, r).getResult();
+  };
+  Value exclusive = scanWith(builder, loc, {one, x}, axis, reverse,
+                             [&](OpBuilder &b, ValueRange earlier, ValueRange later) {
+                               return SmallVector<Value>{mul(b, earlier[1], later[0]),
+                                                         mul(b, earlier[1], later[1])};
+                             })[0];
+  Value tail = scanWith(builder, loc, {g, one, x}, axis, !reverse,
+                        [&](OpBuilder &b, ValueRange after, ValueRange before) {
+                          Value bridge = mul(b, before[1], after[2]);
+                          Value r = arith::AddFOp::create(b, loc, before[0],
+                                                          mul(b, bridge, after[0]));
+                          return SmallVector<Value>{r, mul(b, bridge, after[1]), before[2]};
+                        })[0];
+  return arith::MulFOp::create(builder, loc, exclusive, tail);
+}
+
 struct ScanModel : public ReverseModeOpInterface::ExternalModel<ScanModel, tt::ScanOp> {
   LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, AdjointState &state) const {
     auto scan = cast<tt::ScanOp>(op);
@@ -456,10 +506,9 @@ struct ScanModel : public ReverseModeOpInterface::ExternalModel<ScanModel, tt::S
         continue;
       }
       if (matchCombiner<arith::MulFOp>(combine, i, n)) {
-        // y_j = prod_{k<=j} x_k  =>  dx_k = (sum_{j>=k} g_j y_j) / x_k, for x != 0.
-        Value weighted = arith::MulFOp::create(builder, loc, g, state.forward(scan.getResult()[i]));
-        Value tail = cumulativeSum(builder, loc, weighted, axis, !reverse);
-        state.accumulate(builder, src, arith::DivFOp::create(builder, loc, tail, state.forward(src)));
+        state.accumulate(builder, src,
+                         cumulativeProductAdjoint(builder, loc, state.forward(src), g, axis,
+                                                  reverse));
         continue;
       }
       InFlightDiagnostic diag = op->emitError(

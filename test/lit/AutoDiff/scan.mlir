@@ -1,7 +1,10 @@
 // Reverse-mode rules of tt.scan (cpp/lib/AutoDiff/TritonRules.cpp):
 //  - cumsum (arith.addf):  dx = cumsum of g in the opposite direction
 //    (a tt.scan with `reverse` flipped);
-//  - cumprod (arith.mulf): dx_k = (sum_{j>=k} g_j * y_j) / x_k, for x != 0.
+//  - cumprod (arith.mulf): dx_k = E_k * R_k, E_k = prod_{i<k} x_i (a scan over
+//    (all-but-last, product) pairs), R_k = sum_{j>=k} g_j prod_{k<i<=j} x_i (a scan
+//    in the opposite order over (R, all-but-first, first) triples): no division,
+//    so zeros in x get torch's finite gradient.
 
 // RUN: tritonad-opt %s --split-input-file --tritonad-differentiate="function=f" | FileCheck %s
 
@@ -44,16 +47,26 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// tl.cumprod(x, axis=1, reverse=True): y = scan; dx = scan_fwd(g * y) / x.
+// tl.cumprod(x, axis=1, reverse=True): E scans in the primal's direction, R in
+// the opposite one; dx = E * R.
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
-// CHECK: %[[Y:.+]] = "tt.scan"(%[[X]]) <{axis = 1 : i32, reverse = true}>
-// CHECK: arith.mulf
-// CHECK: %[[GY:.+]] = arith.mulf %[[G]], %[[Y]] : tensor<16x32xf32>
-// CHECK: %[[T:.+]] = "tt.scan"(%[[GY]]) <{axis = 1 : i32, reverse = false}> ({
-// CHECK: arith.addf
-// CHECK: }) : (tensor<16x32xf32>) -> tensor<16x32xf32>
-// CHECK: %[[DX:.+]] = arith.divf %[[T]], %[[X]] : tensor<16x32xf32>
+// CHECK: "tt.scan"(%[[X]]) <{axis = 1 : i32, reverse = true}>
+// CHECK: %[[ONE:.+]] = arith.constant dense<1.000000e+00>
+// CHECK: %[[E:.+]]:2 = "tt.scan"(%[[ONE]], %[[X]]) <{axis = 1 : i32, reverse = true}> ({
+// CHECK-NEXT: ^bb0(%[[A1:[^:]+]]: f32, %[[T1:[^:]+]]: f32, %[[A2:[^:]+]]: f32, %[[T2:[^:]+]]: f32):
+// CHECK-NEXT: %[[EA:.+]] = arith.mulf %[[T1]], %[[A2]] : f32
+// CHECK-NEXT: %[[ET:.+]] = arith.mulf %[[T1]], %[[T2]] : f32
+// CHECK-NEXT: tt.scan.return %[[EA]], %[[ET]]
+// CHECK: %[[R:.+]]:3 = "tt.scan"(%[[G]], %[[ONE]], %[[X]]) <{axis = 1 : i32, reverse = false}> ({
+// CHECK-NEXT: ^bb0(%[[RB:[^:]+]]: f32, %[[HB:[^:]+]]: f32, %[[FB:[^:]+]]: f32, %[[RA:[^:]+]]: f32, %[[HA:[^:]+]]: f32, %[[FA:[^:]+]]: f32):
+// CHECK-NEXT: %[[BR:.+]] = arith.mulf %[[HA]], %[[FB]] : f32
+// CHECK-NEXT: %[[P:.+]] = arith.mulf %[[BR]], %[[RB]] : f32
+// CHECK-NEXT: %[[RR:.+]] = arith.addf %[[RA]], %[[P]] : f32
+// CHECK-NEXT: %[[HH:.+]] = arith.mulf %[[BR]], %[[HB]] : f32
+// CHECK-NEXT: tt.scan.return %[[RR]], %[[HH]], %[[FA]]
+// CHECK: %[[DX:.+]] = arith.mulf %[[E]]#0, %[[R]]#0 : tensor<16x32xf32>
+// CHECK-NOT: arith.divf
 // CHECK: tt.return %[[DX]] : tensor<16x32xf32>
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = "tt.scan"(%x) <{axis = 1 : i32, reverse = true}> ({
@@ -66,13 +79,13 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// A 1-d cumprod, forward: the adjoint's sum scan runs in reverse.
+// A 1-d cumprod, forward: E scans forward, R in reverse.
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<32xf32>, %[[G:[^:]+]]: tensor<32xf32>) -> tensor<32xf32>
-// CHECK: %[[Y:.+]] = "tt.scan"(%[[X]]) <{axis = 0 : i32, reverse = false}>
-// CHECK: %[[GY:.+]] = arith.mulf %[[G]], %[[Y]] : tensor<32xf32>
-// CHECK: %[[T:.+]] = "tt.scan"(%[[GY]]) <{axis = 0 : i32, reverse = true}>
-// CHECK: %[[DX:.+]] = arith.divf %[[T]], %[[X]] : tensor<32xf32>
+// CHECK: "tt.scan"(%[[X]]) <{axis = 0 : i32, reverse = false}>
+// CHECK: %[[E:.+]]:2 = "tt.scan"(%{{.+}}, %[[X]]) <{axis = 0 : i32, reverse = false}>
+// CHECK: %[[R:.+]]:3 = "tt.scan"(%[[G]], %{{.+}}, %[[X]]) <{axis = 0 : i32, reverse = true}>
+// CHECK: %[[DX:.+]] = arith.mulf %[[E]]#0, %[[R]]#0 : tensor<32xf32>
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<32xf32>) -> tensor<32xf32> {
   %0 = "tt.scan"(%x) <{axis = 0 : i32, reverse = false}> ({
