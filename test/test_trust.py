@@ -617,3 +617,20 @@ def test_cumprod_with_zeros_grad(reverse):
     tritonad.grad(cumprod_kernel)[(rows,)](x.detach(), torch.empty_like(x), n, dx, dy.clone(),
                                            BLOCK=64, REVERSE=reverse)
     _check(dx, x.grad, rtol=1e-9, atol=1e-9)
+
+
+@triton.jit
+def tuple_kernel(ptrs, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(ptrs[0] + offs) * tl.load(ptrs[1] + offs))
+
+
+def test_tuple_of_pointers_is_refused():
+    from triton.compiler import ASTSource
+    from test_kernel_grad import TARGET
+    bwd = tritonad.grad(tuple_kernel)
+    pair = ("*fp32", "*fp32")
+    signature = {"ptrs": pair, "y_ptr": F32, "dptrs": pair, "dy_ptr": F32, "BLOCK": "constexpr"}
+    with pytest.raises(tritonad.DifferentiationError, match="tuples of pointers") as info:
+        triton.compile(ASTSource(bwd, signature, {"BLOCK": 64}), target=TARGET)
+    assert f"{HERE}:" in str(info.value)

@@ -211,6 +211,14 @@ LogicalResult KernelBackwardBuilder::validateProvenance(Operation *access, Value
   if (BlockArgument base = baseArgument(ptr)) {
     if (shadows.count(base) || knownPointers.contains(base))
       return success();
+    std::string name = argumentName(base);
+    if (llvm::count_if(primal.getArguments(), [&](BlockArgument arg) {
+          return argumentName(arg) == name;
+        }) > 1)
+      return access->emitError("this ")
+             << what << " goes through an element of the tuple parameter '" << name
+             << "': tritonad does not differentiate tuples of pointers yet; pass the pointers "
+             << "as separate parameters";
     return access->emitError("this ")
            << what << " goes through pointer parameter '" << argumentName(base)
            << "', which tritonad was not told about, so its gradient would be lost: name it in "
