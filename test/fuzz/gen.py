@@ -1,0 +1,1471 @@
+"""Random Triton kernels, each with an equivalent torch reference, for tritonad fuzzing.
+
+``generate(seed, features=None, sizes=None, n_ops=None) -> Case`` builds ONE random
+program and emits it twice, line for line with the same variable names: as a
+``@triton.jit`` kernel and as a torch function (``reference``) computing the same outputs
+from the same inputs in float64 on the kernel's *valid* elements only. ``Case.load()``
+writes the module to a cache directory and imports it (Triton reads kernel sources with
+``inspect``, so they must live in a real file).
+
+A generated module holds:
+  META        sizes, grid, constexprs and the runtime parameters in order; per pointer
+              its role ("in": loaded, "out": stored), buffer shape, input domain and
+              `view` (how the logical tensor sits in the buffer, see fuzz_ref.view)
+  kernel      the @triton.jit kernel (plus @triton.jit helpers)
+  reference(T, S, ctx)
+              T: name -> float64 buffer of every input pointer, S: name -> scalar
+              argument, ctx: fuzz_ref.Ctx recording selection margins. Returns
+              {output pointer: (logical value, written mask, id of the program that
+              writes each element)}.
+
+Grammar (each feature switchable, see FEATURES): a layout (flat 1-D blocks, one program
+per row, 2-D tiles, or a row loop over column chunks), loaded inputs (full tensors, row /
+column vectors, a one-element scalar), a chain of ops over them, outputs stored in the
+case's dtype. Well-conditioning is by construction: every value carries an interval, and
+an op whose operand could leave its domain (log / sqrt / div / pow near 0, exp of large
+values) first gets a smooth adapter (a*a*c + 0.5, sigmoid(a) + 0.5, a * c, ...); masked
+lanes load an in-domain `other` so even they stay finite; reductions are scaled by
+1/blocksize. Selections (max/min, tl.where on computed values, data-dependent if) record
+their distance from a tie in ctx so the runner can re-draw data that is too close.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.util
+import math
+import os
+import random
+import sys
+import tempfile
+from typing import Dict, List, Optional, Sequence
+
+FUZZ_DIR = os.path.dirname(os.path.abspath(__file__))
+
+FEATURES = {
+    # layouts
+    "flat": "1-D grid, one program per BLOCK elements of a vector",
+    "rows": "1-D grid, one program per row, BLOCK_N >= N",
+    "grid2d": "2-D grid of [BM, BN] tiles",
+    "loop": "one program per row looping over column chunks: for k in range(0, N, BLOCK)",
+    # loops
+    "loop_acc": "loop-carried accumulation acc += f(x) (vector or scalar)",
+    "loop_max": "loop-carried running max / min (not an accumulation)",
+    "loop_lse": "loop-carried online logsumexp (running max and rescaled sum)",
+    "loop_decay": "loop-carried decaying sum acc = 0.75 * acc + f(x)",
+    "loop_store": "a second loop storing each iteration's own block",
+    "loop_running_store": "the running value stored every iteration",
+    "loop_inner_store": "the carrying loop stores a block computed from the running value",
+    "ptr_advance": "pointers advanced in the loop (p += BLOCK)",
+    # elementwise math
+    "exp": "tl.exp", "log": "tl.log of positive values", "sqrt": "tl.sqrt of positive values",
+    "rsqrt": "tl.rsqrt of positive values", "tanh": "libdevice.tanh",
+    "sigmoid": "tl.sigmoid", "erf": "tl.erf", "trig": "tl.sin / tl.cos",
+    "div": "division by values away from 0", "minmax": "tl.maximum / tl.minimum",
+    "where_data": "tl.where on a comparison of data", "where_index": "tl.where on indices",
+    "pow_int": "libdevice.pow with integer-valued exponents",
+    "pow_frac": "libdevice.pow with fractional exponents of positive values",
+    "pow_tensor": "libdevice.pow with a tensor exponent",
+    "scalar_arg": "a runtime float argument in the math",
+    # broadcasts
+    "bcast_row": "row vectors w[N] broadcast over rows",
+    "bcast_col": "column vectors c[M] broadcast over columns",
+    "scalar_input": "a one-element input broadcast everywhere",
+    # reductions and scans
+    "reduce_sum": "tl.sum over an axis", "reduce_max": "tl.max over an axis",
+    "reduce_min": "tl.min over an axis", "reduce_all": "reductions with no axis",
+    "cumsum": "tl.cumsum",
+    # addressing
+    "mask_tail": "sizes that are not multiples of the block (masked tails)",
+    "strided": "inputs / outputs with a row stride wider than the row (column slices)",
+    "transposed": "inputs read through a transposed view (column stride argument)",
+    "block_ptr": "tl.make_block_ptr / tl.advance / boundary_check / padding_option",
+    "helper_load": "a @triton.jit helper receiving a pointer and loading through it",
+    "reload": "one input loaded at two places",
+    "shifted_load": "an input loaded again one element further (x[i+1]): blocks overlap",
+    "overlap": "rows overlapping in memory (row stride < N, checked at run time)",
+    # control flow and structure
+    "if_runtime": "scf.if on a runtime integer argument",
+    "if_data": "scf.if on a per-program data value",
+    "early_return": "if pid >= limit: return",
+    "helpers": "@triton.jit math helpers",
+    "multi_out": "several outputs",
+    # dtypes
+    "fp16": "fp16 buffers (math in fp32)", "bf16": "bf16 buffers (math in fp32)",
+}
+ALL_FEATURES = frozenset(FEATURES)
+LAYOUTS = ("flat", "rows", "grid2d", "loop")
+DTYPES = {"fp32": "tl.float32", "fp16": "tl.float16", "bf16": "tl.bfloat16"}
+DOMAINS = {"any": (-2.0, 2.0), "pos": (0.5, 2.0)}
+OTHER = 1.0           # masked lanes load this: inside every input domain
+
+PRELUDE = '''import torch
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+import fuzz_ref as R
+'''
+
+
+@dataclasses.dataclass
+class Case:
+    seed: int
+    source: str                 # the module text
+    meta: dict
+    features: List[str]         # features the program actually uses
+    enabled: List[str]          # features it was allowed to use
+    sizes: Dict[str, int]
+    n_ops: int
+
+    @property
+    def name(self):
+        return self.meta["name"]
+
+    def load(self, directory: Optional[str] = None):
+        """Writes the module to a file and imports it (a fresh module each call)."""
+        return load_source(self.source, f"fuzzcase_{self.seed}", directory)
+
+
+def cache_dir() -> str:
+    d = os.environ.get("TRITONAD_FUZZ_DIR") or os.path.join(
+        tempfile.gettempdir(), f"tritonad-fuzz-{os.getuid() if hasattr(os, 'getuid') else 0}")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def load_source(source: str, stem: str, directory: Optional[str] = None):
+    if FUZZ_DIR not in sys.path:
+        sys.path.insert(0, FUZZ_DIR)
+    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
+    name = f"{stem}_{digest}"
+    path = os.path.join(directory or cache_dir(), name + ".py")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(source)
+        os.replace(tmp, path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---------------------------------------------------------------------------
+# values and intervals
+# ---------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class V:
+    name: str
+    shape: tuple          # per kernel axis: does the value vary along it
+    lo: float
+    hi: float
+    leaf: bool = False    # a loaded input: exactly equal in kernel and reference
+    used: bool = False
+    # expressions this value may equal exactly on some lanes (itself, and for selections
+    # -- where, max, min, if, max/min reductions -- whatever they select from): a max/min
+    # of two values sharing one would tie by construction
+    sel: frozenset = frozenset()
+
+    def __post_init__(self):
+        self.sel = frozenset(self.sel) | {self.name}
+
+    @property
+    def mag(self):
+        return max(abs(self.lo), abs(self.hi))
+
+
+def _c(x: float) -> float:
+    """A constant as it will be printed (6 significant digits)."""
+    return float(f"{x:.6g}")
+
+
+def _lit(x: float) -> str:
+    return repr(_c(x))
+
+
+def _corners(f, a, b):
+    vals = [f(x, y) for x in (a.lo, a.hi) for y in (b.lo, b.hi)]
+    return min(vals), max(vals)
+
+
+def _or(*shapes):
+    return tuple(any(s[i] for s in shapes) for i in range(len(shapes[0])))
+
+
+def _next_pow2(n):
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+# ---------------------------------------------------------------------------
+# the generator
+# ---------------------------------------------------------------------------
+
+class _Gen:
+    def __init__(self, seed, enabled, sizes, n_ops):
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.alt = random.Random(seed * 1000003 + 7)   # re-draws when a pick is disabled
+        self.arng = random.Random(seed * 7919 + 3)     # adapters
+        self.enabled = set(enabled)
+        self.used = set()
+        self.size_override = dict(sizes or {})
+        self.n_ops_override = n_ops
+        self.k: List[str] = []      # kernel body lines
+        self.t: List[str] = []      # reference body lines
+        self.ki = 1                 # kernel indentation
+        self.ti = 1
+        self.count = 0
+        self.helpers: Dict[str, str] = {}
+        self.params: List[dict] = []
+        self.int_params: List[dict] = []
+        self.float_params: List[dict] = []
+        self.outputs: Dict[str, str] = {}   # name -> torch expression of (value, written)
+        self.index_ok = False               # cols / offs / rm / rn defined here
+        self.seen = {}                      # (kernel expression, indent) -> V
+
+    # -- bookkeeping ----------------------------------------------------------
+    def want(self, feat, p):
+        """One draw, always made (so later choices stay put when a feature is turned
+        off): True when the draw hits and `feat` is enabled."""
+        hit = self.rng.random() < p
+        return hit and feat in self.enabled
+
+    def use(self, feat):
+        self.used.add(feat)
+
+    def pick_weighted(self, table, available):
+        """table: [(key, weight)]; draws from the whole table, re-draws with `alt`
+        among the available keys if the pick is not available."""
+        total = sum(w for _, w in table)
+        u = self.rng.random() * total
+        acc = 0.0
+        choice = table[-1][0]
+        for key, w in table:
+            acc += w
+            if u < acc:
+                choice = key
+                break
+        if choice in available:
+            return choice
+        avail = [(k, w) for k, w in table if k in available]
+        if not avail:
+            return None
+        total = sum(w for _, w in avail)
+        u = self.alt.random() * total
+        acc = 0.0
+        for key, w in avail:
+            acc += w
+            if u < acc:
+                return key
+        return avail[-1][0]
+
+    def kl(self, s):
+        self.k.append("    " * self.ki + s)
+
+    def tl_(self, s):
+        self.t.append("    " * self.ti + s)
+
+    def fresh(self, prefix="t"):
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def assign(self, kexpr, texpr, shape, lo, hi, prefix="t"):
+        name = self.fresh(prefix)
+        self.kl(f"{name} = {kexpr}")
+        self.tl_(f"{name} = {texpr}")
+        out = V(name, tuple(shape), float(lo), float(hi))
+        twin = self.seen.get((kexpr, self.ki))
+        if twin is not None:   # the same expression again: equal everywhere
+            out.sel |= twin.sel
+        self.seen[(kexpr, self.ki)] = out
+        return out
+
+    # -- layout --------------------------------------------------------------
+    def choose_layout(self):
+        layout = self.pick_weighted([("flat", 2), ("rows", 3), ("grid2d", 3), ("loop", 3)],
+                                    [l for l in LAYOUTS if l in self.enabled])
+        if layout is None:
+            layout = "rows"
+        else:
+            self.use(layout)
+        self.layout = layout
+        self.ndim_k = 2 if layout == "grid2d" else 1   # kernel axes
+
+    def choose_dtype(self):
+        r = self.rng.random()
+        dt = "fp32" if r < 0.6 else ("fp16" if r < 0.8 else "bf16")
+        if dt != "fp32" and dt not in self.enabled:
+            dt = "fp32"
+        if dt != "fp32":
+            self.use(dt)
+        self.dtype = dt
+        self.DT = DTYPES[dt]
+
+    def choose_sizes(self):
+        r = self.rng
+        tail = self.want("mask_tail", 0.8)
+        low = self.dtype != "fp32"
+        o = self.size_override
+        s = {}
+        if self.layout == "flat":
+            s["BLOCK"] = r.choice([32, 64, 128, 256])
+            nb = r.randint(1, 12)
+            t = r.randint(1, s["BLOCK"] - 1)
+            s["BLOCK"] = o.get("BLOCK", s["BLOCK"])
+            s["n"] = o.get("n", s["BLOCK"] * nb + (t if tail else 0))
+        elif self.layout == "rows":
+            m = r.randint(2, 24 if low else 48)
+            n_tail = r.randint(3, 300)
+            n_pow = r.choice([16, 32, 64, 128, 256])
+            s["M"] = o.get("M", m)
+            s["N"] = o.get("N", n_tail if tail else n_pow)
+            s["BLOCK_N"] = max(16, _next_pow2(s["N"]))
+        elif self.layout == "grid2d":
+            bm, bn = r.choice([(16, 16), (16, 32), (32, 16), (32, 32), (16, 64), (64, 16)])
+            nbm, nbn = r.randint(1, 4 if low else 6), r.randint(1, 5)
+            tm, tn = r.randint(1, bm - 1), r.randint(1, bn - 1)
+            s["BM"], s["BN"] = o.get("BM", bm), o.get("BN", bn)
+            s["M"] = o.get("M", s["BM"] * nbm + (tm if tail else 0))
+            s["N"] = o.get("N", s["BN"] * nbn + (tn if tail else 0))
+        else:
+            b = r.choice([16, 32, 64])
+            nch = r.randint(1, 5)
+            t = r.randint(1, b - 1)
+            m = r.randint(2, 16 if low else 32)
+            s["BLOCK"] = o.get("BLOCK", b)
+            s["M"] = o.get("M", m)
+            s["N"] = o.get("N", s["BLOCK"] * nch + (t if tail else 0))
+        for key in s:
+            s[key] = max(1, int(s[key]))
+        if self.layout in ("flat",):
+            s["n"] = max(s["n"], 2)
+        else:
+            s["N"] = max(s["N"], 2)
+        lay = self.layout
+        if (lay == "flat" and s["n"] % s["BLOCK"]) or (lay == "rows" and s["N"] != s["BLOCK_N"]) \
+                or (lay == "grid2d" and (s["M"] % s["BM"] or s["N"] % s["BN"])) \
+                or (lay == "loop" and s["N"] % s["BLOCK"]):
+            self.use("mask_tail")
+        self.sizes = s
+
+    # -- geometry helpers (per layout) ---------------------------------------
+    @property
+    def SHAPE(self):
+        s = self.sizes
+        return (s["n"],) if self.layout == "flat" else (s["M"], s["N"])
+
+    def bs_dims(self, axis):
+        """(block shape, logical dims) of a reduction/scan over kernel `axis` (None: all)."""
+        s = self.sizes
+        if self.layout == "flat":
+            return f"({s['BLOCK']},)", "(0,)", s["BLOCK"]
+        if self.layout == "rows":
+            return f"(1, {s['BLOCK_N']})", "(1,)", s["BLOCK_N"]
+        bm, bn = s["BM"], s["BN"]
+        if axis == 0:
+            return f"({bm}, {bn})", "(0,)", bm
+        if axis == 1:
+            return f"({bm}, {bn})", "(1,)", bn
+        return f"({bm}, {bn})", "(0, 1)", bm * bn
+
+    def full_shape(self):
+        return (True,) * self.ndim_k
+
+    def scalar_shape(self):
+        return (False,) * self.ndim_k
+
+    # -- inputs ---------------------------------------------------------------
+    def add_ptr(self, name, role, shape, view, domain=None):
+        self.params.append(dict(name=name, kind="ptr", role=role, shape=list(shape),
+                                view=list(view), domain=domain))
+
+    def add_int(self, name, value):
+        self.int_params.append(dict(name=name, kind="i32", value=int(value)))
+
+    def matrix_input(self, i, domain):
+        """A full-shape input: returns (name, address pieces)."""
+        s = self.sizes
+        name = f"x{i}"
+        ptr = f"{name}_ptr"
+        strided = self.want("strided", 0.3)
+        transposed = self.layout != "flat" and self.want("transposed", 0.15)
+        overlap = self.layout != "flat" and self.want("overlap", 0.12)
+        info = dict(name=name, ptr=ptr, colstride="1", domain=domain)
+        if self.layout == "flat":
+            if strided:
+                self.use("strided")
+                k = self.rng.choice([2, 3])
+                self.add_ptr(ptr, "in", (s["n"], k), ("col0",), domain)
+                self.add_int(f"stride_{name}", k)
+                info["stride"] = f"stride_{name}"
+            else:
+                self.add_ptr(ptr, "in", (s["n"],), ("full",), domain)
+                info["stride"] = None
+            return info
+        m, n = s["M"], s["N"]
+        if overlap and n >= 2:
+            self.use("overlap")
+            st = self.rng.randint(1, n - 1)
+            self.add_ptr(ptr, "in", ((m - 1) * st + n,), ("overlap", m, n, st), domain)
+            self.add_int(f"stride_{name}", st)
+            info["stride"] = f"stride_{name}"
+        elif transposed:
+            self.use("transposed")
+            self.add_ptr(ptr, "in", (n, m), ("t",), domain)
+            self.add_int(f"stride_{name}", 1)
+            self.add_int(f"stride_{name}n", m)
+            info["stride"] = f"stride_{name}"
+            info["colstride"] = f"stride_{name}n"
+        elif strided:
+            self.use("strided")
+            pad = self.rng.randint(1, 5)
+            self.add_ptr(ptr, "in", (m, n + pad), ("cols", n), domain)
+            self.add_int(f"stride_{name}", n + pad)
+            info["stride"] = f"stride_{name}"
+        else:
+            self.add_ptr(ptr, "in", (m, n), ("cols", n), domain)
+            self.add_int(f"stride_{name}", n)
+            info["stride"] = f"stride_{name}"
+        return info
+
+    def torch_view(self, info):
+        p = next(p for p in self.params if p["name"] == info["ptr"])
+        return f"R.view(T[{info['ptr']!r}], {tuple(p['view'])!r})"
+
+    def load_full(self, info, block_ptr_ok=True, helper_ok=True):
+        """Kernel lines loading a full-shape input into info['name'] (not the torch side)."""
+        name, ptr, st, cs = info["name"], info["ptr"], info.get("stride"), info["colstride"]
+        lay = self.layout
+        if block_ptr_ok and self.want("block_ptr", 0.25):
+            self.use("block_ptr")
+            if lay == "flat":
+                bp = (f"tl.make_block_ptr(base={ptr}, shape=(n,), strides=({st or 1},), "
+                      f"offsets=(pid * BLOCK,), block_shape=(BLOCK,), order=(0,))")
+                check = "(0,)"
+            elif lay == "rows":
+                bp = (f"tl.make_block_ptr(base={ptr} + row * {st}, shape=(N,), strides=({cs},), "
+                      f"offsets=(0,), block_shape=(BLOCK_N,), order=(0,))")
+                check = "(0,)"
+            else:
+                bp = (f"tl.make_block_ptr(base={ptr}, shape=(M, N), strides=({st}, {cs}), "
+                      f"offsets=(pid_m * BM, pid_n * BN), block_shape=(BM, BN), order=(1, 0))")
+                check = "(0, 1)"
+            self.kl(f"bp_{name} = {bp}")
+            self.kl(f"{name} = tl.load(bp_{name}, boundary_check={check}, "
+                    f"padding_option=\"zero\").to(tl.float32)")
+            self.kl(f"{name} = tl.where(mask, {name}, {OTHER})")
+            return
+        if lay == "flat":
+            offs = f"offs * {st}" if st else "offs"
+        elif lay in ("rows", "loop"):
+            offs = f"row * {st} + cols" + (f" * {cs}" if cs != "1" else "")
+        else:
+            offs = f"rm[:, None] * {st} + rn[None, :]" + (f" * {cs}" if cs != "1" else "")
+        if helper_ok and self.want("helper_load", 0.2):
+            self.use("helper_load")
+            self.helpers["_load_f32"] = (
+                "@triton.jit\n"
+                "def _load_f32(ptr, offs, mask):\n"
+                f"    return tl.load(ptr + offs, mask=mask, other={OTHER}).to(tl.float32)\n")
+            self.kl(f"{name} = _load_f32({ptr}, {offs}, mask)")
+        else:
+            self.kl(f"{name} = tl.load({ptr} + {offs}, mask=mask, other={OTHER}).to(tl.float32)")
+
+    # -- op emission ---------------------------------------------------------
+    def pick(self, pool, pred=lambda v: True, rng=None):
+        rng = rng or self.rng
+        cands = [v for v in pool if pred(v)]
+        if not cands:
+            return None
+        weights = [i + 1 for i in range(len(cands))]
+        v = rng.choices(cands, weights)[0]
+        return v
+
+    def cap(self, v, pool):
+        if v.mag > 12.0:
+            c = _c(6.0 / v.mag)
+            v2 = self.assign(f"{v.name} * {_lit(c)}", f"{v.name} * {_lit(c)}", v.shape,
+                             min(v.lo * c, v.hi * c), max(v.lo * c, v.hi * c))
+            v.used = True
+            pool.append(v2)
+            return v2
+        return v
+
+    def ensure_pos(self, v, pool, hi_max=8.0):
+        """A value >= 0.25 (and <= hi_max) computed smoothly from v."""
+        if v.lo >= 0.25 and v.hi <= hi_max:
+            return v
+        options = ["square"]
+        if "sigmoid" in self.enabled:
+            options.append("sigmoid")
+        if "exp" in self.enabled:
+            options.append("exp")
+        how = self.arng.choice(options)
+        v.used = True
+        if how == "square":
+            sq = max(v.lo ** 2, v.hi ** 2, 1e-6)
+            c = _c(2.0 / sq)
+            out = self.assign(f"{v.name} * {v.name} * {_lit(c)} + 0.5",
+                              f"{v.name} * {v.name} * {_lit(c)} + 0.5", v.shape, 0.5, 0.5 + c * sq)
+        elif how == "sigmoid":
+            self.use("sigmoid")
+            sg = lambda x: 1.0 / (1.0 + math.exp(-x))
+            c = _c(min(1.0, 4.0 / max(v.mag, 1e-6)))
+            out = self.assign(f"tl.sigmoid({v.name} * {_lit(c)}) + 0.5",
+                              f"torch.sigmoid({v.name} * {_lit(c)}) + 0.5",
+                              v.shape, 0.5 + sg(min(v.lo * c, v.hi * c)),
+                              0.5 + sg(max(v.lo * c, v.hi * c)))
+        else:
+            self.use("exp")
+            c = _c(1.0 / max(v.mag, 1e-6))
+            out = self.assign(f"tl.exp({v.name} * {_lit(c)})", f"torch.exp({v.name} * {_lit(c)})",
+                              v.shape, math.exp(min(v.lo * c, v.hi * c)),
+                              math.exp(max(v.lo * c, v.hi * c)))
+        pool.append(out)
+        return out
+
+    def ensure_bounded(self, v, pool, bound):
+        if v.mag <= bound:
+            return v
+        c = _c(bound / v.mag * 0.999)
+        v.used = True
+        out = self.assign(f"{v.name} * {_lit(c)}", f"{v.name} * {_lit(c)}", v.shape,
+                          min(v.lo * c, v.hi * c), max(v.lo * c, v.hi * c))
+        pool.append(out)
+        return out
+
+    def ensure_away(self, v, pool):
+        if (v.lo >= 0.25 or v.hi <= -0.25) and v.mag <= 12:
+            return v
+        return self.ensure_pos(v, pool)
+
+    UNARY = [("exp", 3), ("log", 3), ("sqrt", 2), ("rsqrt", 1), ("tanh", 2), ("sigmoid", 2),
+             ("erf", 2), ("trig", 2), ("pow_int", 2), ("pow_frac", 2), ("scalar_arg", 1),
+             ("arith1", 3)]
+    BINARY = [("arith2", 8), ("div", 3), ("minmax", 2), ("pow_tensor", 1)]
+
+    def op_expr(self, pool, base=None):
+        """Chooses an elementwise op and operands (emitting adapters first); returns
+        (kexpr, texpr, shape, lo, hi, gap_lines, operands) without assigning; a selection
+        leaves what it selects from in self.sel_of_last."""
+        self.sel_of_last = frozenset()
+        table = self.UNARY + self.BINARY + [("where_data", 2), ("where_index", 2)]
+        avail = {k for k, _ in table if k in self.enabled or k in ("arith1", "arith2")}
+        if not self.index_ok:
+            avail.discard("where_index")
+        kind = self.pick_weighted(table, avail)
+        r = self.rng
+        gaps = []
+        a = base if base is not None else self.pick(pool)
+        a.used = True
+        if kind in dict(self.UNARY):
+            if kind == "exp":
+                a = self.ensure_bounded(a, pool, 3.0)
+                k, t = f"tl.exp({a.name})", f"torch.exp({a.name})"
+                lo, hi = math.exp(a.lo), math.exp(a.hi)
+            elif kind in ("log", "sqrt", "rsqrt"):
+                a = self.ensure_pos(a, pool)
+                f = {"log": math.log, "sqrt": math.sqrt, "rsqrt": lambda x: 1 / math.sqrt(x)}[kind]
+                k, t = f"tl.{kind}({a.name})", f"torch.{kind}({a.name})"
+                lo, hi = sorted((f(a.lo), f(a.hi)))
+            elif kind == "tanh":   # |x| <= 4: 1 - tanh(x)^2 keeps fp32 precision
+                a = self.ensure_bounded(a, pool, 4.0)
+                k, t = f"libdevice.tanh({a.name})", f"torch.tanh({a.name})"
+                lo, hi = math.tanh(a.lo), math.tanh(a.hi)
+            elif kind == "sigmoid":   # |x| <= 4: s * (1 - s) keeps fp32 precision
+                a = self.ensure_bounded(a, pool, 4.0)
+                sg = lambda x: 1.0 / (1.0 + math.exp(-x))
+                k, t = f"tl.sigmoid({a.name})", f"torch.sigmoid({a.name})"
+                lo, hi = sg(a.lo), sg(a.hi)
+            elif kind == "erf":
+                k, t = f"tl.erf({a.name})", f"torch.erf({a.name})"
+                lo, hi = math.erf(a.lo), math.erf(a.hi)
+            elif kind == "trig":
+                fn = r.choice(["sin", "cos"])
+                k, t = f"tl.{fn}({a.name})", f"torch.{fn}({a.name})"
+                lo, hi = -1.0, 1.0
+            elif kind == "pow_int":
+                p = r.choice([2.0, 3.0, 2.0, -1.0])
+                if p < 0:
+                    a = self.ensure_away(a, pool)
+                else:
+                    a = self.ensure_bounded(a, pool, 3.0)
+                k, t = f"libdevice.pow({a.name}, {p!r})", f"torch.pow({a.name}, {p!r})"
+                if p == 2.0:
+                    lo = 0.0 if a.lo <= 0 <= a.hi else min(a.lo ** 2, a.hi ** 2)
+                    hi = max(a.lo ** 2, a.hi ** 2)
+                elif p == 3.0:
+                    lo, hi = a.lo ** 3, a.hi ** 3
+                else:
+                    lo, hi = sorted((1 / a.lo, 1 / a.hi))
+            elif kind == "pow_frac":
+                p = r.choice([0.5, 1.5, -0.5, 2.5, 0.75, -1.25, 1.3])
+                a = self.ensure_pos(a, pool)
+                k, t = f"libdevice.pow({a.name}, {p!r})", f"torch.pow({a.name}, {p!r})"
+                lo, hi = sorted((a.lo ** p, a.hi ** p))
+            elif kind == "scalar_arg":
+                self.need_alpha = True
+                k, t = f"{a.name} * alpha", f"{a.name} * S['alpha']"
+                lo, hi = sorted((a.lo * self.alpha, a.hi * self.alpha))
+            else:
+                which = r.choice(["scale", "shift", "square", "neg"])
+                if which == "scale":
+                    c = _c(r.choice([-1, 1]) * r.uniform(0.3, 1.7))
+                    k = t = f"{a.name} * {_lit(c)}"
+                    lo, hi = sorted((a.lo * c, a.hi * c))
+                elif which == "shift":
+                    c = _c(r.uniform(-1.5, 1.5))
+                    k = t = f"{a.name} + {_lit(c)}"
+                    lo, hi = a.lo + c, a.hi + c
+                elif which == "square":
+                    k = t = f"{a.name} * {a.name}"
+                    lo = 0.0 if a.lo <= 0 <= a.hi else min(a.lo ** 2, a.hi ** 2)
+                    hi = max(a.lo ** 2, a.hi ** 2)
+                else:
+                    k = t = f"-{a.name}"
+                    lo, hi = -a.hi, -a.lo
+            if kind != "arith1":
+                self.use(kind)
+            return k, t, a.shape, lo, hi, gaps, [a]
+        if kind in ("where_data", "where_index"):
+            b = self.pick(pool, lambda v: v is not a) or self.pick(pool)
+            b.used = True
+            if kind == "where_index":
+                cond_k, cond_t, cshape = self.index_cond()
+            else:
+                c = self.pick(pool, lambda v: v.leaf) if r.random() < 0.6 else None
+                c = c or self.pick(pool)
+                c.used = True
+                thr = _c(r.uniform(c.lo + 0.2 * (c.hi - c.lo), c.hi - 0.2 * (c.hi - c.lo)))
+                if c.leaf:
+                    thr = round(thr * 4) / 4   # dyadic: the comparison is exact on both sides
+                cond_k, cond_t, cshape = f"{c.name} > {thr!r}", f"{c.name} > {thr!r}", c.shape
+                if not c.leaf:
+                    gaps.append(f"ctx.gap('where', ({c.name} - {thr!r}).abs())")
+            self.use(kind)
+            k = f"tl.where({cond_k}, {a.name}, {b.name})"
+            t = f"torch.where({cond_t}, {a.name}, {b.name})"
+            ops = [a, b] + ([c] if kind == "where_data" else [])
+            self.sel_of_last = a.sel | b.sel
+            return k, t, _or(a.shape, b.shape, cshape), min(a.lo, b.lo), max(a.hi, b.hi), gaps, ops
+        if kind == "minmax":   # operands that cannot tie by construction
+            b = self.pick(pool, lambda v: not (v.sel & a.sel))
+            if b is None:
+                kind = "arith2"
+        if kind != "minmax":
+            b = self.pick(pool)
+            if b is a:   # a - a, a / a: constant, nothing to differentiate
+                b = self.pick(pool, lambda v: v is not a)
+            if b is None:   # a is the only value: a constant operand instead
+                c = _c(self.rng.uniform(0.5, 1.5))
+                b = V(_lit(c), a.shape, c, c)
+        b.used = True
+        if kind == "arith2":
+            opc = r.choice(["+", "-", "*"])
+            if opc == "*":
+                a = self.ensure_bounded(a, pool, 4.0)
+                b = self.ensure_bounded(b, pool, 4.0)
+                lo, hi = _corners(lambda x, y: x * y, a, b)
+            elif opc == "+":
+                lo, hi = a.lo + b.lo, a.hi + b.hi
+            else:
+                lo, hi = a.lo - b.hi, a.hi - b.lo
+            k = t = f"{a.name} {opc} {b.name}"
+        elif kind == "div":
+            b = self.ensure_away(b, pool)
+            k = t = f"{a.name} / {b.name}"
+            lo, hi = _corners(lambda x, y: x / y, a, b)
+        elif kind == "minmax":
+            fn = r.choice(["maximum", "minimum"])
+            k, t = f"tl.{fn}({a.name}, {b.name})", f"torch.{fn}({a.name}, {b.name})"
+            if fn == "maximum":
+                lo, hi = max(a.lo, b.lo), max(a.hi, b.hi)
+            else:
+                lo, hi = min(a.lo, b.lo), min(a.hi, b.hi)
+            gaps.append(f"ctx.gap({fn!r}, ({a.name} - {b.name}).abs())")
+            self.sel_of_last = a.sel | b.sel
+        else:  # pow_tensor
+            a = self.ensure_pos(a, pool)
+            b = self.ensure_bounded(b, pool, 2.0)
+            k, t = f"libdevice.pow({a.name}, {b.name})", f"torch.pow({a.name}, {b.name})"
+            lo, hi = _corners(lambda x, y: x ** y, a, b)
+        if kind != "arith2":
+            self.use(kind)
+        return k, t, _or(a.shape, b.shape), lo, hi, gaps, [a, b]
+
+    def index_cond(self):
+        r = self.rng
+        mod = r.choice([2, 3, 5])
+        rem = r.randrange(mod)
+        s = self.sizes
+        if self.layout == "flat":
+            idx_k, idx_t, shape = "offs", f"R.index({self.SHAPE}, 0, _like)", (True,)
+        elif self.layout in ("rows", "loop"):
+            idx_k, idx_t, shape = "cols", f"R.index({self.SHAPE}, 1, _like)", (True,)
+        elif r.random() < 0.5:
+            idx_k, idx_t, shape = "rn[None, :]", f"R.index({self.SHAPE}, 1, _like)", (False, True)
+        else:
+            idx_k, idx_t, shape = "rm[:, None]", f"R.index({self.SHAPE}, 0, _like)", (True, False)
+        if r.random() < 0.5:
+            return f"({idx_k} % {mod}) == {rem}", f"({idx_t} % {mod}) == {rem}", shape
+        lim = r.randint(1, max(1, (s.get("n") or s.get("N")) - 1))
+        return f"{idx_k} < {lim}", f"{idx_t} < {lim}", shape
+
+    def emit_elementwise(self, pool):
+        k, t, shape, lo, hi, gaps, ops = self.op_expr(pool)
+        for g in gaps:
+            self.tl_(g)
+        if self.want("helpers", 0.2) and ("mask" not in k and "offs" not in k and
+                                          "cols" not in k and "alpha" not in k and
+                                          "rm[" not in k and "rn[" not in k):
+            self.use("helpers")
+            names = []
+            for v in ops:
+                if v.name not in names:
+                    names.append(v.name)
+            hname = f"_h{len(self.helpers)}"
+            params = [f"a{i}" for i in range(len(names))]
+            body = k
+            # rename operands to parameters, longest names first (t12 before t1)
+            order = sorted(range(len(names)), key=lambda i: -len(names[i]))
+            marks = {}
+            for i in order:
+                mark = f"\x00{i}\x00"
+                body = _replace_name(body, names[i], mark)
+                marks[mark] = params[i]
+            for mark, p in marks.items():
+                body = body.replace(mark, p)
+            self.helpers[hname] = (f"@triton.jit\ndef {hname}({', '.join(params)}):\n"
+                                   f"    return {body}\n")
+            k = f"{hname}({', '.join(names)})"
+        out = self.assign(k, t, shape, lo, hi)
+        out.sel |= self.sel_of_last
+        pool.append(out)
+        return self.cap(out, pool)
+
+    def emit_reduce(self, pool):
+        kinds = [("reduce_sum", 3), ("reduce_max", 2), ("reduce_min", 1)]
+        kind = self.pick_weighted(kinds, {k for k, _ in kinds if k in self.enabled})
+        v = self.pick(pool, lambda v: all(v.shape))
+        if kind is None or v is None:
+            return None
+        v.used = True
+        op = kind.split("_")[1]
+        if self.layout == "grid2d":
+            axis = self.rng.choice([0, 1, None])
+        else:
+            axis = None if self.rng.random() < 0.35 else 0
+        if axis is None and "reduce_all" not in self.enabled:
+            axis = 0 if self.layout != "grid2d" else self.rng.choice([0, 1])
+        if axis is None:
+            self.use("reduce_all")
+        self.use(kind)
+        fn = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}[op]
+        neutral = {"sum": 0.0, "max": float(math.floor(v.lo) - 1),
+                   "min": float(math.ceil(v.hi) + 1)}[op]
+        inner = f"tl.where(mask, {v.name}, {neutral!r})"
+        bs, dims, count = self.bs_dims(axis)
+        if axis is None:
+            k = f"{fn}({inner})"
+            shape = self.scalar_shape()
+        elif self.layout != "grid2d":
+            k = f"{fn}({inner}, axis=0)"
+            shape = (False,)
+        else:
+            keep = self.rng.random() < 0.3
+            if keep:
+                k = f"{fn}({inner}, axis={axis}, keep_dims=True)"
+            else:
+                k = f"{fn}({inner}, axis={axis})" + ("[None, :]" if axis == 0 else "[:, None]")
+            shape = (False, True) if axis == 0 else (True, False)
+        t = f"R.reduce({v.name}, {bs}, {dims}, {op!r}, ctx, 'tl.{op}')"
+        if op == "sum":
+            c = 1.0 / count
+            k, t = f"{k} * {c!r}", f"{t} * {c!r}"
+            lo, hi = min(v.lo, 0.0), max(v.hi, 0.0)
+        elif op == "max":
+            lo, hi = (neutral if self.layout == "grid2d" else v.lo), v.hi
+        else:
+            lo, hi = v.lo, (neutral if self.layout == "grid2d" else v.hi)
+        out = self.assign(k, t, shape, lo, hi)
+        if op != "sum":
+            out.sel |= v.sel
+        pool.append(out)
+        return out
+
+    def emit_cumsum(self, pool):
+        v = self.pick(pool, lambda v: all(v.shape))
+        if v is None:
+            return None
+        v.used = True
+        self.use("cumsum")
+        axis = self.rng.choice([0, 1]) if self.layout == "grid2d" else 0
+        bs, dims, count = self.bs_dims(axis)
+        dim = {"flat": 0, "rows": 1}.get(self.layout, axis)
+        c = 1.0 / count
+        out = self.assign(f"tl.cumsum(tl.where(mask, {v.name}, 0.0), axis={axis}) * {c!r}",
+                          f"R.cumsum({v.name}, {bs}, {dim}) * {c!r}", v.shape,
+                          min(v.lo, 0.0), max(v.hi, 0.0))
+        pool.append(out)
+        return out
+
+    def emit_if(self, pool, data):
+        base = self.pick(pool, lambda v: all(v.shape))
+        if base is None:
+            return None
+        if data:
+            cond = self.pick(pool, lambda v: not any(v.shape))
+            if cond is None:
+                return None
+            cond.used = True
+        kA, tA, _, loA, hiA, gA, _ = self.op_expr(pool, base=base)
+        selA = self.sel_of_last
+        kB, tB, _, loB, hiB, gB, _ = self.op_expr(pool, base=base)
+        selB = self.sel_of_last
+        for g in gA + gB:
+            self.tl_(g)
+        name = self.fresh()
+        one_armed = self.rng.random() < 0.3
+        if data:
+            self.use("if_data")
+            thr = _c(self.rng.uniform(cond.lo + 0.25 * (cond.hi - cond.lo),
+                                      cond.hi - 0.25 * (cond.hi - cond.lo)))
+            if cond.leaf:
+                thr = round(thr * 4) / 4
+            ck, ct = f"{cond.name} > {thr!r}", f"{cond.name} > {thr!r}"
+            if not cond.leaf:
+                self.tl_(f"ctx.gap('if', ({cond.name} - {thr!r}).abs())")
+            self.tl_(f"{name} = torch.where({ct}, {tA}, {tB})")
+        else:
+            self.use("if_runtime")
+            self.need_flag = True
+            ck = "flag > 0"
+            self.tl_(f"{name} = ({tA}) if S['flag'] > 0 else ({tB})")
+        if one_armed:
+            self.kl(f"{name} = {kB}")
+            self.kl(f"if {ck}:")
+            self.kl(f"    {name} = {kA}")
+        else:
+            self.kl(f"if {ck}:")
+            self.kl(f"    {name} = {kA}")
+            self.kl("else:")
+            self.kl(f"    {name} = {kB}")
+        shape = base.shape
+        out = V(name, shape, min(loA, loB), max(hiA, hiB), sel=selA | selB)
+        pool.append(out)
+        return self.cap(out, pool)
+
+    def emit_ops(self, pool, n, reductions=True, ifs=True):
+        for _ in range(n):
+            table = [("elem", 10), ("reduce", 3 if reductions else 0),
+                     ("cumsum", 1.5 if reductions else 0), ("if_runtime", 1 if ifs else 0),
+                     ("if_data", 1 if ifs else 0)]
+            avail = {"elem"}
+            if reductions and self.enabled & {"reduce_sum", "reduce_max", "reduce_min"}:
+                avail.add("reduce")
+            if reductions and "cumsum" in self.enabled:
+                avail.add("cumsum")
+            if ifs and "if_runtime" in self.enabled:
+                avail.add("if_runtime")
+            if ifs and "if_data" in self.enabled:
+                avail.add("if_data")
+            what = self.pick_weighted(table, avail)
+            out = None
+            if what == "reduce":
+                out = self.emit_reduce(pool)
+            elif what == "cumsum":
+                out = self.emit_cumsum(pool)
+            elif what in ("if_runtime", "if_data"):
+                out = self.emit_if(pool, what == "if_data")
+            if out is None:
+                self.emit_elementwise(pool)
+
+    # -- outputs ------------------------------------------------------------
+    def combine_unused(self, target, pool, shape_ok):
+        """target + sum of still-unused values (so most inputs reach an output)."""
+        extra = [v for v in pool if not v.used and v is not target and shape_ok(v)]
+        self.rng.shuffle(extra)
+        leaves = [v for v in extra if v.leaf]          # every input should reach an output
+        extra = leaves + [v for v in extra if not v.leaf][:3]
+        for v in extra:
+            v.used = True
+            target = self.cap(self.assign(f"{target.name} + {v.name} * 0.5",
+                                          f"{target.name} + {v.name} * 0.5",
+                                          _or(target.shape, v.shape), target.lo + 0.5 * min(v.lo, 0),
+                                          target.hi + 0.5 * max(v.hi, 0)), pool)
+        return target
+
+    def out_full(self, name, v, block_ptr_ok=True):
+        """Stores full-shape v to a new output `name`; returns the torch expression."""
+        s = self.sizes
+        ptr = f"{name}_ptr"
+        strided = self.layout != "flat" and self.want("strided", 0.2)
+        lay = self.layout
+        if lay == "flat":
+            self.add_ptr(ptr, "out", (s["n"],), ("full",))
+            st = None
+        elif strided:
+            self.use("strided")
+            pad = self.rng.randint(1, 4)
+            self.add_ptr(ptr, "out", (s["M"], s["N"] + pad), ("cols", s["N"]))
+            self.add_int(f"stride_{name}", s["N"] + pad)
+            st = f"stride_{name}"
+        else:
+            self.add_ptr(ptr, "out", (s["M"], s["N"]), ("cols", s["N"]))
+            self.add_int(f"stride_{name}", s["N"])
+            st = f"stride_{name}"
+        val = f"{v.name}.to({self.DT})"
+        if block_ptr_ok and lay != "loop" and self.want("block_ptr", 0.2):
+            self.use("block_ptr")
+            if lay == "flat":
+                bp = (f"tl.make_block_ptr(base={ptr}, shape=(n,), strides=(1,), "
+                      f"offsets=(pid * BLOCK,), block_shape=(BLOCK,), order=(0,))")
+                check = "(0,)"
+            elif lay == "rows":
+                bp = (f"tl.make_block_ptr(base={ptr} + row * {st}, shape=(N,), strides=(1,), "
+                      f"offsets=(0,), block_shape=(BLOCK_N,), order=(0,))")
+                check = "(0,)"
+            else:
+                bp = (f"tl.make_block_ptr(base={ptr}, shape=(M, N), strides=({st}, 1), "
+                      f"offsets=(pid_m * BM, pid_n * BN), block_shape=(BM, BN), order=(1, 0))")
+                check = "(0, 1)"
+            self.kl(f"bp_{name} = {bp}")
+            self.kl(f"tl.store(bp_{name}, {val}, boundary_check={check})")
+        else:
+            offs = {"flat": "offs", "rows": f"row * {st} + cols", "loop": f"row * {st} + cols",
+                    "grid2d": f"rm[:, None] * {st} + rn[None, :]"}[lay]
+            self.kl(f"tl.store({ptr} + {offs}, {val}, mask=mask)")
+        self.outputs[ptr] = f"({v.name}, W, P)"
+
+    def out_reduced(self, name, v):
+        """Stores a per-program (reduced) value; returns nothing (records the output)."""
+        s = self.sizes
+        ptr = f"{name}_ptr"
+        val = f"{v.name}.to({self.DT})"
+        if self.layout == "flat":
+            nb = -(-s["n"] // s["BLOCK"])
+            self.add_ptr(ptr, "out", (nb,), ("full",))
+            self.kl(f"tl.store({ptr} + pid, {val})")
+            b = s["BLOCK"]
+            self.outputs[ptr] = f"({v.name}[::{b}], W[::{b}], P[::{b}])"
+        elif self.layout in ("rows", "loop"):
+            self.add_ptr(ptr, "out", (s["M"],), ("full",))
+            self.kl(f"tl.store({ptr} + row, {val})")
+            self.outputs[ptr] = f"({v.name}[:, 0], W[:, 0], P[:, 0])"
+        else:
+            bm, bn = s["BM"], s["BN"]
+            nbm, nbn = -(-s["M"] // bm), -(-s["N"] // bn)
+            if v.shape == (False, True):
+                self.add_ptr(ptr, "out", (nbm, s["N"]), ("full",))
+                self.kl(f"tl.store({ptr} + pid_m * N + rn[None, :], {val}, mask=(rn < N)[None, :])")
+                self.outputs[ptr] = f"({v.name}[::{bm}, :], W[::{bm}, :], P[::{bm}, :])"
+            elif v.shape == (True, False):
+                self.add_ptr(ptr, "out", (s["M"], nbn), ("full",))
+                self.kl(f"tl.store({ptr} + rm[:, None] * tl.num_programs(1) + pid_n, {val}, "
+                        f"mask=(rm < M)[:, None])")
+                self.outputs[ptr] = f"({v.name}[:, ::{bn}], W[:, ::{bn}], P[:, ::{bn}])"
+            else:
+                self.add_ptr(ptr, "out", (nbm * nbn,), ("full",))
+                self.kl(f"tl.store({ptr} + pid_m * tl.num_programs(1) + pid_n, {val})")
+                self.outputs[ptr] = (f"({v.name}[::{bm}, ::{bn}].reshape(-1), "
+                                     f"W[::{bm}, ::{bn}].reshape(-1), "
+                                     f"P[::{bm}, ::{bn}].reshape(-1))")
+
+    # -- whole programs -------------------------------------------------------
+    def build(self):
+        self.choose_layout()
+        self.choose_dtype()
+        self.choose_sizes()
+        r = self.rng
+        self.need_flag = False
+        self.need_alpha = False
+        self.alpha = _c(r.uniform(0.5, 1.5))
+        self.flag = r.choice([3, -2, 5, -1, 2])
+        n_ops = self.n_ops_override if self.n_ops_override is not None else r.randint(3, 10)
+        self.n_ops = n_ops
+        early = self.want("early_return", 0.2)
+        # inputs
+        n_mat = r.choice([1, 1, 2, 2, 3])
+        domains = [r.choice(["any", "pos"]) for _ in range(4)]
+        n_row = r.choice([0, 1, 1, 2]) if self.want("bcast_row", 0.5) else 0
+        n_col = 1 if self.want("bcast_col", 0.4) else 0
+        n_scal = 1 if self.want("scalar_input", 0.25) else 0
+        reload_ = self.want("reload", 0.2)
+        if self.layout == "flat":
+            n_row = n_col = 0
+        mats = [self.matrix_input(i, domains[i]) for i in range(n_mat)]
+        s = self.sizes
+        for i in range(n_row):
+            self.use("bcast_row")
+            self.add_ptr(f"w{i}_ptr", "in", (s["N"],), ("full",), domains[(i + 1) % 4])
+        for i in range(n_col):
+            self.use("bcast_col")
+            self.add_ptr(f"c{i}_ptr", "in", (s["M"],), ("full",), domains[(i + 2) % 4])
+        for i in range(n_scal):
+            self.use("scalar_input")
+            self.add_ptr(f"s{i}_ptr", "in", (1,), ("full",), domains[3])
+        # geometry / program ids
+        lay = self.layout
+        if lay == "flat":
+            self.add_int("n", s["n"])
+            grid = (-(-s["n"] // s["BLOCK"]),)
+            self.constexprs = {"BLOCK": s["BLOCK"]}
+            self.kl("pid = tl.program_id(0)")
+            pid = "pid"
+        elif lay == "grid2d":
+            self.add_int("M", s["M"])
+            self.add_int("N", s["N"])
+            grid = (-(-s["M"] // s["BM"]), -(-s["N"] // s["BN"]))
+            self.constexprs = {"BM": s["BM"], "BN": s["BN"]}
+            self.kl("pid_m = tl.program_id(0)")
+            self.kl("pid_n = tl.program_id(1)")
+            pid = "pid_m"
+        else:
+            self.add_int("M", s["M"])
+            self.add_int("N", s["N"])
+            grid = (s["M"],)
+            self.constexprs = ({"BLOCK_N": s["BLOCK_N"]} if lay == "rows"
+                               else {"BLOCK": s["BLOCK"]})
+            self.kl("row = tl.program_id(0)")
+            pid = "row"
+        self.grid = grid
+        shape = self.SHAPE
+        like = f"T[{self.params[0]['name']!r}]"
+        self.tl_(f"_like = {like}")
+        if early and grid[0] >= 2:
+            self.use("early_return")
+            limit = r.randint(1, grid[0] - 1)
+            self.add_int("limit", limit)
+            self.kl(f"if {pid} >= limit:")
+            self.kl("    return")
+            per = {"flat": s.get("BLOCK"), "grid2d": s.get("BM")}.get(lay, 1)
+            self.tl_(f"W = R.lt({shape}, 0, {limit * per}, _like)")
+        else:
+            self.tl_(f"W = R.ones({shape}, _like)")
+        block = {"flat": (s.get("BLOCK"),), "grid2d": (s.get("BM"), s.get("BN"))}.get(
+            lay, (1, s.get("N")))
+        self.tl_(f"P = R.pids({shape}, {block}, _like)   # which program writes each element")
+        # reference leaves (torch side is the same for every layout)
+        for m in mats:
+            self.tl_(f"{m['name']} = {self.torch_view(m)}")
+        for p in self.params:
+            nm = p["name"][:-4]
+            if nm[0] == "w":
+                self.tl_(f"{nm} = T[{p['name']!r}][None, :].expand({shape})")
+            elif nm[0] == "c":
+                self.tl_(f"{nm} = T[{p['name']!r}][:, None].expand({shape})")
+            elif nm[0] == "s":
+                self.tl_(f"{nm} = T[{p['name']!r}].reshape({(1,) * len(shape)}).expand({shape})")
+        leaves = {}
+        for p in self.params:
+            if p["role"] == "in":
+                lo, hi = DOMAINS[p["domain"]]
+                nm = p["name"][:-4]
+                sh = {"x": self.full_shape(), "s": self.scalar_shape()}.get(nm[0])
+                if nm[0] == "w":
+                    sh = (True,) if lay != "grid2d" else (False, True)
+                if nm[0] == "c":
+                    sh = (False,) if lay != "grid2d" else (True, False)
+                leaves[nm] = V(nm, sh, lo, hi, leaf=True)
+        if lay == "loop":
+            self.build_loop(mats, leaves, n_ops)
+        else:
+            self.build_block(mats, leaves, n_ops, reload_)
+        return self.finish()
+
+    def load_vectors(self, leaves):
+        lay = self.layout
+        for nm, v in leaves.items():
+            ptr = f"{nm}_ptr"
+            if nm[0] == "w":
+                if lay == "grid2d":
+                    self.kl(f"{nm} = tl.load({ptr} + rn, mask=rn < N, other={OTHER})"
+                            f".to(tl.float32)[None, :]")
+                else:
+                    self.kl(f"{nm} = tl.load({ptr} + cols, mask=mask, other={OTHER}).to(tl.float32)")
+            elif nm[0] == "c":
+                if lay == "grid2d":
+                    self.kl(f"{nm} = tl.load({ptr} + rm, mask=rm < M, other={OTHER})"
+                            f".to(tl.float32)[:, None]")
+                else:
+                    self.kl(f"{nm} = tl.load({ptr} + row).to(tl.float32)")
+            elif nm[0] == "s":
+                self.kl(f"{nm} = tl.load({ptr}).to(tl.float32)")
+
+    def build_block(self, mats, leaves, n_ops, reload_):
+        lay = self.layout
+        if lay == "flat":
+            self.kl("offs = pid * BLOCK + tl.arange(0, BLOCK)")
+            self.kl("mask = offs < n")
+        elif lay == "rows":
+            self.kl("cols = tl.arange(0, BLOCK_N)")
+            self.kl("mask = cols < N")
+        else:
+            self.kl("rm = pid_m * BM + tl.arange(0, BM)")
+            self.kl("rn = pid_n * BN + tl.arange(0, BN)")
+            self.kl("mask = (rm[:, None] < M) & (rn[None, :] < N)")
+        self.index_ok = True
+        for m in mats:
+            self.load_full(m)
+        self.load_vectors({k: v for k, v in leaves.items() if k[0] != "x"})
+        pool = list(leaves.values())
+        if self.want("shifted_load", 0.2):
+            self.use("shifted_load")
+            m = mats[0]
+            nm, ptr, st, cs = m["name"] + "s", m["ptr"], m.get("stride"), m["colstride"]
+            step = "" if cs == "1" else f" * {cs}"
+            if self.layout == "flat":
+                offs = "(offs + 1)" + (f" * {st}" if st else "")
+                msk = "offs + 1 < n"
+            elif self.layout == "rows":
+                offs, msk = f"row * {st} + (cols + 1){step}", "cols + 1 < N"
+            else:
+                offs = f"rm[:, None] * {st} + (rn[None, :] + 1){step}"
+                msk = "(rm[:, None] < M) & (rn[None, :] + 1 < N)"
+            self.kl(f"{nm} = tl.load({ptr} + {offs}, mask={msk}, other={OTHER}).to(tl.float32)")
+            self.tl_(f"{nm} = R.shift({m['name']}, {OTHER})")
+            v0 = leaves[m["name"]]
+            pool.append(V(nm, v0.shape, min(v0.lo, OTHER), max(v0.hi, OTHER), leaf=True))
+        first = n_ops // 2 if reload_ else n_ops
+        self.emit_ops(pool, first)
+        if reload_:
+            self.use("reload")
+            m = mats[0]
+            again = dict(m, name=m["name"] + "r")
+            self.load_full(again, block_ptr_ok=False, helper_ok=False)
+            self.tl_(f"{again['name']} = {m['name']}")
+            v0 = leaves[m["name"]]
+            pool.append(V(again["name"], v0.shape, v0.lo, v0.hi, leaf=True, sel=v0.sel))
+            self.emit_ops(pool, n_ops - first)
+        # outputs: a full one, maybe a second, maybe a reduced one
+        full = [v for v in pool if all(v.shape)]
+        y = full[-1]
+        y = self.combine_unused(y, pool, lambda v: True)
+        self.out_full("y0", y)
+        if self.want("multi_out", 0.3):
+            others = [v for v in pool if all(v.shape) and v is not y and not v.leaf]
+            if others:
+                self.use("multi_out")
+                self.out_full("y1", others[-1], block_ptr_ok=False)
+        reduced = [v for v in pool if not all(v.shape) and not v.leaf]
+        if self.want("multi_out", 0.7) and reduced:
+            self.use("multi_out")
+            self.out_reduced("r0", reduced[-1])
+
+    def build_loop(self, mats, leaves, n_ops):
+        r = self.rng
+        s = self.sizes
+        B = s["BLOCK"]
+        nch = -(-s["N"] // B)
+        scalars = {k: v for k, v in leaves.items() if k[0] in "cs"}
+        rowvecs = {k: v for k, v in leaves.items() if k[0] == "w"}
+        self.load_vectors(scalars)
+        outer = list(scalars.values())
+        if outer and r.random() < 0.5:
+            self.emit_ops(outer, r.randint(1, 2), reductions=False, ifs=False)
+        # the loop-carried statistics
+        table = [("loop_acc", 3), ("loop_max", 2), ("loop_lse", 1.5), ("loop_decay", 1)]
+        avail = {k for k, _ in table if k in self.enabled}
+        kinds = []
+        for _ in range(r.choice([1, 1, 2])):
+            k = self.pick_weighted(table, avail)
+            if k is not None:
+                kinds.append(k)
+        if not kinds:
+            kinds = ["loop_acc"]
+        running_store = self.want("loop_running_store", 0.35)
+        inner_store = self.want("loop_inner_store", 0.3)
+        second_loop = self.want("loop_store", 0.6)
+        final_store = self.rng.random() < 0.5
+        if "multi_out" not in self.enabled:   # keep a single output
+            if running_store:
+                inner_store = second_loop = False
+            elif inner_store:
+                second_loop = False
+            final_store = not (running_store or inner_store or second_loop)
+        elif not (running_store or inner_store or second_loop):
+            final_store = True
+        stats = []
+        for i, kind in enumerate(kinds):
+            self.use(kind)
+            if kind == "loop_acc":
+                sub = r.choice(["sum_vec", "sum_scalar"])
+            elif kind == "loop_max":
+                sub = r.choice(["max_vec", "max_scalar", "min_scalar"])
+            elif kind == "loop_lse":
+                sub = "lse"
+            else:
+                sub = "decay"
+            stats.append(dict(kind=sub, name=f"st{i}"))
+        # loop one
+        self.emit_chunk_setup(mats, "a")
+        for st in stats:
+            nm, kd = st["name"], st["kind"]
+            if kd in ("sum_vec", "decay"):
+                self.kl(f"acc_{nm} = tl.zeros([BLOCK], dtype=tl.float32)")
+            elif kd == "sum_scalar":
+                self.kl(f"acc_{nm} = tl.zeros([], dtype=tl.float32)")
+            elif kd == "lse":
+                self.kl(f"l_{nm} = tl.zeros([], dtype=tl.float32)")
+        body_n = max(1, n_ops - (2 if second_loop else 0))
+        pool, loop_marks = self.emit_loop_head(mats, rowvecs, outer, "a")
+        self.emit_ops(pool, body_n, reductions=False)
+        used_in_loop = running_store or inner_store
+        running_vals = []
+        for i, st in enumerate(stats):
+            nm, kd = st["name"], st["kind"]
+            fresh = [v for v in pool if all(v.shape) and not v.used]
+            u = fresh[-1] if fresh else self.pick(pool, lambda v: all(v.shape))
+            if i == 0:   # fold the body's other unused values in
+                u = self.combine_unused(u, pool, lambda v: True)
+            u.used = True
+            if kd in ("max_vec", "max_scalar", "min_scalar", "lse"):
+                if kd == "min_scalar":
+                    neutral = float(math.ceil(u.hi) + 1)
+                else:
+                    neutral = float(math.floor(u.lo) - 1)
+                st["neutral"] = neutral
+            uw = f"tl.where(mask, {u.name}, {st.get('neutral', 0.0)!r})"
+            if kd == "sum_vec":
+                c = 1.0 / (nch * B)
+                self.kl(f"acc_{nm} += {uw}")
+                run_k = f"tl.sum(acc_{nm}, axis=0) * {c!r}"
+                run_t = f"R.running({u.name}, {B}, 'sum', scale={c!r})"
+                lo, hi = min(u.lo, 0.0), max(u.hi, 0.0)
+            elif kd == "sum_scalar":
+                c = 1.0 / (nch * B)
+                self.kl(f"acc_{nm} += tl.sum({uw}, axis=0) * {c!r}")
+                run_k = f"acc_{nm}"
+                run_t = f"R.running({u.name}, {B}, 'sum', scale={c!r})"
+                lo, hi = min(u.lo, 0.0), max(u.hi, 0.0)
+            elif kd == "decay":
+                c = 1.0 / (4 * B)
+                self.kl(f"acc_{nm} = acc_{nm} * 0.75 + {uw}")
+                run_k = f"tl.sum(acc_{nm}, axis=0) * {c!r}"
+                run_t = f"R.running({u.name}, {B}, 'decay', decay=0.75, scale={c!r})"
+                lo, hi = min(u.lo, 0.0), max(u.hi, 0.0)
+            elif kd == "max_vec":
+                self.kl(f"m_{nm} = tl.maximum(m_{nm}, {uw})")
+                run_k = f"tl.max(m_{nm}, axis=0)"
+                run_t = (f"R.running({u.name}, {B}, 'max', ctx, 'loop max', "
+                         f"prefix_gaps={used_in_loop})")
+                lo, hi = u.lo, u.hi
+            elif kd == "max_scalar":
+                self.kl(f"m_{nm} = tl.maximum(m_{nm}, tl.max({uw}, axis=0))")
+                run_k = f"m_{nm}"
+                run_t = (f"R.running({u.name}, {B}, 'max', ctx, 'loop max', "
+                         f"prefix_gaps={used_in_loop})")
+                lo, hi = u.lo, u.hi
+            elif kd == "min_scalar":
+                self.kl(f"m_{nm} = tl.minimum(m_{nm}, tl.min({uw}, axis=0))")
+                run_k = f"m_{nm}"
+                run_t = (f"R.running({u.name}, {B}, 'min', ctx, 'loop min', "
+                         f"prefix_gaps={used_in_loop})")
+                lo, hi = u.lo, u.hi
+            else:  # lse
+                self.kl(f"mx_{nm} = tl.maximum(m_{nm}, tl.max({uw}, axis=0))")
+                self.kl(f"l_{nm} = l_{nm} * tl.exp(m_{nm} - mx_{nm}) + "
+                        f"tl.sum(tl.where(mask, tl.exp({u.name} - mx_{nm}), 0.0), axis=0)")
+                self.kl(f"m_{nm} = mx_{nm}")
+                run_k = f"m_{nm} + tl.log(l_{nm})"
+                run_t = f"R.running({u.name}, {B}, 'lse')"
+                lo, hi = u.lo, u.hi + math.log(nch * B)
+            st.update(run_k=run_k, lo=lo, hi=hi,
+                      sel=u.sel if kd in ("max_vec", "max_scalar", "min_scalar") else frozenset())
+            self.tl_(f"rs_{nm} = {run_t}")
+            if used_in_loop:
+                self.kl(f"rs_{nm} = {run_k}")
+                running_vals.append(V(f"rs_{nm}", (False,), lo, hi, sel=st["sel"]))
+        if running_store:
+            self.use("loop_running_store")
+            v = running_vals[0]
+            self.add_ptr("p0_ptr", "out", (s["M"], nch), ("full",))
+            self.kl(f"tl.store(p0_ptr + row * tl.cdiv(N, BLOCK) + k // BLOCK, "
+                    f"{v.name}.to({self.DT}))")
+            self.outputs["p0_ptr"] = f"({v.name}[:, ::{B}], W[:, ::{B}], P[:, ::{B}])"
+        if inner_store:
+            self.use("loop_inner_store")
+            base = self.pick(pool, lambda v: all(v.shape))
+            rv = running_vals[-1]
+            z = self.assign(f"{base.name} * {rv.name}", f"{base.name} * {rv.name}", base.shape,
+                            *_corners(lambda x, y: x * y, base, rv))
+            self.out_full("z0", z, block_ptr_ok=False)
+        for line in loop_marks:
+            self.kl(line)
+        self.ki -= 1
+        self.index_ok = False
+        # the stats' pre-loop initialisations were deferred until the neutrals were known
+        inits = []
+        for st in stats:
+            nm, kd = st["name"], st["kind"]
+            if kd == "max_vec":
+                inits.append(f"m_{nm} = tl.full([BLOCK], {st['neutral']!r}, tl.float32)")
+            elif kd in ("max_scalar", "min_scalar", "lse"):
+                inits.append(f"m_{nm} = tl.full([], {st['neutral']!r}, tl.float32)")
+        self.k[self.loop_start:self.loop_start] = ["    " * self.ki + i for i in inits]
+        finals = []
+        for st in stats:
+            nm = st["name"]
+            run_k = st["run_k"]
+            self.kl(f"{nm} = {run_k}")
+            self.tl_(f"{nm} = R.last(rs_{nm})")
+            finals.append(V(nm, (False,), st["lo"], st["hi"], sel=st["sel"]))
+        post = outer + finals
+        self.emit_ops(post, r.randint(0, 1), reductions=False)
+        if second_loop:
+            self.use("loop_store")
+            self.emit_chunk_setup(mats, "b")
+            pool2, marks2 = self.emit_loop_head(mats, rowvecs, post, "b")
+            self.emit_ops(pool2, max(1, n_ops - body_n), reductions=False)
+            y = [v for v in pool2 if all(v.shape)][-1]
+            y = self.combine_unused(y, pool2, lambda v: True)
+            self.out_full("y0", y)
+            for line in marks2:
+                self.kl(line)
+            self.ki -= 1
+            self.index_ok = False
+        if final_store:
+            self.out_reduced("r0", post[-1])
+        if len(self.outputs) > 1:
+            self.use("multi_out")
+
+    def emit_chunk_setup(self, mats, tag):
+        """Pre-loop pointer setup of one loop (block pointers / advanced pointers)."""
+        self.loop_start = len(self.k)
+        self.chunk_modes = {}
+        for m in mats:
+            name, ptr, st, cs = m["name"], m["ptr"], m["stride"], m["colstride"]
+            mode = self.pick_weighted([("plain", 4), ("block_ptr", 1), ("ptr_advance", 1.5)],
+                                      {"plain"} | ({"block_ptr", "ptr_advance"} & self.enabled))
+            self.chunk_modes[name] = mode
+            if mode == "block_ptr":
+                self.use("block_ptr")
+                self.kl(f"bp_{name}{tag} = tl.make_block_ptr(base={ptr} + row * {st}, shape=(N,), "
+                        f"strides=({cs},), offsets=(0,), block_shape=(BLOCK,), order=(0,))")
+            elif mode == "ptr_advance":
+                self.use("ptr_advance")
+                step = "" if cs == "1" else f" * {cs}"
+                self.kl(f"p_{name}{tag} = {ptr} + row * {st} + tl.arange(0, BLOCK){step}")
+
+    def emit_loop_head(self, mats, rowvecs, outer, tag):
+        """Opens `for k in range(0, N, BLOCK)` and loads the chunk; returns (pool,
+        lines to emit at the end of the body)."""
+        self.kl("for k in range(0, N, BLOCK):")
+        self.ki += 1
+        self.index_ok = True
+        self.kl("cols = k + tl.arange(0, BLOCK)")
+        self.kl("mask = cols < N")
+        marks = []
+        for m in mats:
+            name, ptr, st, cs = m["name"], m["ptr"], m["stride"], m["colstride"]
+            mode = self.chunk_modes[name]
+            if mode == "block_ptr":
+                self.kl(f"{name} = tl.load(bp_{name}{tag}, boundary_check=(0,), "
+                        f"padding_option=\"zero\").to(tl.float32)")
+                self.kl(f"{name} = tl.where(mask, {name}, {OTHER})")
+                marks.append(f"bp_{name}{tag} = tl.advance(bp_{name}{tag}, (BLOCK,))")
+            elif mode == "ptr_advance":
+                self.kl(f"{name} = tl.load(p_{name}{tag}, mask=mask, other={OTHER}).to(tl.float32)")
+                step = "BLOCK" if cs == "1" else f"BLOCK * {cs}"
+                marks.append(f"p_{name}{tag} += {step}")
+            else:
+                self.load_full(m, block_ptr_ok=False)
+        self.load_vectors(rowvecs)
+        leaves = [V(m["name"], (True,), *DOMAINS[m["domain"]], leaf=True) for m in mats]
+        for nm in rowvecs:
+            leaves.append(V(nm, (True,), *DOMAINS[self.param(nm + "_ptr")["domain"]], leaf=True))
+        return leaves + [V(v.name, v.shape, v.lo, v.hi, v.leaf, sel=v.sel) for v in outer], marks
+
+    def param(self, name):
+        return next(p for p in self.params if p["name"] == name)
+
+    def finish(self):
+        # parameters: pointers (shuffled), ints, floats, constexprs
+        ptrs = list(self.params)
+        self.rng.shuffle(ptrs)
+        ints = list(self.int_params)
+        if self.need_flag:
+            ints.append(dict(name="flag", kind="i32", value=self.flag))
+        floats = []
+        if self.need_alpha:
+            floats.append(dict(name="alpha", kind="fp32", value=self.alpha))
+        params = ptrs + ints + floats
+        name = f"fuzz_kernel_{self.seed}"
+        sig = ", ".join([p["name"] for p in params] +
+                        [f"{c}: tl.constexpr" for c in self.constexprs])
+        kernel = f"@triton.jit\ndef {name}({sig}):\n" + "\n".join(self.k) + "\n"
+        ref = ("def reference(T, S, ctx):\n" + "\n".join(self.t) + "\n"
+               "    return {" + ", ".join(f"{k!r}: {v}" for k, v in self.outputs.items()) + "}\n")
+        meta = dict(name=name, layout=self.layout, dtype=self.dtype, grid=list(self.grid),
+                    constexprs=self.constexprs, params=params, sizes=self.sizes,
+                    seed=self.seed, features=sorted(self.used))
+        helpers = "\n\n".join(self.helpers[h] for h in sorted(self.helpers))
+        source = (f"# tritonad fuzz case: seed {self.seed}, layout {self.layout}, "
+                  f"dtype {self.dtype}\n# features: {' '.join(sorted(self.used))}\n"
+                  + PRELUDE + "\nMETA = " + _pretty(meta) + "\n\n"
+                  + (helpers + "\n\n" if helpers else "") + kernel + "\n\n" + ref
+                  + f"\n\nkernel = {name}\n")
+        return source, meta
+
+
+def _replace_name(text: str, name: str, repl: str) -> str:
+    """Replaces whole identifier `name` in text (linear scan, no regex backtracking)."""
+    out, i, n = [], 0, len(name)
+    while True:
+        j = text.find(name, i)
+        if j < 0:
+            out.append(text[i:])
+            return "".join(out)
+        before = text[j - 1] if j > 0 else " "
+        after = text[j + n] if j + n < len(text) else " "
+        if (before.isalnum() or before == "_") or (after.isalnum() or after == "_"):
+            out.append(text[i:j + n])
+        else:
+            out.append(text[i:j])
+            out.append(repl)
+        i = j + n
+
+
+def _pretty(meta: dict) -> str:
+    lines = ["{"]
+    for k, v in meta.items():
+        if k == "params":
+            lines.append(f"    {k!r}: [")
+            for p in v:
+                lines.append(f"        {p!r},")
+            lines.append("    ],")
+        else:
+            lines.append(f"    {k!r}: {v!r},")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def generate(seed: int, features: Optional[Sequence[str]] = None,
+             sizes: Optional[Dict[str, int]] = None, n_ops: Optional[int] = None) -> Case:
+    """One random case. `features` (default: all) are the features it may use; `sizes`
+    overrides sizes (keys of Case.sizes), `n_ops` the number of generated ops."""
+    enabled = ALL_FEATURES if features is None else frozenset(features)
+    unknown = set(enabled) - ALL_FEATURES
+    if unknown:
+        raise ValueError(f"unknown features {sorted(unknown)}; known: {sorted(ALL_FEATURES)}")
+    g = _Gen(seed, enabled, sizes, n_ops)
+    source, meta = g.build()
+    return Case(seed=seed, source=source, meta=meta, features=sorted(g.used),
+                enabled=sorted(enabled), sizes=dict(g.sizes), n_ops=g.n_ops)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("seed", type=int, nargs="?", default=0)
+    ap.add_argument("--features", nargs="*")
+    args = ap.parse_args()
+    print(generate(args.seed, args.features).source)

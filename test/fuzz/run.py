@@ -1,0 +1,1131 @@
+"""Differential fuzzing of tritonad.grad against torch.autograd.
+
+For each seed: generate a random kernel and its torch reference (gen.py), derive
+``tritonad.grad``, launch forward + backward on the GPU, and compare every input
+gradient with ``torch.autograd.grad`` of the reference (float64, same rounded inputs,
+random upstream gradients). Outcomes:
+
+  match          every gradient within tolerance
+  mismatch       a silently wrong gradient (the worst outcome): wrong values, NaN/inf where
+                 torch is finite, a zero or missing gradient, a write outside a buffer or
+                 into a primal buffer
+  located-error  tritonad refused with a DifferentiationError/ValueError whose message has
+                 a source location; grouped by a short cause key
+  crash          any other exception (or a dead / hung worker): a bug
+  gen-error      the generated forward kernel or reference itself failed (a bug here)
+  fwd-mismatch   the forward kernel disagrees with its reference (a bug here, or Triton's)
+  skipped        no data drawn kept every max/min/where/if decision away from a tie
+  compiled       (--cpu-only) forward and backward compiled to PTX; reference ran
+
+Modes: default GPU; ``--cpu-only`` derives and compiles to PTX for sm_90 without a GPU
+and runs the reference on the CPU; ``--interpret`` runs the forward kernels with
+Triton's interpreter on the CPU against their references (checks the generator);
+``--calibrate`` compares float32 torch gradients (rounded into the shadow dtype) with
+the float64 reference (how much of the tolerance rounding alone uses);
+``--selftest [drop|scale|nan|stray|oob]`` runs the GPU path on the CPU with a torch
+"oracle" backward, correct or wrong on purpose (checks this runner's plumbing and that
+wrong gradients are caught); ``--export DIR`` derives and compiles every backward to a
+sm_90 cubin here, ``--imported DIR`` runs the GPU comparison on those cases elsewhere
+without importing tritonad (for a GPU machine where tritonad's compiled core does not
+load, e.g. another Python version).
+
+  PYTHONPATH=python python3 test/fuzz/run.py --cpu-only --count 200
+  python3 test/fuzz/run.py --count 500 --workers 16 --json fuzz.json      # on a GPU
+  PYTHONPATH=python python3 test/fuzz/run.py --export /tmp/cases --count 600   # here,
+  python3 test/fuzz/run.py --imported /tmp/cases --workers 16                  # there
+
+Data: inputs uniform in [-2, 2] or [0.5, 2] (rounded to the case dtype), upstream
+gradients uniform in [-1, 1] everywhere in each output buffer (gaps and never-written
+rows too: the backward must ignore them); fp32 input shadows are pre-filled with random
+values (the gradient must be ADDED); every buffer sits between guard bands (a write
+outside is a mismatch), and the backward must leave the forward's buffers untouched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import math
+import multiprocessing
+import multiprocessing.connection
+import os
+import re
+import sys
+import time
+import traceback
+
+FUZZ_DIR = os.path.dirname(os.path.abspath(__file__))
+TEST_DIR = os.path.dirname(FUZZ_DIR)
+for _p in (FUZZ_DIR, TEST_DIR):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+# Gradient tolerance, per element (see `tolerance`):
+#   rtol * |ref| + afrac * max|ref|                         (rtol, afrac) = TOL[dtype]
+#   + NOISE_FACTOR * max|torch float32 grad - float64 grad|   fp32 cancellation noise
+#   + u * (k + 1) * sum over programs p of |contribution of p|
+# the last: the shadow accumulates k program contributions (atomically or read-add-
+# write), each add rounded to the shadow dtype (unit roundoff u): a rigorous bound,
+# large only where contributions cancel (an fp16 row-vector gradient summed over rows).
+TOL = {"fp32": (1e-4, 1e-4), "fp16": (2e-3, 1e-3), "bf16": (1.6e-2, 8e-3)}
+UNIT_ROUNDOFF = {"fp32": 2.0 ** -24, "fp16": 2.0 ** -11, "bf16": 2.0 ** -8}
+NOISE_FACTOR = 30.0
+FWD_TOL = {"fp32": (2e-4, 2e-4), "fp16": (2e-3, 2e-3), "bf16": (1.6e-2, 1.6e-2)}
+GAP_MIN = 3e-5        # selections (max/min/where/if) closer to a tie: data re-drawn
+                      # (values are <= 12 in magnitude: ~20 fp32 ulps)
+DATA_TRIES = 8
+GUARD = 64            # elements of guard band around every buffer (keeps 16B alignment)
+OUTCOMES = ("match", "compiled", "mismatch", "located-error", "crash", "gen-error",
+            "fwd-mismatch", "skipped")
+_LOCATION = re.compile(r":\d+:\d+: (?:error|warning|note|remark)")
+
+
+# ---------------------------------------------------------------------------
+# classification
+# ---------------------------------------------------------------------------
+
+def cause_key(message: str) -> str:
+    """A short key for grouping errors: the first `error:` line, with quoted names and
+    numbers replaced (string scans only: linear in the message)."""
+    text = message[:200_000]
+    at = text.find("error: ")
+    line = text[at + 7:] if at >= 0 else text
+    line = line.split("\n", 1)[0]
+    out, i, n = [], 0, len(line)
+    while i < n:
+        ch = line[i]
+        if ch in "'\"`":
+            j = line.find(ch, i + 1)
+            if j < 0:
+                out.append(line[i:])
+                break
+            out.append("<name>")
+            i = j + 1
+        else:
+            out.append(ch)
+            i += 1
+    key = re.sub(r"\d+", "N", "".join(out)).strip()
+    return key[:100] or "<empty message>"
+
+
+def classify_exception(exc: BaseException):
+    """(outcome, cause) of an exception raised while deriving / compiling the backward."""
+    msg = str(exc)
+    if isinstance(exc, ValueError) and _LOCATION.search(msg[:200_000]):
+        return "located-error", cause_key(msg)
+    first = msg.strip().split("\n", 1)[0][:160]
+    return "crash", f"{type(exc).__name__}: {first}"
+
+
+# ---------------------------------------------------------------------------
+# compiling for sm_90 without a GPU
+# ---------------------------------------------------------------------------
+
+def _types(meta):
+    types, values = {}, {}
+    for p in meta["params"]:
+        if p["kind"] == "ptr":
+            types[p["name"]] = "*" + meta["dtype"]
+            types["d" + p["name"]] = "*" + meta["dtype"]
+        else:
+            types[p["name"]] = p["kind"]
+            values[p["name"]] = p["value"]
+    return types, values
+
+
+def compile_ptx(fn, meta, arg_names):
+    """triton.compile for GPUTarget("cuda", 90, 32), specialised like a launch would be:
+    integer arguments equal to 1 become constants, pointers and integers divisible by 16
+    get Triton's divisibility hint."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    types, values = _types(meta)
+    signature, consts, attrs = {}, dict(meta["constexprs"]), {}
+    for i, name in enumerate(arg_names):
+        if name in meta["constexprs"]:
+            signature[name] = "constexpr"
+        elif name in values and types[name] == "i32" and values[name] == 1:
+            signature[name] = "constexpr"
+            consts[name] = 1
+        else:
+            signature[name] = types[name]
+            if types[name].startswith("*") or (types[name] == "i32" and values[name] % 16 == 0):
+                attrs[(i,)] = [["tt.divisibility", 16]]
+    return triton.compile(ASTSource(fn, signature, consts, attrs),
+                          target=GPUTarget("cuda", 90, 32))
+
+
+# ---------------------------------------------------------------------------
+# data and comparison
+# ---------------------------------------------------------------------------
+
+def _torch_dtype(name):
+    import torch
+    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[name]
+
+
+class Buffer:
+    """A tensor inside a guard band: `base` is what the kernel gets."""
+
+    def __init__(self, shape, dtype, device, fill, gen):
+        import torch
+        numel = math.prod(shape)
+        self.store = torch.empty(numel + 2 * GUARD, dtype=dtype, device=device)
+        guard = (torch.rand(2 * GUARD, generator=gen, dtype=torch.float64) * 100 + 100)
+        self.store[:GUARD] = guard[:GUARD].to(dtype).to(device)
+        self.store[GUARD + numel:] = guard[GUARD:].to(dtype).to(device)
+        self.base = self.store[GUARD:GUARD + numel].view(*shape)
+        self.base.copy_(fill.to(dtype).to(device))
+        self.snapshot = self.store.clone()
+
+    def guards_intact(self):
+        import torch
+        n = self.store.numel()
+        return (torch.equal(self.store[:GUARD], self.snapshot[:GUARD]) and
+                torch.equal(self.store[n - GUARD:], self.snapshot[n - GUARD:]))
+
+    def unchanged(self):
+        import torch
+        return torch.equal(self.store, self.snapshot)
+
+
+def _uniform(shape, lo, hi, gen):
+    import torch
+    return torch.rand(*shape, generator=gen, dtype=torch.float64) * (hi - lo) + lo
+
+
+def draw_inputs(meta, attempt):
+    """CPU float64 values (already rounded to the case dtype) of every input pointer."""
+    import torch
+    from gen import DOMAINS
+
+    gen = torch.Generator().manual_seed(meta["seed"] * 1009 + attempt)
+    dt = _torch_dtype(meta["dtype"])
+    out = {}
+    for p in meta["params"]:
+        if p["kind"] == "ptr" and p["role"] == "in":
+            lo, hi = DOMAINS[p["domain"]]
+            out[p["name"]] = _uniform(p["shape"], lo, hi, gen).to(dt).double()
+    return out, gen
+
+
+def reference(module, values, device, dtype=None):
+    """Runs the reference on leaves made from `values`; returns (leaves, outputs, ctx)."""
+    import torch
+    import fuzz_ref as R
+
+    dtype = dtype or torch.float64
+    leaves = {k: v.to(device=device, dtype=dtype).requires_grad_() for k, v in values.items()}
+    scalars = {p["name"]: p["value"] for p in module.META["params"] if p["kind"] != "ptr"}
+    ctx = R.Ctx()
+    outs = module.reference(leaves, scalars, ctx)
+    return leaves, outs, ctx
+
+
+def _vwp(out):
+    """(value, written, program ids or None) of a reference output."""
+    return (tuple(out) + (None,))[:3]
+
+
+def reference_grads(leaves, outs, upstream, program=None, retain=False):
+    """d(sum over outputs of value * upstream * written)/d(leaves); zeros where unused.
+    program: only the elements written by that program."""
+    import torch
+
+    loss = 0
+    for name, out in outs.items():
+        value, written, pid = _vwp(out)
+        if program is not None:
+            written = written & (pid == program)
+        loss = loss + (value * upstream[name].to(value) * written).sum()
+    names = list(leaves)
+    if not torch.is_tensor(loss) or not loss.requires_grad:
+        return {n: torch.zeros_like(leaves[n]).detach() for n in names}
+    grads = torch.autograd.grad(loss, [leaves[n] for n in names], allow_unused=True,
+                                retain_graph=retain)
+    return {n: (g if g is not None else torch.zeros_like(leaves[n])).detach()
+            for n, g in zip(names, grads)}
+
+
+def program_contributions(leaves, outs, upstream):
+    """Per leaf: (sum over programs of |its contribution|, number of contributing
+    programs), elementwise."""
+    import torch
+
+    pids = set()
+    for out in outs.values():
+        value, written, pid = _vwp(out)
+        if pid is None:
+            return None
+        pids.update(torch.unique(pid[written]).tolist())
+    total = {n: torch.zeros_like(v).detach() for n, v in leaves.items()}
+    count = {n: torch.zeros_like(v).detach() for n, v in leaves.items()}
+    for p in sorted(pids):
+        g = reference_grads(leaves, outs, upstream, program=p, retain=True)
+        for n in leaves:
+            total[n] += g[n].abs()
+            count[n] += (g[n] != 0).to(count[n].dtype)
+    return {n: (total[n], count[n]) for n in leaves}
+
+
+def tolerance_slack(meta, module, values, leaves, outs, upstream, ref, device,
+                    noise=True):
+    """Per input: the elementwise slack added to TOL (float32 noise + accumulation)."""
+    import torch
+
+    u = UNIT_ROUNDOFF[meta["dtype"]]
+    contrib = program_contributions(leaves, outs, upstream)
+    slack = {}
+    if noise:
+        l32, o32, _ = reference(module, values, device, torch.float32)
+        g32 = reference_grads(l32, o32, upstream)
+    for n, g in ref.items():
+        s = torch.zeros_like(g)
+        if contrib is not None:
+            total, count = contrib[n]
+            s = s + u * (count + 1) * total
+        if noise:
+            s = s + NOISE_FACTOR * (g32[n].double() - g).abs().max()
+        slack[n] = s
+    return slack
+
+
+def _tol_used(got, ref, tol, slack):
+    """max over elements of |got - ref| / tolerance (1.0: at the limit)."""
+    rtol, afrac = tol
+    scale = ref.abs().max().item() if ref.numel() else 0.0
+    atol = (afrac * scale if scale > 0 else 1e-6) + slack
+    return ((got - ref).abs() / (atol + rtol * ref.abs())).max().item() if ref.numel() else 0.0
+
+
+def compare(got, ref, tol, slack=0.0):
+    """None when got matches ref (float64 tensors); else (kind, description)."""
+    import torch
+
+    rtol, afrac = tol
+    scale = ref.abs().max().item() if ref.numel() else 0.0
+    finite = torch.isfinite(got)
+    if not finite.all():
+        bad = (~finite).nonzero()[0].tolist()
+        return ("nan", f"{int((~finite).sum())} non-finite values where torch is finite "
+                       f"(first at {tuple(bad)})")
+    if scale > 0 and got.abs().max().item() == 0:
+        return "zero", f"zero gradient (torch's max |grad| is {scale:.3g})"
+    atol = (afrac * scale if scale > 0 else 1e-6) + slack
+    err = (got - ref).abs()
+    bad = err > atol + rtol * ref.abs()
+    if bad.any():
+        i = int(torch.argmax(torch.where(bad, err, torch.zeros_like(err))))
+        idx = tuple(int(j) for j in torch.unravel_index(torch.tensor(i), got.shape))
+        return ("values", f"{int(bad.sum())}/{got.numel()} elements off, max error "
+                          f"{err.max().item():.3g} (scale {scale:.3g}); at {idx}: got "
+                          f"{got[idx].item():.6g}, torch {ref[idx].item():.6g}")
+    return None
+
+
+# ---------------------------------------------------------------------------
+# one case
+# ---------------------------------------------------------------------------
+
+def _result(case, outcome, cause="", detail="", **extra):
+    r = dict(seed=case.seed if case else None, outcome=outcome, cause=cause, detail=detail,
+             features=list(case.features) if case else [],
+             layout=case.meta["layout"] if case else None,
+             dtype=case.meta["dtype"] if case else None,
+             sizes=dict(case.sizes) if case else {}, n_ops=case.n_ops if case else None)
+    r.update(extra)
+    return r
+
+
+def _discovery(fn, pointers):
+    try:
+        from tritonad._source import pointer_params
+        return sorted(set(pointers) - set(pointer_params(fn)))
+    except Exception:  # noqa: BLE001  (a private helper: only informative)
+        return []
+
+
+def run_case(task, mode):
+    """task: dict(seed, features, sizes, n_ops), dict(source=..., name=...) or
+    dict(imported=<directory written by --export>)."""
+    import gen
+
+    case = None
+    try:
+        if "imported" in task:
+            with open(os.path.join(task["imported"], "module.py")) as f:
+                task = dict(task, source=f.read(), name=os.path.basename(task["imported"]))
+        if "source" in task:
+            module = gen.load_source(task["source"], task.get("name", "regression"))
+            meta = module.META
+            case = gen.Case(seed=meta["seed"], source=task["source"], meta=meta,
+                            features=meta["features"], enabled=meta["features"],
+                            sizes=meta["sizes"], n_ops=-1)
+        else:
+            case = gen.generate(task["seed"], task.get("features"), task.get("sizes"),
+                                task.get("n_ops"))
+            module = case.load()
+    except Exception as e:  # noqa: BLE001
+        return _result(case, "gen-error", f"generate: {type(e).__name__}: {e}"[:200],
+                       traceback.format_exc())
+    t0 = time.time()
+    try:
+        if mode == "cpu":
+            res = _run_cpu(case, module)
+        elif mode == "interpret":
+            res = _run_interpret(case, module)
+        elif mode == "calibrate":
+            res = _run_calibrate(case, module)
+        elif mode.startswith("selftest"):
+            module.libdevice = __import__("fuzz_ref").libdevice_shim
+            corrupt = mode.split(":", 1)[1] if ":" in mode else None
+            res = _run_gpu(case, module, OracleBackward(module, corrupt), device="cpu")
+        elif mode.startswith("export:"):
+            res = _run_export(case, module, mode[len("export:"):])
+        elif "imported" in task:
+            try:
+                imported = ImportedBackward(task["imported"])
+            except Exception as e:  # noqa: BLE001
+                return _result(case, "crash", f"loading the exported backward: {e}"[:160],
+                               traceback.format_exc())
+            res = _run_gpu(case, module, imported)
+        else:
+            res = _run_gpu(case, module)
+    except Exception as e:  # noqa: BLE001  (a failure of this runner: report, go on)
+        res = _result(case, "crash", f"runner: {type(e).__name__}: {str(e)[:120]}",
+                      traceback.format_exc())
+    res["time"] = round(time.time() - t0, 3)
+    return res
+
+
+def _derive(case, module):
+    """tritonad.grad with the pointers named explicitly (tritonad's own reading of the
+    source misses pointers only loaded in helpers: reported as `undiscovered`)."""
+    import tritonad
+
+    pointers = [p["name"] for p in case.meta["params"] if p["kind"] == "ptr"]
+    return tritonad.grad(module.kernel, pointers=pointers), _discovery(module.kernel, pointers)
+
+
+def _check_reference_cpu(case, module):
+    import torch
+
+    values, gen_ = draw_inputs(case.meta, 0)
+    leaves, outs, ctx = reference(module, values, "cpu")
+    up = {n: torch.rand(out[0].shape, generator=gen_, dtype=torch.float64) * 2 - 1
+          for n, out in outs.items()}
+    grads = reference_grads(leaves, outs, up)
+    for n, out in outs.items():
+        v, w, _ = _vwp(out)
+        if not torch.isfinite(v[w]).all():
+            return f"reference output {n} is not finite"
+    for n, g in grads.items():
+        if not torch.isfinite(g).all():
+            return f"reference gradient of {n} is not finite"
+    return None
+
+
+def _run_cpu(case, module):
+    try:
+        bwd, undiscovered = _derive(case, module)
+        compile_ptx(bwd, case.meta, list(bwd.launch_signature))
+    except Exception as e:  # noqa: BLE001
+        outcome, cause = classify_exception(e)
+        detail = str(e)[:4000]
+        if outcome == "crash":
+            try:
+                compile_ptx(module.kernel, case.meta, module.kernel.arg_names)
+            except Exception as e2:  # noqa: BLE001
+                return _result(case, "gen-error", "forward: " + classify_exception(e2)[1],
+                               str(e2)[:4000])
+            detail = traceback.format_exc()[-6000:]
+        return _result(case, outcome, cause, detail)
+    try:
+        problem = _check_reference_cpu(case, module)
+    except Exception as e:  # noqa: BLE001
+        return _result(case, "gen-error", f"reference: {type(e).__name__}: {str(e)[:100]}",
+                       traceback.format_exc())
+    if problem:
+        return _result(case, "gen-error", problem)
+    return _result(case, "compiled", undiscovered=undiscovered, schedule=bwd.schedule())
+
+
+def _setup(case, module, device):
+    """Draws data until every selection is clear of ties: (values, leaves, outs, ctx, gen)."""
+    best = None
+    for attempt in range(DATA_TRIES):
+        values, gen_ = draw_inputs(case.meta, attempt)
+        leaves, outs, ctx = reference(module, values, device)
+        if ctx.min_gap() >= GAP_MIN:
+            return values, leaves, outs, ctx, gen_
+        best = ctx
+    return None, None, None, best, None
+
+
+def _launch_forward(case, module, values, device):
+    """Allocates guarded buffers, runs the forward kernel: (buffers, args)."""
+    import torch
+
+    meta = case.meta
+    dt = _torch_dtype(meta["dtype"])
+    gen_ = torch.Generator().manual_seed(meta["seed"] * 7 + 1)
+    bufs, args = {}, {}
+    for p in meta["params"]:
+        if p["kind"] == "ptr":
+            fill = values[p["name"]] if p["role"] == "in" else torch.zeros(p["shape"])
+            bufs[p["name"]] = Buffer(p["shape"], dt, device, fill, gen_)
+            args[p["name"]] = bufs[p["name"]].base
+        else:
+            args[p["name"]] = p["value"]
+    module.kernel[tuple(meta["grid"])](**args, **meta["constexprs"])
+    if device != "cpu":
+        torch.cuda.synchronize()
+    return bufs, args
+
+
+def _check_forward(case, bufs, outs):
+    import fuzz_ref as R
+
+    meta = case.meta
+    for p in meta["params"]:
+        if p["kind"] == "ptr" and p["role"] == "out":
+            value, written, _ = _vwp(outs[p["name"]])
+            got = R.view(bufs[p["name"]].base, p["view"]).double().cpu()
+            want = value.detach().double().cpu()
+            w = written.cpu()
+            bad = compare(got[w], want[w], FWD_TOL[meta["dtype"]])
+            if bad:
+                return f"{p['name']}: {bad[1]}"
+    for name, b in bufs.items():
+        if not b.guards_intact():
+            return f"forward wrote outside {name}"
+    return None
+
+
+def _upstream(case, outs, gen_):
+    """Random upstream gradients for every output buffer (its whole base, gaps too)."""
+    import torch
+
+    dt = _torch_dtype(case.meta["dtype"])
+    up_base, up_logical = {}, {}
+    import fuzz_ref as R
+    for p in case.meta["params"]:
+        if p["kind"] == "ptr" and p["role"] == "out":
+            u = (torch.rand(p["shape"], generator=gen_, dtype=torch.float64) * 2 - 1).to(dt)
+            up_base[p["name"]] = u
+            up_logical[p["name"]] = R.view(u, p["view"]).double()
+    return up_base, up_logical
+
+
+def _run_gpu(case, module, imported=None, device="cuda"):
+    """imported: an ImportedBackward (a backward derived and compiled elsewhere, see
+    --export) used instead of deriving here. device="cpu" only for --selftest."""
+    import torch
+
+    meta = case.meta
+    values, leaves, outs, ctx, gen_ = _setup(case, module, device)
+    if values is None:
+        return _result(case, "skipped", f"ties: {min(ctx.gaps, key=lambda g: g[1])}")
+    try:
+        bufs, args = _launch_forward(case, module, values, device)
+    except Exception as e:  # noqa: BLE001
+        return _result(case, "gen-error", "forward launch: " + classify_exception(e)[1],
+                       traceback.format_exc()[-4000:], fatal=_is_cuda_error(e))
+    bad = _check_forward(case, bufs, outs)
+    if bad:
+        return _result(case, "fwd-mismatch", bad.split(":")[0], bad)
+    for b in bufs.values():      # the backward must leave inputs and outputs as they are
+        b.snapshot = b.store.clone()
+    up_base, up_logical = _upstream(case, outs, gen_)
+    up_dev = {n: u.to(device) for n, u in up_logical.items()}
+    ref = reference_grads(leaves, outs, up_dev, retain=True)
+    slack = tolerance_slack(meta, module, values, leaves, outs, up_dev, ref, device)
+    try:
+        if imported is not None:
+            bwd, undiscovered = imported, imported.undiscovered
+        else:
+            bwd, undiscovered = _derive(case, module)
+        dt = _torch_dtype(meta["dtype"])
+        shadows, prefill = {}, {}
+        for p in meta["params"]:
+            if p["kind"] != "ptr":
+                continue
+            name = p["name"]
+            if p["role"] == "in":
+                scale = ref[name].abs().max().item() or 1.0
+                if meta["dtype"] == "fp32":   # the gradient must be ADDED to what is there
+                    fill = (torch.rand(p["shape"], generator=gen_, dtype=torch.float64)
+                            * 2 - 1) * scale
+                else:
+                    fill = torch.zeros(p["shape"], dtype=torch.float64)
+                shadows[name] = Buffer(p["shape"], dt, device, fill, gen_)
+                prefill[name] = shadows[name].base.double().clone()
+            else:
+                shadows[name] = Buffer(p["shape"], dt, device, up_base[name], gen_)
+        bargs = dict(args)
+        for name, b in shadows.items():
+            bargs[bwd.shadows.get(name, "d" + name)] = b.base
+        # the launch, as a user writes it: bwd[grid](*forward args, *shadows, **constexprs)
+        bwd[tuple(meta["grid"])](**bargs, **meta["constexprs"])
+        if device != "cpu":
+            torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001
+        outcome, cause = classify_exception(e)
+        return _result(case, outcome, cause, str(e)[:4000] if outcome != "crash"
+                       else traceback.format_exc()[-6000:], fatal=_is_cuda_error(e))
+    problems = []
+    for name, b in list(bufs.items()) + [("d" + n, b) for n, b in shadows.items()]:
+        if not b.guards_intact():
+            problems.append(("oob", f"backward wrote outside {name}"))
+    for name, b in bufs.items():
+        if not b.unchanged():
+            problems.append(("clobbered", f"backward modified the primal buffer {name}"))
+    tol_used = 0.0
+    for p in meta["params"]:
+        if p["kind"] == "ptr" and p["role"] == "in":
+            name = p["name"]
+            if name not in bwd.shadows:
+                problems.append(("missing", f"no shadow for {name}"))
+                continue
+            got = shadows[name].base.double() - prefill[name]
+            bad = compare(got, ref[name].double(), TOL[meta["dtype"]], slack[name])
+            if bad:
+                problems.append((bad[0], f"d{name}: {bad[1]}"))
+            else:
+                tol_used = max(tol_used, _tol_used(got, ref[name].double(), TOL[meta["dtype"]],
+                                                   slack[name]))
+    extra = dict(undiscovered=undiscovered, schedule=bwd.schedule(),
+                 min_gap=ctx.min_gap(), tol_used=tol_used)
+    if problems:
+        kinds = sorted({k for k, _ in problems})
+        return _result(case, "mismatch", ",".join(kinds), "\n".join(d for _, d in problems),
+                       **extra)
+    return _result(case, "match", **extra)
+
+
+class ImportedBackward:
+    """A backward kernel derived and compiled to a cubin on another machine (--export),
+    launched through Triton's own launcher without importing tritonad (whose compiled
+    core may not load here, e.g. another Python version)."""
+
+    def __init__(self, directory):
+        from types import SimpleNamespace
+
+        from triton.compiler.compiler import CompiledKernel
+
+        with open(os.path.join(directory, "bwd.json")) as f:
+            info = json.load(f)
+        self.arg_names = info["arg_names"]
+        self.shadows = info["shadows"]
+        self.undiscovered = info.get("undiscovered", [])
+        self._schedule = info.get("schedule")
+        src = SimpleNamespace(signature=info["signature"], constants=info["constants"],
+                              fn=SimpleNamespace(arg_names=self.arg_names, launch_metadata=None))
+        group = {name: os.path.join(directory, name) for name in info["files"]}
+        self.kernel = CompiledKernel(src, group, info["hash"])
+
+    def schedule(self):
+        return self._schedule
+
+    def __getitem__(self, grid):
+        grid = tuple(grid) + (1,) * (3 - len(grid))
+
+        def launch(**kwargs):
+            self.kernel[grid](*[kwargs.get(n) for n in self.arg_names])
+        return launch
+
+
+class OracleBackward:
+    """--selftest: stands in for a derived backward on the CPU. It reads the forward's
+    inputs and the upstream shadows the way a kernel would, computes float32 gradients
+    of the reference with torch, and adds them into the input shadows; `corrupt` makes it
+    wrong on purpose (the comparison must then report a mismatch)."""
+
+    def __init__(self, module, corrupt=None):
+        self.module = module
+        self.meta = module.META
+        self.corrupt = corrupt
+        self.shadows = {p["name"]: "d" + p["name"] for p in self.meta["params"]
+                        if p["kind"] == "ptr"}
+        self.undiscovered = []
+
+    def schedule(self):
+        return "oracle"
+
+    def __getitem__(self, grid):
+        def launch(**kw):
+            import torch
+            import fuzz_ref as R
+
+            ins = [p for p in self.meta["params"] if p["kind"] == "ptr" and p["role"] == "in"]
+            values = {p["name"]: kw[p["name"]].double() for p in ins}
+            leaves, outs, _ = reference(self.module, values, "cpu", torch.float32)
+            up = {p["name"]: R.view(kw["d" + p["name"]], p["view"]).double()
+                  for p in self.meta["params"] if p["kind"] == "ptr" and p["role"] == "out"}
+            grads = reference_grads(leaves, outs, up)
+            for i, p in enumerate(ins):
+                g = grads[p["name"]]
+                if self.corrupt == "drop" and i == 0:
+                    continue
+                if self.corrupt == "scale" and i == 0:
+                    g = g * 1.001 if self.meta["dtype"] == "fp32" else g * 1.2
+                if self.corrupt == "nan" and i == 0:
+                    g = g.clone().reshape(-1)
+                    g[-1] = float("nan")
+                    g = g.reshape(grads[p["name"]].shape)
+                if self.corrupt == "stray" and i == 0:
+                    kw["d" + p["name"]].reshape(-1)[0] += 1.0 + g.abs().max()
+                shadow = kw["d" + p["name"]]
+                shadow.copy_((shadow.double() + g).to(shadow.dtype))
+            if self.corrupt == "oob":
+                store = kw["d" + ins[0]["name"]]
+                torch.as_strided(store, (1,), (1,), store.storage_offset() + store.numel()).add_(1)
+        return launch
+
+
+def _run_export(case, module, directory):
+    """Derives and compiles the backward for sm_90 here; writes what --imported needs."""
+    import shutil
+
+    try:
+        bwd, undiscovered = _derive(case, module)
+        names = list(bwd.launch_signature)
+        compiled = compile_ptx(bwd, case.meta, names)
+    except Exception as e:  # noqa: BLE001
+        res = _run_cpu(case, module)     # classifies (and tells generator errors apart)
+        return res
+    out = os.path.join(directory, f"case_{case.seed}")
+    os.makedirs(out, exist_ok=True)
+    files = []
+    for name, path in compiled.metadata_group.items():
+        if name.endswith(".json") or name.endswith(".cubin"):
+            shutil.copy(path, os.path.join(out, name))
+            files.append(name)
+    src = compiled.src
+    info = dict(arg_names=names, signature=dict(src.signature),
+                constants={n: v for n, v in _constexpr_values(case.meta, names, src).items()},
+                files=files, hash=compiled.hash, shadows=dict(bwd.shadows),
+                schedule=bwd.schedule(), undiscovered=undiscovered)
+    with open(os.path.join(out, "bwd.json"), "w") as f:
+        json.dump(info, f, indent=1)
+    with open(os.path.join(out, "module.py"), "w") as f:
+        f.write(case.source)
+    return _result(case, "compiled", undiscovered=undiscovered, schedule=bwd.schedule(),
+                   exported=out)
+
+
+def _constexpr_values(meta, names, src):
+    consts = {}
+    for key, value in src.constants.items():
+        index = key[0] if isinstance(key, tuple) else names.index(key)
+        consts[names[index]] = value
+    return consts
+
+
+def _is_cuda_error(e):
+    text = f"{type(e).__name__}: {e}"
+    return "CUDA" in text or "cuda" in type(e).__module__
+
+
+def _run_interpret(case, module):
+    import fuzz_ref as R
+
+    module.libdevice = R.libdevice_shim
+    values, leaves, outs, ctx, _ = _setup(case, module, "cpu")
+    if values is None:
+        return _result(case, "skipped", f"ties: {min(ctx.gaps, key=lambda g: g[1])}")
+    try:
+        bufs, _ = _launch_forward(case, module, values, "cpu")
+    except Exception as e:  # noqa: BLE001
+        return _result(case, "gen-error", "interpreter: " + classify_exception(e)[1],
+                       traceback.format_exc()[-4000:])
+    bad = _check_forward(case, bufs, outs)
+    if bad:
+        return _result(case, "fwd-mismatch", bad.split(":")[0], bad)
+    return _result(case, "match", min_gap=ctx.min_gap())
+
+
+def _run_calibrate(case, module):
+    """The comparator against a float32 torch backward (a stand-in for a correct
+    kernel): measures how much of each tolerance rounding alone uses."""
+    import torch
+
+    meta = case.meta
+    values, leaves, outs, ctx, gen_ = _setup(case, module, "cpu")
+    if values is None:
+        return _result(case, "skipped", f"ties: {min(ctx.gaps, key=lambda g: g[1])}")
+    up_base, up_logical = _upstream(case, outs, gen_)
+    ref = reference_grads(leaves, outs, up_logical, retain=True)
+    slack = tolerance_slack(meta, module, values, leaves, outs, up_logical, ref, "cpu",
+                            noise=False)
+    leaves32, outs32, _ = reference(module, values, "cpu", torch.float32)
+    got32 = reference_grads(leaves32, outs32, up_logical)
+    dt = _torch_dtype(meta["dtype"])
+    worst = 0.0
+    for name, g in ref.items():
+        scale = g.abs().max().item()
+        fill = (torch.rand(g.shape, generator=gen_, dtype=torch.float64) * 2 - 1) * (scale or 1)
+        if meta["dtype"] != "fp32":
+            fill = torch.zeros_like(fill)
+        shadow = fill.to(dt)
+        before = shadow.double()
+        shadow = shadow + got32[name].to(dt)
+        got = shadow.double() - before
+        rtol, afrac = TOL[meta["dtype"]]
+        if scale > 0:
+            used = ((got - g).abs() / (afrac * scale + rtol * g.abs() + slack[name])).max().item()
+            worst = max(worst, used)
+        bad = compare(got, g, TOL[meta["dtype"]], slack[name])
+        if bad:
+            return _result(case, "mismatch", bad[0], f"d{name}: {bad[1]}", tol_used=worst)
+    return _result(case, "match", tol_used=worst, min_gap=ctx.min_gap())
+
+
+# ---------------------------------------------------------------------------
+# worker processes
+# ---------------------------------------------------------------------------
+
+def _worker_main(conn, mode, env):
+    os.environ.update(env)
+    if mode == "interpret" or mode.startswith("selftest"):
+        os.environ["TRITON_INTERPRET"] = "1"
+        _patch_interpreter()
+    while True:
+        try:
+            task = conn.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        res = run_case(task, mode)
+        res["task"] = task
+        conn.send(res)
+        if res.get("fatal"):     # a CUDA error poisons this process's context
+            conn.close()
+            os._exit(0)
+
+
+def _patch_interpreter():
+    """Triton 3.6's interpreter does int() on a 1-element array (an error with NumPy 2)."""
+    import numpy as np
+    import triton.runtime.interpreter as interp
+
+    original = interp._patch_lang_tensor
+
+    def patched(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__",
+                       lambda self: int(np.asarray(self.handle.data).reshape(-1)[0]))
+
+    interp._patch_lang_tensor = patched
+
+
+def _lost(task, cause, detail):
+    """The result of a case whose worker died or hung (regenerated for its features)."""
+    try:
+        import gen
+        case = (gen.generate(task["seed"], task.get("features"), task.get("sizes"),
+                             task.get("n_ops")) if "seed" in task else None)
+    except Exception:  # noqa: BLE001
+        case = None
+    res = _result(case, "crash", cause, detail)
+    res["seed"] = task.get("seed", res["seed"])
+    res["task"] = task
+    return res
+
+
+def run_tasks(tasks, mode, workers, timeout=600.0, env=None, on_result=None):
+    """Runs tasks on `workers` spawned processes; a worker that dies or hangs makes its
+    task a crash and is replaced. Returns the results in task order."""
+    env = dict(env or {})
+    ctx = multiprocessing.get_context("spawn")
+    pending = collections.deque(enumerate(tasks))
+    results = [None] * len(tasks)
+
+    def spawn():
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_worker_main, args=(child, mode, env), daemon=True)
+        proc.start()
+        child.close()
+        return dict(proc=proc, conn=parent, job=None, start=0.0)
+
+    slots = [spawn() for _ in range(max(1, min(workers, len(tasks))))]
+
+    def finish(slot, res):
+        index, task = slot["job"]
+        res.setdefault("task", task)
+        results[index] = res
+        slot["job"] = None
+        if on_result:
+            on_result(res)
+
+    try:
+        while pending or any(s["job"] for s in slots):
+            for s in slots:
+                if s["job"] is None and pending:
+                    s["job"] = pending.popleft()
+                    s["start"] = time.time()
+                    s["conn"].send(s["job"][1])
+            busy = [s for s in slots if s["job"]]
+            waits = [s["conn"] for s in busy] + [s["proc"].sentinel for s in busy]
+            ready = multiprocessing.connection.wait(waits, timeout=1.0)
+            for i, s in enumerate(slots):
+                if not s["job"]:
+                    continue
+                if s["conn"] in ready or s["proc"].sentinel in ready:
+                    try:
+                        res = s["conn"].recv()
+                        finish(s, res)
+                        if res.get("fatal"):
+                            s["proc"].join(5)
+                            slots[i] = spawn()
+                    except (EOFError, OSError):
+                        s["proc"].join(5)
+                        code = s["proc"].exitcode
+                        task = s["job"][1]
+                        finish(s, _lost(task, f"worker died (exit code {code})",
+                                        "the process running this case died: an "
+                                        "abort/segfault in the compiler or the driver"))
+                        slots[i] = spawn()
+                elif time.time() - s["start"] > timeout:
+                    s["proc"].kill()
+                    s["proc"].join(5)
+                    task = s["job"][1]
+                    finish(s, _lost(task, f"timeout after {timeout:.0f}s", ""))
+                    slots[i] = spawn()
+    finally:
+        for s in slots:
+            try:
+                s["conn"].send(None)
+            except (OSError, BrokenPipeError):
+                pass
+        for s in slots:
+            s["proc"].join(10)
+            if s["proc"].is_alive():
+                s["proc"].kill()
+    return results
+
+
+# ---------------------------------------------------------------------------
+# minimizer
+# ---------------------------------------------------------------------------
+
+_MIN_SIZES = {"BLOCK": 16, "BM": 16, "BN": 16, "n": 2, "M": 1, "N": 2}
+
+
+def _same_failure(res, target):
+    return res["outcome"] == target["outcome"] and (
+        res["outcome"] != "located-error" or res["cause"] == target["cause"])
+
+
+def minimize(result, mode, workers, log=print, env=None, timeout=600.0):
+    """Greedy: turn features off one at a time, lower the op count, shrink sizes, while
+    the failure (same outcome; same cause for located errors) persists. Each round
+    tries every candidate in parallel and takes the first (in that order) that fails."""
+    task = dict(result["task"])
+    import gen
+
+    base = gen.generate(task["seed"], task.get("features"), task.get("sizes"), task.get("n_ops"))
+    current = dict(seed=task["seed"], features=sorted(base.features), sizes=dict(base.sizes),
+                   n_ops=base.n_ops)
+    probe = run_tasks([current], mode, 1, timeout, env)[0]
+    if not _same_failure(probe, result):   # the unused features mattered after all
+        current = dict(seed=task["seed"], features=sorted(task.get("features") or gen.ALL_FEATURES),
+                       sizes=dict(base.sizes), n_ops=base.n_ops)
+        probe = result
+    best = probe
+    for _ in range(60):
+        cands = []
+        for f in current["features"]:
+            cands.append(dict(current, features=[g for g in current["features"] if g != f]))
+        if current["n_ops"] > 1:
+            cands.append(dict(current, n_ops=max(1, current["n_ops"] // 2)))
+            cands.append(dict(current, n_ops=current["n_ops"] - 1))
+        for key, value in sorted(current["sizes"].items()):
+            low = _MIN_SIZES.get(key)
+            if low is None or value <= low:
+                continue
+            smaller = max(low, value // 2)
+            if key in ("BLOCK", "BM", "BN"):
+                smaller = max(low, _pow2_floor(smaller))
+            cands.append(dict(current, sizes=dict(current["sizes"], **{key: smaller})))
+        if not cands:
+            break
+        results = run_tasks(cands, mode, workers, timeout, env)
+        for cand, res in zip(cands, results):
+            if _same_failure(res, result):
+                current, best = cand, res
+                break
+        else:
+            break
+    final = gen.generate(current["seed"], current["features"], current["sizes"],
+                         current["n_ops"])
+    log(f"minimized seed {current['seed']}: features {final.features}, sizes {final.sizes}, "
+        f"n_ops {final.n_ops}\n  {best['outcome']}: {best['cause']}\n  {best['detail']}")
+    log(final.source)
+    return dict(task=current, result=best, source=final.source)
+
+
+def _pow2_floor(n):
+    p = 1
+    while p * 2 <= n:
+        p *= 2
+    return p
+
+
+# ---------------------------------------------------------------------------
+# reporting
+# ---------------------------------------------------------------------------
+
+def summarize(results):
+    counts = collections.Counter(r["outcome"] for r in results)
+    causes = collections.defaultdict(list)
+    for r in results:
+        if r["outcome"] in ("located-error", "crash", "gen-error", "fwd-mismatch", "skipped",
+                            "mismatch"):
+            causes[(r["outcome"], r["cause"])].append(r["seed"])
+    by_feature = collections.defaultdict(collections.Counter)
+    for r in results:
+        for f in r.get("features", []):
+            by_feature[f][r["outcome"]] += 1
+    undiscovered = [r["seed"] for r in results if r.get("undiscovered")]
+    return dict(tried=len(results), counts=dict(counts),
+                causes=[dict(outcome=o, cause=c, count=len(s), seeds=s)
+                        for (o, c), s in sorted(causes.items(), key=lambda kv: (kv[0][0], -len(kv[1])))],
+                by_feature={f: dict(c) for f, c in sorted(by_feature.items())},
+                undiscovered_pointers=undiscovered)
+
+
+def print_summary(summary, results, out=sys.stdout):
+    p = lambda s="": print(s, file=out)
+    c = summary["counts"]
+    p(f"kernels tried: {summary['tried']}")
+    for o in OUTCOMES:
+        if c.get(o):
+            p(f"  {o:14s} {c[o]}")
+    mism = [r for r in results if r["outcome"] == "mismatch"]
+    if mism:
+        p("\nMISMATCHES (silently wrong gradients):")
+        for r in mism:
+            p(f"  seed {r['seed']}: {r['cause']}  [{r['layout']}, {r['dtype']}] "
+              f"features: {' '.join(r['features'])}")
+            for line in r["detail"].splitlines()[:4]:
+                p(f"      {line}")
+    for outcome in ("located-error", "crash", "gen-error", "fwd-mismatch", "skipped"):
+        rows = [x for x in summary["causes"] if x["outcome"] == outcome]
+        if not rows:
+            continue
+        p(f"\n{outcome} by cause:")
+        for x in rows:
+            seeds = " ".join(str(s) for s in x["seeds"][:8]) + (" ..." if x["count"] > 8 else "")
+            p(f"  {x['count']:4d}  {x['cause']}\n        seeds: {seeds}")
+    if summary["undiscovered_pointers"]:
+        s = summary["undiscovered_pointers"]
+        p(f"\nnote: tritonad's source reading missed a pointer parameter in {len(s)} kernels "
+          f"(passed with pointers=...): seeds {' '.join(map(str, s[:10]))}"
+          + (" ..." if len(s) > 10 else ""))
+    p("\nby feature (kernels using it):")
+    cols = [o for o in OUTCOMES if c.get(o)]
+    p(f"  {'feature':20s}" + "".join(f"{o[:13]:>14s}" for o in cols))
+    for f, cnt in summary["by_feature"].items():
+        p(f"  {f:20s}" + "".join(f"{cnt.get(o, 0):14d}" for o in cols))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Differential fuzzing of tritonad.grad.",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__)
+    ap.add_argument("--count", type=int, default=100)
+    ap.add_argument("--start", type=int, default=0)
+    ap.add_argument("--seeds", type=int, nargs="*", help="explicit seeds (instead of a range)")
+    ap.add_argument("--workers", type=int, default=min(16, os.cpu_count() or 1))
+    ap.add_argument("--features", nargs="*", help="enable only these features")
+    ap.add_argument("--disable", nargs="*", default=[], help="features to turn off")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--cpu-only", action="store_true")
+    mode.add_argument("--interpret", action="store_true")
+    mode.add_argument("--calibrate", action="store_true")
+    mode.add_argument("--selftest", nargs="?", const="ok", metavar="CORRUPTION",
+                      help="the GPU path on the CPU (interpreter forward, torch 'oracle' "
+                           "backward); with drop / scale / nan / stray / oob the oracle is "
+                           "wrong on purpose and every case must come out a mismatch")
+    mode.add_argument("--export", metavar="DIR",
+                      help="derive + compile each backward to a sm_90 cubin here (no GPU) "
+                           "and write it with its case to DIR/case_<seed>/")
+    mode.add_argument("--imported", metavar="DIR",
+                      help="run the GPU comparison on the cases of DIR (from --export) with "
+                           "their precompiled backward kernels, without importing tritonad")
+    ap.add_argument("--regressions", action="store_true", help="run regressions.py's cases")
+    ap.add_argument("--no-minimize", action="store_true")
+    ap.add_argument("--minimize-crashes", action="store_true")
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per case")
+    ap.add_argument("--always-compile", action="store_true",
+                    help="TRITON_ALWAYS_COMPILE=1: never serve a backward from Triton's cache")
+    ap.add_argument("--json")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--show", type=int, help="print the generated module of this seed and exit")
+    args = ap.parse_args(argv)
+
+    import gen
+    if args.show is not None:
+        print(gen.generate(args.show, args.features).source)
+        return 0
+    features = set(args.features) if args.features else set(gen.ALL_FEATURES)
+    unknown = (features | set(args.disable)) - gen.ALL_FEATURES
+    if unknown:
+        ap.error(f"unknown features {sorted(unknown)}; known: {' '.join(sorted(gen.ALL_FEATURES))}")
+    features -= set(args.disable)
+    mode_name = ("cpu" if args.cpu_only else "interpret" if args.interpret else
+                 "calibrate" if args.calibrate else
+                 ("selftest" + ("" if args.selftest == "ok" else ":" + args.selftest))
+                 if args.selftest else
+                 f"export:{os.path.abspath(args.export)}" if args.export else "gpu")
+    if args.imported:
+        tasks = [dict(imported=os.path.join(args.imported, d))
+                 for d in sorted(os.listdir(args.imported), key=lambda d: (len(d), d))
+                 if os.path.exists(os.path.join(args.imported, d, "bwd.json"))]
+    elif args.regressions:
+        import regressions
+        tasks = [dict(source=src, name=name) for name, src in regressions.CASES.items()]
+    else:
+        seeds = args.seeds if args.seeds else range(args.start, args.start + args.count)
+        fl = None if features == set(gen.ALL_FEATURES) else sorted(features)
+        tasks = [dict(seed=s, features=fl) for s in seeds]
+    t0 = time.time()
+
+    def progress(res):
+        if args.verbose or res["outcome"] in ("mismatch", "crash"):
+            print(f"seed {res.get('seed')}: {res['outcome']} {res.get('cause', '')}"
+                  f" ({res.get('time', 0):.1f}s)", flush=True)
+
+    env = {"TRITON_ALWAYS_COMPILE": "1"} if args.always_compile else {}
+    results = run_tasks(tasks, mode_name, args.workers, args.timeout, env=env,
+                        on_result=progress)
+    summary = summarize(results)
+    summary["mode"] = mode_name
+    summary["seconds"] = round(time.time() - t0, 1)
+    print()
+    print_summary(summary, results)
+    print(f"\n({mode_name} mode, {summary['seconds']}s, {args.workers} workers)")
+    minimized = []
+    if not args.no_minimize and not args.regressions and not args.imported and \
+            mode_name in ("gpu", "cpu", "interpret"):
+        targets = [r for r in results if r["outcome"] == "mismatch" or
+                   (args.minimize_crashes and r["outcome"] == "crash")]
+        for r in targets:
+            print(f"\n=== minimizing seed {r['seed']} ({r['outcome']}: {r['cause']}) ===")
+            minimized.append(minimize(r, mode_name, args.workers, timeout=args.timeout,
+                                      env=env))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(summary=summary, results=results, minimized=minimized), f, indent=1,
+                      default=str)
+    bad = summary["counts"].get("mismatch", 0) + summary["counts"].get("crash", 0)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
