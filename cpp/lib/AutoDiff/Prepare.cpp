@@ -1,11 +1,59 @@
 #include "tritonad/AutoDiff/Prepare.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 namespace tt = mlir::triton;
 
 namespace tritonad {
+
+namespace {
+
+bool writesMemoryWithin(Operation *op) {
+  bool writes = false;
+  op->walk([&](Operation *inner) {
+    auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
+    if (effects ? effects.hasEffect<MemoryEffects::Write>()
+                : !inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>() &&
+                      !inner->hasTrait<OpTrait::IsTerminator>())
+      writes = true;
+  });
+  return writes;
+}
+
+// A load of the same addresses, mask and padding as an earlier one in the same
+// block, with no write to memory in between, reads the same values: it becomes
+// the earlier load. The gradients of both then meet in registers and reach the
+// shadow as one accumulation (one rounding, and no atomics merely because a
+// pointer is read twice).
+void mergeRepeatedLoads(tt::FuncOp function) {
+  SmallVector<Block *> blocks;
+  function.walk([&](Block *block) { blocks.push_back(block); });
+  for (Block *block : blocks) {
+    SmallVector<tt::LoadOp> seen;
+    for (Operation &op : llvm::make_early_inc_range(*block)) {
+      if (auto load = dyn_cast<tt::LoadOp>(op); load && !load.getIsVolatile()) {
+        auto same = llvm::find_if(seen, [&](tt::LoadOp earlier) {
+          return earlier->getOperands() == load->getOperands() &&
+                 earlier->getAttrDictionary() == load->getAttrDictionary() &&
+                 earlier.getType() == load.getType();
+        });
+        if (same != seen.end()) {
+          load.replaceAllUsesWith(same->getResult());
+          load.erase();
+        } else {
+          seen.push_back(load);
+        }
+        continue;
+      }
+      if (writesMemoryWithin(&op))
+        seen.clear();
+    }
+  }
+}
+
+} // namespace
 
 void simplifyForDifferentiation(tt::FuncOp function) {
   SmallVector<Operation *> casts;
@@ -25,6 +73,7 @@ void simplifyForDifferentiation(tt::FuncOp function) {
     cast->getResult(0).replaceAllUsesWith(cast->getOperand(0));
     cast->erase();
   }
+  mergeRepeatedLoads(function);
 }
 
 } // namespace tritonad

@@ -126,3 +126,37 @@ module {
     tt.return
   }
 }
+
+// -----
+
+// The same addresses loaded twice with no write in between read the same
+// values: one load site, whose gradients meet in registers and reach the shadow
+// as one plain accumulation (not two atomics, each rounding).
+// REMARK: remark: accumulation of x: plain (proven
+// CHECK-LABEL: tt.func public @bwd
+// CHECK-NOT: tt.atomic_rmw
+// CHECK: tt.return
+module {
+  tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y")) {
+    %c64 = arith.constant 64 : i32
+    %pid = tt.get_program_id x : i32
+    %base = arith.muli %pid, %c64 : i32
+    %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+    %b = tt.splat %base : i32 -> tensor<64xi32>
+    %offs = arith.addi %b, %r : tensor<64xi32>
+    %xs = tt.splat %x : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %xp = tt.addptr %xs, %offs : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+    %a = tt.load %xp : tensor<64x!tt.ptr<f32>>
+    %e = math.exp %a : tensor<64xf32>
+    %a2 = tt.load %xp : tensor<64x!tt.ptr<f32>>
+    %p = arith.mulf %e, %a2 : tensor<64xf32>
+    %ys = tt.splat %y : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %yp = tt.addptr %ys, %offs : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+    tt.store %yp, %p : tensor<64x!tt.ptr<f32>>
+    tt.return
+  }
+  tt.func public @bwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %dx: !tt.ptr<f32> loc("dx"), %dy: !tt.ptr<f32> loc("dy")) {
+    tt.call @fwd(%x, %y) : (!tt.ptr<f32>, !tt.ptr<f32>) -> ()
+    tt.return
+  }
+}

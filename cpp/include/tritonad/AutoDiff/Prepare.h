@@ -13,7 +13,9 @@ namespace tritonad {
 /// so analyses see constants; a reordering flatten (tt.reshape allow_reorder)
 /// consumed only by whole reductions (tl.max(x) without an axis) keeps the
 /// element order, which the reduction's value does not depend on and its
-/// adjoint then can.
+/// adjoint then can; a load repeating an earlier one (same addresses, mask,
+/// padding, no write in between) becomes that load, so their gradients reach
+/// the shadow as one accumulation.
 void simplifyForDifferentiation(mlir::triton::FuncOp function);
 
 /// Lifts unstructured control flow (cf.br / cf.cond_br, which Triton emits for
