@@ -634,3 +634,31 @@ def test_tuple_of_pointers_is_refused():
     with pytest.raises(tritonad.DifferentiationError, match="tuples of pointers") as info:
         triton.compile(ASTSource(bwd, signature, {"BLOCK": 64}), target=TARGET)
     assert f"{HERE}:" in str(info.value)
+
+
+@triton.jit
+def nan_max_kernel(x_ptr, z_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=0.0)
+    z = tl.load(z_ptr + offs, mask=m, other=0.0)
+    tl.store(y_ptr + offs, tl.maximum(x, z) + 2.0 * tl.minimum(x, z), mask=m)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_nan_operand_of_maximum_passes_gradient_to_the_other():
+    # tl.maximum / tl.minimum ignore a NaN operand (maxnumf): the other side gets g.
+    n = 300
+    x = torch.randn(n, device="cuda", requires_grad=True)
+    zv = torch.randn(n, device="cuda")
+    zv[::7] = float("nan")
+    z = zv.clone().requires_grad_(True)
+    (torch.fmax(x, z) + 2.0 * torch.fmin(x, z)).backward(dy := torch.randn(n, device="cuda"))
+    dx, dz = torch.zeros_like(x), torch.zeros_like(x)
+    tritonad.grad(nan_max_kernel)[(triton.cdiv(n, 128),)](x.detach(), zv, torch.empty_like(x), n,
+                                                          dx, dz, dy.clone(), BLOCK=128)
+    _check(dx, x.grad)
+    valid = ~zv.isnan()
+    torch.testing.assert_close(dz[valid], z.grad[valid])
+    assert (dz[~valid] == 0).all()
