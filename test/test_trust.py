@@ -486,23 +486,23 @@ def test_concurrent_derivations_are_safe(monkeypatch):
     captured = []
     original = _C.differentiate_kernel
 
-    def capture(*args):
-        captured.append(args)
-        return original(*args)
+    def capture(*args, **kwargs):
+        captured.append((args, kwargs))
+        return original(*args, **kwargs)
 
     monkeypatch.setattr(kernel_grad._C, "differentiate_kernel", capture)
     kernel, types, constexprs, none = KERNEL_CASES["attention"]
     compile_backward(tritonad.grad(kernel), types, constexprs, none=none)
     monkeypatch.setattr(kernel_grad._C, "differentiate_kernel", original)
     assert captured
-    args = captured[-1]
-    expected = original(*args)
+    args, kwargs = captured[-1]
+    expected = original(*args, **kwargs)
     results, errors = [], []
 
     def work():
         try:
             for _ in range(3):
-                results.append(original(*args))
+                results.append(original(*args, **kwargs))
         except Exception as error:  # noqa: BLE001
             errors.append(error)
 

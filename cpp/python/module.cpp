@@ -65,7 +65,7 @@ PYBIND11_MODULE(_C, m) {
       "differentiate_kernel",
       [](const std::string &ir, const std::string &primal, const std::string &into,
          const std::vector<std::pair<std::string, std::string>> &bindings, int mode,
-         bool generic, bool debugInfo, const std::string &bufferName) {
+         bool overwrite, bool generic, bool debugInfo, const std::string &bufferName) {
         if (mode < 0 || mode > 2)
           throw py::value_error("mode must be 0 (auto), 1 (atomic) or 2 (deterministic)");
         tritonad::api::PrintOptions print;
@@ -74,15 +74,16 @@ PYBIND11_MODULE(_C, m) {
         tritonad::api::Result result;
         {
           py::gil_scoped_release release;
-          result = tritonad::api::differentiateKernel(ir, primal, into, bindings, mode, print,
-                                                      bufferName);
+          result = tritonad::api::differentiateKernel(ir, primal, into, bindings, mode,
+                                                      overwrite, print, bufferName);
         }
         if (!result.ok)
           throw MLIRError(result.diagnostics);
-        return py::make_tuple(result.output, result.report);
+        return py::make_tuple(result.output, result.report, result.writtenShadows);
       },
       py::arg("ir"), py::arg("primal"), py::arg("into"), py::arg("bindings"),
-      py::arg("mode") = 0, py::arg("generic") = false, py::arg("debug_info") = true,
-      py::arg("buffer_name") = "<ttir>",
-      "Replace kernel @into's body with the backward of kernel @primal; returns (ir, report).");
+      py::arg("mode") = 0, py::arg("overwrite") = false, py::arg("generic") = false,
+      py::arg("debug_info") = true, py::arg("buffer_name") = "<ttir>",
+      "Replace kernel @into's body with the backward of kernel @primal; returns (ir, report, "
+      "names of the shadows it stores into).");
 }

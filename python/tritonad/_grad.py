@@ -67,7 +67,14 @@ def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]
     addressing proves every address belongs to one program (checked at run time
     when it depends on strides), an atomic add otherwise; ``bwd.schedule()``
     says which, ``mode="deterministic"`` refuses atomics, ``mode="atomic"``
-    forces them. ``pointers=`` names the pointer parameters if tritonad's
+    forces them. ``accumulate=False`` is the contract for fresh gradient
+    buffers: the input shadows arrive holding zeros and receive the gradient,
+    so where tritonad proves that each element has one writer (one program,
+    lane and iteration) it stores instead of reading and adding (``overwrite``
+    in ``bwd.schedule()``). ``bwd.written_shadows()`` names the shadows the
+    backward writes: an output's shadow listed there is consumed (zeroed where
+    overwritten), so pass a copy of an upstream gradient you still need.
+    ``pointers=`` names the pointer parameters if tritonad's
     reading of the source misses one. ``triton.heuristics`` / ``triton.autotune``
     wrappers are re-applied to the backward (autotuning restores the shadows
     after each trial).

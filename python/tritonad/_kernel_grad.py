@@ -32,8 +32,10 @@ class _KernelSpec:
     primal: JITFunction
     bindings: List[tuple]                       # (shadow name, primal pointer name)
     mode: str
+    accumulate: bool = True
     derived: Dict[str, str] = field(default_factory=dict)
     schedules: Dict[str, str] = field(default_factory=dict)
+    written: Dict[str, List[str]] = field(default_factory=dict)  # shadows it stores into
 
 
 _SPECS: List[_KernelSpec] = []
@@ -101,11 +103,14 @@ def resolve_params(fn, wrt, names: List[str], constexprs) -> List[str]:
 
 
 def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
-                mode: str = "auto"):
+                mode: str = "auto", accumulate: bool = True):
     fn, wrappers = unwrap(kernel)
     reject_derivative(fn)
     if not isinstance(mode, str) or mode not in _MODES:
         raise ValueError(f"mode must be one of {sorted(_MODES)}, got {mode!r}")
+    if not isinstance(accumulate, bool):
+        raise TypeError(f"accumulate must be True (add into the shadows) or False (the "
+                        f"shadows hold zeros and receive the gradient), got {accumulate!r}")
     names = param_names(fn)
     constexprs = set(constexpr_names(fn))
     runtime = [n for n in names if n not in constexprs]
@@ -146,7 +151,7 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
 
     # (an empty shadow name: a pointer the core must know of, with no gradient wanted)
     spec = _KernelSpec(fn, list(zip(shadows, pointer_list)) + [("", p) for p in excluded],
-                       mode)
+                       mode, accumulate)
     key = len(_SPECS)
     _SPECS.append(spec)
     # (order: after the grad functions the kernel calls hold their derivatives)
@@ -173,7 +178,8 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     source = (
         f"def {name}({', '.join(params)}):\n"
         f"    # tritonad {build_id()}: its body is replaced by the backward of\n"
-        f"    # {fn.__module__}.{fn.__qualname__}; mode={mode!r} wrt={wrt!r} "
+        f"    # {fn.__module__}.{fn.__qualname__}; mode={mode!r} accumulate={accumulate!r} "
+        f"wrt={wrt!r} "
         f"pointers={pointers!r} bindings={spec.bindings}\n"
         f"    _tritonad_primal({', '.join(f'{n}={n}' for n in names)})\n")
     bwd = jit_from_source(source, name, {"tl": tl, "_tritonad_primal": fn,
@@ -183,13 +189,20 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     bwd.launch_signature = tuple(order)  # (JITFunction.signature is Triton's own)
     bwd.shadows = dict(zip(pointer_list, shadows))
     bwd.pointer_roles = {p: frozenset(roles[p]) for p in pointer_list}
-    bwd.derived_ir = lambda: _latest(spec.derived) or _cached(bwd, "tritonad_derived")
-    bwd.schedule = lambda: _latest(spec.schedules) or _cached(bwd, "tritonad_schedule")
+    bwd.derived_ir = lambda: _recorded(spec.derived, bwd, "tritonad_derived")
+    bwd.schedule = lambda: _recorded(spec.schedules, bwd, "tritonad_schedule")
+    bwd.written_shadows = lambda: _recorded(spec.written, bwd, "tritonad_written")
+    bwd.accumulate = accumulate
     return _rewrap(bwd, wrappers, shadows)
 
 
 def _latest(by_name: Dict[str, str]) -> Optional[str]:
     return next(reversed(by_name.values()), None)
+
+
+def _recorded(by_name: dict, jit: JITFunction, key: str):
+    """The latest derivation's record, from this process or Triton's cache."""
+    return _latest(by_name) if by_name else _cached(jit, key)
 
 
 def _cached(jit: JITFunction, key: str) -> Optional[str]:
@@ -234,7 +247,7 @@ def _rewrap(bwd, wrappers, shadows):
             raise TypeError(f"tritonad.grad cannot re-apply {type(wrapper).__name__} to the "
                             "backward kernel")
         for attr in ("tritonad_primal", "launch_signature", "shadows", "pointer_roles",
-                     "derived_ir", "schedule"):
+                     "derived_ir", "schedule", "written_shadows", "accumulate"):
             setattr(result, attr, getattr(bwd, attr))
     return result
 
@@ -276,16 +289,19 @@ def _materialize_backward(text: str, metadata: dict) -> str:
             raise DifferentiationError(f"tritonad: backward placeholder {name} lost its call")
         primal = symbol_name(call.group(1))
         try:
-            text, report = _C.differentiate_kernel(text, primal, name, spec.bindings,
-                                                   _MODES[spec.mode])
+            text, report, written = _C.differentiate_kernel(
+                text, primal, name, spec.bindings, _MODES[spec.mode],
+                overwrite=not spec.accumulate)
         except MLIRError as error:
             raise DifferentiationError(
                 f"tritonad.grad({spec.primal.__name__}) failed:\n"
             f"{locate_in_source(str(error), text)}") from None
         spec.derived[name] = strip_locations(dict(functions_in(text))[name]).rstrip() + "\n"
         spec.schedules[name] = report
+        spec.written[name] = list(written)
         metadata.setdefault("tritonad_derived", {})[name] = spec.derived[name]
         metadata.setdefault("tritonad_schedule", {})[name] = report
+        metadata.setdefault("tritonad_written", {})[name] = list(written)
         if os.environ.get("TRITONAD_DUMP"):
             print(f"// tritonad: backward of {primal}\n// {report}\n{spec.derived[name]}",
                   file=sys.stderr)
@@ -296,7 +312,8 @@ def _restore_backward(metadata: dict) -> None:
     """A cache hit. The placeholder names in the metadata are this process's: the
     placeholder's source (its name, with the index into _SPECS, and every option)
     is part of the cache key, so a hit means this process made the same one."""
-    for key, into in (("tritonad_derived", "derived"), ("tritonad_schedule", "schedules")):
+    for key, into in (("tritonad_derived", "derived"), ("tritonad_schedule", "schedules"),
+                      ("tritonad_written", "written")):
         for name, text in metadata.get(key, {}).items():
             spec = _spec_of(name)
             if spec is not None:

@@ -47,7 +47,8 @@ def autograd(kernel, outputs: Sequence[str], **grad_options):
     for name in outputs:
         if name not in names:
             raise ValueError(f"{fn.__name__} has no parameter {name!r} (parameters: {names})")
-    backward_kernel = kernel_grad(kernel, **grad_options)
+    # Fresh zeroed gradient buffers: the backward may overwrite instead of add.
+    backward_kernel = kernel_grad(kernel, accumulate=False, **grad_options)
     return _DifferentiableKernel(kernel, backward_kernel, fn, tuple(outputs), grad_options,
                                  torch)
 
@@ -144,6 +145,30 @@ def shadow_like(t, torch, upstream=None):
     return buffer if upstream is None else buffer.copy_(upstream)
 
 
+def _same_layout(grad, out) -> bool:
+    """Whether the backward may read `grad` where it reads out's shadow."""
+    return (grad.dtype == out.dtype and grad.device == out.device and
+            grad.shape == out.shape and
+            all(g == o for g, o, n in zip(grad.stride(), out.stride(), out.shape) if n > 1))
+
+
+def _written_shadows(backward_kernel, grid, arguments):
+    """The shadows the derived backward stores into, compiling it first (Triton's
+    warmup derives without launching) when this process has not yet; None when
+    that cannot be told (then every upstream gradient is copied)."""
+    recorded = getattr(backward_kernel, "written_shadows", None)
+    if recorded is None:
+        return None
+    written = recorded()
+    if written is None:
+        try:
+            backward_kernel.warmup(grid=grid, **arguments)
+        except Exception:  # noqa: BLE001  (an unusual wrapper: fall back to copies)
+            return None
+        written = recorded()
+    return None if written is None else set(written)
+
+
 def _make_function(torch):
     class KernelFunction(torch.autograd.Function):
         @staticmethod
@@ -172,11 +197,23 @@ def _make_function(torch):
                     input_grads[name] = shadow_like(bound[name], torch)
                     if name in shadows:
                         arguments[shadows[name]] = input_grads[name]
+            if not any(name in shadows for name in input_grads):
+                return (None, None, None, None,
+                        *[input_grads.get(name) for name in ctx.differentiable])
+            upstream = {}
             for name, grad in zip(op.outputs, grads):
                 if name in shadows:
-                    arguments[shadows[name]] = shadow_like(bound[name], torch, grad)
-            if any(name in shadows for name in input_grads):
-                op.backward_kernel[ctx.grid](**arguments)
+                    upstream[shadows[name]] = (bound[name], grad)
+            for shadow, (out, grad) in upstream.items():
+                arguments[shadow] = grad
+            written = _written_shadows(op.backward_kernel, ctx.grid, arguments)
+            for shadow, (out, grad) in upstream.items():
+                # The upstream gradient is passed as it is unless the backward writes
+                # into it (consumes it) or addresses it differently (dtype, strides).
+                if grad is None or written is None or shadow in written or \
+                        not _same_layout(grad, out):
+                    arguments[shadow] = shadow_like(out, torch, grad)
+            op.backward_kernel[ctx.grid](**arguments)
             return (None, None, None, None,
                     *[input_grads.get(name) for name in ctx.differentiable])
 

@@ -15,6 +15,7 @@ struct Result {
   std::string output;      // printed module when ok
   std::string diagnostics; // MLIR's diagnostics, "<file>:line:col: error: ..." each
   std::string report;      // what a transformation chose (e.g. the accumulation per shadow)
+  std::vector<std::string> writtenShadows; // kernel backward: shadow arguments it stores into
 };
 
 struct PrintOptions {
@@ -49,10 +50,13 @@ Result differentiateFunction(const std::string &ir, const std::string &primal,
 /// with the backward of `primal`. `bindings` pairs each shadow argument name
 /// of `into` with the pointer parameter name of `primal` it is the gradient
 /// of. `mode`: 0 auto, 1 always atomic, 2 deterministic (no atomics).
+/// `overwrite`: input shadows arrive zeroed, and elements with one writer are
+/// stored instead of accumulated.
 Result differentiateKernel(const std::string &ir, const std::string &primal,
                            const std::string &into,
                            const std::vector<std::pair<std::string, std::string>> &bindings,
-                           int mode, const PrintOptions &print, const std::string &bufferName);
+                           int mode, bool overwrite, const PrintOptions &print,
+                           const std::string &bufferName);
 
 } // namespace tritonad::api
 

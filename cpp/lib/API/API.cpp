@@ -304,21 +304,25 @@ Result differentiateFunction(const std::string &ir, const std::string &primal,
 Result differentiateKernel(const std::string &ir, const std::string &primal,
                            const std::string &into,
                            const std::vector<std::pair<std::string, std::string>> &bindings,
-                           int mode, const PrintOptions &print, const std::string &bufferName) {
-  std::string report;
-  return transformModule(
+                           int mode, bool overwrite, const PrintOptions &print,
+                           const std::string &bufferName) {
+  KernelBackwardReport report;
+  Result result = transformModule(
       ir, print, bufferName,
       [&](ModuleOp module, std::string &fallback) {
         fallback = "cannot derive the backward of kernel @" + primal;
         SmallVector<ShadowBinding> shadowBindings;
         for (const auto &[shadow, primalName] : bindings)
           shadowBindings.push_back({shadow, primalName});
-        if (mlir::failed(differentiateKernelInto(module, primal, into, shadowBindings,
-                                                 static_cast<AccumulationMode>(mode), report)))
+        KernelBackwardConfig options{static_cast<AccumulationMode>(mode), overwrite};
+        if (mlir::failed(differentiateKernelInto(module, primal, into, shadowBindings, options,
+                                                 report)))
           return mlir::failure();
         return cleanUp(module, into);
       },
-      &report);
+      &report.text);
+  result.writtenShadows = report.writtenShadows;
+  return result;
 }
 
 } // namespace tritonad::api

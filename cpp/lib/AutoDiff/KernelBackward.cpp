@@ -14,6 +14,8 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <set>
+
 using namespace mlir;
 namespace tt = mlir::triton;
 
@@ -53,11 +55,12 @@ BlockArgument traceBase(Value ptr) {
 class KernelBackwardBuilder {
 public:
   KernelBackwardBuilder(tt::FuncOp primal, DenseMap<BlockArgument, Value> shadows,
-                        DenseSet<BlockArgument> knownPointers, AccumulationMode mode)
+                        DenseSet<BlockArgument> knownPointers, KernelBackwardConfig options)
       : primal(primal), shadows(std::move(shadows)), knownPointers(std::move(knownPointers)),
-        mode(mode) {}
+        mode(options.mode), overwrite(options.overwrite) {}
 
-  LogicalResult build(tt::FuncOp bwd, ArrayRef<Value> primalArgsInBwd, std::string &report);
+  LogicalResult build(tt::FuncOp bwd, ArrayRef<Value> primalArgsInBwd,
+                      KernelBackwardReport &report);
 
 private:
   bool isShadowed(Value ptr) {
@@ -69,6 +72,7 @@ private:
   LogicalResult classifyStoreInLoops(tt::StoreOp store);
   Value lastIterationMask(OpBuilder &builder, tt::StoreOp store, const IRMapping &forward,
                           Value mask);
+  bool writtenOncePerProgram(tt::LoadOp load);
   FailureOr<Value> shadowPointer(OpBuilder &builder, Value ptr, const IRMapping &forward);
   LogicalResult emitStoreAdjoint(OpBuilder &builder, tt::StoreOp store, AdjointState &state);
   LogicalResult emitLoadAdjoint(OpBuilder &builder, tt::LoadOp load, AdjointState &state);
@@ -98,6 +102,7 @@ private:
   // the last iteration's value survives, so only it reads the upstream.
   DenseMap<Operation *, SmallVector<scf::ForOp>> lastIterationOnly;
   AccumulationMode mode;
+  bool overwrite;
   llvm::StringMap<std::string> schedule; // primal argument name -> how it is accumulated
   bool usedAxes[3] = {false, false, false};
   DenseMap<BlockArgument, int> loadSites;  // shadowed argument -> loads of it
@@ -313,6 +318,20 @@ LogicalResult KernelBackwardBuilder::classifyStoreInLoops(tt::StoreOp store) {
   return success();
 }
 
+// Whether a program reaches each address of `load` at most once: every loop
+// around it moves the addresses past the tile in each iteration.
+bool KernelBackwardBuilder::writtenOncePerProgram(tt::LoadOp load) {
+  for (Operation *op = load->getParentOp(); op && op != primal.getOperation();
+       op = op->getParentOp()) {
+    if (isa<scf::WhileOp>(op))
+      return false;
+    if (auto loop = dyn_cast<scf::ForOp>(op))
+      if (!iterationsTouchDisjointAddresses(load.getPtr(), loop))
+        return false;
+  }
+  return true;
+}
+
 // `mask` restricted to the last iteration of every loop that rewrites the
 // store's addresses in each iteration.
 Value KernelBackwardBuilder::lastIterationMask(OpBuilder &builder, tt::StoreOp store,
@@ -392,10 +411,21 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   Value mask = load.getMask() ? forward.lookupOrDefault(load.getMask()) : Value();
   std::string name = argumentName(baseArgument(load.getPtr()));
 
+  // The caller's zeros need not be read where this is the only write to each
+  // element: one load site, and no loop around it revisiting addresses.
+  bool storeOnly = overwrite && loadSites.lookup(baseArgument(load.getPtr())) == 1 &&
+                   writtenOncePerProgram(load);
   auto emitPlain = [&](OpBuilder &b) {
+    if (storeOnly) {
+      createStore(b, loc, *shadow, g, mask);
+      return;
+    }
     Value other = mask ? createZero(b, loc, g.getType()) : Value();
     Value old = createLoad(b, loc, *shadow, mask, other);
     createStore(b, loc, *shadow, addFloats(b, loc, old, g), mask);
+  };
+  auto plainLabel = [&](StringRef why) {
+    return (storeOnly ? "overwrite (" : "plain (") + why.str() + ")";
   };
   auto emitAtomic = [&](OpBuilder &b) {
     createAtomicAdd(b, loc, *shadow, g, mask);
@@ -442,7 +472,7 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   if (access.known && *access.known) {
     emitPlain(builder);
     if (!schedule.count(name))
-      schedule[name] = "plain (" + access.explanation + ")";
+      schedule[name] = plainLabel(access.explanation);
     return success();
   }
   if (mode == AccumulationMode::Deterministic)
@@ -462,13 +492,14 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   emitPlain(thenBuilder);
   OpBuilder elseBuilder = branch.getElseBodyBuilder();
   emitAtomic(elseBuilder);
-  schedule[name] = "plain when " + access.explanation.substr(access.explanation.find(':') + 2) +
+  schedule[name] = (storeOnly ? "overwrite when " : "plain when ") +
+                   access.explanation.substr(access.explanation.find(':') + 2) +
                    ", else atomic (a branch uniform over the program)";
   return success();
 }
 
 LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> primalArgsInBwd,
-                                           std::string &report) {
+                                           KernelBackwardReport &report) {
   if (failed(validate()))
     return failure();
   primal.walk([&](tt::GetProgramIdOp pid) { usedAxes[static_cast<int>(pid.getAxis())] = true; });
@@ -555,17 +586,31 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
             std::string(storeSites.lookup(arg) > 1 ? ", then zeroed where overwritten" : "");
     else
       how = "no gradient reaches it";
-    report += name + ": " + how + "\n";
+    report.text += name + ": " + how + "\n";
   }
-  report += loopNotes;
+  report.text += loopNotes;
+  // Which shadows the backward writes (read from the IR it emitted).
+  DenseSet<Value> shadowArgs;
+  for (auto &[arg, shadow] : shadows)
+    shadowArgs.insert(shadow);
+  std::set<std::string> written;
+  bwd.walk([&](Operation *op) {
+    if (!isa<tt::StoreOp, tt::AtomicRMWOp>(op))
+      return;
+    BlockArgument base = baseArgument(op->getOperand(0));
+    if (base && shadowArgs.contains(base))
+      written.insert(argumentName(base));
+  });
+  report.writtenShadows.assign(written.begin(), written.end());
   return success();
 }
 
 } // namespace
 
 LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, StringRef intoName,
-                                      ArrayRef<ShadowBinding> bindings, AccumulationMode mode,
-                                      std::string &report) {
+                                      ArrayRef<ShadowBinding> bindings,
+                                      const KernelBackwardConfig &options,
+                                      KernelBackwardReport &report) {
   auto primal = module.lookupSymbol<tt::FuncOp>(primalName);
   auto into = module.lookupSymbol<tt::FuncOp>(intoName);
   if (!primal || !into)
@@ -647,7 +692,7 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
     op.dropAllReferences();
     op.erase();
   }
-  KernelBackwardBuilder backward(scratch, std::move(shadows), std::move(knownPointers), mode);
+  KernelBackwardBuilder backward(scratch, std::move(shadows), std::move(knownPointers), options);
   return backward.build(into, primalArgsInBwd, report);
 }
 

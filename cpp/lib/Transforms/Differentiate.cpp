@@ -50,13 +50,13 @@ struct KernelBackwardPass : public impl::KernelBackwardBase<KernelBackwardPass> 
       module.emitError("mode must be auto, atomic or deterministic, got '") << mode << "'";
       return signalPassFailure();
     }
-    std::string report;
-    if (failed(differentiateKernelInto(module, forwardName, intoName, bindings, accumulation,
-                                       report)))
+    KernelBackwardReport report;
+    if (failed(differentiateKernelInto(module, forwardName, intoName, bindings,
+                                       {accumulation, overwrite}, report)))
       return signalPassFailure();
     // The schedule, for tests and people: one remark per shadow.
     Location loc = module.lookupSymbol(intoName)->getLoc();
-    for (StringRef line : llvm::split(StringRef(report).trim(), '\n'))
+    for (StringRef line : llvm::split(StringRef(report.text).trim(), '\n'))
       mlir::emitRemark(loc) << (line.starts_with("loop ") ? "" : "accumulation of ") << line;
   }
 };

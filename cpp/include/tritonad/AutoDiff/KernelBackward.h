@@ -16,6 +16,22 @@ enum class AccumulationMode {
   Deterministic, // never atomics: fail where exclusivity is not proven statically
 };
 
+struct KernelBackwardConfig {
+  AccumulationMode mode = AccumulationMode::Auto;
+  /// The caller passes input shadows holding zeros and wants the gradient
+  /// itself: where each element provably has one writer (one program, one
+  /// lane, one iteration), the backward stores instead of read-add-writes.
+  bool overwrite = false;
+};
+
+/// What the pass decided, for people (`report`) and for the torch bridge.
+struct KernelBackwardReport {
+  std::string text; // one line per shadow, one per loop
+  /// Shadow arguments the backward stores into (an output's shadow listed
+  /// here is consumed: the caller must not pass a tensor it still needs).
+  std::vector<std::string> writtenShadows;
+};
+
 struct ShadowBinding {
   std::string shadow; // name of the backward kernel's argument (e.g. "dx_ptr")
   std::string primal; // name of the forward kernel's pointer parameter ("x_ptr")
@@ -30,7 +46,8 @@ struct ShadowBinding {
 llvm::LogicalResult differentiateKernelInto(mlir::ModuleOp module, llvm::StringRef primal,
                                             llvm::StringRef into,
                                             llvm::ArrayRef<ShadowBinding> bindings,
-                                            AccumulationMode mode, std::string &report);
+                                            const KernelBackwardConfig &options,
+                                            KernelBackwardReport &report);
 
 } // namespace tritonad
 

@@ -43,6 +43,9 @@ def KernelBackward : Pass<"tritonad-kernel-backward", "mlir::ModuleOp"> {
                "shadow:pointer pairs of argument names">,
     Option<"mode", "mode", "std::string", /*default=*/"\"auto\"",
            "auto | atomic | deterministic">,
+    Option<"overwrite", "overwrite", "bool", /*default=*/"false",
+           "input shadows arrive zeroed: store instead of read-add-write where "
+           "each element has one writer">,
   ];
   let dependentDialects = ["mlir::triton::TritonDialect", "mlir::arith::ArithDialect",
                            "mlir::scf::SCFDialect"];
