@@ -28,6 +28,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 from gpu_util import requires_gpu  # noqa: E402
+from test_kernel_grad import layer_norm_kernel  # noqa: E402
 from tritonad._source import pointer_params, pointer_roles  # noqa: E402
 from tritonad._torch import shadow_like  # noqa: E402
 
@@ -77,23 +78,6 @@ def f_two_returns(x, y):
     if x > 0:
         return x * y, y
     return x
-
-
-@triton.jit
-def layer_norm_kernel(X, W, B, Y, Mean, Rstd, stride, N, eps, BLOCK_N: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK_N)
-    mask = cols < N
-    x = tl.load(X + row * stride + cols, mask=mask, other=0.0)
-    mean = tl.sum(x, axis=0) / N
-    xc = tl.where(mask, x - mean, 0.0)
-    var = tl.sum(xc * xc, axis=0) / N
-    rstd = 1.0 / tl.sqrt(var + eps)
-    w = tl.load(W + cols, mask=mask, other=0.0)
-    b = tl.load(B + cols, mask=mask, other=0.0)
-    tl.store(Y + row * stride + cols, xc * rstd * w + b, mask=mask)
-    tl.store(Mean + row, mean)
-    tl.store(Rstd + row, rstd)
 
 
 LN_TYPES = dict(X=F32, W=F32, B=F32, Y=F32, Mean=F32, Rstd=F32, stride="i32", N="i32",
