@@ -73,6 +73,7 @@ private:
   Value lastIterationMask(OpBuilder &builder, tt::StoreOp store, const IRMapping &forward,
                           Value mask);
   bool writtenOncePerProgram(tt::LoadOp load);
+  Operation *loopRevisitingThroughOtherLanes(tt::LoadOp load);
   FailureOr<Value> shadowPointer(OpBuilder &builder, Value ptr, const IRMapping &forward);
   LogicalResult emitStoreAdjoint(OpBuilder &builder, tt::StoreOp store, AdjointState &state);
   LogicalResult emitLoadAdjoint(OpBuilder &builder, tt::LoadOp load, AdjointState &state);
@@ -270,6 +271,25 @@ bool dependsOnLoopState(Value value, scf::ForOp loop) {
   return false;
 }
 
+// Whether `value` is computed from `arg` (a block argument).
+bool pointerDependsOn(Value value, BlockArgument arg) {
+  SmallVector<Value> worklist{value};
+  DenseSet<Value> seen;
+  while (!worklist.empty()) {
+    Value current = worklist.pop_back_val();
+    if (!current || !seen.insert(current).second)
+      continue;
+    if (current == arg)
+      return true;
+    if (Operation *def = current.getDefiningOp())
+      def->walk([&](Operation *inner) {
+        for (Value operand : inner->getOperands())
+          worklist.push_back(operand);
+      });
+  }
+  return false;
+}
+
 // A store inside loops is correct to differentiate when, for every enclosing
 // loop, either each iteration writes its own addresses, or every iteration
 // writes the same addresses (then only the last one's value survives).
@@ -330,6 +350,33 @@ bool KernelBackwardBuilder::writtenOncePerProgram(tt::LoadOp load) {
         return false;
   }
   return true;
+}
+
+// The loop around `load` whose iterations touch overlapping addresses through
+// different lanes (a sliding window), if any. Addresses that do not move with
+// a loop are revisited by the same lane (same op, same layout: same thread),
+// which program order keeps consistent; disjoint ones are never revisited.
+Operation *KernelBackwardBuilder::loopRevisitingThroughOtherLanes(tt::LoadOp load) {
+  for (Operation *op = load->getParentOp(); op && op != primal.getOperation();
+       op = op->getParentOp()) {
+    if (auto loop = dyn_cast<scf::WhileOp>(op)) {
+      // No induction variable to reason with: addresses that move with the
+      // carried values may overlap between iterations.
+      if (llvm::any_of(loop.getAfter().getArguments(), [&](BlockArgument arg) {
+            return pointerDependsOn(load.getPtr(), arg);
+          }))
+        return loop;
+      continue;
+    }
+    auto loop = dyn_cast<scf::ForOp>(op);
+    if (!loop)
+      continue;
+    bool moves = dependsOnLoopState(load.getPtr(), loop) ||
+                 (load.getMask() && dependsOnLoopState(load.getMask(), loop));
+    if (moves && !iterationsTouchDisjointAddresses(load.getPtr(), loop))
+      return loop;
+  }
+  return nullptr;
 }
 
 // `mask` restricted to the last iteration of every loop that rewrites the
@@ -465,6 +512,21 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     emitAtomic(builder);
     schedule[name] = "atomic (loaded at " + std::to_string(loadSites.lookup(base)) +
                      " places: accumulations into one shadow are not ordered)";
+    return success();
+  }
+  if (Operation *loop = loopRevisitingThroughOtherLanes(load)) {
+    // Iteration k + 1 may read what another thread wrote in iteration k, with
+    // no ordering between the two: only atomics are safe.
+    if (mode == AccumulationMode::Deterministic)
+      return load.emitError("deterministic mode: the loop at ")
+             << loop->getLoc() << " moves the addresses of '" << name
+             << "' by less than the tile, so its iterations revisit addresses through other "
+             << "lanes; accumulating its gradient needs atomics";
+    if (failed(noFp8Atomics()))
+      return failure();
+    emitAtomic(builder);
+    schedule[name] = "atomic (a loop moves its addresses by less than the tile: iterations "
+                     "revisit addresses through other lanes)";
     return success();
   }
   ExclusiveAccess access = analyzeExclusiveAccess(builder, loc, load.getPtr(), load.getMask(),

@@ -1,6 +1,6 @@
 // Reverse-mode rules of the tt dialect: shapes, dot, reductions, scans and
 // device-library calls. Loads and stores are the kernel driver's business
-// (they need the shadow pointers), see KernelAdjoint.cpp.
+// (they need the shadow pointers), see KernelBackward.cpp.
 #include "ElementwiseRules.h"
 #include "TensorBuilders.h"
 

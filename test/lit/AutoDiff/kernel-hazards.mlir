@@ -160,3 +160,38 @@ module {
     tt.return
   }
 }
+
+// -----
+
+// A sliding window (addresses move by 1 per iteration, the tile is 64 wide):
+// iteration k + 1 reads through lane j what lane j + 1 wrote in iteration k, with
+// nothing ordering the two threads. Atomics, not a plain read-add-write.
+// REMARK: remark: accumulation of x: atomic (a loop moves its addresses by less than the tile
+// CHECK-LABEL: tt.func public @bwd
+// CHECK: scf.for
+// CHECK: tt.atomic_rmw fadd
+module {
+  tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %n: i32 loc("n")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %zero = arith.constant dense<0.0> : tensor<64xf32>
+    %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+    %acc = scf.for %k = %c0 to %n step %c1 iter_args(%a = %zero) -> (tensor<64xf32>) : i32 {
+      %ks = tt.splat %k : i32 -> tensor<64xi32>
+      %offs = arith.addi %ks, %r : tensor<64xi32>
+      %xs = tt.splat %x : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+      %xp = tt.addptr %xs, %offs : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+      %v = tt.load %xp : tensor<64x!tt.ptr<f32>>
+      %next = arith.addf %a, %v : tensor<64xf32>
+      scf.yield %next : tensor<64xf32>
+    }
+    %ys = tt.splat %y : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %yp = tt.addptr %ys, %r : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+    tt.store %yp, %acc : tensor<64x!tt.ptr<f32>>
+    tt.return
+  }
+  tt.func public @bwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %n: i32 loc("n"), %dx: !tt.ptr<f32> loc("dx"), %dy: !tt.ptr<f32> loc("dy")) {
+    tt.call @fwd(%x, %y, %n) : (!tt.ptr<f32>, !tt.ptr<f32>, i32) -> ()
+    tt.return
+  }
+}
