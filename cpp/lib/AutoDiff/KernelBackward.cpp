@@ -10,6 +10,7 @@
 #include "ReverseSweep.h"
 #include "TensorBuilders.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringMap.h"
@@ -439,8 +440,12 @@ LogicalResult KernelBackwardBuilder::emitStoreAdjoint(OpBuilder &builder, tt::St
   // Several stores through one pointer: a later store overwrites an earlier
   // one at the same address, so once a store has taken the upstream
   // gradient, earlier stores must see zero there (the shadow is consumed).
-  if (storeSites.lookup(baseArgument(store.getPtr())) > 1 && !firstStore.lookup(store))
+  if (storeSites.lookup(baseArgument(store.getPtr())) > 1 && !firstStore.lookup(store)) {
     createStore(builder, loc, *shadow, createZero(builder, loc, value.getType()), mask);
+    // The earlier store's read may happen in another thread (another layout):
+    // the barrier makes the zeros visible to every thread of the program.
+    gpu::BarrierOp::create(builder, loc);
+  }
   return success();
 }
 
@@ -673,6 +678,7 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
                                       ArrayRef<ShadowBinding> bindings,
                                       const KernelBackwardConfig &options,
                                       KernelBackwardReport &report) {
+  module.getContext()->getOrLoadDialect<gpu::GPUDialect>(); // barriers between shadow accesses
   auto primal = module.lookupSymbol<tt::FuncOp>(primalName);
   auto into = module.lookupSymbol<tt::FuncOp>(intoName);
   if (!primal || !into)

@@ -2,6 +2,8 @@
 #include "tritonad/AutoDiff/KernelBackward.h"
 #include "tritonad/Transforms/Passes.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
 using namespace mlir;
 namespace tt = mlir::triton;
 

@@ -1,5 +1,6 @@
 #include "tritonad/AutoDiff/PointerInduction.h"
 #include "tritonad/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 namespace tritonad {
 #define GEN_PASS_DEF_POINTERINDUCTION

@@ -1,5 +1,6 @@
 #include "tritonad/AutoDiff/Prepare.h"
 #include "tritonad/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"

@@ -195,3 +195,41 @@ module {
     tt.return
   }
 }
+
+// -----
+
+// y is stored twice: the later store takes the upstream gradient, then zeroes it
+// (consumes it) and a barrier orders that before the earlier store reads it from
+// whichever thread holds it there.
+// REMARK: remark: accumulation of y: output: its shadow is read (the upstream gradient), then zeroed where overwritten
+// CHECK-LABEL: tt.func public @bwd
+// CHECK: %[[UP:.+]] = tt.load %[[P:[^,]+]], %{{.+}}, %{{.+}} : tensor<64x!tt.ptr<f32>>
+// CHECK: tt.store %[[P]], %{{.+}}, %{{.+}} : tensor<64x!tt.ptr<f32>>
+// CHECK-NEXT: gpu.barrier
+// CHECK: tt.load %[[P]]
+module {
+  tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %n: i32 loc("n")) {
+    %c64 = arith.constant 64 : i32
+    %three = arith.constant dense<3.0> : tensor<64xf32>
+    %pid = tt.get_program_id x : i32
+    %base = arith.muli %pid, %c64 : i32
+    %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+    %b = tt.splat %base : i32 -> tensor<64xi32>
+    %offs = arith.addi %b, %r : tensor<64xi32>
+    %ns = tt.splat %n : i32 -> tensor<64xi32>
+    %m = arith.cmpi slt, %offs, %ns : tensor<64xi32>
+    %xs = tt.splat %x : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %xp = tt.addptr %xs, %offs : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+    %v = tt.load %xp, %m : tensor<64x!tt.ptr<f32>>
+    %ys = tt.splat %y : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %yp = tt.addptr %ys, %offs : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+    tt.store %yp, %v, %m : tensor<64x!tt.ptr<f32>>
+    %t = arith.mulf %v, %three : tensor<64xf32>
+    tt.store %yp, %t, %m : tensor<64x!tt.ptr<f32>>
+    tt.return
+  }
+  tt.func public @bwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %n: i32 loc("n"), %dx: !tt.ptr<f32> loc("dx"), %dy: !tt.ptr<f32> loc("dy")) {
+    tt.call @fwd(%x, %y, %n) : (!tt.ptr<f32>, !tt.ptr<f32>, i32) -> ()
+    tt.return
+  }
+}

@@ -48,7 +48,7 @@ def KernelBackward : Pass<"tritonad-kernel-backward", "mlir::ModuleOp"> {
            "each element has one writer">,
   ];
   let dependentDialects = ["mlir::triton::TritonDialect", "mlir::arith::ArithDialect",
-                           "mlir::scf::SCFDialect"];
+                           "mlir::scf::SCFDialect", "mlir::gpu::GPUDialect"];
 }
 
 def PointerInduction : Pass<"tritonad-pointer-induction", "mlir::triton::FuncOp"> {
