@@ -83,7 +83,8 @@ def test_overwrite_gradients_match_torch():
     y.backward(dy)
     grads = [torch.zeros_like(t) for t in (x, w, b)]
     bwd = tritonad.grad(layer_norm_kernel, accumulate=False)
-    bwd[(M,)](x.detach(), w.detach(), b.detach(), torch.empty_like(x), None, None,
+    mean, rstd = torch.empty(M, device="cuda"), torch.empty(M, device="cuda")
+    bwd[(M,)](x.detach(), w.detach(), b.detach(), torch.empty_like(x), mean, rstd,
               x.stride(0), N, 1e-5, *grads, dy.clone(), None, None, BLOCK_N=512)
     for got, t in zip(grads, (x, w, b)):
         torch.testing.assert_close(got, t.grad, rtol=1e-4, atol=1e-4)
