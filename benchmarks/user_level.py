@@ -32,6 +32,8 @@ import bench  # noqa: E402  (forward kernels and hand-written backward kernels)
 
 import tritonad  # noqa: E402
 
+import torch._functorch.config  # noqa: E402
+
 torch._functorch.config.donated_buffer = False  # time a compiled backward repeatedly
 ITERS = 20
 
