@@ -15,11 +15,11 @@ const RuleTable &arithRules() {
     declare<arith::AddFOp>(t, {G, G});
     declare<arith::SubFOp>(t, {G, -G});
     declare<arith::MulFOp>(t, {G * X(1), G * X(0)});
-    declare<arith::DivFOp>(t, {safe(G / X(1)), safe(-G * Y / X(1))});
+    declare<arith::DivFOp>(t, {safe(G / X(1), 1), safe(-G * Y / X(1), 1)});
     declare<arith::NegFOp>(t, {-G});
     // C fmod: y = a - trunc(a / b) * b, so trunc(a / b) = (a - y) / b (Triton
     // has no trunc op to lower).
-    declare<arith::RemFOp>(t, {G, safe(-G * (X(0) - Y) / X(1))});
+    declare<arith::RemFOp>(t, {G, safe(-G * (X(0) - Y) / X(1), 1)});
     // Ties split the gradient evenly, as torch.maximum / torch.minimum do.
     Expr onMax = select(X(0) > X(1), G, select(X(0) == X(1), G * 0.5, 0.0));
     Expr onMaxRhs = select(X(1) > X(0), G, select(X(0) == X(1), G * 0.5, 0.0));

@@ -5,6 +5,7 @@
 #define TRITONAD_LIB_AUTODIFF_ELEMENTWISERULES_H
 
 #include "tritonad/AutoDiff/ReverseModeInterface.h"
+#include "tritonad/Dialect/Triton/Dialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -123,10 +124,20 @@ inline Expr self(Expr a, Expr b) {
 }
 
 /// `partial`, but exactly 0 where the upstream gradient G is 0. For partials
-/// that divide by an operand or take its log: lanes the forward masked out
-/// hold arbitrary values (log(0), x / 0) and get G = 0, and 0 * inf = NaN
-/// would otherwise reach real lanes through a sum or a dot.
-inline Expr safe(Expr partial) { return select(G == 0.0, 0.0, partial); }
+/// that divide by operand `risky` or take its log: lanes the forward masked
+/// out hold arbitrary values (log(0), x / 0) and get G = 0, and 0 * inf = NaN
+/// would otherwise reach real lanes through a sum or a dot. An operand that is
+/// the same in every lane (a scalar, a splat such as softmax's row sum) has no
+/// masked-out lanes of its own: no guard, and no cost in the backward.
+inline Expr safe(Expr partial, unsigned risky) {
+  Expr guarded = select(G == 0.0, 0.0, partial);
+  return Expr([=](Env &env) -> mlir::Value {
+    mlir::Value operand = env.operands[risky];
+    bool uniform = !mlir::isa<mlir::RankedTensorType>(operand.getType()) ||
+                   operand.getDefiningOp<mlir::triton::SplatOp>();
+    return uniform ? partial.emit(env) : guarded.emit(env);
+  });
+}
 
 /// One partial derivative per operand (already multiplied by G); nullopt for
 /// an operand that gets no gradient.

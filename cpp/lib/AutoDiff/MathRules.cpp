@@ -19,11 +19,11 @@ const RuleTable &mathRules() {
     declare<math::ExpOp>(t, {G * Y});
     declare<math::Exp2Op>(t, {G * Y * ln2});
     declare<math::ExpM1Op>(t, {G * (Y + 1.0)});
-    declare<math::LogOp>(t, {safe(G / X(0))});
-    declare<math::Log2Op>(t, {safe(G / (X(0) * ln2))});
-    declare<math::Log1pOp>(t, {safe(G / (X(0) + 1.0))});
-    declare<math::SqrtOp>(t, {safe(G * 0.5 / Y)});
-    declare<math::RsqrtOp>(t, {safe(G * -0.5 * Y * Y * Y)});
+    declare<math::LogOp>(t, {safe(G / X(0), 0)});
+    declare<math::Log2Op>(t, {safe(G / (X(0) * ln2), 0)});
+    declare<math::Log1pOp>(t, {safe(G / (X(0) + 1.0), 0)});
+    declare<math::SqrtOp>(t, {safe(G * 0.5 / Y, 0)});
+    declare<math::RsqrtOp>(t, {safe(G * -0.5 * Y * Y * Y, 0)});
     declare<math::SinOp>(t, {G * cos(X(0))});
     declare<math::CosOp>(t, {-G * sin(X(0))});
     declare<math::TanOp>(t, {G * (Y * Y + 1.0)});
@@ -31,8 +31,8 @@ const RuleTable &mathRules() {
     declare<math::ErfOp>(t, {G * twoOverSqrtPi * exp(-(X(0) * X(0)))});
     // |x|' = sign(x), 0 at 0 (as torch).
     declare<math::AbsFOp>(t, {select(X(0) > 0.0, G, select(X(0) < 0.0, -G, 0.0))});
-    declare<math::PowFOp>(t, {safe(G * X(1) * self(X(0), X(1) - 1.0)),
-                              select(X(0) == 0.0, 0.0, safe(G * Y * log(X(0))))});
+    declare<math::PowFOp>(t, {safe(G * X(1) * self(X(0), X(1) - 1.0), 0),
+                              select(X(0) == 0.0, 0.0, safe(G * Y * log(X(0)), 0))});
     declare<math::FmaOp>(t, {G * X(1), G * X(0), G});
     declare<math::FloorOp>(t, {0.0});
     declare<math::CeilOp>(t, {0.0});

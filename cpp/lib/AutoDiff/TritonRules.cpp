@@ -22,8 +22,8 @@ namespace {
 const RuleTable &tritonElementwiseRules() {
   static const RuleTable table = [] {
     RuleTable t;
-    declare<tt::PreciseSqrtOp>(t, {safe(G * 0.5 / Y)});
-    declare<tt::PreciseDivFOp>(t, {safe(G / X(1)), safe(-G * Y / X(1))});
+    declare<tt::PreciseSqrtOp>(t, {safe(G * 0.5 / Y, 0)});
+    declare<tt::PreciseDivFOp>(t, {safe(G / X(1), 1), safe(-G * Y / X(1), 1)});
     // torch.clamp: the gradient passes where min <= x <= max.
     declare<tt::ClampFOp>(t, {select(X(0) < X(1), 0.0, select(X(0) > X(2), 0.0, G)),
                               select(X(0) < X(1), G, 0.0), select(X(0) > X(2), G, 0.0)});
@@ -45,38 +45,38 @@ const RuleTable &libdeviceRules() {
     rule("exp2", {G * Y * ln2});
     rule("exp10", {G * Y * ln10});
     rule("expm1", {G * (Y + 1.0)});
-    rule("log", {safe(G / X(0))});
-    rule("fast_log", {safe(G / X(0))});
-    rule("log2", {safe(G / (X(0) * ln2))});
-    rule("log10", {safe(G / (X(0) * ln10))});
-    rule("log1p", {safe(G / (X(0) + 1.0))});
-    rule("sqrt", {safe(G * 0.5 / Y)});
-    rule("rsqrt", {safe(G * -0.5 * Y * Y * Y)});
+    rule("log", {safe(G / X(0), 0)});
+    rule("fast_log", {safe(G / X(0), 0)});
+    rule("log2", {safe(G / (X(0) * ln2), 0)});
+    rule("log10", {safe(G / (X(0) * ln10), 0)});
+    rule("log1p", {safe(G / (X(0) + 1.0), 0)});
+    rule("sqrt", {safe(G * 0.5 / Y, 0)});
+    rule("rsqrt", {safe(G * -0.5 * Y * Y * Y, 0)});
     rule("sin", {G * cos(X(0))});
     rule("cos", {-G * sin(X(0))});
     rule("tan", {G * (Y * Y + 1.0)});
     rule("tanh", {G * (1.0 - Y * Y)});
     rule("sinh", {G * (exp(X(0)) + exp(-X(0))) * 0.5});
     rule("cosh", {G * (exp(X(0)) - exp(-X(0))) * 0.5});
-    rule("asin", {safe(G / sqrt(1.0 - X(0) * X(0)))});
-    rule("acos", {safe(-G / sqrt(1.0 - X(0) * X(0)))});
+    rule("asin", {safe(G / sqrt(1.0 - X(0) * X(0)), 0)});
+    rule("acos", {safe(-G / sqrt(1.0 - X(0) * X(0)), 0)});
     rule("atan", {G / (X(0) * X(0) + 1.0)});
     rule("asinh", {G / sqrt(X(0) * X(0) + 1.0)});
-    rule("acosh", {safe(G / sqrt(X(0) * X(0) - 1.0))});
-    rule("atanh", {safe(G / (1.0 - X(0) * X(0)))});
+    rule("acosh", {safe(G / sqrt(X(0) * X(0) - 1.0), 0)});
+    rule("atanh", {safe(G / (1.0 - X(0) * X(0)), 0)});
     rule("erf", {G * twoOverSqrtPi * exp(-(X(0) * X(0)))});
     rule("erfc", {-G * twoOverSqrtPi * exp(-(X(0) * X(0)))});
     // b * x^(b-1) through pow itself: exp(log(x) * ...) would be NaN for x < 0.
-    rule("pow", {safe(G * X(1) * self(X(0), X(1) - 1.0)),
-                 select(X(0) == 0.0, 0.0, safe(G * Y * log(X(0))))});
+    rule("pow", {safe(G * X(1) * self(X(0), X(1) - 1.0), 0),
+                 select(X(0) == 0.0, 0.0, safe(G * Y * log(X(0)), 0))});
     rule("fabs", {select(X(0) > 0.0, G, select(X(0) < 0.0, -G, 0.0))});
     rule("floor", {0.0});
     rule("ceil", {0.0});
     rule("trunc", {0.0});
     rule("round", {0.0});
     rule("rint", {0.0});
-    rule("fdiv_rn", {safe(G / X(1)), safe(-G * Y / X(1))});
-    rule("div_rn", {safe(G / X(1)), safe(-G * Y / X(1))});
+    rule("fdiv_rn", {safe(G / X(1), 1), safe(-G * Y / X(1), 1)});
+    rule("div_rn", {safe(G / X(1), 1), safe(-G * Y / X(1), 1)});
     rule("fmaf", {G * X(1), G * X(0), G});
     rule("fma", {G * X(1), G * X(0), G});
     return t;

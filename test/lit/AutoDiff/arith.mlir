@@ -236,3 +236,16 @@ tt.func public @f(%x: f32, %y: f32) -> f32 {
   %1 = arith.mulf %0, %y : f32
   tt.return %1 : f32
 }
+
+// -----
+
+// Division by a value that is the same in every lane (softmax's row sum, a
+// splat): no masked-out lane has a divisor of its own, so no guard.
+// CHECK-LABEL: tt.func private @f_vjp
+// CHECK-NOT: arith.cmpf oeq
+// CHECK: tt.return
+tt.func public @f(%x: tensor<16x32xf32>, %s: f32) -> tensor<16x32xf32> {
+  %t = tt.splat %s : f32 -> tensor<16x32xf32>
+  %0 = arith.divf %x, %t : tensor<16x32xf32>
+  tt.return %0 : tensor<16x32xf32>
+}
