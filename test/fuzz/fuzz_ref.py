@@ -8,8 +8,16 @@ loop-carried running values need the block structure, which these helpers provid
 padding the logical tensor to whole blocks, reshaping and reducing inside each block.
 
 Also here: `view` (the logical view of a kernel buffer), written masks, the `Ctx` that
-records selection margins (how far every max/min/where/if decision is from a tie), and
+records selection margins (how far every max/min/where/if decision is from a tie) and the
+load sites, `load` (one load site of an input), `dot` (a matrix product, recorded), and
 `libdevice_shim` (libdevice.pow / tanh for Triton's interpreter, which lacks libdevice).
+
+Load sites: every tl.load (or block-pointer load) of an input pointer in the kernel is a
+separate accumulation into that input's shadow in the backward. The reference mirrors this:
+each site reads its input through `load`, which returns a *copy* of the data (a function of
+the leaf, so the leaf's gradient stays the sum over sites) and records it in ctx, together
+with the buffer element each of its entries reads. run.py differentiates per program with
+respect to these site tensors to bound the rounding of the shadow's accumulation.
 """
 
 import math
@@ -44,10 +52,13 @@ def view(base, spec):
 
 
 class Ctx:
-    """Collects margins: (label, smallest distance of a selection from its tie)."""
+    """Collects margins: (label, smallest distance of a selection from its tie), the load
+    sites (`load`) and the matrix products (`dot`) of one reference evaluation."""
 
     def __init__(self):
         self.gaps = []
+        self.sites = []   # (input name, site tensor, flat buffer index of each entry)
+        self.dots = []    # (a, b, a @ b)
 
     def gap(self, label, g, exact_ok=False):
         """g: distances from a tie. exact_ok: an exact tie (0) is not ambiguous (the tied
@@ -64,6 +75,36 @@ class Ctx:
 
     def min_gap(self):
         return min((g for _, g in self.gaps), default=math.inf)
+
+
+def load(ctx, T, name, spec=("full",)):
+    """One load site of input `name`: the view `spec` of its buffer as the kernel's lanes
+    read it, as a fresh tensor (a differentiable copy) recorded in ctx with the buffer
+    element each of its entries reads.
+
+    Granularity: one entry per addition the backward makes into the shadow per program.
+    Full-shape inputs are loaded one lane per logical element, so their sites have the
+    logical shape (two lanes of one tile reading one element, rows overlapping in memory,
+    are two additions). A row / column vector or a scalar is loaded once per program and
+    broadcast in registers (its adjoint is reduced in float32 before one addition), so its
+    site is the buffer itself: call `load` without a view and broadcast the result."""
+    base = T[name]
+    site = view(base, spec).clone()
+    if ctx is not None:
+        with torch.no_grad():
+            index = view(torch.arange(base.numel(), device=base.device).reshape(base.shape),
+                         spec).clone()
+        ctx.sites.append((name, site, index))
+    return site
+
+
+def dot(ctx, a, b):
+    """a @ b (a [M, K], b [K, N] logical tensors), recorded in ctx: a low-precision tl.dot's
+    backward rounds the output's adjoint to the operand dtype (see run.py)."""
+    out = a @ b
+    if ctx is not None:
+        ctx.dots.append((a, b, out))
+    return out
 
 
 def _tile(v, bs, value):

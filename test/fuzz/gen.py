@@ -19,14 +19,24 @@ A generated module holds:
               writes each element)}.
 
 Grammar (each feature switchable, see FEATURES): a layout (flat 1-D blocks, one program
-per row, 2-D tiles, or a row loop over column chunks), loaded inputs (full tensors, row /
-column vectors, a one-element scalar), a chain of ops over them, outputs stored in the
-case's dtype. Well-conditioning is by construction: every value carries an interval, and
-an op whose operand could leave its domain (log / sqrt / div / pow near 0, exp of large
-values) first gets a smooth adapter (a*a*c + 0.5, sigmoid(a) + 0.5, a * c, ...); masked
-lanes load an in-domain `other` so even they stay finite; reductions are scaled by
-1/blocksize. Selections (max/min, tl.where on computed values, data-dependent if) record
-their distance from a tie in ctx so the runner can re-draw data that is too close.
+per row, 2-D tiles, a row loop over column chunks, or a row-block loop over 2-D column
+tiles), loaded inputs (full tensors, row / column vectors, a one-element scalar, the
+operands of a tl.dot), a chain of ops over them, outputs stored in the case's dtype.
+Well-conditioning is by construction: every value carries an interval, and an op whose
+operand could leave its domain (log / sqrt / div / pow near 0, exp of large values) first
+gets a smooth adapter (a*a*c + 0.5, sigmoid(a) + 0.5, a * c, ...); masked lanes load an
+in-domain `other` so even they stay finite (a dot's operands load 0 there: the dot's
+interval includes 0); reductions and dots are scaled by 1/blocksize (1/K). Selections
+(max/min, tl.where on computed values, data-dependent if) record their distance from a tie
+in ctx so the runner can re-draw data that is too close.
+
+Load sites: the reference reads every input through `R.load` once per load the kernel
+makes (a reload, the shifted load, each loop's own loads are each a new `R.load`), so the
+runner can bound the rounding of the backward's accumulation per addition (run.py).
+
+Random streams: `rng` draws the original grammar; the features added later (tileloop,
+while, dot, dot_kloop) draw from `xrng` only, so a seed that does not use them generates
+the same kernel as before they existed.
 """
 
 from __future__ import annotations
@@ -49,6 +59,8 @@ FEATURES = {
     "rows": "1-D grid, one program per row, BLOCK_N >= N",
     "grid2d": "2-D grid of [BM, BN] tiles",
     "loop": "one program per row looping over column chunks: for k in range(0, N, BLOCK)",
+    "tileloop": "one program per BLOCK_M rows looping over column blocks: a 2-D "
+                "[BLOCK_M, BLOCK_N] tile per iteration, addressed with a row stride argument",
     # loops
     "loop_acc": "loop-carried accumulation acc += f(x) (vector or scalar)",
     "loop_max": "loop-carried running max / min (not an accumulation)",
@@ -58,6 +70,15 @@ FEATURES = {
     "loop_running_store": "the running value stored every iteration",
     "loop_inner_store": "the carrying loop stores a block computed from the running value",
     "ptr_advance": "pointers advanced in the loop (p += BLOCK)",
+    "while": "a `while k < N:` loop (scf.while; the condition on integers only) instead of "
+             "`for k in range(...)`: the carrying loop (mostly with accumulations only), the "
+             "dot's K loop, rarely a storing loop",
+    # matrix products
+    "dot": "tl.dot of a [BM, K] tile of a0 and a [K, BN] tile of b0 (grid2d; in tileloop "
+           "with a0 loaded before the loop): fp32 with input_precision=\"ieee\", fp16 / "
+           "bf16 operands with fp32 accumulation; K, BM, BN >= 16",
+    "dot_kloop": "the dot's K dimension in a loop: acc = tl.dot(a, b, acc) (or acc += "
+                 "tl.dot(a, b)) over K chunks, a masked K tail",
     # elementwise math
     "exp": "tl.exp", "log": "tl.log of positive values", "sqrt": "tl.sqrt of positive values",
     "rsqrt": "tl.rsqrt of positive values", "tanh": "libdevice.tanh",
@@ -95,7 +116,7 @@ FEATURES = {
     "fp16": "fp16 buffers (math in fp32)", "bf16": "bf16 buffers (math in fp32)",
 }
 ALL_FEATURES = frozenset(FEATURES)
-LAYOUTS = ("flat", "rows", "grid2d", "loop")
+LAYOUTS = ("flat", "rows", "grid2d", "loop", "tileloop")
 DTYPES = {"fp32": "tl.float32", "fp16": "tl.float16", "bf16": "tl.bfloat16"}
 DOMAINS = {"any": (-2.0, 2.0), "pos": (0.5, 2.0)}
 OTHER = 1.0           # masked lanes load this: inside every input domain
@@ -164,6 +185,7 @@ class V:
     lo: float
     hi: float
     leaf: bool = False    # a loaded input: exactly equal in kernel and reference
+    root: bool = False    # carries inputs of its own (a dot): folded into an output always
     used: bool = False
     # expressions this value may equal exactly on some lanes (itself, and for selections
     # -- where, max, min, if, max/min reductions -- whatever they select from): a max/min
@@ -213,6 +235,7 @@ class _Gen:
         self.rng = random.Random(seed)
         self.alt = random.Random(seed * 1000003 + 7)   # re-draws when a pick is disabled
         self.arng = random.Random(seed * 7919 + 3)     # adapters
+        self.xrng = random.Random(seed * 1000033 + 17)  # tileloop / while / dot decisions
         self.enabled = set(enabled)
         self.used = set()
         self.size_override = dict(sizes or {})
@@ -235,6 +258,11 @@ class _Gen:
         """One draw, always made (so later choices stay put when a feature is turned
         off): True when the draw hits and `feat` is enabled."""
         hit = self.rng.random() < p
+        return hit and feat in self.enabled
+
+    def xwant(self, feat, p):
+        """Like `want`, drawing from xrng (the stream of the later features)."""
+        hit = self.xrng.random() < p
         return hit and feat in self.enabled
 
     def use(self, feat):
@@ -289,14 +317,26 @@ class _Gen:
 
     # -- layout --------------------------------------------------------------
     def choose_layout(self):
+        avail = [l for l in LAYOUTS if l in self.enabled]
+        if "tileloop" in avail and "loop" not in avail:
+            avail.append("loop")      # tileloop takes its share from loop's
         layout = self.pick_weighted([("flat", 2), ("rows", 3), ("grid2d", 3), ("loop", 3)],
-                                    [l for l in LAYOUTS if l in self.enabled])
+                                    avail)
+        tile = self.xrng.random() < 0.45
+        if layout == "loop" and "tileloop" in self.enabled and (tile or "loop" not in self.enabled):
+            layout = "tileloop"
         if layout is None:
             layout = "rows"
         else:
             self.use(layout)
         self.layout = layout
-        self.ndim_k = 2 if layout == "grid2d" else 1   # kernel axes
+        self.ndim_k = 2 if layout in ("grid2d", "tileloop") else 1   # kernel axes
+        # the later features' draws, made here in a fixed order (xrng)
+        self.dot = self.xwant("dot", 0.4 if layout == "grid2d" else 0.3) and \
+            layout in ("grid2d", "tileloop")
+        self.dot_kloop = self.xwant("dot_kloop", 0.5) and self.dot and layout == "grid2d"
+        self.while_draws = [self.xrng.random() for _ in range(3)]
+        self.xdraws = [self.xrng.random() for _ in range(4)]
 
     def choose_dtype(self):
         r = self.rng.random()
@@ -334,6 +374,15 @@ class _Gen:
             s["BM"], s["BN"] = o.get("BM", bm), o.get("BN", bn)
             s["M"] = o.get("M", s["BM"] * nbm + (tm if tail else 0))
             s["N"] = o.get("N", s["BN"] * nbn + (tn if tail else 0))
+        elif self.layout == "tileloop":
+            bm = r.choice([2, 4, 8, 16, 16]) if not self.dot else r.choice([16, 32])
+            bn = r.choice([16, 32, 64])
+            nch = r.randint(1, 4)
+            nbm = r.randint(1, 3)
+            tm, tn = r.randint(1, max(1, bm - 1)), r.randint(1, bn - 1)
+            s["BM"], s["BN"] = o.get("BM", bm), o.get("BN", bn)
+            s["M"] = o.get("M", s["BM"] * nbm + (tm if tail and s["BM"] > 1 else 0))
+            s["N"] = o.get("N", s["BN"] * nch + (tn if tail else 0))
         else:
             b = r.choice([16, 32, 64])
             nch = r.randint(1, 5)
@@ -342,6 +391,13 @@ class _Gen:
             s["BLOCK"] = o.get("BLOCK", b)
             s["M"] = o.get("M", m)
             s["N"] = o.get("N", s["BLOCK"] * nch + (t if tail else 0))
+        if self.dot:   # the dot's K (xrng)
+            x = self.xrng
+            bk = x.choice([16, 32, 64] if self.layout == "grid2d" else [16, 32])
+            nk, kt = x.randint(1, 3), x.randint(1, bk - 1)
+            s["BK"] = o.get("BK", bk)
+            if self.dot_kloop:
+                s["K"] = o.get("K", s["BK"] * nk + (kt if tail and x.random() < 0.6 else 0))
         for key in s:
             s[key] = max(1, int(s[key]))
         if self.layout in ("flat",):
@@ -350,8 +406,8 @@ class _Gen:
             s["N"] = max(s["N"], 2)
         lay = self.layout
         if (lay == "flat" and s["n"] % s["BLOCK"]) or (lay == "rows" and s["N"] != s["BLOCK_N"]) \
-                or (lay == "grid2d" and (s["M"] % s["BM"] or s["N"] % s["BN"])) \
-                or (lay == "loop" and s["N"] % s["BLOCK"]):
+                or (lay in ("grid2d", "tileloop") and (s["M"] % s["BM"] or s["N"] % s["BN"])) \
+                or (lay == "loop" and s["N"] % s["BLOCK"]) or (s.get("K", 0) % s.get("BK", 1)):
             self.use("mask_tail")
         self.sizes = s
 
@@ -435,9 +491,19 @@ class _Gen:
             info["stride"] = f"stride_{name}"
         return info
 
-    def torch_view(self, info):
-        p = next(p for p in self.params if p["name"] == info["ptr"])
-        return f"R.view(T[{info['ptr']!r}], {tuple(p['view'])!r})"
+    def torch_load(self, ptr):
+        """The torch expression of one load site of input `ptr`, in the logical shape
+        (R.load records the site; vectors and scalars are broadcast after it)."""
+        p = self.param(ptr)
+        kind = ptr[0]
+        shape = self.SHAPE
+        if kind == "w":
+            return f"R.load(ctx, T, {ptr!r})[None, :].expand({shape})"
+        if kind == "c":
+            return f"R.load(ctx, T, {ptr!r})[:, None].expand({shape})"
+        if kind == "s":
+            return f"R.load(ctx, T, {ptr!r}).reshape({(1,) * len(shape)}).expand({shape})"
+        return f"R.load(ctx, T, {ptr!r}, {tuple(p['view'])!r})"
 
     def load_full(self, info, block_ptr_ok=True, helper_ok=True):
         """Kernel lines loading a full-shape input into info['name'] (not the torch side)."""
@@ -894,6 +960,10 @@ class _Gen:
         self.rng.shuffle(extra)
         leaves = [v for v in extra if v.leaf]          # every input should reach an output
         extra = leaves + [v for v in extra if not v.leaf][:3]
+        extra += [v for v in pool if v.root and v is not target and v not in extra
+                  and shape_ok(v)]                     # (used or not: it may lead nowhere)
+        for v in extra:
+            v.root = False
         for v in extra:
             v.used = True
             target = self.cap(self.assign(f"{target.name} + {v.name} * 0.5",
@@ -922,7 +992,7 @@ class _Gen:
             self.add_int(f"stride_{name}", s["N"])
             st = f"stride_{name}"
         val = f"{v.name}.to({self.DT})"
-        if block_ptr_ok and lay != "loop" and self.want("block_ptr", 0.2):
+        if block_ptr_ok and lay not in ("loop", "tileloop") and self.want("block_ptr", 0.2):
             self.use("block_ptr")
             if lay == "flat":
                 bp = (f"tl.make_block_ptr(base={ptr}, shape=(n,), strides=(1,), "
@@ -940,7 +1010,8 @@ class _Gen:
             self.kl(f"tl.store(bp_{name}, {val}, boundary_check={check})")
         else:
             offs = {"flat": "offs", "rows": f"row * {st} + cols", "loop": f"row * {st} + cols",
-                    "grid2d": f"rm[:, None] * {st} + rn[None, :]"}[lay]
+                    "grid2d": f"rm[:, None] * {st} + rn[None, :]",
+                    "tileloop": f"rm[:, None] * {st} + rn[None, :]"}[lay]
             self.kl(f"tl.store({ptr} + {offs}, {val}, mask=mask)")
         self.outputs[ptr] = f"({v.name}, W, P)"
 
@@ -959,6 +1030,16 @@ class _Gen:
             self.add_ptr(ptr, "out", (s["M"],), ("full",))
             self.kl(f"tl.store({ptr} + row, {val})")
             self.outputs[ptr] = f"({v.name}[:, 0], W[:, 0], P[:, 0])"
+        elif self.layout == "tileloop":
+            if v.shape[0]:      # a [BLOCK_M, 1] column: one value per row
+                self.add_ptr(ptr, "out", (s["M"],), ("full",))
+                self.kl(f"tl.store({ptr} + rm[:, None], {val}, mask=(rm < M)[:, None])")
+                self.outputs[ptr] = f"({v.name}[:, 0], W[:, 0], P[:, 0])"
+            else:               # a scalar: one value per program
+                bm = s["BM"]
+                self.add_ptr(ptr, "out", (-(-s["M"] // bm),), ("full",))
+                self.kl(f"tl.store({ptr} + pid_m, {val})")
+                self.outputs[ptr] = f"({v.name}[::{bm}, 0], W[::{bm}, 0], P[::{bm}, 0])"
         else:
             bm, bn = s["BM"], s["BN"]
             nbm, nbn = -(-s["M"] // bm), -(-s["N"] // bn)
@@ -1027,6 +1108,13 @@ class _Gen:
             self.kl("pid_m = tl.program_id(0)")
             self.kl("pid_n = tl.program_id(1)")
             pid = "pid_m"
+        elif lay == "tileloop":
+            self.add_int("M", s["M"])
+            self.add_int("N", s["N"])
+            grid = (-(-s["M"] // s["BM"]),)
+            self.constexprs = {"BLOCK_M": s["BM"], "BLOCK_N": s["BN"]}
+            self.kl("pid_m = tl.program_id(0)")
+            pid = "pid_m"
         else:
             self.add_int("M", s["M"])
             self.add_int("N", s["N"])
@@ -1035,6 +1123,8 @@ class _Gen:
                                else {"BLOCK": s["BLOCK"]})
             self.kl("row = tl.program_id(0)")
             pid = "row"
+        if self.dot:
+            self.constexprs["BK"] = s["BK"]
         self.grid = grid
         shape = self.SHAPE
         like = f"T[{self.params[0]['name']!r}]"
@@ -1045,36 +1135,30 @@ class _Gen:
             self.add_int("limit", limit)
             self.kl(f"if {pid} >= limit:")
             self.kl("    return")
-            per = {"flat": s.get("BLOCK"), "grid2d": s.get("BM")}.get(lay, 1)
+            per = {"flat": s.get("BLOCK"), "grid2d": s.get("BM"),
+                   "tileloop": s.get("BM")}.get(lay, 1)
             self.tl_(f"W = R.lt({shape}, 0, {limit * per}, _like)")
         else:
             self.tl_(f"W = R.ones({shape}, _like)")
-        block = {"flat": (s.get("BLOCK"),), "grid2d": (s.get("BM"), s.get("BN"))}.get(
-            lay, (1, s.get("N")))
+        block = {"flat": (s.get("BLOCK"),), "grid2d": (s.get("BM"), s.get("BN")),
+                 "tileloop": (s.get("BM"), s.get("N"))}.get(lay, (1, s.get("N")))
         self.tl_(f"P = R.pids({shape}, {block}, _like)   # which program writes each element")
-        # reference leaves (torch side is the same for every layout)
-        for m in mats:
-            self.tl_(f"{m['name']} = {self.torch_view(m)}")
+        # reference leaves: one R.load per load site (torch side the same for every layout)
         for p in self.params:
-            nm = p["name"][:-4]
-            if nm[0] == "w":
-                self.tl_(f"{nm} = T[{p['name']!r}][None, :].expand({shape})")
-            elif nm[0] == "c":
-                self.tl_(f"{nm} = T[{p['name']!r}][:, None].expand({shape})")
-            elif nm[0] == "s":
-                self.tl_(f"{nm} = T[{p['name']!r}].reshape({(1,) * len(shape)}).expand({shape})")
+            self.tl_(f"{p['name'][:-4]} = {self.torch_load(p['name'])}")
         leaves = {}
+        two = lay in ("grid2d", "tileloop")
         for p in self.params:
             if p["role"] == "in":
                 lo, hi = DOMAINS[p["domain"]]
                 nm = p["name"][:-4]
                 sh = {"x": self.full_shape(), "s": self.scalar_shape()}.get(nm[0])
                 if nm[0] == "w":
-                    sh = (True,) if lay != "grid2d" else (False, True)
+                    sh = (True,) if not two else (False, True)
                 if nm[0] == "c":
-                    sh = (False,) if lay != "grid2d" else (True, False)
+                    sh = (False,) if not two else (True, False)
                 leaves[nm] = V(nm, sh, lo, hi, leaf=True)
-        if lay == "loop":
+        if lay in ("loop", "tileloop"):
             self.build_loop(mats, leaves, n_ops)
         else:
             self.build_block(mats, leaves, n_ops, reload_)
@@ -1085,13 +1169,13 @@ class _Gen:
         for nm, v in leaves.items():
             ptr = f"{nm}_ptr"
             if nm[0] == "w":
-                if lay == "grid2d":
+                if lay in ("grid2d", "tileloop"):
                     self.kl(f"{nm} = tl.load({ptr} + rn, mask=rn < N, other={OTHER})"
                             f".to(tl.float32)[None, :]")
                 else:
                     self.kl(f"{nm} = tl.load({ptr} + cols, mask=mask, other={OTHER}).to(tl.float32)")
             elif nm[0] == "c":
-                if lay == "grid2d":
+                if lay in ("grid2d", "tileloop"):
                     self.kl(f"{nm} = tl.load({ptr} + rm, mask=rm < M, other={OTHER})"
                             f".to(tl.float32)[:, None]")
                 else:
@@ -1130,9 +1214,11 @@ class _Gen:
                 offs = f"rm[:, None] * {st} + (rn[None, :] + 1){step}"
                 msk = "(rm[:, None] < M) & (rn[None, :] + 1 < N)"
             self.kl(f"{nm} = tl.load({ptr} + {offs}, mask={msk}, other={OTHER}).to(tl.float32)")
-            self.tl_(f"{nm} = R.shift({m['name']}, {OTHER})")
+            self.tl_(f"{nm} = R.shift({self.torch_load(ptr)}, {OTHER})")
             v0 = leaves[m["name"]]
             pool.append(V(nm, v0.shape, min(v0.lo, OTHER), max(v0.hi, OTHER), leaf=True))
+        if self.dot:
+            self.emit_dot_block(pool)
         first = n_ops // 2 if reload_ else n_ops
         self.emit_ops(pool, first)
         if reload_:
@@ -1140,7 +1226,7 @@ class _Gen:
             m = mats[0]
             again = dict(m, name=m["name"] + "r")
             self.load_full(again, block_ptr_ok=False, helper_ok=False)
-            self.tl_(f"{again['name']} = {m['name']}")
+            self.tl_(f"{again['name']} = {self.torch_load(m['ptr'])}")
             v0 = leaves[m["name"]]
             pool.append(V(again["name"], v0.shape, v0.lo, v0.hi, leaf=True, sel=v0.sel))
             self.emit_ops(pool, n_ops - first)
@@ -1160,10 +1246,24 @@ class _Gen:
             self.out_reduced("r0", reduced[-1])
 
     def build_loop(self, mats, leaves, n_ops):
+        """loop: one program per row, `for k in range(0, N, BLOCK)` over 1-D column chunks;
+        tileloop: one program per BLOCK_M rows over 2-D [BLOCK_M, BLOCK_N] tiles. Running
+        statistics are per row: scalars in loop, [BLOCK_M, 1] columns in tileloop."""
         r = self.rng
         s = self.sizes
-        B = s["BLOCK"]
+        tile = self.layout == "tileloop"
+        B = s["BN"] if tile else s["BLOCK"]
+        vec = "[BLOCK_M, BLOCK_N]" if tile else "[BLOCK]"
+        row1 = "[BLOCK_M, 1]" if tile else "[]"
+        cm = "cmask" if tile else "mask"
+        rshape = (True, False) if tile else (False,)
+
+        def red(fn, x):
+            return f"{fn}({x}, axis=1, keep_dims=True)" if tile else f"{fn}({x}, axis=0)"
+
         nch = -(-s["N"] // B)
+        if tile:
+            self.kl("rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)")
         scalars = {k: v for k, v in leaves.items() if k[0] in "cs"}
         rowvecs = {k: v for k, v in leaves.items() if k[0] == "w"}
         self.load_vectors(scalars)
@@ -1184,6 +1284,13 @@ class _Gen:
         inner_store = self.want("loop_inner_store", 0.3)
         second_loop = self.want("loop_store", 0.6)
         final_store = self.rng.random() < 0.5
+        # a while loop of the kind tritonad differentiates (xrng): accumulations only, no
+        # store inside
+        force_while = "while" in self.enabled and "loop_acc" in self.enabled and \
+            self.xdraws[2] < 0.25
+        if force_while:
+            kinds = ["loop_acc"] * len(kinds)
+            running_store = inner_store = False
         if "multi_out" not in self.enabled:   # keep a single output
             if running_store:
                 inner_store = second_loop = False
@@ -1204,16 +1311,26 @@ class _Gen:
             else:
                 sub = "decay"
             stats.append(dict(kind=sub, name=f"st{i}"))
+        # while loops (xrng): tritonad replays an scf.while whose differentiated carried
+        # values only accumulate and that stores nothing; others are refused (rarely drawn)
+        accumulating = all(st["kind"] in ("sum_vec", "sum_scalar") for st in stats) and \
+            not (running_store or inner_store)
+        wd = self.while_draws
+        self.loop_while = {"a": force_while or ("while" in self.enabled and
+                                                wd[0] < (0.35 if accumulating else 0.06)),
+                           "b": "while" in self.enabled and wd[1] < 0.05}
         # loop one
         self.emit_chunk_setup(mats, "a")
+        if self.dot:
+            self.emit_dot_a()
         for st in stats:
             nm, kd = st["name"], st["kind"]
             if kd in ("sum_vec", "decay"):
-                self.kl(f"acc_{nm} = tl.zeros([BLOCK], dtype=tl.float32)")
+                self.kl(f"acc_{nm} = tl.zeros({vec}, dtype=tl.float32)")
             elif kd == "sum_scalar":
-                self.kl(f"acc_{nm} = tl.zeros([], dtype=tl.float32)")
+                self.kl(f"acc_{nm} = tl.zeros({row1}, dtype=tl.float32)")
             elif kd == "lse":
-                self.kl(f"l_{nm} = tl.zeros([], dtype=tl.float32)")
+                self.kl(f"l_{nm} = tl.zeros({row1}, dtype=tl.float32)")
         body_n = max(1, n_ops - (2 if second_loop else 0))
         pool, loop_marks = self.emit_loop_head(mats, rowvecs, outer, "a")
         self.emit_ops(pool, body_n, reductions=False)
@@ -1232,47 +1349,47 @@ class _Gen:
                 else:
                     neutral = float(math.floor(u.lo) - 1)
                 st["neutral"] = neutral
-            uw = f"tl.where(mask, {u.name}, {st.get('neutral', 0.0)!r})"
+            uw = f"tl.where({cm}, {u.name}, {st.get('neutral', 0.0)!r})"
             if kd == "sum_vec":
                 c = 1.0 / (nch * B)
                 self.kl(f"acc_{nm} += {uw}")
-                run_k = f"tl.sum(acc_{nm}, axis=0) * {c!r}"
+                run_k = f"{red('tl.sum', f'acc_{nm}')} * {c!r}"
                 run_t = f"R.running({u.name}, {B}, 'sum', scale={c!r})"
                 lo, hi = min(u.lo, 0.0), max(u.hi, 0.0)
             elif kd == "sum_scalar":
                 c = 1.0 / (nch * B)
-                self.kl(f"acc_{nm} += tl.sum({uw}, axis=0) * {c!r}")
+                self.kl(f"acc_{nm} += {red('tl.sum', uw)} * {c!r}")
                 run_k = f"acc_{nm}"
                 run_t = f"R.running({u.name}, {B}, 'sum', scale={c!r})"
                 lo, hi = min(u.lo, 0.0), max(u.hi, 0.0)
             elif kd == "decay":
                 c = 1.0 / (4 * B)
                 self.kl(f"acc_{nm} = acc_{nm} * 0.75 + {uw}")
-                run_k = f"tl.sum(acc_{nm}, axis=0) * {c!r}"
+                run_k = f"{red('tl.sum', f'acc_{nm}')} * {c!r}"
                 run_t = f"R.running({u.name}, {B}, 'decay', decay=0.75, scale={c!r})"
                 lo, hi = min(u.lo, 0.0), max(u.hi, 0.0)
             elif kd == "max_vec":
                 self.kl(f"m_{nm} = tl.maximum(m_{nm}, {uw})")
-                run_k = f"tl.max(m_{nm}, axis=0)"
+                run_k = red("tl.max", f"m_{nm}")
                 run_t = (f"R.running({u.name}, {B}, 'max', ctx, 'loop max', "
                          f"prefix_gaps={used_in_loop})")
                 lo, hi = u.lo, u.hi
             elif kd == "max_scalar":
-                self.kl(f"m_{nm} = tl.maximum(m_{nm}, tl.max({uw}, axis=0))")
+                self.kl(f"m_{nm} = tl.maximum(m_{nm}, {red('tl.max', uw)})")
                 run_k = f"m_{nm}"
                 run_t = (f"R.running({u.name}, {B}, 'max', ctx, 'loop max', "
                          f"prefix_gaps={used_in_loop})")
                 lo, hi = u.lo, u.hi
             elif kd == "min_scalar":
-                self.kl(f"m_{nm} = tl.minimum(m_{nm}, tl.min({uw}, axis=0))")
+                self.kl(f"m_{nm} = tl.minimum(m_{nm}, {red('tl.min', uw)})")
                 run_k = f"m_{nm}"
                 run_t = (f"R.running({u.name}, {B}, 'min', ctx, 'loop min', "
                          f"prefix_gaps={used_in_loop})")
                 lo, hi = u.lo, u.hi
             else:  # lse
-                self.kl(f"mx_{nm} = tl.maximum(m_{nm}, tl.max({uw}, axis=0))")
-                self.kl(f"l_{nm} = l_{nm} * tl.exp(m_{nm} - mx_{nm}) + "
-                        f"tl.sum(tl.where(mask, tl.exp({u.name} - mx_{nm}), 0.0), axis=0)")
+                self.kl(f"mx_{nm} = tl.maximum(m_{nm}, {red('tl.max', uw)})")
+                ex = f"tl.where({cm}, tl.exp({u.name} - mx_{nm}), 0.0)"
+                self.kl(f"l_{nm} = l_{nm} * tl.exp(m_{nm} - mx_{nm}) + {red('tl.sum', ex)}")
                 self.kl(f"m_{nm} = mx_{nm}")
                 run_k = f"m_{nm} + tl.log(l_{nm})"
                 run_t = f"R.running({u.name}, {B}, 'lse')"
@@ -1282,14 +1399,30 @@ class _Gen:
             self.tl_(f"rs_{nm} = {run_t}")
             if used_in_loop:
                 self.kl(f"rs_{nm} = {run_k}")
-                running_vals.append(V(f"rs_{nm}", (False,), lo, hi, sel=st["sel"]))
+                running_vals.append(V(f"rs_{nm}", rshape, lo, hi, sel=st["sel"]))
         if running_store:
             self.use("loop_running_store")
             v = running_vals[0]
-            self.add_ptr("p0_ptr", "out", (s["M"], nch), ("full",))
-            self.kl(f"tl.store(p0_ptr + row * tl.cdiv(N, BLOCK) + k // BLOCK, "
-                    f"{v.name}.to({self.DT}))")
-            self.outputs["p0_ptr"] = f"({v.name}[:, ::{B}], W[:, ::{B}], P[:, ::{B}])"
+            if tile and self.xdraws[0] >= 0.15:
+                # each row's running value over the iteration's own tile of p0 [M, N]
+                # (the compact form below is refused by tritonad in 2-D: it cannot prove
+                # that rows and iterations never share an address)
+                self.add_ptr("p0_ptr", "out", (s["M"], s["N"]), ("cols", s["N"]))
+                self.add_int("stride_p0", s["N"])
+                self.kl(f"tl.store(p0_ptr + rm[:, None] * stride_p0 + rn[None, :], ({v.name} + "
+                        f"tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)).to({self.DT}), "
+                        f"mask=mask)")
+                self.outputs["p0_ptr"] = f"({v.name}, W, P)"
+            elif tile:
+                self.add_ptr("p0_ptr", "out", (s["M"], nch), ("full",))
+                self.kl(f"tl.store(p0_ptr + rm[:, None] * tl.cdiv(N, BLOCK_N) + k // BLOCK_N, "
+                        f"{v.name}.to({self.DT}), mask=(rm < M)[:, None])")
+                self.outputs["p0_ptr"] = f"({v.name}[:, ::{B}], W[:, ::{B}], P[:, ::{B}])"
+            else:
+                self.add_ptr("p0_ptr", "out", (s["M"], nch), ("full",))
+                self.kl(f"tl.store(p0_ptr + row * tl.cdiv(N, BLOCK) + k // BLOCK, "
+                        f"{v.name}.to({self.DT}))")
+                self.outputs["p0_ptr"] = f"({v.name}[:, ::{B}], W[:, ::{B}], P[:, ::{B}])"
         if inner_store:
             self.use("loop_inner_store")
             base = self.pick(pool, lambda v: all(v.shape))
@@ -1306,9 +1439,9 @@ class _Gen:
         for st in stats:
             nm, kd = st["name"], st["kind"]
             if kd == "max_vec":
-                inits.append(f"m_{nm} = tl.full([BLOCK], {st['neutral']!r}, tl.float32)")
+                inits.append(f"m_{nm} = tl.full({vec}, {st['neutral']!r}, tl.float32)")
             elif kd in ("max_scalar", "min_scalar", "lse"):
-                inits.append(f"m_{nm} = tl.full([], {st['neutral']!r}, tl.float32)")
+                inits.append(f"m_{nm} = tl.full({row1}, {st['neutral']!r}, tl.float32)")
         self.k[self.loop_start:self.loop_start] = ["    " * self.ki + i for i in inits]
         finals = []
         for st in stats:
@@ -1316,7 +1449,7 @@ class _Gen:
             run_k = st["run_k"]
             self.kl(f"{nm} = {run_k}")
             self.tl_(f"{nm} = R.last(rs_{nm})")
-            finals.append(V(nm, (False,), st["lo"], st["hi"], sel=st["sel"]))
+            finals.append(V(nm, rshape, st["lo"], st["hi"], sel=st["sel"]))
         post = outer + finals
         self.emit_ops(post, r.randint(0, 1), reductions=False)
         if second_loop:
@@ -1340,48 +1473,190 @@ class _Gen:
         """Pre-loop pointer setup of one loop (block pointers / advanced pointers)."""
         self.loop_start = len(self.k)
         self.chunk_modes = {}
+        tile = self.layout == "tileloop"
         for m in mats:
             name, ptr, st, cs = m["name"], m["ptr"], m["stride"], m["colstride"]
             mode = self.pick_weighted([("plain", 4), ("block_ptr", 1), ("ptr_advance", 1.5)],
                                       {"plain"} | ({"block_ptr", "ptr_advance"} & self.enabled))
+            if self.loop_while.get(tag) and (mode == "block_ptr" or self.xdraws[1] >= 0.15):
+                # a block pointer advanced in a while loop: Triton's own RewriteTensorPointer
+                # cannot compile it (only scf.for / scf.if); a pointer advanced in one:
+                # refused by tritonad (kept, rarely)
+                mode = "plain"
             self.chunk_modes[name] = mode
+            step = "" if cs == "1" else f" * {cs}"
             if mode == "block_ptr":
                 self.use("block_ptr")
-                self.kl(f"bp_{name}{tag} = tl.make_block_ptr(base={ptr} + row * {st}, shape=(N,), "
-                        f"strides=({cs},), offsets=(0,), block_shape=(BLOCK,), order=(0,))")
+                if tile:
+                    self.kl(f"bp_{name}{tag} = tl.make_block_ptr(base={ptr}, shape=(M, N), "
+                            f"strides=({st}, {cs}), offsets=(pid_m * BLOCK_M, 0), "
+                            f"block_shape=(BLOCK_M, BLOCK_N), order=(1, 0))")
+                else:
+                    self.kl(f"bp_{name}{tag} = tl.make_block_ptr(base={ptr} + row * {st}, "
+                            f"shape=(N,), strides=({cs},), offsets=(0,), block_shape=(BLOCK,), "
+                            f"order=(0,))")
             elif mode == "ptr_advance":
                 self.use("ptr_advance")
-                step = "" if cs == "1" else f" * {cs}"
-                self.kl(f"p_{name}{tag} = {ptr} + row * {st} + tl.arange(0, BLOCK){step}")
+                if tile:
+                    self.kl(f"p_{name}{tag} = {ptr} + rm[:, None] * {st} + "
+                            f"tl.arange(0, BLOCK_N)[None, :]{step}")
+                else:
+                    self.kl(f"p_{name}{tag} = {ptr} + row * {st} + tl.arange(0, BLOCK){step}")
 
     def emit_loop_head(self, mats, rowvecs, outer, tag):
-        """Opens `for k in range(0, N, BLOCK)` and loads the chunk; returns (pool,
-        lines to emit at the end of the body)."""
-        self.kl("for k in range(0, N, BLOCK):")
+        """Opens the loop over column chunks (`for k in range(0, N, BLOCK)`, or a `while`)
+        and loads the chunk; returns (pool, lines to emit at the end of the body). Every
+        loop loads its inputs itself: new load sites (R.load) on the torch side too."""
+        tile = self.layout == "tileloop"
+        BLK = "BLOCK_N" if tile else "BLOCK"
+        if self.loop_while.get(tag):
+            self.use("while")
+            self.kl("k = 0")
+            self.kl("while k < N:")
+        else:
+            self.kl(f"for k in range(0, N, {BLK}):")
         self.ki += 1
         self.index_ok = True
-        self.kl("cols = k + tl.arange(0, BLOCK)")
-        self.kl("mask = cols < N")
+        if tile:
+            self.kl("rn = k + tl.arange(0, BLOCK_N)")
+            self.kl("cmask = rn[None, :] < N")
+            self.kl("mask = (rm[:, None] < M) & cmask")
+        else:
+            self.kl("cols = k + tl.arange(0, BLOCK)")
+            self.kl("mask = cols < N")
+        if tag != "a":   # this loop's own load sites
+            for m in mats:
+                self.tl_(f"{m['name']} = {self.torch_load(m['ptr'])}")
+            for nm in rowvecs:
+                self.tl_(f"{nm} = {self.torch_load(nm + '_ptr')}")
         marks = []
         for m in mats:
             name, ptr, st, cs = m["name"], m["ptr"], m["stride"], m["colstride"]
             mode = self.chunk_modes[name]
             if mode == "block_ptr":
-                self.kl(f"{name} = tl.load(bp_{name}{tag}, boundary_check=(0,), "
+                check = "(0, 1)" if tile else "(0,)"
+                self.kl(f"{name} = tl.load(bp_{name}{tag}, boundary_check={check}, "
                         f"padding_option=\"zero\").to(tl.float32)")
                 self.kl(f"{name} = tl.where(mask, {name}, {OTHER})")
-                marks.append(f"bp_{name}{tag} = tl.advance(bp_{name}{tag}, (BLOCK,))")
+                adv = "(0, BLOCK_N)" if tile else "(BLOCK,)"
+                marks.append(f"bp_{name}{tag} = tl.advance(bp_{name}{tag}, {adv})")
             elif mode == "ptr_advance":
                 self.kl(f"{name} = tl.load(p_{name}{tag}, mask=mask, other={OTHER}).to(tl.float32)")
-                step = "BLOCK" if cs == "1" else f"BLOCK * {cs}"
+                step = BLK if cs == "1" else f"{BLK} * {cs}"
                 marks.append(f"p_{name}{tag} += {step}")
             else:
                 self.load_full(m, block_ptr_ok=False)
         self.load_vectors(rowvecs)
-        leaves = [V(m["name"], (True,), *DOMAINS[m["domain"]], leaf=True) for m in mats]
+        full = self.full_shape()
+        rowv = (False, True) if tile else (True,)
+        leaves = [V(m["name"], full, *DOMAINS[m["domain"]], leaf=True) for m in mats]
         for nm in rowvecs:
-            leaves.append(V(nm, (True,), *DOMAINS[self.param(nm + "_ptr")["domain"]], leaf=True))
-        return leaves + [V(v.name, v.shape, v.lo, v.hi, v.leaf, sel=v.sel) for v in outer], marks
+            leaves.append(V(nm, rowv, *DOMAINS[self.param(nm + "_ptr")["domain"]], leaf=True))
+        pool = leaves + [V(v.name, v.shape, v.lo, v.hi, v.leaf, sel=v.sel) for v in outer]
+        if tag == "a" and self.dot:
+            self.emit_dot_b(pool)
+        if self.loop_while.get(tag):
+            marks.append(f"k += {BLK}")
+        return pool, marks
+
+    # -- matrix products -------------------------------------------------------
+    def dot_inputs(self):
+        """Adds a0 [M, K] and b0 [K, N] (maybe read through a transposed [N, K] buffer)."""
+        x = self.xrng
+        s = self.sizes
+        K = s.get("K", s["BK"])
+        self.dot_dom = [x.choice(["any", "pos"]) for _ in range(2)]
+        pad = x.randint(1, 3) if x.random() < 0.3 else 0
+        self.add_ptr("a0_ptr", "in", (s["M"], K + pad), ("cols", K), self.dot_dom[0])
+        self.add_int("stride_a0", K + pad)
+        self.dot_bt = x.random() < 0.3 and "transposed" in self.enabled
+        if self.dot_bt:
+            self.use("transposed")
+            self.add_ptr("b0_ptr", "in", (s["N"], K), ("t",), self.dot_dom[1])
+            self.add_int("stride_b0n", K)
+        else:
+            self.add_ptr("b0_ptr", "in", (K, s["N"]), ("cols", s["N"]), self.dot_dom[1])
+            self.add_int("stride_b0", s["N"])
+        self.dot_acc_form = x.choice(["acc_arg", "plus"])
+        if self.dot_kloop:
+            self.add_int("K", K)
+        self.use("dot")
+
+    def _dot_addr(self, which, rk):
+        if which == "a":
+            return f"a0_ptr + rm[:, None] * stride_a0 + {rk}[None, :]"
+        if self.dot_bt:
+            return f"b0_ptr + {rk}[:, None] + rn[None, :] * stride_b0n"
+        return f"b0_ptr + {rk}[:, None] * stride_b0 + rn[None, :]"
+
+    def _dot_call(self, acc=None):
+        prec = ", input_precision=\"ieee\"" if self.dtype == "fp32" else ""
+        if acc is None:
+            return f"tl.dot(a0, b0{prec})"
+        return f"tl.dot(a0, b0, {acc}{prec})"
+
+    def _dot_value(self, kexpr, scale):
+        """The dot's value, scaled by 1/K, into the pool: |a b| <= the corners' products;
+        masked rows, columns and K lanes load 0, so 0 is in the interval too."""
+        (alo, ahi), (blo, bhi) = DOMAINS[self.dot_dom[0]], DOMAINS[self.dot_dom[1]]
+        lo, hi = _corners(lambda p, q: p * q, V("a", (), alo, ahi), V("b", (), blo, bhi))
+        out = self.assign(f"{kexpr} * {scale!r}", f"R.dot(ctx, a0, b0) * {scale!r}",
+                          self.full_shape(), min(lo, 0.0), max(hi, 0.0))
+        out.root = True
+        return out
+
+    def emit_dot_block(self, pool):
+        """grid2d: d = tl.dot(a0 tile, b0 tile) / K, the K dimension whole or in a loop."""
+        self.dot_inputs()
+        s = self.sizes
+        self.tl_("a0 = " + self.torch_load("a0_ptr"))
+        self.tl_("b0 = " + self.torch_load("b0_ptr"))
+        if not self.dot_kloop:
+            self.kl("rk = tl.arange(0, BK)")
+            self.kl(f"a0 = tl.load({self._dot_addr('a', 'rk')}, mask=(rm < M)[:, None], other=0.0)")
+            self.kl(f"b0 = tl.load({self._dot_addr('b', 'rk')}, mask=(rn < N)[None, :], other=0.0)")
+            out = self._dot_value(self._dot_call(), 1.0 / s["BK"])
+        else:
+            self.use("dot_kloop")
+            self.kl("acc_d = tl.zeros([BM, BN], dtype=tl.float32)")
+            wh = "while" in self.enabled and self.while_draws[2] < 0.4
+            if wh:
+                self.use("while")
+                self.kl("kk = 0")
+                self.kl("while kk < K:")
+            else:
+                self.kl("for kk in range(0, K, BK):")
+            self.ki += 1
+            self.kl("rk = kk + tl.arange(0, BK)")
+            self.kl(f"a0 = tl.load({self._dot_addr('a', 'rk')}, "
+                    f"mask=(rm < M)[:, None] & (rk < K)[None, :], other=0.0)")
+            self.kl(f"b0 = tl.load({self._dot_addr('b', 'rk')}, "
+                    f"mask=(rk < K)[:, None] & (rn < N)[None, :], other=0.0)")
+            if self.dot_acc_form == "acc_arg":
+                self.kl(f"acc_d = {self._dot_call('acc_d')}")
+            else:
+                self.kl(f"acc_d += {self._dot_call()}")
+            if wh:
+                self.kl("kk += BK")
+            self.ki -= 1
+            out = self._dot_value("acc_d", 1.0 / s["K"])
+        pool.append(out)
+        return self.cap(out, pool)
+
+    def emit_dot_a(self):
+        """tileloop: the row block's a0 [BLOCK_M, BK], loaded once before the loop."""
+        self.dot_inputs()
+        self.tl_("a0 = " + self.torch_load("a0_ptr"))
+        self.kl("rk = tl.arange(0, BK)")
+        self.kl(f"a0 = tl.load({self._dot_addr('a', 'rk')}, mask=(rm < M)[:, None], other=0.0)")
+
+    def emit_dot_b(self, pool):
+        """tileloop: each iteration's b0 [BK, BLOCK_N] and d = tl.dot(a0, b0) / BK."""
+        self.tl_("b0 = " + self.torch_load("b0_ptr"))
+        self.kl(f"b0 = tl.load({self._dot_addr('b', 'rk')}, mask=(rn < N)[None, :], other=0.0)")
+        out = self._dot_value(self._dot_call(), 1.0 / self.sizes["BK"])
+        pool.append(out)
+        self.cap(out, pool)
 
     def param(self, name):
         return next(p for p in self.params if p["name"] == name)
