@@ -215,7 +215,8 @@ LogicalResult KernelBackwardBuilder::validateProvenance(Operation *access, Value
   if (!carriesFloats || shadows.empty())
     return success();
   StringRef what = isa<tt::LoadOp>(access) ? "load" : "store";
-  if (BlockArgument base = baseArgument(ptr)) {
+  BlockArgument base = baseArgument(ptr);
+  if (base && base.getOwner() == &primal.getBody().front()) {
     if (shadows.count(base) || knownPointers.contains(base))
       return success();
     std::string name = argumentName(base);
@@ -240,9 +241,9 @@ LogicalResult KernelBackwardBuilder::validateProvenance(Operation *access, Value
     return success(); // only pointers whose gradient nobody asked for
   return access->emitError("cannot differentiate this ")
          << what << ": tritonad cannot tell which pointer parameter its address comes from "
-         << "(a pointer chosen by tl.where, read from memory, or carried by a loop other than "
-         << "`ptrs += step`), so it cannot form the gradient's address; compute the address "
-         << "from one pointer parameter";
+         << "(a pointer chosen by tl.where, read from memory, carried by a while loop, or by a "
+         << "for loop other than `ptrs += step`), so it cannot form the gradient's address; "
+         << "compute the address from one pointer parameter (and the loop's counter)";
 }
 
 // Whether `value`, used inside `loop`, changes between its iterations (it
