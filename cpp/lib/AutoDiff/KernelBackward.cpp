@@ -247,49 +247,17 @@ LogicalResult KernelBackwardBuilder::validateProvenance(Operation *access, Value
 }
 
 // Whether `value`, used inside `loop`, changes between its iterations (it
-// depends on the induction variable or a carried value).
+// depends on the induction variable or a carried value; a nested loop's state
+// counts as varying).
 bool dependsOnLoopState(Value value, scf::ForOp loop) {
-  SmallVector<Value> worklist{value};
-  DenseSet<Value> seen;
-  while (!worklist.empty()) {
-    Value current = worklist.pop_back_val();
-    if (!current || !seen.insert(current).second)
-      continue;
-    if (auto arg = dyn_cast<BlockArgument>(current)) {
-      if (arg.getOwner()->getParentOp() == loop.getOperation())
-        return true;
-      if (loop->isProperAncestor(arg.getOwner()->getParentOp()))
-        return true; // a nested loop's state: conservatively varying
-      continue;
-    }
-    Operation *def = current.getDefiningOp();
-    if (!loop->isAncestor(def))
-      continue;
-    def->walk([&](Operation *inner) {
-      for (Value operand : inner->getOperands())
-        worklist.push_back(operand);
-    });
-  }
-  return false;
+  return computedFrom(value, loop, [&](BlockArgument arg) {
+    return loop->isAncestor(arg.getOwner()->getParentOp());
+  });
 }
 
 // Whether `value` is computed from `arg` (a block argument).
 bool pointerDependsOn(Value value, BlockArgument arg) {
-  SmallVector<Value> worklist{value};
-  DenseSet<Value> seen;
-  while (!worklist.empty()) {
-    Value current = worklist.pop_back_val();
-    if (!current || !seen.insert(current).second)
-      continue;
-    if (current == arg)
-      return true;
-    if (Operation *def = current.getDefiningOp())
-      def->walk([&](Operation *inner) {
-        for (Value operand : inner->getOperands())
-          worklist.push_back(operand);
-      });
-  }
-  return false;
+  return computedFrom(value, nullptr, [&](BlockArgument candidate) { return candidate == arg; });
 }
 
 // A store inside loops is correct to differentiate when, for every enclosing

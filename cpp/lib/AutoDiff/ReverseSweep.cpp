@@ -28,23 +28,7 @@ bool carriesGradient(Operation &op, const DenseSet<Value> &active) {
 // Whether `value`, computed in `loop`'s body, depends on one of the `carried`
 // block arguments.
 bool dependsOnCarried(Value value, Operation *loop, const DenseSet<Value> &carried) {
-  SmallVector<Value> worklist{value};
-  DenseSet<Value> seen;
-  while (!worklist.empty()) {
-    Value current = worklist.pop_back_val();
-    if (!seen.insert(current).second)
-      continue;
-    if (carried.contains(current))
-      return true;
-    Operation *def = current.getDefiningOp();
-    if (!def || !loop->isAncestor(def))
-      continue;
-    def->walk([&](Operation *inner) {
-      for (Value operand : inner->getOperands())
-        worklist.push_back(operand);
-    });
-  }
-  return false;
+  return computedFrom(value, loop, [&](BlockArgument arg) { return carried.contains(arg); });
 }
 
 // The carried value `acc` of `loop` is a pure accumulation: its only use is
@@ -469,6 +453,29 @@ LogicalResult reverseIf(scf::IfOp branch, OpBuilder &builder, AdjointState &stat
 }
 
 } // namespace
+
+bool computedFrom(Value value, Operation *scope, function_ref<bool(BlockArgument)> wanted) {
+  SmallVector<Value> worklist{value};
+  DenseSet<Value> seen;
+  while (!worklist.empty()) {
+    Value current = worklist.pop_back_val();
+    if (!current || !seen.insert(current).second)
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(current)) {
+      if (wanted(arg))
+        return true;
+      continue;
+    }
+    Operation *def = current.getDefiningOp();
+    if (scope && !scope->isAncestor(def))
+      continue;
+    def->walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands())
+        worklist.push_back(operand);
+    });
+  }
+  return false;
+}
 
 Operation *cloneWithRegions(OpBuilder &builder, Operation &op, IRMapping &mapping) {
   op.walk([&](Block *block) {

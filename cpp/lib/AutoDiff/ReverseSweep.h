@@ -23,6 +23,12 @@ struct SweepHooks {
   std::function<void(mlir::Operation *, llvm::StringRef)> note;
 };
 
+/// Whether `value` is computed from a block argument that `wanted` accepts,
+/// following operands (nested regions' included) through the ops inside
+/// `scope` (anywhere when null).
+bool computedFrom(mlir::Value value, mlir::Operation *scope,
+                  llvm::function_ref<bool(mlir::BlockArgument)> wanted);
+
 /// builder.clone(op, mapping), safe when `mapping` already maps the block
 /// arguments of op's regions (from an earlier clone of an enclosing op):
 /// Region::cloneInto would otherwise drop those arguments from the clone.
