@@ -4,7 +4,6 @@
 #include "tritonad/AutoDiff/Prepare.h"
 #include "tritonad/AutoDiff/ReverseModeInterface.h"
 
-#include "Inlining.h"
 #include "ReverseSweep.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -153,11 +152,7 @@ LogicalResult differentiateInto(ModuleOp module, StringRef primalName, StringRef
   scratch.setPrivate();
   LogicalResult result = validate(primal, indices, zeroNonFloat, /*inlined=*/false);
   if (succeeded(result))
-    result = inlineAllCalls(scratch);
-  if (succeeded(result))
-    result = liftControlFlow(scratch);
-  if (succeeded(result))
-    simplifyForDifferentiation(scratch);
+    result = prepareForDifferentiation(scratch);
   if (succeeded(result))
     result = buildFunctionVJP(scratch, indices, vjp, zeroNonFloat);
   scratch.erase();

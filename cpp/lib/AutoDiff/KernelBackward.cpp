@@ -6,7 +6,6 @@
 #include "tritonad/AutoDiff/Prepare.h"
 #include "tritonad/AutoDiff/ReverseModeInterface.h"
 
-#include "Inlining.h"
 #include "ReverseSweep.h"
 #include "TensorBuilders.h"
 
@@ -228,7 +227,7 @@ LogicalResult KernelBackwardBuilder::validateProvenance(Operation *access, Value
              << "': tritonad does not differentiate tuples of pointers yet; pass the pointers "
              << "as separate parameters";
     return access->emitError("this ")
-           << what << " goes through pointer parameter '" << argumentName(base)
+           << what << " goes through pointer parameter '" << name
            << "', which tritonad was not told about, so its gradient would be lost: name it in "
            << "pointers=(...) of tritonad.grad (or report the kernel: tritonad reads the "
            << "pointers from its source)";
@@ -255,6 +254,12 @@ bool dependsOnLoopState(Value value, scf::ForOp loop) {
   });
 }
 
+// Whether the addresses or the mask of a load or store change between the
+// iterations of `loop`.
+bool accessMovesWithLoop(Value ptr, Value mask, scf::ForOp loop) {
+  return dependsOnLoopState(ptr, loop) || (mask && dependsOnLoopState(mask, loop));
+}
+
 // Whether `value` is computed from `arg` (a block argument).
 bool pointerDependsOn(Value value, BlockArgument arg) {
   return computedFrom(value, nullptr, [&](BlockArgument candidate) { return candidate == arg; });
@@ -275,9 +280,7 @@ LogicalResult KernelBackwardBuilder::classifyStoreInLoops(tt::StoreOp store) {
     auto loop = dyn_cast<scf::ForOp>(op);
     if (!loop)
       continue;
-    bool moves = dependsOnLoopState(store.getPtr(), loop) ||
-                 (store.getMask() && dependsOnLoopState(store.getMask(), loop));
-    if (moves) {
+    if (accessMovesWithLoop(store.getPtr(), store.getMask(), loop)) {
       if (iterationsTouchDisjointAddresses(store.getPtr(), loop))
         continue;
       return store.emitError("cannot differentiate a store inside a loop whose addresses may "
@@ -341,9 +344,8 @@ Operation *KernelBackwardBuilder::loopRevisitingThroughOtherLanes(tt::LoadOp loa
     auto loop = dyn_cast<scf::ForOp>(op);
     if (!loop)
       continue;
-    bool moves = dependsOnLoopState(load.getPtr(), loop) ||
-                 (load.getMask() && dependsOnLoopState(load.getMask(), loop));
-    if (moves && !iterationsTouchDisjointAddresses(load.getPtr(), loop))
+    if (accessMovesWithLoop(load.getPtr(), load.getMask(), loop) &&
+        !iterationsTouchDisjointAddresses(load.getPtr(), loop))
       return loop;
   }
   return nullptr;
@@ -448,15 +450,14 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   auto plainLabel = [&](StringRef why) {
     return (storeOnly ? "overwrite (" : "plain (") + why.str() + ")";
   };
-  auto emitAtomic = [&](OpBuilder &b) {
+  auto emitAtomic = [&](OpBuilder &b) -> LogicalResult {
+    if (!hasArithmetic(g.getType()))
+      return load.emitError("cannot accumulate the gradient of '")
+             << name << "' with atomics, which this kernel would need here: GPUs have no "
+             << "atomic add for fp8 (load it as a wider type, or make each program own its "
+             << "addresses)";
     createAtomicAdd(b, loc, *shadow, g, mask);
-  };
-  auto noFp8Atomics = [&]() -> LogicalResult {
-    if (hasArithmetic(g.getType()))
-      return success();
-    return load.emitError("cannot accumulate the gradient of '")
-           << name << "' with atomics, which this kernel would need here: GPUs have no atomic "
-           << "add for fp8 (load it as a wider type, or make each program own its addresses)";
+    return success();
   };
 
   // Programs along an axis the kernel never reads are duplicates of the first
@@ -467,9 +468,8 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     builder.setInsertionPointToStart(onlyFirst.thenBlock());
   }
   if (mode == AccumulationMode::Atomic) {
-    if (failed(noFp8Atomics()))
+    if (failed(emitAtomic(builder)))
       return failure();
-    emitAtomic(builder);
     schedule[name] = "atomic (atomics requested)";
     return success();
   }
@@ -481,9 +481,8 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
       return load.emitError("deterministic mode: '")
              << name << "' is loaded at " << loadSites.lookup(base)
              << " places; accumulating their gradients into one shadow needs atomics";
-    if (failed(noFp8Atomics()))
+    if (failed(emitAtomic(builder)))
       return failure();
-    emitAtomic(builder);
     schedule[name] = "atomic (loaded at " + std::to_string(loadSites.lookup(base)) +
                      " places: accumulations into one shadow are not ordered)";
     return success();
@@ -496,9 +495,8 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
              << loop->getLoc() << " moves the addresses of '" << name
              << "' by less than the tile, so its iterations revisit addresses through other "
              << "lanes; accumulating its gradient needs atomics";
-    if (failed(noFp8Atomics()))
+    if (failed(emitAtomic(builder)))
       return failure();
-    emitAtomic(builder);
     schedule[name] = "atomic (a loop moves its addresses by less than the tile: iterations "
                      "revisit addresses through other lanes)";
     return success();
@@ -515,10 +513,9 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     return load.emitError("deterministic mode: cannot prove that each address of '")
            << name << "' is touched by one program only (" << access.explanation
            << "); accumulating its gradient needs atomics";
-  if (failed(noFp8Atomics()))
-    return failure();
   if (access.known && !*access.known) {
-    emitAtomic(builder);
+    if (failed(emitAtomic(builder)))
+      return failure();
     schedule[name] = "atomic (" + access.explanation + ")";
     return success();
   }
@@ -527,7 +524,8 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   OpBuilder thenBuilder = branch.getThenBodyBuilder();
   emitPlain(thenBuilder);
   OpBuilder elseBuilder = branch.getElseBodyBuilder();
-  emitAtomic(elseBuilder);
+  if (failed(emitAtomic(elseBuilder)))
+    return failure();
   schedule[name] = (storeOnly ? "overwrite when " : "plain when ") +
                    access.explanation.substr(access.explanation.find(':') + 2) +
                    ", else atomic (a branch uniform over the program)";
@@ -681,9 +679,8 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
   scratch.setName((primalName + "__tritonad_scratch").str());
   scratch.setPrivate();
   auto cleanup = llvm::make_scope_exit([&] { scratch.erase(); });
-  if (failed(inlineAllCalls(scratch)) || failed(liftControlFlow(scratch)))
+  if (failed(prepareForDifferentiation(scratch)))
     return failure();
-  simplifyForDifferentiation(scratch);
   rewritePointerInductions(scratch);
   if (failed(lowerBlockPointers(scratch)))
     return failure();

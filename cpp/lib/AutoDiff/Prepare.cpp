@@ -1,7 +1,9 @@
 #include "tritonad/AutoDiff/Prepare.h"
 
+#include "Inlining.h"
+#include "ReverseSweep.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 namespace tt = mlir::triton;
@@ -11,15 +13,9 @@ namespace tritonad {
 namespace {
 
 bool writesMemoryWithin(Operation *op) {
-  bool writes = false;
-  op->walk([&](Operation *inner) {
-    auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
-    if (effects ? effects.hasEffect<MemoryEffects::Write>()
-                : !inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>() &&
-                      !inner->hasTrait<OpTrait::IsTerminator>())
-      writes = true;
-  });
-  return writes;
+  return op->walk([](Operation *inner) {
+           return writesMemory(inner) ? WalkResult::interrupt() : WalkResult::advance();
+         }).wasInterrupted();
 }
 
 // A load of the same addresses, mask and padding as an earlier one in the same
@@ -74,6 +70,13 @@ void simplifyForDifferentiation(tt::FuncOp function) {
     cast->erase();
   }
   mergeRepeatedLoads(function);
+}
+
+LogicalResult prepareForDifferentiation(tt::FuncOp function) {
+  if (failed(inlineAllCalls(function)) || failed(liftControlFlow(function)))
+    return failure();
+  simplifyForDifferentiation(function);
+  return success();
 }
 
 } // namespace tritonad

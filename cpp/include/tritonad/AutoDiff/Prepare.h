@@ -18,6 +18,10 @@ namespace tritonad {
 /// the shadow as one accumulation.
 void simplifyForDifferentiation(mlir::triton::FuncOp function);
 
+/// What both drivers run on their scratch copy first: calls inlined, control
+/// flow lifted, then simplifyForDifferentiation.
+mlir::LogicalResult prepareForDifferentiation(mlir::triton::FuncOp function);
+
 /// Lifts unstructured control flow (cf.br / cf.cond_br, which Triton emits for
 /// an early `return`) into scf.if / scf.while. Fails with a located error when
 /// the graph cannot be expressed with those two ops.
