@@ -18,7 +18,7 @@ from tritonad._source import (CALL, constexpr_names, count_outputs, functions_in
                               jit_from_source, param_names, strip_locations, symbol_name)
 
 from tritonad._kernel_grad import (DifferentiationError, kernel_grad, reject_derivative,
-                                   resolve_params, unwrap)
+                                   resolve_params, spec_of, unwrap)
 
 _VJP_MARKER = "__tritonad_vjp_"
 
@@ -159,11 +159,7 @@ def _latest(spec: _VJPSpec) -> Optional[str]:
 
 
 def _spec_of(name: str) -> Optional[_VJPSpec]:
-    marker = name.find(_VJP_MARKER)
-    if marker < 0:
-        return None
-    index = int(name[marker + len(_VJP_MARKER):].split("__")[0])
-    return _SPECS[index] if index < len(_SPECS) else None
+    return spec_of(name, _VJP_MARKER, _SPECS)
 
 
 def _restore_vjps(metadata: dict) -> None:

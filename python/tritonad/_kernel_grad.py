@@ -271,12 +271,18 @@ class _ShadowSaver:
             kwargs[name].copy_(copy)
 
 
-def _spec_of(name: str) -> Optional[_KernelSpec]:
-    marker = name.find(_BWD_MARKER)
-    if marker < 0:
+def spec_of(name: str, marker: str, specs: list):
+    """The spec a placeholder named `<primal><marker><index>__<specialization>` was
+    made from (None for any other function)."""
+    at = name.find(marker)
+    if at < 0:
         return None
-    index = int(name[marker + len(_BWD_MARKER):].split("__")[0])
-    return _SPECS[index] if index < len(_SPECS) else None
+    index = int(name[at + len(marker):].split("__")[0])
+    return specs[index] if index < len(specs) else None
+
+
+def _spec_of(name: str) -> Optional[_KernelSpec]:
+    return spec_of(name, _BWD_MARKER, _SPECS)
 
 
 def _materialize_backward(text: str, metadata: dict) -> str:
