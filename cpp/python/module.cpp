@@ -86,4 +86,20 @@ PYBIND11_MODULE(_C, m) {
       py::arg("debug_info") = true, py::arg("buffer_name") = "<ttir>",
       "Replace kernel @into's body with the backward of kernel @primal; returns (ir, report, "
       "names of the shadows it stores into).");
+
+  m.def(
+      "describe",
+      [](const std::string &ir, const std::string &bufferName) {
+        tritonad::api::Result result;
+        {
+          py::gil_scoped_release release;
+          result = tritonad::api::describeModule(ir, bufferName);
+        }
+        if (!result.ok)
+          throw MLIRError(result.diagnostics);
+        return result.output;
+      },
+      py::arg("ir"), py::arg("buffer_name") = "<ttir>",
+      "The functions of a TTIR module as JSON text (ops, values, types, attributes, "
+      "locations): data for Python-side consumers such as the source renderer.");
 }

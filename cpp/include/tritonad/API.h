@@ -58,6 +58,11 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
                            int mode, bool overwrite, const PrintOptions &print,
                            const std::string &bufferName);
 
+/// The functions of `ir` as JSON data (output): ops, values, structured
+/// types and attributes, locations; the format is documented in
+/// lib/API/Describe.h. For consumers that must not read printed IR.
+Result describeModule(const std::string &ir, const std::string &bufferName);
+
 } // namespace tritonad::api
 
 #endif

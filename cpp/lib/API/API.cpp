@@ -1,5 +1,7 @@
 #include "tritonad/API.h"
 
+#include "Describe.h"
+
 #include "tritonad/AutoDiff/Differentiate.h"
 #include "tritonad/AutoDiff/KernelBackward.h"
 #include "tritonad/InitAll.h"
@@ -322,6 +324,18 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
       },
       &report.text);
   result.writtenShadows = report.writtenShadows;
+  return result;
+}
+
+Result describeModule(const std::string &ir, const std::string &bufferName) {
+  std::string description;
+  Result result = transformModule(ir, PrintOptions{}, bufferName,
+                                  [&](ModuleOp module, std::string &) {
+                                    description = describeModuleAsJson(module);
+                                    return mlir::success();
+                                  });
+  if (result.ok)
+    result.output = std::move(description);
   return result;
 }
 
