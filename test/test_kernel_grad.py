@@ -792,7 +792,9 @@ def test_signature_attributes_survive_wrappers():
 
 def test_signature_is_the_positional_order():
     bwd = tritonad.grad(gelu_kernel)
-    assert list(bwd.arg_names) == list(bwd.launch_signature)
+    # (then the workspace parameters, which the launch path fills)
+    assert list(bwd.arg_names) == list(bwd.launch_signature) + [
+        "tritonad_workspace", "tritonad_slot", "tritonad_programs"]
 
 
 def test_autotuned_backward_accepts_none_shadows():

@@ -79,13 +79,15 @@ PYBIND11_MODULE(_C, m) {
         }
         if (!result.ok)
           throw MLIRError(result.diagnostics);
-        return py::make_tuple(result.output, result.report, result.writtenShadows);
+        return py::make_tuple(result.output, result.report, result.writtenShadows,
+                              result.partialShadows);
       },
       py::arg("ir"), py::arg("primal"), py::arg("into"), py::arg("bindings"),
       py::arg("mode") = 0, py::arg("overwrite") = false, py::arg("generic") = false,
       py::arg("debug_info") = true, py::arg("buffer_name") = "<ttir>",
       "Replace kernel @into's body with the backward of kernel @primal; returns (ir, report, "
-      "names of the shadows it stores into).");
+      "names of the shadows it stores into, names of the shadows whose gradient it leaves in "
+      "slots of its workspace).");
 
   m.def(
       "describe",

@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 from triton.runtime.jit import JITFunction
 
-from tritonad import _C
+from tritonad import _C, _partial
 from tritonad._core import MLIRError, locate_in_source
 from tritonad._hook import build_id, register_rewriter
 from tritonad._source import (CALL, constexpr_names, functions_in, jit_from_source,
@@ -36,6 +36,7 @@ class _KernelSpec:
     derived: Dict[str, str] = field(default_factory=dict)
     schedules: Dict[str, str] = field(default_factory=dict)
     written: Dict[str, List[str]] = field(default_factory=dict)  # shadows it stores into
+    partial: Dict[str, List[str]] = field(default_factory=dict)  # shadows in workspace slots
 
 
 _SPECS: List[_KernelSpec] = []
@@ -171,6 +172,10 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
         if n in defaults:
             text += f" = _tritonad_defaults[{n!r}]"
         params.append(text)
+    # Last, so positional launches keep their meaning; the launch path fills
+    # them (see _partial.py).
+    hidden = list(_partial.WORKSPACE_PARAMS)
+    params += [f"{n}=None" for n in hidden]
     name = f"{fn.__name__}{_BWD_MARKER}{key}"
     # The source is Triton's cache key (comments included): everything that changes
     # the derived kernel is spelled out here, so no cached kernel derived with other
@@ -183,8 +188,9 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
         f"pointers={pointers!r} bindings={spec.bindings}\n"
         f"    _tritonad_primal({', '.join(f'{n}={n}' for n in names)})\n")
     bwd = jit_from_source(source, name, {"tl": tl, "_tritonad_primal": fn,
-                                          "_tritonad_defaults": defaults})
-    _make_shadows_optional(bwd, len(runtime), shadows)
+                                          "_tritonad_defaults": defaults},
+                          do_not_specialize=hidden[1:])
+    _make_shadows_optional(bwd, order, shadows, spec)
     bwd.tritonad_primal = fn
     bwd.launch_signature = tuple(order)  # (JITFunction.signature is Triton's own)
     bwd.shadows = dict(zip(pointer_list, shadows))
@@ -192,6 +198,7 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     bwd.derived_ir = lambda: _recorded(spec.derived, bwd, "tritonad_derived")
     bwd.schedule = lambda: _recorded(spec.schedules, bwd, "tritonad_schedule")
     bwd.written_shadows = lambda: _recorded(spec.written, bwd, "tritonad_written")
+    bwd.partial_shadows = lambda: _recorded(spec.partial, bwd, "tritonad_partial")
     bwd.accumulate = accumulate
     return _rewrap(bwd, wrappers, shadows)
 
@@ -216,17 +223,24 @@ def _cached(jit: JITFunction, key: str) -> Optional[str]:
     return None
 
 
-def _make_shadows_optional(bwd, num_runtime, shadows):
+def _make_shadows_optional(bwd, order, shadows, spec):
     """A shadow left out of a launch means no gradient wanted there, as None does
-    (like outputs without a cotangent in torch.autograd). Autotune and
+    (like outputs without a cotangent in torch.autograd). The launch also
+    provides the workspace of partial buffers (_partial.py). Autotune and
     heuristics wrappers reach the kernel through ``run``, so they see it too."""
     run = bwd.run
 
-    def run_with_optional_shadows(*args, **kwargs):
-        for position, shadow in enumerate(shadows, start=num_runtime):
-            if len(args) <= position and shadow not in kwargs:
-                kwargs[shadow] = None
-        return run(*args, **kwargs)
+    def run_with_optional_shadows(*args, grid, warmup, **kwargs):
+        if len(args) > len(order):
+            raise TypeError(f"too many arguments: the backward kernel takes {list(order)}")
+        for name, value in zip(order, args):
+            if name in kwargs:
+                raise TypeError(f"argument {name!r} given twice")
+            kwargs[name] = value
+        for shadow in shadows:
+            kwargs.setdefault(shadow, None)
+        return _partial.launch(run, grid, warmup, kwargs, shadows,
+                               use_partial=spec.mode != "atomic")
 
     bwd.run = run_with_optional_shadows
 
@@ -247,7 +261,8 @@ def _rewrap(bwd, wrappers, shadows):
             raise TypeError(f"tritonad.grad cannot re-apply {type(wrapper).__name__} to the "
                             "backward kernel")
         for attr in ("tritonad_primal", "launch_signature", "shadows", "pointer_roles",
-                     "derived_ir", "schedule", "written_shadows", "accumulate"):
+                     "derived_ir", "schedule", "written_shadows", "partial_shadows",
+                     "accumulate"):
             setattr(result, attr, getattr(bwd, attr))
     return result
 
@@ -295,7 +310,7 @@ def _materialize_backward(text: str, metadata: dict) -> str:
             raise DifferentiationError(f"tritonad: backward placeholder {name} lost its call")
         primal = symbol_name(call.group(1))
         try:
-            text, report, written = _C.differentiate_kernel(
+            text, report, written, partial = _C.differentiate_kernel(
                 text, primal, name, spec.bindings, _MODES[spec.mode],
                 overwrite=not spec.accumulate)
         except MLIRError as error:
@@ -305,9 +320,11 @@ def _materialize_backward(text: str, metadata: dict) -> str:
         spec.derived[name] = strip_locations(dict(functions_in(text))[name]).rstrip() + "\n"
         spec.schedules[name] = report
         spec.written[name] = list(written)
+        spec.partial[name] = list(partial)
         metadata.setdefault("tritonad_derived", {})[name] = spec.derived[name]
         metadata.setdefault("tritonad_schedule", {})[name] = report
         metadata.setdefault("tritonad_written", {})[name] = list(written)
+        metadata.setdefault("tritonad_partial", {})[name] = list(partial)
         if os.environ.get("TRITONAD_DUMP"):
             print(f"// tritonad: backward of {primal}\n// {report}\n{spec.derived[name]}",
                   file=sys.stderr)
@@ -319,7 +336,7 @@ def _restore_backward(metadata: dict) -> None:
     placeholder's source (its name, with the index into _SPECS, and every option)
     is part of the cache key, so a hit means this process made the same one."""
     for key, into in (("tritonad_derived", "derived"), ("tritonad_schedule", "schedules"),
-                      ("tritonad_written", "written")):
+                      ("tritonad_written", "written"), ("tritonad_partial", "partial")):
         for name, text in metadata.get(key, {}).items():
             spec = _spec_of(name)
             if spec is not None:

@@ -16,6 +16,7 @@ struct Result {
   std::string diagnostics; // MLIR's diagnostics, "<file>:line:col: error: ..." each
   std::string report;      // what a transformation chose (e.g. the accumulation per shadow)
   std::vector<std::string> writtenShadows; // kernel backward: shadow arguments it stores into
+  std::vector<std::string> partialShadows; // kernel backward: shadows left in workspace slots
 };
 
 struct PrintOptions {

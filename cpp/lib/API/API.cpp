@@ -324,6 +324,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
       },
       &report.text);
   result.writtenShadows = report.writtenShadows;
+  result.partialShadows = report.partialShadows;
   return result;
 }
 

@@ -1,5 +1,6 @@
 #include "tritonad/AutoDiff/AccessAnalysis.h"
 
+#include "tritonad/AutoDiff/ProgramCoarsening.h"
 #include "tritonad/Dialect/Triton/Dialect.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -173,6 +174,13 @@ std::optional<Affine> analyze(Value value) {
   }
   if (auto arg = dyn_cast<BlockArgument>(value)) {
     auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
+    if (loop && arg == loop.getInductionVar() && isProgramLoop(loop)) {
+      // A coarsened program's virtual program ids: distinct across all
+      // iterations of all programs, like the program id they replace.
+      Affine affine;
+      affine.terms[0] = Coefficient{};
+      return affine;
+    }
     if (currentIvs && loop && arg == loop.getInductionVar() &&
         (!constantInt(loop.getStep()) || *constantInt(loop.getStep()) > 0)) {
       Affine affine;

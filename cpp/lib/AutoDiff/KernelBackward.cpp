@@ -4,6 +4,7 @@
 #include "tritonad/AutoDiff/Activity.h"
 #include "tritonad/AutoDiff/PointerInduction.h"
 #include "tritonad/AutoDiff/Prepare.h"
+#include "tritonad/AutoDiff/ProgramCoarsening.h"
 #include "tritonad/AutoDiff/ReverseModeInterface.h"
 
 #include "ReverseSweep.h"
@@ -52,12 +53,38 @@ BlockArgument traceBase(Value ptr) {
   return base;
 }
 
+// Partial buffers: the workspace arguments of the backward kernel, and the
+// shadows whose gradient goes there (slot group k of each, in order).
+struct PartialBuffers {
+  Value workspace; // !tt.ptr<f32 or f64>: groups x programs x slot elements
+  Value slot;      // elements per slot (>= every partial shadow's span)
+  SmallVector<BlockArgument> shadowed; // primal pointer arguments, group order
+};
+
+// The gradient `g` in the element type of the shadow it goes to (a partial
+// buffer may be wider): an upcast of a value that was just rounded down
+// takes the unrounded value instead.
+Value convertForShadow(OpBuilder &builder, Location loc, Value g, Value shadowPtr) {
+  auto pointer = cast<tt::PointerType>(getElementTypeOrSelf(shadowPtr.getType()));
+  Type wanted = pointer.getPointeeType();
+  if (getElementTypeOrSelf(g.getType()) == wanted)
+    return g;
+  if (auto truncate = g.getDefiningOp<arith::TruncFOp>())
+    if (getElementTypeOrSelf(truncate.getIn().getType()) == wanted)
+      return truncate.getIn();
+  Type type = wanted;
+  if (auto tensor = dyn_cast<RankedTensorType>(g.getType()))
+    type = tensor.clone(wanted);
+  return arith::ExtFOp::create(builder, loc, type, g);
+}
+
 class KernelBackwardBuilder {
 public:
   KernelBackwardBuilder(tt::FuncOp primal, DenseMap<BlockArgument, Value> shadows,
-                        DenseSet<BlockArgument> knownPointers, KernelBackwardConfig options)
+                        DenseSet<BlockArgument> knownPointers, KernelBackwardConfig options,
+                        PartialBuffers partial)
       : primal(primal), shadows(std::move(shadows)), knownPointers(std::move(knownPointers)),
-        mode(options.mode), overwrite(options.overwrite) {}
+        mode(options.mode), overwrite(options.overwrite), partial(std::move(partial)) {}
 
   LogicalResult build(tt::FuncOp bwd, ArrayRef<Value> primalArgsInBwd,
                       KernelBackwardReport &report);
@@ -94,6 +121,8 @@ private:
     return result;
   }
 
+  void placePartialShadows(OpBuilder &builder, Location loc);
+
   tt::FuncOp primal;
   DenseMap<BlockArgument, Value> shadows; // primal pointer argument -> shadow argument of bwd
   // Pointer arguments the caller named, with or without a shadow: a float
@@ -104,6 +133,8 @@ private:
   DenseMap<Operation *, SmallVector<scf::ForOp>> lastIterationOnly;
   AccumulationMode mode;
   bool overwrite;
+  PartialBuffers partial;
+  DenseSet<BlockArgument> inPartialBuffer;
   llvm::StringMap<std::string> schedule; // primal argument name -> how it is accumulated
   bool usedAxes[3] = {false, false, false};
   DenseMap<BlockArgument, int> loadSites;  // shadowed argument -> loads of it
@@ -278,7 +309,7 @@ LogicalResult KernelBackwardBuilder::classifyStoreInLoops(tt::StoreOp store) {
       return store.emitError("cannot differentiate a store inside a while loop: tritonad "
                              "cannot tell which iteration's value survives at each address");
     auto loop = dyn_cast<scf::ForOp>(op);
-    if (!loop)
+    if (!loop || isProgramLoop(loop)) // (its iterations are programs of the forward)
       continue;
     if (accessMovesWithLoop(store.getPtr(), store.getMask(), loop)) {
       if (iterationsTouchDisjointAddresses(store.getPtr(), loop))
@@ -318,9 +349,18 @@ bool KernelBackwardBuilder::writtenOncePerProgram(tt::LoadOp load) {
        op = op->getParentOp()) {
     if (isa<scf::WhileOp>(op))
       return false;
-    if (auto loop = dyn_cast<scf::ForOp>(op))
-      if (!iterationsTouchDisjointAddresses(load.getPtr(), loop))
+    auto loop = dyn_cast<scf::ForOp>(op);
+    if (!loop)
+      continue;
+    if (isProgramLoop(loop)) {
+      // Addresses that move with it are other programs' (the exclusivity
+      // proof covers them); addresses that do not are revisited.
+      if (!accessMovesWithLoop(load.getPtr(), load.getMask(), loop))
         return false;
+      continue;
+    }
+    if (!iterationsTouchDisjointAddresses(load.getPtr(), loop))
+      return false;
   }
   return true;
 }
@@ -342,7 +382,7 @@ Operation *KernelBackwardBuilder::loopRevisitingThroughOtherLanes(tt::LoadOp loa
       continue;
     }
     auto loop = dyn_cast<scf::ForOp>(op);
-    if (!loop)
+    if (!loop || isProgramLoop(loop)) // (between programs: the exclusivity proof)
       continue;
     if (accessMovesWithLoop(load.getPtr(), load.getMask(), loop) &&
         !iterationsTouchDisjointAddresses(load.getPtr(), loop))
@@ -389,7 +429,18 @@ FailureOr<Value> KernelBackwardBuilder::shadowPointer(OpBuilder &builder, Value 
   for (Value operand : def->getOperands())
     mapping.map(operand, forward.lookupOrDefault(operand));
   mapping.map(def->getOperand(0), *source);
-  return builder.clone(*def, mapping)->getResult(0);
+  Operation *clone = builder.clone(*def, mapping);
+  // A partial buffer's pointee may be wider than the primal's (fp32 slots
+  // for a bf16 weight): the pointer chain takes the buffer's pointer type.
+  Type pointer = getElementTypeOrSelf(source->getType());
+  Value result = clone->getResult(0);
+  if (getElementTypeOrSelf(result.getType()) != pointer) {
+    if (auto tensor = dyn_cast<RankedTensorType>(result.getType()))
+      result.setType(tensor.clone(pointer));
+    else
+      result.setType(pointer);
+  }
+  return result;
 }
 
 LogicalResult KernelBackwardBuilder::emitStoreAdjoint(OpBuilder &builder, tt::StoreOp store,
@@ -434,9 +485,13 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   Value mask = load.getMask() ? forward.lookupOrDefault(load.getMask()) : Value();
   std::string name = argumentName(baseArgument(load.getPtr()));
 
-  // The caller's zeros need not be read where this is the only write to each
-  // element: one load site, and no loop around it revisiting addresses.
-  bool storeOnly = overwrite && loadSites.lookup(baseArgument(load.getPtr())) == 1 &&
+  BlockArgument base = baseArgument(load.getPtr());
+  bool toPartialBuffer = inPartialBuffer.contains(base);
+  g = convertForShadow(builder, loc, g, *shadow);
+  // The caller's zeros (or the zeroed slot of a partial buffer) need not be
+  // read where this is the only write to each element: one load site, and no
+  // loop around it revisiting addresses.
+  bool storeOnly = (overwrite || toPartialBuffer) && loadSites.lookup(base) == 1 &&
                    writtenOncePerProgram(load);
   auto emitPlain = [&](OpBuilder &b) {
     if (storeOnly) {
@@ -473,7 +528,6 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     schedule[name] = "atomic (atomics requested)";
     return success();
   }
-  BlockArgument base = baseArgument(load.getPtr());
   if (loadSites.lookup(base) > 1) {
     // Threads of one program are not ordered between two accesses: several
     // accumulations into one shadow are only safe as atomics.
@@ -499,6 +553,16 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
       return failure();
     schedule[name] = "atomic (a loop moves its addresses by less than the tile: iterations "
                      "revisit addresses through other lanes)";
+    return success();
+  }
+  if (toPartialBuffer) {
+    // Each program owns its slot: exclusive by construction.
+    emitPlain(builder);
+    schedule[name] = std::string("partial buffer (every program adds to it: each program of "
+                                 "the backward handles several of the forward's and ") +
+                     (storeOnly ? "stores" : "accumulates") +
+                     " their sum in its own slot; the slots are summed after the kernel: no "
+                     "atomics, deterministic)";
     return success();
   }
   ExclusiveAccess access = analyzeExclusiveAccess(builder, loc, load.getPtr(), load.getMask(),
@@ -532,10 +596,37 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   return success();
 }
 
+// Slot k * programs + pid of the workspace holds this program's part of the
+// k-th partial shadow, addressed like the shadow itself.
+void KernelBackwardBuilder::placePartialShadows(OpBuilder &builder, Location loc) {
+  if (partial.shadowed.empty())
+    return;
+  auto axis = tt::ProgramIDDimAttr::get(builder.getContext(), tt::ProgramIDDim::X);
+  Type i64 = builder.getI64Type();
+  Value pid = tt::GetProgramIdOp::create(builder, loc, builder.getI32Type(), axis);
+  Value count = tt::GetNumProgramsOp::create(builder, loc, builder.getI32Type(), axis);
+  pid = arith::ExtSIOp::create(builder, loc, i64, pid);
+  count = arith::ExtSIOp::create(builder, loc, i64, count);
+  Value slot = partial.slot;
+  if (slot.getType() != i64)
+    slot = arith::ExtSIOp::create(builder, loc, i64, slot);
+  for (auto [group, arg] : llvm::enumerate(partial.shadowed)) {
+    Value first = arith::ConstantOp::create(builder, loc, builder.getI64IntegerAttr(group));
+    Value index = arith::AddIOp::create(
+        builder, loc, arith::MulIOp::create(builder, loc, first, count), pid);
+    Value offset = arith::MulIOp::create(builder, loc, index, slot);
+    shadows[arg] = tt::AddPtrOp::create(builder, loc, partial.workspace.getType(),
+                                        partial.workspace, offset);
+    inPartialBuffer.insert(arg);
+  }
+}
+
 LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> primalArgsInBwd,
                                            KernelBackwardReport &report) {
   if (failed(validate()))
     return failure();
+  for (BlockArgument arg : partial.shadowed)
+    report.partialShadows.push_back(argumentName(cast<BlockArgument>(shadows.lookup(arg))));
   primal.walk([&](tt::GetProgramIdOp pid) { usedAxes[static_cast<int>(pid.getAxis())] = true; });
   primal.walk([&](Operation *op) {
     if (auto load = dyn_cast<tt::LoadOp>(op))
@@ -568,6 +659,7 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
   IRMapping forward;
   for (auto [arg, value] : llvm::zip(primalBody.getArguments(), primalArgsInBwd))
     forward.map(arg, value);
+  placePartialShadows(builder, primal.getLoc());
   SweepHooks hooks;
   // Recompute the forward without its side effects: stores are not replayed.
   hooks.cloneForward = cloneForRecompute;
@@ -592,6 +684,13 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
       os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
     else
       loop->getLoc().print(os);
+    auto forLoop = dyn_cast<scf::ForOp>(loop);
+    if (forLoop && isProgramLoop(forLoop)) {
+      loopNotes += "programs: each program of the backward handles programs p, p + G, "
+                   "p + 2G, ... of the forward (G launched, a grid-stride loop), for the "
+                   "partial buffers\n";
+      return;
+    }
     loopNotes += "loop " + loop->getName().getStringRef().str() + " at " + where + ": " +
                  how.str() + "\n";
   };
@@ -636,6 +735,67 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
       written.insert(argumentName(base));
   });
   report.writtenShadows.assign(written.begin(), written.end());
+  return success();
+}
+
+} // namespace
+
+namespace {
+
+// Input shadows that every program of the forward adds to (the addresses and
+// mask of every load of it are the same in all programs: a weight shared by
+// all rows) get partial buffers when the backward kernel has the workspace
+// arguments (`tritonad_workspace`, `tritonad_slot`, `tritonad_programs`) and
+// the forward uses program axis 0 only; the forward is then coarsened.
+LogicalResult planPartialBuffers(tt::FuncOp scratch, tt::FuncOp into,
+                                 const llvm::StringMap<BlockArgument> &byName,
+                                 const DenseMap<BlockArgument, Value> &shadows,
+                                 PartialBuffers &partial, SmallVectorImpl<BlockArgument> &callArgs) {
+  auto workspace = byName.lookup("tritonad_workspace");
+  auto slot = byName.lookup("tritonad_slot");
+  auto programs = byName.lookup("tritonad_programs");
+  if (!workspace || !slot || !programs || !programs.getType().isInteger(32) ||
+      !isa<tt::PointerType>(workspace.getType()) || !slot.getType().isInteger())
+    return success();
+  unsigned bufferWidth = cast<tt::PointerType>(workspace.getType()).getPointeeType()
+                             .getIntOrFloatBitWidth();
+  bool otherAxes = false, axisZero = false;
+  scratch.walk([&](tt::GetProgramIdOp pid) {
+    (pid.getAxis() == tt::ProgramIDDim::X ? axisZero : otherAxes) = true;
+  });
+  if (otherAxes || !axisZero)
+    return success();
+  DenseMap<BlockArgument, bool> shared;
+  scratch.walk([&](Operation *op) {
+    if (!isa<tt::LoadOp, tt::StoreOp, tt::AtomicRMWOp, tt::AtomicCASOp>(op))
+      return;
+    BlockArgument base = baseArgument(op->getOperand(0));
+    if (!base || !shadows.count(base))
+      return;
+    auto load = dyn_cast<tt::LoadOp>(op);
+    auto floatType = dyn_cast<FloatType>(getElementTypeOrSelf(
+        load ? load.getType() : op->getOperand(1).getType()));
+    bool invariant = load && floatType && floatType.getWidth() <= bufferWidth &&
+                     !dependsOnProgramId(load.getPtr(), 0) &&
+                     !(load.getMask() && dependsOnProgramId(load.getMask(), 0));
+    auto [it, inserted] = shared.try_emplace(base, invariant);
+    it->second = it->second && invariant;
+  });
+  for (auto &[arg, isShared] : shared)
+    if (isShared)
+      partial.shadowed.push_back(arg);
+  if (partial.shadowed.empty())
+    return success();
+  llvm::sort(partial.shadowed, [](BlockArgument a, BlockArgument b) {
+    return a.getArgNumber() < b.getArgNumber();
+  });
+  partial.workspace = workspace;
+  partial.slot = slot;
+  unsigned index = scratch.getNumArguments();
+  if (failed(scratch.insertArgument(index, programs.getType(), {}, scratch.getLoc())))
+    return failure();
+  coarsenPrograms(scratch, scratch.getArgument(index));
+  callArgs.push_back(programs);
   return success();
 }
 
@@ -715,6 +875,11 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
     shadows[primalArg] = shadowIt->second;
   }
 
+  PartialBuffers partial;
+  if (options.mode != AccumulationMode::Atomic &&
+      failed(planPartialBuffers(scratch, into, byName, shadows, partial, callArgs)))
+    return failure();
+
   // Rebuild the placeholder's body.
   SmallVector<Value> primalArgsInBwd(callArgs.begin(), callArgs.end());
   Block &entry = into.getBody().front();
@@ -726,7 +891,8 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
     op.dropAllReferences();
     op.erase();
   }
-  KernelBackwardBuilder backward(scratch, std::move(shadows), std::move(knownPointers), options);
+  KernelBackwardBuilder backward(scratch, std::move(shadows), std::move(knownPointers), options,
+                                 std::move(partial));
   return backward.build(into, primalArgsInBwd, report);
 }
 

@@ -58,8 +58,10 @@ struct KernelBackwardPass : public impl::KernelBackwardBase<KernelBackwardPass> 
       return signalPassFailure();
     // The schedule, for tests and people: one remark per shadow.
     Location loc = module.lookupSymbol(intoName)->getLoc();
-    for (StringRef line : llvm::split(StringRef(report.text).trim(), '\n'))
-      mlir::emitRemark(loc) << (line.starts_with("loop ") ? "" : "accumulation of ") << line;
+    for (StringRef line : llvm::split(StringRef(report.text).trim(), '\n')) {
+      bool shadowLine = !line.starts_with("loop ") && !line.starts_with("programs: ");
+      mlir::emitRemark(loc) << (shadowLine ? "accumulation of " : "") << line;
+    }
   }
 };
 

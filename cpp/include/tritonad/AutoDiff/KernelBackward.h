@@ -30,6 +30,10 @@ struct KernelBackwardReport {
   /// Shadow arguments the backward stores into (an output's shadow listed
   /// here is consumed: the caller must not pass a tensor it still needs).
   std::vector<std::string> writtenShadows;
+  /// Shadow arguments whose gradient the backward leaves in slots of the
+  /// workspace (group k of `tritonad_workspace` for the k-th name): the
+  /// caller sums the slots of each group into the shadow after the kernel.
+  std::vector<std::string> partialShadows;
 };
 
 struct ShadowBinding {
