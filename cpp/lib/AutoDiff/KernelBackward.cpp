@@ -353,9 +353,11 @@ bool KernelBackwardBuilder::writtenOncePerProgram(tt::LoadOp load) {
     if (!loop)
       continue;
     if (isProgramLoop(loop)) {
-      // Addresses that move with it are other programs' (the exclusivity
-      // proof covers them); addresses that do not are revisited.
-      if (!accessMovesWithLoop(load.getPtr(), load.getMask(), loop))
+      // Addresses computed from its program id are other programs' (the
+      // exclusivity proof covers them); addresses that are not are revisited
+      // (an inner loop's own iterations do not count here).
+      if (!dependsOnProgramLoop(load.getPtr(), loop) &&
+          !(load.getMask() && dependsOnProgramLoop(load.getMask(), loop)))
         return false;
       continue;
     }

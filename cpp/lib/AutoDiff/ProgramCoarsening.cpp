@@ -11,13 +11,17 @@ static constexpr StringLiteral kProgramLoop = "tritonad.program_loop";
 
 bool isProgramLoop(scf::ForOp loop) { return loop->hasAttr(kProgramLoop); }
 
-bool dependsOnProgramId(Value value, int axis) {
+// Whether `value` is computed from a value `isSource` accepts, through any op,
+// loop bounds and carried values included (a while loop's state counts).
+static bool dependsOn(Value value, llvm::function_ref<bool(Value)> isSource) {
   SmallVector<Value> worklist{value};
   DenseSet<Value> seen;
   while (!worklist.empty()) {
     Value current = worklist.pop_back_val();
     if (!seen.insert(current).second)
       continue;
+    if (isSource(current))
+      return true;
     if (auto arg = dyn_cast<BlockArgument>(current)) {
       Operation *owner = arg.getOwner()->getParentOp();
       if (isa<tt::FuncOp>(owner))
@@ -35,11 +39,6 @@ bool dependsOnProgramId(Value value, int axis) {
       return true; // a while loop's state, a reduction's operands: assume it does
     }
     Operation *def = current.getDefiningOp();
-    if (auto pid = dyn_cast<tt::GetProgramIdOp>(def)) {
-      if (static_cast<int>(pid.getAxis()) == axis)
-        return true;
-      continue;
-    }
     // Results of region ops (loops, branches, reductions) depend on what
     // their regions compute from: every operand used inside counts.
     def->walk([&](Operation *inner) {
@@ -48,6 +47,18 @@ bool dependsOnProgramId(Value value, int axis) {
     });
   }
   return false;
+}
+
+bool dependsOnProgramId(Value value, int axis) {
+  return dependsOn(value, [&](Value candidate) {
+    auto pid = candidate.getDefiningOp<tt::GetProgramIdOp>();
+    return pid && static_cast<int>(pid.getAxis()) == axis;
+  });
+}
+
+bool dependsOnProgramLoop(Value value, scf::ForOp loop) {
+  Value programId = loop.getInductionVar();
+  return dependsOn(value, [&](Value candidate) { return candidate == programId; });
 }
 
 // Ops in `loop` that compute the same value in every iteration: pure ops and

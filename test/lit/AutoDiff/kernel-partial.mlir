@@ -93,3 +93,50 @@ module {
     tt.return
   }
 }
+
+// -----
+
+// The weight is loaded inside a loop over column blocks: the load stays in
+// the program loop, and each visit reads, adds to and writes the program's
+// slot (a store alone would keep only the last row's gradient).
+// REMARK: remark: accumulation of w: partial buffer {{.*}} accumulates their sum
+// CHECK-LABEL: tt.func public @bwd
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.if
+// CHECK-NEXT: %[[OLD:.+]] = tt.load %[[SLOT:[^ ,]+]], {{.+}} : tensor<64x!tt.ptr<f32>>
+// CHECK-NEXT: %[[NEW:.+]] = arith.addf %[[OLD]]
+// CHECK-NEXT: tt.store %[[SLOT]], %[[NEW]]
+// CHECK-NOT: tt.atomic_rmw
+module {
+  tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %w: !tt.ptr<f32> loc("w"), %y: !tt.ptr<f32> loc("y"), %n: i32 loc("n")) {
+    %c0 = arith.constant 0 : i32
+    %c64 = arith.constant 64 : i32
+    %pid = tt.get_program_id x : i32
+    %row = arith.muli %pid, %n : i32
+    %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+    %ns = tt.splat %n : i32 -> tensor<64xi32>
+    scf.for %off = %c0 to %n step %c64 : i32 {
+      %offs = tt.splat %off : i32 -> tensor<64xi32>
+      %cols = arith.addi %offs, %r : tensor<64xi32>
+      %m = arith.cmpi slt, %cols, %ns : tensor<64xi32>
+      %rows = tt.splat %row : i32 -> tensor<64xi32>
+      %at = arith.addi %rows, %cols : tensor<64xi32>
+      %xs = tt.splat %x : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+      %xp = tt.addptr %xs, %at : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+      %xv = tt.load %xp, %m : tensor<64x!tt.ptr<f32>>
+      %ws = tt.splat %w : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+      %wp = tt.addptr %ws, %cols : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+      %wv = tt.load %wp, %m : tensor<64x!tt.ptr<f32>>
+      %prod = arith.mulf %xv, %wv : tensor<64xf32>
+      %ys = tt.splat %y : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+      %yp = tt.addptr %ys, %at : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+      tt.store %yp, %prod, %m : tensor<64x!tt.ptr<f32>>
+    }
+    tt.return
+  }
+  tt.func public @bwd(%x: !tt.ptr<f32> loc("x"), %w: !tt.ptr<f32> loc("w"), %y: !tt.ptr<f32> loc("y"), %n: i32 loc("n"), %dx: !tt.ptr<f32> loc("dx"), %dw: !tt.ptr<f32> loc("dw"), %dy: !tt.ptr<f32> loc("dy"), %ws: !tt.ptr<f32> loc("tritonad_workspace"), %slot: i32 loc("tritonad_slot"), %programs: i32 loc("tritonad_programs")) {
+    tt.call @fwd(%x, %w, %y, %n) : (!tt.ptr<f32>, !tt.ptr<f32>, !tt.ptr<f32>, i32) -> ()
+    tt.return
+  }
+}

@@ -22,6 +22,10 @@ bool isProgramLoop(mlir::scf::ForOp loop);
 /// loop bounds and carried values included; a while loop's state counts).
 bool dependsOnProgramId(mlir::Value value, int axis);
 
+/// Whether `value` depends on the program id that the program loop `loop`
+/// iterates over (its induction variable), through any op.
+bool dependsOnProgramLoop(mlir::Value value, mlir::scf::ForOp loop);
+
 /// Rewrites the body of `function` (a kernel whose only program axis is 0) as
 /// `for v in range(program_id(0), programs, num_programs(0)): body[pid := v]`
 /// and hoists the loop-invariant pure ops and loads out of it (their

@@ -1,0 +1,230 @@
+"""Partial buffers: gradients every program adds to (layer norm's and RMSNorm's
+weight and bias, a bias broadcast over rows) without atomics.
+
+CPU: the schedule and the IR (compiled for a GPU target without a GPU). GPU:
+gradients against torch.autograd (fresh random inputs, odd sizes, fp32 and
+bf16, fewer and more programs than the backward launches), bitwise
+reproducibility, and accumulation into caller-provided shadows.
+"""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+tritonad = pytest.importorskip("tritonad")
+
+import triton.language as tl  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+
+from gpu_util import requires_gpu  # noqa: E402
+from test_kernel_grad import layer_norm_kernel, layer_norm_loop_kernel  # noqa: E402
+
+
+@triton.jit
+def norm_kernel(X, W, B, Y, stride, N, eps, HAS_MEAN: tl.constexpr, BLOCK_N: tl.constexpr):
+    # layer norm (HAS_MEAN) or RMSNorm, computed in fp32 whatever the storage dtype
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    x = tl.load(X + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+    if HAS_MEAN:
+        x = tl.where(mask, x - tl.sum(x, axis=0) / N, 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)
+    w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+    y = x * rstd * w
+    if HAS_MEAN:
+        y += tl.load(B + cols, mask=mask, other=0.0).to(tl.float32)
+    tl.store(Y + row * stride + cols, y.to(Y.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def bias_gelu_kernel(X, B, Y, stride, N, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    x = tl.load(X + row * stride + cols, mask=mask) + tl.load(B + cols, mask=mask)
+    tl.store(Y + row * stride + cols, 0.5 * x * (1 + tl.erf(x * 0.7071067811865476)), mask=mask)
+
+
+TARGET = GPUTarget("cuda", 90, 32)
+
+
+def compile_for_schedule(bwd, types_, constexprs):
+    """Derives the backward on the CPU with the workspace parameters present."""
+    types_ = dict(types_)
+    for ptr, shadow in bwd.shadows.items():
+        types_.setdefault(shadow, types_[ptr])
+    types_.update(tritonad_workspace="*fp32", tritonad_slot="i32", tritonad_programs="i32")
+    signature = {n: "constexpr" if n in constexprs else types_[n] for n in bwd.arg_names}
+    triton.compile(ASTSource(bwd, signature, dict(constexprs)), target=TARGET)
+    return bwd.schedule()
+
+
+@pytest.fixture
+def always_compile(monkeypatch):
+    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+
+
+NORM_TYPES = dict(X="*fp32", W="*fp32", B="*fp32", Y="*fp32", stride="i32", N="i32", eps="fp32")
+
+
+def test_schedule_names_partial_buffers(always_compile):
+    bwd = tritonad.grad(norm_kernel, accumulate=False)
+    schedule = compile_for_schedule(bwd, NORM_TYPES, dict(HAS_MEAN=True, BLOCK_N=256))
+    lines = dict(line.split(": ", 1) for line in schedule.strip().splitlines())
+    assert lines["W"].startswith("partial buffer")
+    assert lines["B"].startswith("partial buffer")
+    assert lines["programs"].startswith("each program of the backward handles")
+    assert bwd.partial_shadows() == ["dW", "dB"]
+    ir = bwd.derived_ir()
+    assert "scf.for" in ir and "tt.get_num_programs" in ir
+    # (dX keeps its run-time branch: atomics only if rows overlap, stride < N)
+    assert ir.count("tt.atomic_rmw") == 1
+
+
+def test_atomic_mode_keeps_atomics(always_compile):
+    bwd = tritonad.grad(norm_kernel, mode="atomic")
+    schedule = compile_for_schedule(bwd, NORM_TYPES, dict(HAS_MEAN=True, BLOCK_N=256))
+    assert "partial buffer" not in schedule
+    assert bwd.partial_shadows() == []
+    assert "tt.atomic_rmw" in bwd.derived_ir()
+
+
+def test_weight_loaded_per_program_gets_no_partial_buffer(always_compile):
+    # Every load of X depends on the program: its gradient is the program's own.
+    bwd = tritonad.grad(bias_gelu_kernel, accumulate=False)
+    types_ = dict(X="*fp32", B="*fp32", Y="*fp32", stride="i32", N="i32")
+    schedule = compile_for_schedule(bwd, types_, dict(BLOCK_N=128))
+    lines = dict(line.split(": ", 1) for line in schedule.strip().splitlines())
+    assert lines["B"].startswith("partial buffer")
+    assert not lines["X"].startswith("partial buffer")
+
+
+# ---------------------------------------------------------------------------
+# GPU
+# ---------------------------------------------------------------------------
+
+def _close(got, ref, dtype):
+    tol = {torch.float32: 2e-4, torch.bfloat16: 2e-2}[dtype]
+    scale = ref.abs().max().item() + 1e-6
+    err = (got.double() - ref.double()).abs().max().item()
+    assert err <= tol * scale, f"max error {err:.3g} vs scale {scale:.3g}"
+
+
+def _norm_reference(x, w, b, has_mean, eps):
+    x64, w64 = x.double(), w.double()
+    if has_mean:
+        return torch.nn.functional.layer_norm(x64, (x.shape[1],), w64, b.double(), eps)
+    return x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + eps) * w64
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("has_mean", [True, False])
+@pytest.mark.parametrize("rows,cols", [(1, 37), (7, 130), (1001, 257), (3000, 1000)])
+def test_norm_grads_through_partial_buffers(dtype, has_mean, rows, cols):
+    eps = 1e-5
+    op = tritonad.autograd(norm_kernel, outputs=("Y",))
+    x = torch.randn(rows, cols, device="cuda", dtype=dtype, requires_grad=True)
+    w = torch.randn(cols, device="cuda", dtype=dtype, requires_grad=True)
+    b = torch.randn(cols, device="cuda", dtype=dtype, requires_grad=has_mean)
+    block = triton.next_power_of_2(cols)
+    y = op[(rows,)](x, w, b, torch.empty_like(x), x.stride(0), cols, eps, HAS_MEAN=has_mean,
+                    BLOCK_N=block)
+    dy = torch.randn_like(y)
+    inputs = [x, w] + ([b] if has_mean else [])
+    got = torch.autograd.grad(y, inputs, dy)
+    leaves = [t.detach().double().requires_grad_(True) for t in inputs]
+    ref_y = _norm_reference(leaves[0], leaves[1], leaves[2] if has_mean else None, has_mean, eps)
+    ref = torch.autograd.grad(ref_y, leaves, dy.double())
+    for g, r in zip(got, ref):
+        assert g.dtype == dtype
+        _close(g, r, dtype)
+    if rows > 1:  # (one program: no sharing, nothing to coarsen)
+        assert "W: partial buffer" in op.backward_kernel.schedule()
+        assert op.backward_kernel.partial_shadows() == (["dW", "dB"] if has_mean else ["dW"])
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_partial_buffers_are_bitwise_reproducible():
+    rows, cols = 4099, 515
+    op = tritonad.autograd(norm_kernel, outputs=("Y",))
+    x = torch.randn(rows, cols, device="cuda", requires_grad=True)
+    w = torch.randn(cols, device="cuda", requires_grad=True)
+    b = torch.randn(cols, device="cuda", requires_grad=True)
+    y = op[(rows,)](x, w, b, torch.empty_like(x), x.stride(0), cols, 1e-5, HAS_MEAN=True,
+                    BLOCK_N=1024)
+    dy = torch.randn_like(y)
+    first = torch.autograd.grad(y, [x, w, b], dy, retain_graph=True)
+    for _ in range(3):
+        again = torch.autograd.grad(y, [x, w, b], dy, retain_graph=True)
+        for a, g in zip(first, again):
+            assert torch.equal(a, g)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_partial_buffers_add_into_given_shadows():
+    # tritonad.grad (accumulate=True): the caller's shadows receive += the gradient.
+    rows, cols = 333, 100
+    bwd = tritonad.grad(layer_norm_kernel)
+    x = torch.randn(rows, cols, device="cuda")
+    w, b = torch.randn(cols, device="cuda"), torch.randn(cols, device="cuda")
+    y, mean, rstd = torch.empty_like(x), torch.empty(rows, device="cuda"), \
+        torch.empty(rows, device="cuda")
+    layer_norm_kernel[(rows,)](x, w, b, y, mean, rstd, x.stride(0), cols, 1e-5, BLOCK_N=128)
+    dy = torch.randn_like(x)
+    dx, dw0, db0 = torch.randn_like(x), torch.randn_like(w), torch.randn_like(b)
+    dw, db, dx_before = dw0.clone(), db0.clone(), dx.clone()
+    bwd[(rows,)](x, w, b, y, mean, rstd, x.stride(0), cols, 1e-5, dx, dw, db, dy, None, None,
+                 BLOCK_N=128)
+    xl, wl, bl = (t.detach().double().requires_grad_(True) for t in (x, w, b))
+    ref = torch.nn.functional.layer_norm(xl, (cols,), wl, bl, 1e-5)
+    rdx, rdw, rdb = torch.autograd.grad(ref, [xl, wl, bl], dy.double())
+    _close(dx - dx_before, rdx, torch.float32)
+    _close(dw - dw0, rdw, torch.float32)
+    _close(db - db0, rdb, torch.float32)
+    assert "partial buffer" in bwd.schedule()
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_weight_loaded_in_a_column_loop():
+    # W is loaded inside a loop over column blocks: its slot is read, added to
+    # and written in every (row, column block), still without atomics.
+    rows, cols, block = 517, 300, 64
+    op = tritonad.autograd(layer_norm_loop_kernel, outputs=("Y",))
+    x = torch.randn(rows, cols, device="cuda", requires_grad=True)
+    w = torch.randn(cols, device="cuda", requires_grad=True)
+    b = torch.randn(cols, device="cuda", requires_grad=True)
+    y = op[(rows,)](x, w, b, torch.empty_like(x), x.stride(0), cols, 1e-5, BLOCK_N=block)
+    dy = torch.randn_like(y)
+    got = torch.autograd.grad(y, [x, w, b], dy)
+    leaves = [t.detach().double().requires_grad_(True) for t in (x, w, b)]
+    ref = torch.autograd.grad(torch.nn.functional.layer_norm(leaves[0], (cols,), leaves[1],
+                                                             leaves[2], 1e-5),
+                              leaves, dy.double())
+    for g, r in zip(got, ref):
+        _close(g, r, torch.float32)
+    schedule = op.backward_kernel.schedule()
+    assert "W: partial buffer" in schedule and "B: partial buffer" in schedule
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("rows", [1, 5, 2049])
+def test_bias_broadcast_over_rows(rows):
+    cols = 77
+    op = tritonad.autograd(bias_gelu_kernel, outputs=("Y",))
+    x = torch.randn(rows, cols, device="cuda", requires_grad=True)
+    b = torch.randn(cols, device="cuda", requires_grad=True)
+    y = op[(rows,)](x, b, torch.empty_like(x), x.stride(0), cols, BLOCK_N=128)
+    dy = torch.randn_like(y)
+    got = torch.autograd.grad(y, [x, b], dy)
+    xl, bl = (t.detach().double().requires_grad_(True) for t in (x, b))
+    ref = torch.autograd.grad(torch.nn.functional.gelu(xl + bl), [xl, bl], dy.double())
+    for g, r in zip(got, ref):
+        _close(g, r, torch.float32)
