@@ -20,6 +20,11 @@ The derived backward ADDS into its (zero-initialized) shadow buffers. The
 column "tritonad ms" times the backward kernel alone; "tritonad+zero ms" adds
 the ``zero_()`` of the shadows it accumulates into, which a caller has to pay.
 
+The forward kernels load in the storage dtype, compute in fp32 and store in the
+output's dtype; the hand-written backward kernels do the same (fp32 partial
+buffers). This script runs them in fp32 only; benchmarks/user_level.py also runs
+them in bf16, with SwiGLU and RMSNorm (whose kernels are defined here too).
+
 Effective bandwidth counts the bytes a backward must move at the least (fp32):
   GELU       read x, dy; write dx                          -> 3 * N * 4
   softmax    read y (or x), dy; write dx                   -> 3 * M * N * 4
@@ -59,9 +64,9 @@ def gelu_fwd(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     y = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
-    tl.store(y_ptr + offs, y, mask=mask)
+    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -70,11 +75,11 @@ def gelu_bwd_hand(x_ptr, dy_ptr, dx_ptr, n, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
-    dy = tl.load(dy_ptr + offs, mask=mask, other=0.0)
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     cdf = 0.5 * (1.0 + tl.erf(x * 0.7071067811865476))
     pdf = tl.exp(-0.5 * x * x) * 0.3989422804014327
-    tl.store(dx_ptr + offs, dy * (cdf + x * pdf), mask=mask)
+    tl.store(dx_ptr + offs, (dy * (cdf + x * pdf)).to(dx_ptr.dtype.element_ty), mask=mask)
 
 
 # ---------------------------------------------------------------------------
@@ -86,11 +91,11 @@ def softmax_fwd(y_ptr, x_ptr, x_stride, y_stride, n_cols, BLOCK_N: tl.constexpr)
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     mask = cols < n_cols
-    x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=-float("inf"))
+    x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
     x = x - tl.max(x, axis=0)
     e = tl.exp(x)
     y = e / tl.sum(e, axis=0)
-    tl.store(y_ptr + row * y_stride + cols, y, mask=mask)
+    tl.store(y_ptr + row * y_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -99,10 +104,11 @@ def softmax_bwd_hand(dx_ptr, y_ptr, dy_ptr, stride, n_cols, BLOCK_N: tl.constexp
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     mask = cols < n_cols
-    y = tl.load(y_ptr + row * stride + cols, mask=mask, other=0.0)
-    dy = tl.load(dy_ptr + row * stride + cols, mask=mask, other=0.0)
+    y = tl.load(y_ptr + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+    dy = tl.load(dy_ptr + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
     dot = tl.sum(dy * y, axis=0)
-    tl.store(dx_ptr + row * stride + cols, y * (dy - dot), mask=mask)
+    tl.store(dx_ptr + row * stride + cols, (y * (dy - dot)).to(dx_ptr.dtype.element_ty),
+             mask=mask)
 
 
 # ---------------------------------------------------------------------------
@@ -114,15 +120,15 @@ def layernorm_fwd(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_N: tl.constexpr)
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     mask = cols < N
-    x = tl.load(X + row * stride + cols, mask=mask, other=0.0)
+    x = tl.load(X + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
     mean = tl.sum(x, axis=0) / N
     xc = tl.where(mask, x - mean, 0.0)
     var = tl.sum(xc * xc, axis=0) / N
     rstd = 1.0 / tl.sqrt(var + eps)
-    w = tl.load(W + cols, mask=mask, other=0.0)
-    b = tl.load(B + cols, mask=mask, other=0.0)
+    w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+    b = tl.load(B + cols, mask=mask, other=0.0).to(tl.float32)
     y = xc * rstd * w + b
-    tl.store(Y + row * stride + cols, y, mask=mask)
+    tl.store(Y + row * stride + cols, y.to(Y.dtype.element_ty), mask=mask)
     tl.store(Mean + row, mean)
     tl.store(Rstd + row, rstd)
 
@@ -132,16 +138,17 @@ def layernorm_bwd_hand_dx(X, DY, DX, W, Mean, Rstd, PDW, PDB, stride, M, N, n_gr
                           BLOCK_N: tl.constexpr):
     # Program g handles rows g, g + n_groups, g + 2 n_groups, ...: it writes dx of
     # each row and keeps the row sums of dw and db in registers, stored at the end
-    # as row g of the (n_groups, N) partial buffers. No atomics.
+    # as row g of the (n_groups, N) partial buffers. No atomics. fp32 math and fp32
+    # partial buffers whatever the storage dtype; dx is stored in DX's dtype.
     g = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     mask = cols < N
-    w = tl.load(W + cols, mask=mask, other=0.0)
+    w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
     dw_acc = tl.zeros([BLOCK_N], dtype=tl.float32)
     db_acc = tl.zeros([BLOCK_N], dtype=tl.float32)
     for row in range(g, M, n_groups):
-        x = tl.load(X + row * stride + cols, mask=mask, other=0.0)
-        dy = tl.load(DY + row * stride + cols, mask=mask, other=0.0)
+        x = tl.load(X + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(DY + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
         mean = tl.load(Mean + row)
         rstd = tl.load(Rstd + row)
         xhat = tl.where(mask, (x - mean) * rstd, 0.0)
@@ -149,7 +156,7 @@ def layernorm_bwd_hand_dx(X, DY, DX, W, Mean, Rstd, PDW, PDB, stride, M, N, n_gr
         c1 = tl.sum(xhat * wdy, axis=0) / N
         c2 = tl.sum(wdy, axis=0) / N
         dx = (wdy - (xhat * c1 + c2)) * rstd
-        tl.store(DX + row * stride + cols, dx, mask=mask)
+        tl.store(DX + row * stride + cols, dx.to(DX.dtype.element_ty), mask=mask)
         dw_acc += dy * xhat
         db_acc += dy
     tl.store(PDW + g * N + cols, dw_acc, mask=mask)
@@ -170,12 +177,102 @@ def layernorm_bwd_hand_dwdb(PDW, PDB, DW, DB, n_groups, N,
         offs = rows[:, None] * N + cols[None, :]
         dw += tl.load(PDW + offs, mask=mask, other=0.0)
         db += tl.load(PDB + offs, mask=mask, other=0.0)
-    tl.store(DW + cols, tl.sum(dw, axis=0), mask=cols < N)
-    tl.store(DB + cols, tl.sum(db, axis=0), mask=cols < N)
+    tl.store(DW + cols, tl.sum(dw, axis=0).to(DW.dtype.element_ty), mask=cols < N)
+    tl.store(DB + cols, tl.sum(db, axis=0).to(DB.dtype.element_ty), mask=cols < N)
 
 
 LN_EPS = 1e-5
 LN_BLOCK_G, LN_BLOCK_C = 32, 128
+
+
+# ---------------------------------------------------------------------------
+# SwiGLU: y = silu(a) * b = a * sigmoid(a) * b, elementwise over two inputs
+# ---------------------------------------------------------------------------
+
+@triton.jit
+def swiglu_fwd(a_ptr, b_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    a = tl.load(a_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    y = a * tl.sigmoid(a) * b
+    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def swiglu_bwd_hand(a_ptr, b_ptr, dy_ptr, da_ptr, db_ptr, n, BLOCK: tl.constexpr):
+    # s = sigmoid(a): d silu(a)/da = s * (1 + a * (1 - s)); da = dy * b * that,
+    # db = dy * silu(a). fp32 math, stored in the gradients' dtype.
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    a = tl.load(a_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    s = tl.sigmoid(a)
+    silu = a * s
+    da = dy * b * (s * (1.0 + a * (1.0 - s)))
+    db = dy * silu
+    tl.store(da_ptr + offs, da.to(da_ptr.dtype.element_ty), mask=mask)
+    tl.store(db_ptr + offs, db.to(db_ptr.dtype.element_ty), mask=mask)
+
+
+# ---------------------------------------------------------------------------
+# RMSNorm over the rows of an (M, N) matrix with weight: y = x * rstd * w,
+# rstd = 1 / sqrt(mean(x^2) + eps)
+# ---------------------------------------------------------------------------
+
+@triton.jit
+def rmsnorm_fwd(X, Y, W, Rstd, stride, N, eps, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    x = tl.load(X + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+    rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)
+    w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+    y = x * rstd * w
+    tl.store(Y + row * stride + cols, y.to(Y.dtype.element_ty), mask=mask)
+    tl.store(Rstd + row, rstd)
+
+
+@triton.jit
+def rmsnorm_bwd_hand_dx(X, DY, DX, W, Rstd, PDW, stride, M, N, n_groups,
+                        BLOCK_N: tl.constexpr):
+    # As layernorm_bwd_hand_dx: program g handles rows g, g + n_groups, ...; it
+    # writes dx of each row, dx = rstd * (w dy - xhat * mean(xhat * w dy)), and
+    # stores the sum of dy * xhat over its rows as row g of the (n_groups, N) fp32
+    # partial buffer PDW. No atomics.
+    g = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+    dw_acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    for row in range(g, M, n_groups):
+        x = tl.load(X + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(DY + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+        rstd = tl.load(Rstd + row)
+        xhat = x * rstd
+        wdy = w * dy
+        c1 = tl.sum(xhat * wdy, axis=0) / N
+        dx = (wdy - xhat * c1) * rstd
+        tl.store(DX + row * stride + cols, dx.to(DX.dtype.element_ty), mask=mask)
+        dw_acc += dy * xhat
+    tl.store(PDW + g * N + cols, dw_acc, mask=mask)
+
+
+@triton.jit
+def rmsnorm_bwd_hand_dw(PDW, DW, n_groups, N, BLOCK_G: tl.constexpr, BLOCK_C: tl.constexpr):
+    # Sums the (n_groups, N) fp32 partial buffer over its rows, BLOCK_C columns per
+    # program; stored in DW's dtype.
+    pid = tl.program_id(0)
+    cols = pid * BLOCK_C + tl.arange(0, BLOCK_C)
+    dw = tl.zeros([BLOCK_G, BLOCK_C], dtype=tl.float32)
+    for g0 in range(0, n_groups, BLOCK_G):
+        rows = g0 + tl.arange(0, BLOCK_G)
+        mask = (rows[:, None] < n_groups) & (cols[None, :] < N)
+        dw += tl.load(PDW + rows[:, None] * N + cols[None, :], mask=mask, other=0.0)
+    tl.store(DW + cols, tl.sum(dw, axis=0).to(DW.dtype.element_ty), mask=cols < N)
 
 
 @triton.jit
@@ -628,6 +725,19 @@ def compile_only() -> int:
                                                     n_groups=I), dict(BLOCK_N=block), nw))
     kernels.append((layernorm_bwd_hand_dwdb, dict(PDW=P, PDB=P, DW=P, DB=P, n_groups=I, N=I),
                     dict(BLOCK_G=LN_BLOCK_G, BLOCK_C=LN_BLOCK_C), 4))
+    # the kernels only benchmarks/user_level.py runs (fp32 and bf16 storage; fp32 Rstd and
+    # partial buffers)
+    for Q in (P, "*bf16"):
+        kernels.append((swiglu_fwd, dict(a_ptr=Q, b_ptr=Q, y_ptr=Q, n=I), dict(BLOCK=1024), 4))
+        kernels.append((swiglu_bwd_hand, dict(a_ptr=Q, b_ptr=Q, dy_ptr=Q, da_ptr=Q, db_ptr=Q,
+                                              n=I), dict(BLOCK=1024), 4))
+        kernels.append((rmsnorm_fwd, dict(X=Q, Y=Q, W=Q, Rstd=P, stride=I, N=I, eps=F),
+                        dict(BLOCK_N=4096), num_warps_for(4096)))
+        kernels.append((rmsnorm_bwd_hand_dx, dict(X=Q, DY=Q, DX=Q, W=Q, Rstd=P, PDW=P, stride=I,
+                                                  M=I, N=I, n_groups=I), dict(BLOCK_N=4096),
+                        num_warps_for(4096)))
+        kernels.append((rmsnorm_bwd_hand_dw, dict(PDW=P, DW=Q, n_groups=I, N=I),
+                        dict(BLOCK_G=LN_BLOCK_G, BLOCK_C=LN_BLOCK_C), 4))
     H = "*fp16"
     kernels.append((matmul_fwd, dict(a_ptr=H, b_ptr=H, c_ptr=H, M=I, N=I, K=I, stride_am=I,
                                      stride_ak=I, stride_bk=I, stride_bn=I, stride_cm=I,
