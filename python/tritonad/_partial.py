@@ -15,8 +15,29 @@ from __future__ import annotations
 
 import functools
 
+import triton
+import triton.language as tl
+
 WORKSPACE_PARAMS = ("tritonad_workspace", "tritonad_slot", "tritonad_programs")
 _PROGRAMS_PER_SM = 2
+_SUM_ROWS, _SUM_COLS = 32, 256
+
+
+@triton.jit
+def _add_slot_sums(slots_ptr, out_ptr, programs, slot, span,
+                   ROWS: tl.constexpr, COLS: tl.constexpr):
+    # out[c] += sum_p slots[p, c] for a contiguous `out` of `span` elements: the
+    # programs' slots are summed in a fixed order, then rounded once.
+    cols = tl.program_id(0) * COLS + tl.arange(0, COLS)
+    acc = tl.zeros([ROWS, COLS], dtype=slots_ptr.dtype.element_ty)
+    for p0 in range(0, programs, ROWS):
+        rows = p0 + tl.arange(0, ROWS)
+        mask = (rows[:, None] < programs) & (cols[None, :] < span)
+        acc += tl.load(slots_ptr + rows[:, None].to(tl.int64) * slot + cols[None, :], mask=mask,
+                       other=0.0)
+    total = tl.sum(acc, axis=0)
+    old = tl.load(out_ptr + cols, mask=cols < span, other=0.0).to(total.dtype)
+    tl.store(out_ptr + cols, (old + total).to(out_ptr.dtype.element_ty), mask=cols < span)
 
 
 def _programs_along_axis0(grid, kwargs) -> int:
@@ -91,6 +112,11 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool):
         grid = grid(kwargs)
     kernel = run(grid=(workers, *tuple(grid)[1:]), warmup=False, **kwargs)
     for group, shadow in enumerate(targets):
-        summed = workspace[group, :, :_span(shadow)].sum(dim=0)
-        shadow.add_(summed.as_strided(shadow.shape, shadow.stride()))
+        span = _span(shadow)
+        if shadow.is_contiguous():
+            _add_slot_sums[(triton.cdiv(span, _SUM_COLS),)](
+                workspace[group], shadow, workers, slot, span, ROWS=_SUM_ROWS, COLS=_SUM_COLS)
+        else:
+            summed = workspace[group, :, :span].sum(dim=0)
+            shadow.add_(summed.as_strided(shadow.shape, shadow.stride()))
     return kernel
