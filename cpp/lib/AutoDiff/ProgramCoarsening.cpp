@@ -66,9 +66,16 @@ bool dependsOnProgramLoop(Value value, scf::ForOp loop) {
 // reads the same memory in every iteration) whose operands come from outside.
 static void hoistInvariants(scf::ForOp loop) {
   for (Operation &op : llvm::make_early_inc_range(loop.getBody()->without_terminator())) {
-    bool invariant = llvm::all_of(op.getOperands(), [&](Value operand) {
-      return !loop->isAncestor(operand.getParentRegion()->getParentOp());
-    });
+    // (values its regions capture count too: a branch computing from a
+    // load of this iteration stays in the loop)
+    bool invariant = !op.walk([&](Operation *nested) {
+                          for (Value operand : nested->getOperands()) {
+                            Operation *scope = operand.getParentRegion()->getParentOp();
+                            if (loop->isAncestor(scope) && !op.isAncestor(scope))
+                              return WalkResult::interrupt();
+                          }
+                          return WalkResult::advance();
+                        }).wasInterrupted();
     bool movable = isa<tt::LoadOp>(op) ? !cast<tt::LoadOp>(op).getIsVolatile()
                                        : isMemoryEffectFree(&op);
     if (invariant && movable)
