@@ -17,6 +17,10 @@ bool carriesGradient(Operation &op, const DenseSet<Value> &active) {
   op.walk([&](Operation *inner) {
     for (Value v : inner->getResults())
       result |= active.contains(v);
+    // A loop or branch whose only active content is a store of a value
+    // computed before it: the store's adjoint (reading the upstream) is there.
+    if (auto store = dyn_cast<tt::StoreOp>(inner); store && inner != &op)
+      result |= active.contains(store.getValue());
     for (Region &region : inner->getRegions())
       for (Block &block : region)
         for (Value arg : block.getArguments())
