@@ -10,7 +10,8 @@
 // CHECK:   %[[UP:.+]] = tt.load
 // CHECK:   arith.addf %[[ACC]], %[[UP]]
 // CHECK: %[[G:.+]] = arith.mulf %[[SUM]]
-// CHECK: tt.atomic_rmw fadd, {{.*}}, %[[G]]
+// CHECK: %[[NEW:.+]] = arith.addf %{{.+}}, %[[G]]
+// CHECK-NEXT: tt.store %{{.+}}, %[[NEW]]
 module {
   tt.func public @fwd(%s: !tt.ptr<f32> loc("s"), %y: !tt.ptr<f32> loc("y")) {
     %c0 = arith.constant 0 : i32
