@@ -3,7 +3,9 @@
 from tritonad import _C
 from tritonad._core import MLIRError, run_pipeline
 from tritonad._grad import DifferentiationError, grad
-from tritonad._torch import autograd
+from tritonad._render import RenderError
+from tritonad._launcher import autograd
 
-__all__ = ["DifferentiationError", "MLIRError", "autograd", "grad", "run_pipeline"]
+__all__ = ["DifferentiationError", "MLIRError", "RenderError", "autograd", "grad",
+           "run_pipeline"]
 __version__ = "0.1.0"

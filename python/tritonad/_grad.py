@@ -19,6 +19,8 @@ from tritonad._source import (CALL, constexpr_names, count_outputs, functions_in
 
 from tritonad._kernel_grad import (DifferentiationError, kernel_grad, reject_derivative,
                                    resolve_params, spec_of, unwrap)
+from tritonad._interpret import InterpretedVJP, is_interpreted, jit_twin
+from tritonad._render import header, render_record, source_of
 
 _VJP_MARKER = "__tritonad_vjp_"
 
@@ -28,7 +30,10 @@ class _VJPSpec:
     primal: JITFunction
     wrt: List[int]              # indices among the primal's runtime (non-constexpr) parameters
     default_wrt: bool
+    params: List[str] = field(default_factory=list)  # runtime parameters (for the rendering)
+    outputs: int = 1
     derived: Dict[str, str] = field(default_factory=dict)  # specialization -> TTIR of the VJP
+    sources: Dict[str, dict] = field(default_factory=dict)  # rendered Python (_render records)
 
 
 _SPECS: List[_VJPSpec] = []
@@ -102,7 +107,14 @@ def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]
 
     ``f_vjp.derived_ir()`` returns the TTIR of the derivative from the last
     compile; setting ``TRITONAD_DUMP=1`` prints it to stderr as it is derived.
+    ``f_vjp.source()`` / ``bwd.source()`` return it as Triton Python (a
+    ``@triton.jit`` function; raises ``tritonad.RenderError`` for an op it cannot
+    write). Under ``TRITON_INTERPRET=1`` both kinds run in Triton's CPU
+    interpreter (see docs/quickstart.md).
     """
+    if is_interpreted(fn):  # TRITON_INTERPRET=1 (see _interpret.py)
+        fn = jit_twin(fn)
+    reject_derivative(fn)
     reject_derivative(unwrap(fn)[0])
     if num_outputs is not None:
         wanted = "num_outputs must be a positive int (how many values the function returns)"
@@ -131,7 +143,7 @@ def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]
     constexprs = set(constexpr_names(fn))
     runtime = [n for n in names if n not in constexprs]
     wrt_names = runtime if wrt is None else resolve_params(fn, wrt, names, constexprs)
-    spec = _VJPSpec(fn, [runtime.index(n) for n in wrt_names], wrt is None)
+    spec = _VJPSpec(fn, [runtime.index(n) for n in wrt_names], wrt is None, runtime, outputs)
     key = len(_SPECS)
     _SPECS.append(spec)
     register_rewriter(_VJP_MARKER, _materialize_vjps, _restore_vjps, order=0)
@@ -150,7 +162,10 @@ def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]
     vjp = jit_from_source(source, name, {"tl": tl, "_tritonad_primal": fn})
     vjp.tritonad_primal = fn
     vjp.derived_ir = lambda: _latest(spec)
+    vjp.source = lambda: source_of(next(reversed(spec.sources.values()), None))
     vjp.wrt = tuple(wrt_names)
+    if getattr(fn, "tritonad_interpreted", None) is not None:
+        return InterpretedVJP(vjp, fn, lambda name: _spec_of(name) is spec, constexprs)
     return vjp
 
 
@@ -168,6 +183,10 @@ def _restore_vjps(metadata: dict) -> None:
         spec = _spec_of(name)
         if spec is not None:
             spec.derived[name] = text
+    for name, record in metadata.get("tritonad_source", {}).items():
+        spec = _spec_of(name)
+        if spec is not None:
+            spec.sources[name] = record
 
 
 def _materialize_vjps(text: str, metadata: dict) -> str:
@@ -212,6 +231,11 @@ def _materialize(text: str, name: str, body: str, metadata: dict) -> str:
     derived = strip_locations(dict(functions_in(text))[name]).rstrip() + "\n"
     spec.derived[name] = derived
     metadata.setdefault("tritonad_derived", {})[name] = derived
+    spec.sources[name] = render_record(
+        text, name, name=f"{spec.primal.__name__}_vjp",
+        header=header("Vector-Jacobian product", spec.primal),
+        params=spec.params + [f"cotangent{i}" for i in range(spec.outputs)])
+    metadata.setdefault("tritonad_source", {})[name] = spec.sources[name]
     if os.environ.get("TRITONAD_DUMP"):
         print(f"// tritonad: derivative of {primal}\n{derived}", file=sys.stderr)
     return text

@@ -17,6 +17,8 @@ from tritonad._core import MLIRError, locate_in_source
 from tritonad._hook import build_id, register_rewriter
 from tritonad._source import (CALL, constexpr_names, functions_in, jit_from_source,
                               param_names, pointer_roles, strip_locations, symbol_name)
+from tritonad._interpret import InterpretedBackward, is_interpreted, jit_twin
+from tritonad._render import header, render_record, source_of
 
 _BWD_MARKER = "__tritonad_bwd_"
 _MODES = {"auto": 0, "atomic": 1, "deterministic": 2}
@@ -37,6 +39,7 @@ class _KernelSpec:
     schedules: Dict[str, str] = field(default_factory=dict)
     written: Dict[str, List[str]] = field(default_factory=dict)  # shadows it stores into
     partial: Dict[str, List[str]] = field(default_factory=dict)  # shadows in workspace slots
+    sources: Dict[str, dict] = field(default_factory=dict)  # rendered Python (_render records)
 
 
 _SPECS: List[_KernelSpec] = []
@@ -50,6 +53,9 @@ def unwrap(kernel):
     """(JITFunction, [wrappers outermost first]) of a possibly autotuned/heuristics kernel."""
     wrappers = []
     while not isinstance(kernel, JITFunction):
+        if is_interpreted(kernel):  # TRITON_INTERPRET=1: derived through a JITFunction twin
+            kernel = jit_twin(kernel)
+            break
         inner = getattr(kernel, "fn", None)
         if inner is None:
             raise TypeError(f"tritonad.grad expects a @triton.jit kernel, got "
@@ -200,6 +206,9 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     bwd.written_shadows = lambda: _recorded(spec.written, bwd, "tritonad_written")
     bwd.partial_shadows = lambda: _recorded(spec.partial, bwd, "tritonad_partial")
     bwd.accumulate = accumulate
+    bwd.source = lambda: source_of(_recorded(spec.sources, bwd, "tritonad_source"))
+    if getattr(fn, "tritonad_interpreted", None) is not None:
+        bwd = InterpretedBackward(bwd, fn, shadows, [n for n in names if n in constexprs])
     return _rewrap(bwd, wrappers, shadows)
 
 
@@ -262,7 +271,7 @@ def _rewrap(bwd, wrappers, shadows):
                             "backward kernel")
         for attr in ("tritonad_primal", "launch_signature", "shadows", "pointer_roles",
                      "derived_ir", "schedule", "written_shadows", "partial_shadows",
-                     "accumulate"):
+                     "accumulate", "source"):
             setattr(result, attr, getattr(bwd, attr))
     return result
 
@@ -325,6 +334,9 @@ def _materialize_backward(text: str, metadata: dict) -> str:
         metadata.setdefault("tritonad_schedule", {})[name] = report
         metadata.setdefault("tritonad_written", {})[name] = list(written)
         metadata.setdefault("tritonad_partial", {})[name] = list(partial)
+        spec.sources[name] = render_record(text, name, name=f"{spec.primal.__name__}_backward",
+                                           header=header("Backward", spec.primal))
+        metadata.setdefault("tritonad_source", {})[name] = spec.sources[name]
         if os.environ.get("TRITONAD_DUMP"):
             print(f"// tritonad: backward of {primal}\n// {report}\n{spec.derived[name]}",
                   file=sys.stderr)
@@ -336,7 +348,8 @@ def _restore_backward(metadata: dict) -> None:
     placeholder's source (its name, with the index into _SPECS, and every option)
     is part of the cache key, so a hit means this process made the same one."""
     for key, into in (("tritonad_derived", "derived"), ("tritonad_schedule", "schedules"),
-                      ("tritonad_written", "written"), ("tritonad_partial", "partial")):
+                      ("tritonad_written", "written"), ("tritonad_partial", "partial"),
+                      ("tritonad_source", "sources")):
         for name, text in metadata.get(key, {}).items():
             spec = _spec_of(name)
             if spec is not None:

@@ -11,14 +11,13 @@ import textwrap
 import types
 from typing import Dict, List, Optional
 
-import triton
 from triton.runtime.jit import JITFunction
 
 _counter = itertools.count()
 
 
 def jit_from_source(source: str, name: str, env: dict, **jit_kwargs):
-    """Defines function `name` from `source` and wraps it with triton.jit.
+    """Defines function `name` from `source` as a JITFunction.
 
     The source is registered with linecache so Triton (which reads functions
     with inspect.getsource) and tracebacks can see it.
@@ -27,7 +26,9 @@ def jit_from_source(source: str, name: str, env: dict, **jit_kwargs):
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace = {"__name__": "tritonad_generated", **env}
     exec(compile(source, filename, "exec"), namespace)
-    return triton.jit(**jit_kwargs)(namespace[name])
+    # (JITFunction itself, not triton.jit: under TRITON_INTERPRET=1 tritonad still
+    # derives through Triton's compiler, see _interpret.py)
+    return JITFunction(namespace[name], **jit_kwargs)
 
 
 def function_def(fn) -> ast.FunctionDef:

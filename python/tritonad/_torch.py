@@ -75,6 +75,9 @@ class _DifferentiableKernel:
     def _launch(self, grid, args, kwargs):
         import torch
 
+        if torch.compiler.is_dynamo_compiling():  # one custom operator (tritonad._compile)
+            from tritonad._compile import launch_kernel
+            return launch_kernel(self, grid, args, kwargs)
         if len(args) > len(self.names):
             raise TypeError(f"too many arguments: the kernel takes {self.names}")
         bound = dict(zip(self.names, args))

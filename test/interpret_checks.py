@@ -1,0 +1,896 @@
+"""Gradient checks run in Triton's CPU interpreter (TRITON_INTERPRET=1).
+
+test_interpret.py runs this module in a fresh Python with TRITON_INTERPRET=1
+set before Triton is imported (Triton decides between JITFunction and
+InterpretedFunction when ``@triton.jit`` runs, and its own library functions
+are made at import). Each check derives a backward kernel (or a VJP) through
+tritonad, which renders it as Triton Python and interprets that rendering; the
+gradients are compared with torch.autograd in float64 on fresh random inputs
+(the seed is printed with a failure). Sizes are odd, so masks matter.
+
+    TRITON_INTERPRET=1 python test/interpret_checks.py [out.json [seed [name ...]]]
+"""
+
+from __future__ import annotations
+
+import json
+import linecache
+import math
+import os
+import sys
+import time
+import traceback
+import zlib
+from typing import Callable, Dict
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+import tritonad  # noqa: E402
+from corpus import kernels as K  # noqa: E402
+import test_grad_rules as rules  # noqa: E402
+
+CHECKS: Dict[str, Callable] = {}
+GEN = torch.Generator()
+
+
+def check(name):
+    def register(fn):
+        assert name not in CHECKS, name
+        CHECKS[name] = fn
+        return fn
+    return register
+
+
+def jit_from_source(source, name, env):
+    """A @triton.jit function from source (registered with linecache: Triton
+    and its interpreter read functions through inspect)."""
+    filename = f"<interpret_checks-{name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"__name__": "interpret_checks_generated", **env}
+    exec(compile(source, filename, "exec"), namespace)
+    return triton.jit(namespace[name])
+
+
+def randn(*shape, dtype=torch.float32):
+    return torch.randn(tuple(shape), generator=GEN, dtype=torch.float64).to(dtype)
+
+
+def assert_close(name, got, want, rtol, atol):
+    got, want = got.double(), want.double()
+    bad = ~torch.isclose(got, want, rtol=rtol, atol=atol)
+    if bad.any():
+        at = bad.nonzero()[0].tolist()
+        raise AssertionError(
+            f"gradient of {name}: {int(bad.sum())} of {got.numel()} elements differ, e.g. at "
+            f"{at}: got {got[tuple(at)].item():.10g}, expected {want[tuple(at)].item():.10g}; "
+            f"max abs error {(got - want).abs().max().item():.3g}")
+
+
+def kernel_gradients(kernel, grid, inputs, outputs, scalars, constexprs, reference,
+                     rtol=1e-4, atol=1e-5, **grad_options):
+    """Launches tritonad.grad(kernel) in the interpreter on `inputs` (name ->
+    tensor), with random upstream gradients for `outputs` (name -> tensor of the
+    output's shape and dtype), and compares the input shadows with
+    torch.autograd of `reference(**inputs)` (-> {output name: tensor})."""
+    bwd = tritonad.grad(kernel, **grad_options)
+    primal = bwd.tritonad_primal
+    upstream = {name: randn(*t.shape, dtype=t.dtype) for name, t in outputs.items()}
+    shadows = {}
+    for pointer, shadow in bwd.shadows.items():
+        if pointer in inputs:
+            shadows[shadow] = torch.zeros_like(inputs[pointer])
+        elif pointer in upstream:
+            shadows[shadow] = upstream[pointer].clone()
+    values = {**inputs, **outputs, **scalars}
+    args = [values[p.name] for p in primal.params if not p.is_constexpr]
+    bwd[grid](*args, **shadows, **constexprs)
+
+    leaves = {k: v.detach().double().requires_grad_() for k, v in inputs.items()}
+    produced = reference(**leaves)
+    total = sum((produced[k] * upstream[k].double()).sum() for k in produced)
+    total.backward()
+    for name, leaf in leaves.items():
+        shadow = bwd.shadows.get(name)
+        if shadow is None:
+            continue
+        want = leaf.grad if leaf.grad is not None else torch.zeros_like(leaf)
+        assert_close(name, shadows[shadow], want, rtol, atol)
+    return bwd
+
+
+# ---------------------------------------------------------------------------
+# The elementwise rule set (test_grad_rules.py), as kernels over a masked range
+# ---------------------------------------------------------------------------
+
+_ELEMENTWISE_KERNEL = """
+def {name}({inputs}, Y, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+{loads}
+    tl.store(Y + offs, f({args}), mask=mask)
+"""
+
+
+def _elementwise_cases():
+    cases = []
+    for case in rules.CASES:
+        if case.id.startswith(("cumsum", "cumprod")):  # (along an axis: not elementwise)
+            continue
+        shapes = {a.shape for a in case.args}
+        if shapes != {(rules.M, rules.N)}:
+            continue
+        out_shapes, out_dtypes = rules._outputs_meta(case)
+        if len(out_shapes) != 1 or out_shapes[0] != (rules.M, rules.N):
+            continue
+        cases.append(case)
+    return cases
+
+
+def _elementwise_check(case, dtype):
+    def run():
+        n = rules.M * rules.N - 5
+        names = [f"X{i}" for i in range(len(case.args))]
+        source = _ELEMENTWISE_KERNEL.format(
+            name=f"k_{case.id}", inputs=", ".join(names),
+            loads="\n".join(f"    x{i} = tl.load(X{i} + offs, mask=mask, other=1.0)"
+                            for i in range(len(names))),
+            args=", ".join(f"x{i}" for i in range(len(names))))
+        kernel = jit_from_source(source, f"k_{case.id}", {"tl": tl, "f": case.fn})
+        inputs = {}
+        for name, arg in zip(names, case.args):
+            sample = rules._SAMPLERS[arg.domain]((n,), GEN)
+            inputs[name] = sample.to(dtype if arg.dtype == torch.float32 else arg.dtype)
+        out_dtype = rules._outputs_meta(case)[1][0]
+        if out_dtype == torch.float32:
+            out_dtype = dtype
+        wide = dtype == torch.float64 and all(a.dtype == torch.float32 for a in case.args)
+        tolerance = dict(rtol=1e-9, atol=1e-9) if wide else \
+            dict(rtol=max(case.rtol, 1e-4), atol=max(case.atol, 1e-5))
+
+        def reference(**xs):
+            return {"Y": case.ref(*[xs[k] for k in names])}
+        kernel_gradients(kernel, (triton.cdiv(n, 128),), inputs,
+                         {"Y": torch.empty(n, dtype=out_dtype)}, {"n": n}, {"BLOCK": 128},
+                         reference, **tolerance)
+    return run
+
+
+# Triton has no fp64 tl.div_rn / tl.sqrt_rn; tritonad has no rule for __nv_ddiv_rn.
+_FP64_UNSUPPORTED = {"precise_divf", "precise_sqrt", "ld_fdiv_rn"}
+
+for _case in _elementwise_cases():
+    check(f"rule_{_case.id}_fp32")(_elementwise_check(_case, torch.float32))
+    if all(a.dtype == torch.float32 for a in _case.args) and _case.id not in _FP64_UNSUPPORTED:
+        check(f"rule_{_case.id}_fp64")(_elementwise_check(_case, torch.float64))
+
+
+# ---------------------------------------------------------------------------
+# Every rule of the table through its VJP (tritonad.grad of a device function),
+# called from an interpreted kernel: test_grad_rules' generated kernels
+# ---------------------------------------------------------------------------
+
+def _vjp_check(case):
+    def run():
+        built = rules._build(case.id)
+        inputs = [arg.sample(GEN, "cpu") for arg in case.args]
+        cotangents = [randn(*shape, dtype=dtype)
+                      for shape, dtype in zip(built.out_shapes, built.out_dtypes)]
+        grads = [torch.full_like(x, float("nan")) for x in inputs]
+        built.kernel[(1,)](*inputs, *cotangents, *grads)
+        leaves = [x.detach().double().requires_grad_() for x in inputs]
+        outs = case.ref(*leaves)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        expected = torch.autograd.grad(outs, leaves, [c.double() for c in cotangents],
+                                       allow_unused=True)
+        for i, (got, want, x) in enumerate(zip(grads, expected, inputs)):
+            want = torch.zeros_like(x, dtype=torch.float64) if want is None else want
+            # (the interpreter computes tl.dot exactly, whatever its input precision)
+            tolerance = dict(rtol=max(case.rtol, 1e-4), atol=max(case.atol, 1e-5))
+            if "tf32" in case.id:
+                tolerance = dict(rules.IEEE)
+            assert_close(f"argument {i}", got, want, **tolerance)
+    return run
+
+
+# Triton 3.6's interpreter computes a bf16 tl.dot wrongly (plain Triton, without tritonad)
+_VJP_INTERPRETER_BROKEN = {"dot_bf16"}
+
+for _case in rules.CASES:
+    if _case.id not in _VJP_INTERPRETER_BROKEN:
+        check(f"vjp_{_case.id}")(_vjp_check(_case))
+
+# ---------------------------------------------------------------------------
+# Kernels of the corpus (test/corpus/kernels.py), small odd sizes
+# ---------------------------------------------------------------------------
+
+def _both(name):
+    """Registers a check for float32 and float64 inputs."""
+    def register(fn):
+        check(f"{name}_fp32")(lambda: fn(torch.float32))
+        check(f"{name}_fp64")(lambda: fn(torch.float64))
+        return fn
+    return register
+
+
+def _tolerance(dtype):
+    return dict(rtol=1e-9, atol=1e-9) if dtype == torch.float64 else dict(rtol=1e-4, atol=1e-5)
+
+
+@check("corpus_vector_add")
+def _():
+    n = 301
+    x, y = randn(n), randn(n)
+    kernel_gradients(K.vector_add_kernel, (triton.cdiv(n, 64),), {"x_ptr": x, "y_ptr": y},
+                     {"out_ptr": torch.empty(n)}, {"n": n}, {"BLOCK": 64},
+                     lambda x_ptr, y_ptr: {"out_ptr": x_ptr + y_ptr})
+
+
+@_both("corpus_softmax")
+def _(dtype):
+    rows, cols = 5, 37
+    x = randn(rows, cols, dtype=dtype)
+    kernel_gradients(K.softmax_kernel, (rows,), {"in_ptr": x},
+                     {"out_ptr": torch.empty_like(x)},
+                     {"in_row_stride": cols, "out_row_stride": cols, "n_cols": cols},
+                     {"BLOCK": 64}, lambda in_ptr: {"out_ptr": torch.softmax(in_ptr, 1)},
+                     **_tolerance(dtype))
+
+
+def _layer_norm(x, w, b, eps):
+    mean = x.mean(1)
+    rstd = 1 / torch.sqrt(x.var(1, unbiased=False) + eps)
+    return mean, rstd, (x - mean[:, None]) * rstd[:, None] * w + b
+
+
+@check("corpus_layer_norm_loops_atomics")
+def _(dtype=torch.float32):
+    # three accumulating loops over column blocks; dW, dB shared by all rows (atomics)
+    M, N = 3, 70
+    x, w, b = randn(M, N, dtype=dtype), randn(N, dtype=dtype), randn(N, dtype=dtype)
+
+    def reference(x_ptr, w_ptr, b_ptr):
+        mean, rstd, y = _layer_norm(x_ptr, w_ptr, b_ptr, 1e-5)
+        return {"y_ptr": y, "mean_ptr": mean, "rstd_ptr": rstd}
+    bwd = kernel_gradients(
+        K.layer_norm_fwd_kernel, (M,), {"x_ptr": x, "w_ptr": w, "b_ptr": b},
+        {"y_ptr": torch.empty_like(x), "mean_ptr": torch.empty(M, dtype=dtype),
+         "rstd_ptr": torch.empty(M, dtype=dtype)},
+        {"stride": N, "N": N, "eps": 1e-5}, {"BLOCK": 32}, reference, **_tolerance(dtype))
+    assert "tl.atomic_add" in bwd.source() and "for " in bwd.source()
+
+
+@check("corpus_layer_norm_dwdb_2d_loop")
+def _():
+    M, N = 11, 45
+    dw, db = randn(M, N), randn(M, N)
+    kernel_gradients(K.layer_norm_bwd_dwdb_kernel, (triton.cdiv(N, 16),),
+                     {"dw_partial_ptr": dw, "db_partial_ptr": db},
+                     {"dw_ptr": torch.empty(N), "db_ptr": torch.empty(N)}, {"M": M, "N": N},
+                     {"BLOCK_M": 4, "BLOCK_N": 16},
+                     lambda dw_partial_ptr, db_partial_ptr: {"dw_ptr": dw_partial_ptr.sum(0),
+                                                             "db_ptr": db_partial_ptr.sum(0)})
+
+
+@check("corpus_rms_norm")
+def _():
+    M, N = 4, 77
+    x, w = randn(M, N), randn(N)
+
+    def reference(x_ptr, w_ptr):
+        rstd = torch.rsqrt((x_ptr * x_ptr).mean(1) + 1e-6)
+        return {"y_ptr": x_ptr * rstd[:, None] * w_ptr, "rstd_ptr": rstd}
+    kernel_gradients(K.rms_norm_fwd_kernel, (M,), {"x_ptr": x, "w_ptr": w},
+                     {"y_ptr": torch.empty_like(x), "rstd_ptr": torch.empty(M)},
+                     {"stride": N, "N": N, "eps": 1e-6}, {"BLOCK": 128}, reference)
+
+
+@check("corpus_matmul_fp16_dot_loop")
+def _():
+    M, N, Kd = 37, 20, 45
+    a, b = randn(M, Kd, dtype=torch.float16), randn(Kd, N, dtype=torch.float16)
+    c = torch.empty(M, N, dtype=torch.float16)
+    grid = (triton.cdiv(M, 16) * triton.cdiv(N, 16),)
+    kernel_gradients(K.matmul_kernel, grid, {"a_ptr": a, "b_ptr": b}, {"c_ptr": c},
+                     {"M": M, "N": N, "K": Kd, "stride_am": Kd, "stride_ak": 1, "stride_bk": N,
+                      "stride_bn": 1, "stride_cm": N, "stride_cn": 1},
+                     {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2},
+                     lambda a_ptr, b_ptr: {"c_ptr": a_ptr @ b_ptr}, rtol=1e-2, atol=1e-2)
+
+
+@check("corpus_attention_online_softmax_recompute")
+def _(dtype=torch.float32):
+    BH, S, D = 2, 37, 16
+    q, k, v = (randn(BH, S, D, dtype=dtype) for _ in range(3))
+    scale = 1 / math.sqrt(D)
+
+    def reference(q_ptr, k_ptr, v_ptr):
+        scores = q_ptr @ k_ptr.transpose(1, 2) * scale
+        return {"out_ptr": torch.softmax(scores, -1) @ v_ptr,
+                "lse_ptr": torch.logsumexp(scores, -1)}
+    bwd = kernel_gradients(
+        K.attention_fwd_kernel, (triton.cdiv(S, 16), BH), {"q_ptr": q, "k_ptr": k, "v_ptr": v},
+        {"out_ptr": torch.empty_like(q), "lse_ptr": torch.empty(BH, S, dtype=dtype)},
+        {"sm_scale": scale, "seq_len": S, "stride_bh": S * D, "stride_s": D},
+        {"HEAD_DIM": D, "BLOCK_M": 16, "BLOCK_N": 16}, reference, rtol=1e-4, atol=1e-4)
+    assert "recomputed" in bwd.schedule()
+
+
+@check("corpus_dropout_integer_philox")
+def _():
+    # The backward recomputes tl.rand: its philox rounds are unsigned 32-bit
+    # arithmetic (umulhi, shrui). The mask it draws must be the forward's.
+    n, p = 301, 0.3
+    x = randn(n)
+    out = torch.empty(n)
+    K.dropout_kernel[(triton.cdiv(n, 64),)](x, out, n, p, 1234, BLOCK=64)
+    keep = out != 0
+    assert 0 < int(keep.sum()) < n
+    kernel_gradients(K.dropout_kernel, (triton.cdiv(n, 64),), {"x_ptr": x},
+                     {"out_ptr": torch.empty(n)}, {"n": n, "p": p, "seed": 1234}, {"BLOCK": 64},
+                     lambda x_ptr: {"out_ptr": torch.where(keep, x_ptr / (1 - p), 0.0)})
+
+
+@check("corpus_cumsum_scan")
+def _():
+    rows, cols = 5, 45
+    x = randn(rows, cols)
+    kernel_gradients(K.cumsum_kernel, (rows,), {"x_ptr": x}, {"out_ptr": torch.empty_like(x)},
+                     {"stride": cols, "n_cols": cols}, {"BLOCK": 64},
+                     lambda x_ptr: {"out_ptr": x_ptr.cumsum(1)})
+
+
+@check("corpus_row_sum_2d_loop")
+def _():
+    M, N = 9, 45
+    x = randn(M, N)
+    kernel_gradients(K.row_sum_kernel, (triton.cdiv(M, 4),), {"x_ptr": x},
+                     {"out_ptr": torch.empty(M)}, {"M": M, "N": N, "stride": N},
+                     {"BLOCK_M": 4, "BLOCK_N": 16}, lambda x_ptr: {"out_ptr": x_ptr.sum(1)})
+
+
+@check("corpus_row_max_min")
+def _():
+    M, N = 6, 45
+    x = randn(M, N)
+    for kernel, reduce in ((K.row_max_kernel, torch.amax), (K.row_min_kernel, torch.amin)):
+        kernel_gradients(kernel, (M,), {"x_ptr": x}, {"out_ptr": torch.empty(M)},
+                         {"stride": N, "n_cols": N}, {"BLOCK": 64},
+                         lambda x_ptr: {"out_ptr": reduce(x_ptr, 1)})
+
+
+@check("corpus_first_program_branch_if")
+def _():
+    n = 301
+    x = randn(n)
+
+    def reference(x_ptr):
+        y = torch.cat([x_ptr[:64] * 2.0, x_ptr[64:] + torch.sin(x_ptr[64:])])
+        return {"y_ptr": y, "extra_ptr": (x_ptr[:64] * x_ptr[:64]).sum().reshape(1)}
+    kernel_gradients(K.first_program_branch_kernel, (triton.cdiv(n, 64),), {"x_ptr": x},
+                     {"y_ptr": torch.empty(n), "extra_ptr": torch.empty(1)}, {"n": n},
+                     {"BLOCK": 64}, reference)
+
+
+@check("corpus_leaky_relu_clamp")
+def _():
+    n = 301
+    x = randn(n) * 2
+    kernel_gradients(K.leaky_relu_clamp_kernel, (triton.cdiv(n, 64),), {"x_ptr": x},
+                     {"y_ptr": torch.empty(n)}, {"n": n, "slope": 0.1, "hi": 1.5}, {"BLOCK": 64},
+                     lambda x_ptr: {"y_ptr": torch.clamp(
+                         torch.where(x_ptr > 0, x_ptr, 0.1 * x_ptr), max=1.5)})
+
+
+_HALF_KERNEL = """
+def half_casts(x16_ptr, w_ptr, out16_ptr, out32_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x16 = tl.load(x16_ptr + offs, mask=mask, other=0.0)
+    w = tl.load(w_ptr + offs, mask=mask, other=0.0)
+    x = x16.to(tl.float32)
+    y = x * w + tl.exp(-x * x)
+    tl.store(out16_ptr + offs, y.to(tl.float16), mask=mask)
+    tl.store(out32_ptr + offs, x16 * w.to(tl.float16) + x16, mask=mask)
+"""
+
+
+@check("half_precision_casts")
+def _():
+    # (the corpus' mixed_precision kernel needs bf16 arithmetic, which Triton 3.6's
+    # interpreter gets wrong by itself; this is its fp16 half)
+    n = 301
+    kernel = jit_from_source(_HALF_KERNEL, "half_casts", {"tl": tl})
+    x16, w = randn(n, dtype=torch.float16), randn(n)
+
+    def reference(x16_ptr, w_ptr):
+        x = x16_ptr
+        return {"out16_ptr": x * w_ptr + torch.exp(-x * x),
+                "out32_ptr": x * w_ptr.half().double() + x}
+    kernel_gradients(kernel, (triton.cdiv(n, 64),), {"x16_ptr": x16, "w_ptr": w},
+                     {"out16_ptr": torch.empty(n, dtype=torch.float16),
+                      "out32_ptr": torch.empty(n, dtype=torch.float16)}, {"n": n},
+                     {"BLOCK": 64}, reference, rtol=1e-2, atol=1e-2)
+
+
+@check("corpus_complex_mul_split_join")
+def _():
+    n = 101
+    a, b = randn(n, 2), randn(n, 2)
+
+    def reference(a_ptr, b_ptr):
+        ac, bc = torch.view_as_complex(a_ptr.contiguous()), torch.view_as_complex(b_ptr.contiguous())
+        return {"out_ptr": torch.view_as_real(ac * bc)}
+    kernel_gradients(K.complex_mul_kernel, (triton.cdiv(n, 32),), {"a_ptr": a, "b_ptr": b},
+                     {"out_ptr": torch.empty(n, 2)}, {"n": n}, {"BLOCK": 32}, reference)
+
+
+@check("corpus_transpose_2d_grid")
+def _():
+    M, N = 37, 21
+    x = randn(M, N)
+    scale = torch.arange(1, M + 1, dtype=torch.float64)[:, None]
+    kernel_gradients(K.transpose_scale_kernel, (triton.cdiv(M, 16), triton.cdiv(N, 16)),
+                     {"x_ptr": x}, {"y_ptr": torch.empty(N, M)},
+                     {"M": M, "N": N, "stride_xm": N, "stride_ym": M},
+                     {"BLOCK_M": 16, "BLOCK_N": 16},
+                     lambda x_ptr: {"y_ptr": (x_ptr * scale).t()})
+
+
+@check("corpus_permute3d")
+def _():
+    A, B, C, batch = 2, 4, 8, 3
+    x = randn(batch, A, B, C)
+    kernel_gradients(K.permute3d_kernel, (batch,), {"x_ptr": x},
+                     {"y_ptr": torch.empty(batch, C, A, B)}, {}, {"A": A, "B": B, "C": C},
+                     lambda x_ptr: {"y_ptr": torch.exp(x_ptr).permute(0, 3, 1, 2)})
+
+
+@check("corpus_gelu_erf_and_tanh_libdevice")
+def _():
+    n = 301
+    x = randn(n)
+    for kernel, approximate in ((K.gelu_erf_kernel, "none"), (K.gelu_tanh_kernel, "tanh")):
+        kernel_gradients(kernel, (triton.cdiv(n, 64),), {"x_ptr": x}, {"y_ptr": torch.empty(n)},
+                         {"n": n}, {"BLOCK": 64},
+                         lambda x_ptr: {"y_ptr": torch.nn.functional.gelu(
+                             x_ptr, approximate=approximate)})
+
+
+@check("corpus_swiglu_2d_grid")
+def _():
+    rows, cols = 3, 150
+    a, b = randn(rows, cols), randn(rows, cols)
+    kernel_gradients(K.swiglu_kernel, (rows, triton.cdiv(cols, 64)), {"a_ptr": a, "b_ptr": b},
+                     {"out_ptr": torch.empty(rows, cols)}, {"stride": cols, "n_cols": cols},
+                     {"BLOCK": 64},
+                     lambda a_ptr, b_ptr: {"out_ptr": a_ptr * torch.sigmoid(a_ptr) * b_ptr})
+
+
+@check("corpus_cross_entropy_int64")
+def _():
+    rows, cols = 4, 100
+    logits = randn(rows, cols)
+    targets = torch.randint(0, cols, (rows,), generator=GEN)
+
+    def reference(logits_ptr):
+        lse = torch.logsumexp(logits_ptr, 1)
+        return {"loss_ptr": lse - logits_ptr[torch.arange(rows), targets], "lse_ptr": lse}
+    kernel_gradients(K.cross_entropy_fwd_kernel, (rows,), {"logits_ptr": logits},
+                     {"loss_ptr": torch.empty(rows), "lse_ptr": torch.empty(rows)},
+                     {"targets_ptr": targets, "stride": cols, "n_cols": cols}, {"BLOCK": 128},
+                     reference)
+
+
+@check("corpus_affine_2d_strided_view")
+def _():
+    M, N = 21, 37
+    x = randn(N, M).t()  # a transposed view: strides (1, M)
+    bias = randn(N)
+    shift = 3
+
+    def reference(x_ptr, bias_ptr):
+        cols = torch.arange(N)
+        y = 0.75 * x_ptr + ((cols + shift) % 7).double()[None, :] + bias_ptr[None, :]
+        return {"y_ptr": y * torch.sigmoid(y)}
+    kernel_gradients(K.affine_2d_kernel, (triton.cdiv(M, 16), triton.cdiv(N, 16)),
+                     {"x_ptr": x, "bias_ptr": bias}, {"y_ptr": torch.empty(M, N)},
+                     {"M": M, "N": N, "stride_xm": x.stride(0), "stride_xn": x.stride(1),
+                      "stride_ym": N, "alpha": 0.75, "shift": shift},
+                     {"BLOCK_M": 16, "BLOCK_N": 16, "HAS_BIAS": True, "ACT": 2}, reference)
+
+
+@check("corpus_math_zoo")
+def _():
+    n = 301
+    x = randn(n)
+
+    def reference(x_ptr):
+        x = x_ptr
+        a = torch.abs(x) + 0.5
+        y = torch.exp(0.1 * x) + torch.log(a) + torch.sqrt(a) * torch.rsqrt(a + 1.0)
+        y = y + torch.sin(x) * torch.cos(x) + torch.exp2(0.2 * x) + torch.log2(a)
+        y = y + (x * x + a) + torch.maximum(x, 0.5 * x) - torch.minimum(x, -x) + x / a
+        y = y + torch.pow(a, 1.5) + torch.floor(x) * 0.25
+        return {"y_ptr": y}
+    kernel_gradients(K.math_zoo_kernel, (triton.cdiv(n, 64),), {"x_ptr": x},
+                     {"y_ptr": torch.empty(n)}, {"n": n}, {"BLOCK": 64}, reference)
+
+
+# ---------------------------------------------------------------------------
+# Beyond the corpus: while loops, autograd, wrappers, errors, integer semantics
+# ---------------------------------------------------------------------------
+
+@triton.jit
+def while_accumulate_kernel(x_ptr, y_ptr, n_blocks, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=x_ptr.dtype.element_ty)
+    i = 0
+    while i < n_blocks:
+        cols = i * BLOCK + tl.arange(0, BLOCK)
+        acc += tl.exp(tl.load(x_ptr + row * n + cols, mask=cols < n, other=float("-inf")))
+        i += 1
+    tl.store(y_ptr + row * BLOCK + tl.arange(0, BLOCK), acc)
+
+
+@_both("while_loop_accumulation")
+def _(dtype):
+    rows, n, block = 3, 45, 16
+    blocks = triton.cdiv(n, block)
+    x = randn(rows, n, dtype=dtype)
+
+    def reference(x_ptr):
+        padded = torch.full((rows, blocks * block), float("-inf"), dtype=x_ptr.dtype)
+        padded = torch.cat([x_ptr, padded[:, n:]], dim=1)
+        return {"y_ptr": torch.exp(padded).reshape(rows, blocks, block).sum(1)}
+    bwd = kernel_gradients(while_accumulate_kernel, (rows,), {"x_ptr": x},
+                           {"y_ptr": torch.empty(rows, block, dtype=dtype)},
+                           {"n_blocks": blocks, "n": n}, {"BLOCK": block}, reference,
+                           **_tolerance(dtype))
+    assert "while " in bwd.source(), bwd.source()
+
+
+@triton.jit
+def gelu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(y_ptr + offs, 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476)), mask=mask)
+
+
+@check("autograd_gelu")
+def _():
+    gelu = tritonad.autograd(gelu_kernel, outputs=("y_ptr",))
+    n = 301
+    x = randn(n).requires_grad_()
+    y = gelu[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, torch.empty(n), n, BLOCK=64)
+    upstream = randn(n)
+    y.backward(upstream)
+    reference = x.detach().double().requires_grad_()
+    torch.nn.functional.gelu(reference).backward(upstream.double())
+    assert_close("x", x.grad, reference.grad, 1e-5, 1e-6)
+    # float64 through torch.autograd.gradcheck (small: each probe is a launch)
+    x64 = torch.randn(7, dtype=torch.float64, generator=GEN, requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda t: gelu[(1,)](t, torch.empty(7, dtype=torch.float64), 7, BLOCK=8), (x64,))
+
+
+@triton.heuristics({"BLOCK": lambda args: 32 if args["n"] < 100 else 64})
+@triton.jit
+def scale_heuristic_kernel(x_ptr, y_ptr, n, alpha, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, alpha * tl.sin(tl.load(x_ptr + offs, mask=mask)), mask=mask)
+
+
+@check("heuristics_wrapper")
+def _():
+    n = 301
+    x = randn(n)
+    bwd = tritonad.grad(scale_heuristic_kernel)
+    dx, dy = torch.zeros(n), randn(n)
+    bwd[(triton.cdiv(n, 64),)](x, torch.empty(n), n, 1.5, dx, dy)
+    assert_close("x", dx, 1.5 * torch.cos(x.double()) * dy.double(), 1e-5, 1e-6)
+    assert "64" in bwd.source()  # the block the heuristic chose is compiled in
+
+
+@check("errors_stay_located")
+def _():
+    import inspect
+
+    bwd = tritonad.grad(K.atomic_sum_kernel)
+    lines, first = inspect.getsourcelines(K.atomic_sum_kernel.fn)
+    line = first + next(i for i, text in enumerate(lines) if "tl.atomic_add" in text)
+    try:
+        bwd[(1,)](torch.zeros(8), torch.zeros(1), 8, torch.zeros(8), torch.ones(1), BLOCK=8)
+    except tritonad.DifferentiationError as error:
+        assert f"kernels.py:{line}:" in str(error), str(error)
+        assert "atomic" in str(error), str(error)
+    else:
+        raise AssertionError("no DifferentiationError")
+
+
+INTEGER_TTIR = """
+module {
+  tt.func private @mix(%x: tensor<64xi32>, %y: tensor<64xi32>) -> tensor<64xi32> {
+    %0 = arith.xori %x, %y : tensor<64xi32>
+    %1 = arith.shli %0, %y : tensor<64xi32>
+    tt.return %1 : tensor<64xi32>
+  }
+  tt.func public @integers(%a_ptr: !tt.ptr<i32>, %b_ptr: !tt.ptr<i32>, %o_ptr: !tt.ptr<i32>,
+                           %f_ptr: !tt.ptr<f32>, %w_ptr: !tt.ptr<i64>) {
+    %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+    %c3 = arith.constant dense<3> : tensor<64xi32>
+    %c7 = arith.constant dense<7> : tensor<64xi32>
+    %c64 = arith.constant dense<64> : tensor<64xi32>
+    %ap = tt.splat %a_ptr : !tt.ptr<i32> -> tensor<64x!tt.ptr<i32>>
+    %ap1 = tt.addptr %ap, %r : tensor<64x!tt.ptr<i32>>, tensor<64xi32>
+    %a = tt.load %ap1 : tensor<64x!tt.ptr<i32>>
+    %bp = tt.splat %b_ptr : !tt.ptr<i32> -> tensor<64x!tt.ptr<i32>>
+    %bp1 = tt.addptr %bp, %r : tensor<64x!tt.ptr<i32>>, tensor<64xi32>
+    %b = tt.load %bp1 : tensor<64x!tt.ptr<i32>>
+    %v0 = arith.divui %a, %b : tensor<64xi32>
+    %v1 = arith.remui %a, %b : tensor<64xi32>
+    %v2 = arith.shrui %a, %c3 : tensor<64xi32>
+    %p3 = arith.cmpi ult, %a, %b : tensor<64xi32>
+    %v3 = arith.extui %p3 : tensor<64xi1> to tensor<64xi32>
+    %v4 = arith.maxui %a, %b : tensor<64xi32>
+    %v5 = arith.minui %a, %b : tensor<64xi32>
+    %v6 = arith.divsi %a, %b : tensor<64xi32>
+    %v7 = arith.remsi %a, %b : tensor<64xi32>
+    %v8 = arith.shrsi %a, %c3 : tensor<64xi32>
+    %v9 = tt.mulhiui %a, %b : tensor<64xi32>
+    %p10 = arith.cmpi uge, %a, %b : tensor<64xi32>
+    %v10 = arith.select %p10, %a, %b : tensor<64xi1>, tensor<64xi32>
+    %t11 = arith.trunci %a : tensor<64xi32> to tensor<64xi1>
+    %v11 = arith.extsi %t11 : tensor<64xi1> to tensor<64xi32>
+    %v12 = tt.call @mix(%a, %c7) : (tensor<64xi32>, tensor<64xi32>) -> tensor<64xi32>
+    %results = tt.splat %o_ptr : !tt.ptr<i32> -> tensor<64x!tt.ptr<i32>>
+    %o0 = tt.addptr %results, %r : tensor<64x!tt.ptr<i32>>, tensor<64xi32>
+    tt.store %o0, %v0 : tensor<64x!tt.ptr<i32>>
+    %o1 = tt.addptr %o0, %c64 : tensor<64x!tt.ptr<i32>>, tensor<64xi32>
+    tt.store %o1, %v1 : tensor<64x!tt.ptr<i32>>
+    %o2 = tt.addptr %o1, %c64 : tensor<64x!tt.ptr<i32>>, tensor<64xi32>
+    tt.store %o2, %v2 : tensor<64x!tt.ptr<i32>>
+    %o3 = tt.addptr %o2, %c64 : tensor<64x!tt.ptr<i32>>, tensor<64xi32>
+    tt.store %o3, %v3 : tensor<64x!tt.ptr<i32>>
+    %o4 = tt.addptr %o3, %c64 : tensor<64x!tt.ptr<i32>>, tensor<64xi32>
+    tt.store %o4, %v4 : tensor<64x!tt.ptr<i32>>
+    %o5 = tt.addptr %o4, %c64 : tensor<64x!tt.ptr<i32>>, tensor<64xi32>
+    tt.store %o5, %v5 : tensor<64x!tt.ptr<i32>>
+    %o6 = tt.addptr %o5, %c64 : tensor<64x!tt.ptr<i32>>, tensor<64xi32>
+    tt.store %o6, %v6 : tensor<64x!tt.ptr<i32>>
+    %o7 = tt.addptr %o6, %c64 : tensor<64x!tt.ptr<i32>>, tensor<64xi32>
+    tt.store %o7, %v7 : tensor<64x!tt.ptr<i32>>
+    %o8 = tt.addptr %o7, %c64 : tensor<64x!tt.ptr<i32>>, tensor<64xi32>
+    tt.store %o8, %v8 : tensor<64x!tt.ptr<i32>>
+    %o9 = tt.addptr %o8, %c64 : tensor<64x!tt.ptr<i32>>, tensor<64xi32>
+    tt.store %o9, %v9 : tensor<64x!tt.ptr<i32>>
+    %o10 = tt.addptr %o9, %c64 : tensor<64x!tt.ptr<i32>>, tensor<64xi32>
+    tt.store %o10, %v10 : tensor<64x!tt.ptr<i32>>
+    %o11 = tt.addptr %o10, %c64 : tensor<64x!tt.ptr<i32>>, tensor<64xi32>
+    tt.store %o11, %v11 : tensor<64x!tt.ptr<i32>>
+    %o12 = tt.addptr %o11, %c64 : tensor<64x!tt.ptr<i32>>, tensor<64xi32>
+    tt.store %o12, %v12 : tensor<64x!tt.ptr<i32>>
+    %f = arith.uitofp %a : tensor<64xi32> to tensor<64xf32>
+    %fp = tt.splat %f_ptr : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %fp1 = tt.addptr %fp, %r : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+    tt.store %fp1, %f : tensor<64x!tt.ptr<f32>>
+    %w = arith.extui %a : tensor<64xi32> to tensor<64xi64>
+    %wp = tt.splat %w_ptr : !tt.ptr<i64> -> tensor<64x!tt.ptr<i64>>
+    %wp1 = tt.addptr %wp, %r : tensor<64x!tt.ptr<i64>>, tensor<64xi32>
+    tt.store %wp1, %w : tensor<64x!tt.ptr<i64>>
+    tt.return
+  }
+}
+"""
+
+
+def integer_reference(a, b):
+    """What INTEGER_TTIR stores, computed with numpy's fixed-width integers."""
+    import numpy as np
+
+    a, b = a.numpy(), b.numpy()
+    ua, ub = a.view(np.uint32), b.view(np.uint32)
+    c_div = (np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64))) * np.sign(a) * np.sign(b)
+    c_rem = a.astype(np.int64) - c_div * b.astype(np.int64)
+    rows = [ua // ub, ua % ub, ua >> 3, (ua < ub).astype(np.uint32), np.maximum(ua, ub),
+            np.minimum(ua, ub), c_div, c_rem, a >> 3,
+            ((ua.astype(np.uint64) * ub.astype(np.uint64)) >> 32),
+            np.where(ua >= ub, a, b), -(a & 1), (a ^ 7) << 7]
+    out = np.stack([np.asarray(r).astype(np.int64).astype(np.uint32).view(np.int32)
+                    for r in rows])
+    return torch.from_numpy(out), torch.from_numpy(ua.astype(np.float32)), \
+        torch.from_numpy(ua.astype(np.int64))
+
+
+@check("integer_semantics")
+def _():
+    from tritonad import _render
+
+    source = _render.render(INTEGER_TTIR, "integers")
+    kernel = _render.load(source)
+    a = torch.randint(-2**31, 2**31, (64,), dtype=torch.int64, generator=GEN).to(torch.int32)
+    b = torch.randint(-2**31, 2**31, (64,), dtype=torch.int64, generator=GEN).to(torch.int32)
+    b[b == 0] = 1
+    a[:4] = torch.tensor([-7, 7, -2**31, 5], dtype=torch.int32)
+    b[:4] = torch.tensor([2, -2, -1, 9], dtype=torch.int32)
+    out = torch.zeros(13, 64, dtype=torch.int32)
+    floats = torch.zeros(64)
+    wide = torch.zeros(64, dtype=torch.int64)
+    kernel[(1,)](a, b, out, floats, wide)
+    want, want_floats, want_wide = integer_reference(a, b)
+    names = ["divui", "remui", "shrui", "cmpi ult", "maxui", "minui", "divsi", "remsi",
+             "shrsi", "mulhiui", "cmpi uge + select", "trunci i1 + extsi", "tt.call"]
+    for row, name in enumerate(names):
+        bad = (out[row] != want[row]).nonzero()
+        assert not len(bad), f"{name}: a={a[bad[0]].item()} b={b[bad[0]].item()} gives " \
+                             f"{out[row, bad[0]].item()}, expected {want[row, bad[0]].item()}\n{source}"
+    assert torch.equal(floats, want_floats), "uitofp"
+    assert torch.equal(wide, want_wide), "extui"
+
+
+
+FLOAT_PREDICATES = ["oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge",
+                    "ult", "ule", "une", "uno"]
+
+
+def float_ttir() -> str:
+    """Every float predicate (those Triton has no operator for are composed),
+    negf (the sign of zero), a half-precision division and remainder."""
+    lines = ["module {",
+             "  tt.func public @floats(%a_ptr: !tt.ptr<f32>, %b_ptr: !tt.ptr<f32>, "
+             "%o_ptr: !tt.ptr<i8>, %n_ptr: !tt.ptr<f32>, %h_ptr: !tt.ptr<f16>) {",
+             "    %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>",
+             "    %c64 = arith.constant dense<64> : tensor<64xi32>"]
+    for name, ty in (("a", "f32"), ("b", "f32")):
+        lines += [f"    %{name}p = tt.splat %{name}_ptr : !tt.ptr<{ty}> -> tensor<64x!tt.ptr<{ty}>>",
+                  f"    %{name}q = tt.addptr %{name}p, %r : tensor<64x!tt.ptr<{ty}>>, tensor<64xi32>",
+                  f"    %{name} = tt.load %{name}q : tensor<64x!tt.ptr<{ty}>>"]
+    lines += ["    %op = tt.splat %o_ptr : !tt.ptr<i8> -> tensor<64x!tt.ptr<i8>>",
+              "    %o0 = tt.addptr %op, %r : tensor<64x!tt.ptr<i8>>, tensor<64xi32>"]
+    for i, predicate in enumerate(FLOAT_PREDICATES):
+        lines += [f"    %p{i} = arith.cmpf {predicate}, %a, %b : tensor<64xf32>",
+                  f"    %e{i} = arith.extui %p{i} : tensor<64xi1> to tensor<64xi8>",
+                  f"    tt.store %o{i}, %e{i} : tensor<64x!tt.ptr<i8>>",
+                  f"    %o{i + 1} = tt.addptr %o{i}, %c64 : tensor<64x!tt.ptr<i8>>, tensor<64xi32>"]
+    lines += ["    %neg = arith.negf %a : tensor<64xf32>",
+              "    %np = tt.splat %n_ptr : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>",
+              "    %nq = tt.addptr %np, %r : tensor<64x!tt.ptr<f32>>, tensor<64xi32>",
+              "    tt.store %nq, %neg : tensor<64x!tt.ptr<f32>>",
+              "    %ha = arith.truncf %a : tensor<64xf32> to tensor<64xf16>",
+              "    %hb = arith.truncf %b : tensor<64xf32> to tensor<64xf16>",
+              "    %hd = arith.divf %ha, %hb : tensor<64xf16>",
+              "    %hr = arith.remf %ha, %hb : tensor<64xf16>",
+              "    %hp = tt.splat %h_ptr : !tt.ptr<f16> -> tensor<64x!tt.ptr<f16>>",
+              "    %hq = tt.addptr %hp, %r : tensor<64x!tt.ptr<f16>>, tensor<64xi32>",
+              "    tt.store %hq, %hd : tensor<64x!tt.ptr<f16>>",
+              "    %hq2 = tt.addptr %hq, %c64 : tensor<64x!tt.ptr<f16>>, tensor<64xi32>",
+              "    tt.store %hq2, %hr : tensor<64x!tt.ptr<f16>>",
+              "    tt.return", "  }", "}"]
+    return "\n".join(lines) + "\n"
+
+
+@check("float_semantics")
+def _():
+    import numpy as np
+
+    from tritonad import _render
+
+    source = _render.render(float_ttir(), "floats")
+    kernel = _render.load(source)
+    a, b = randn(64), randn(64)
+    nan = float("nan")
+    a[:8] = torch.tensor([nan, 1.0, nan, 0.0, -0.0, 2.0, 3.0, -1.0])
+    b[:8] = torch.tensor([1.0, nan, nan, 0.0, 0.0, 2.0, -3.0, 5.0])
+    flags = torch.zeros(len(FLOAT_PREDICATES), 64, dtype=torch.int8)
+    negated = torch.zeros(64)
+    halves = torch.zeros(2, 64, dtype=torch.float16)
+    kernel[(1,)](a, b, flags, negated, halves)
+    x, y = a.numpy(), b.numpy()
+    unordered = np.isnan(x) | np.isnan(y)
+    ordered = {"oeq": x == y, "ogt": x > y, "oge": x >= y, "olt": x < y, "ole": x <= y,
+               "one": (x < y) | (x > y), "ord": ~unordered}
+    for row, predicate in enumerate(FLOAT_PREDICATES):
+        if predicate in ordered:
+            want = ordered[predicate] & ~unordered
+        elif predicate == "une":
+            want = ~(x == y)
+        elif predicate == "uno":
+            want = unordered
+        else:
+            want = ordered["o" + predicate[1:]] | unordered
+        got = flags[row].numpy().astype(bool)
+        assert (got == want).all(), f"cmpf {predicate}: a={x[got != want][0]} " \
+                                    f"b={y[got != want][0]}\n{source}"
+    # (x * -1.0: the sign of a zero flips as with negf; a NaN stays a NaN)
+    numbers = ~np.isnan(x)
+    assert np.array_equal(np.signbit(negated.numpy())[numbers], ~np.signbit(x)[numbers]), \
+        "negf: the sign of zero"
+    assert np.isnan(negated.numpy()[~numbers]).all(), "negf of NaN"
+    assert torch.equal(negated[8:], -a[8:]), "negf"
+    ha, hb = x.astype(np.float16), y.astype(np.float16)
+    with np.errstate(all="ignore"):
+        want_div, want_rem = ha / hb, np.fmod(ha, hb)
+    for got, want, name in ((halves[0], want_div, "f16 divf"), (halves[1], want_rem, "f16 remf")):
+        assert np.array_equal(got.numpy(), want, equal_nan=True), name
+
+
+@check("quickstart_examples")
+def _():
+    import re
+    import runpy
+    import tempfile
+
+    path = os.path.join(os.path.dirname(_HERE), "docs", "quickstart.md")
+    with open(path) as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    assert len(blocks) >= 5, path
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "quickstart.py")
+        with open(script, "w") as f:
+            f.write("\n".join(blocks))
+        runpy.run_path(script, run_name="__main__")
+
+
+@triton.jit
+def _cube(x):
+    return x * x * x
+
+
+_cube_vjp = tritonad.grad(_cube)
+
+
+@triton.jit
+def cube_slope_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, _cube_vjp(x, tl.full((BLOCK,), 1.0, tl.float32)), mask=mask)
+
+
+@check("kernel_calling_a_vjp")
+def _():
+    # y = d(x^3)/dx = 3x^2 through the VJP, then the kernel's backward: 6x
+    n = 101
+    x = randn(n)
+    kernel_gradients(cube_slope_kernel, (triton.cdiv(n, 32),), {"x_ptr": x},
+                     {"y_ptr": torch.empty(n)}, {"n": n}, {"BLOCK": 32},
+                     lambda x_ptr: {"y_ptr": 3 * x_ptr * x_ptr})
+
+
+def main(argv):
+    out = argv[0] if argv else None
+    seed = int(argv[1]) if len(argv) > 1 else int.from_bytes(os.urandom(4), "little")
+    wanted = argv[2:] or sorted(CHECKS)
+    results = {}
+    for name in wanted:
+        GEN.manual_seed(seed ^ zlib.crc32(name.encode()))
+        torch.manual_seed(seed)
+        start = time.perf_counter()
+        try:
+            CHECKS[name]()
+            results[name] = {"ok": True}
+        except Exception as error:  # noqa: BLE001  (reported per check)
+            results[name] = {"ok": False, "error": f"{type(error).__name__}: {error}\n"
+                                                   f"{traceback.format_exc()[-3000:]}"}
+        results[name]["seconds"] = round(time.perf_counter() - start, 3)
+        results[name]["seed"] = seed
+    if out:
+        with open(out, "w") as f:
+            json.dump(results, f)
+    else:
+        for name, result in results.items():
+            print(("ok  " if result["ok"] else "FAIL") + f" {result['seconds']:6.2f}s {name}")
+            if not result["ok"]:
+                print("     " + result["error"].replace("\n", "\n     ")[:1500])
+    return results
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,888 @@
+"""tritonad.autograd(launcher): a Python function that launches Triton kernels,
+made differentiable by the decorator alone.
+
+CPU tests run the forward kernels in Triton's interpreter and replace each
+derived backward kernel by a torch stand-in that addresses memory exactly as the
+kernel does (through the pointer it is given, with the strides passed as
+arguments), so they check what the decorator itself does: recording launches,
+keying gradient buffers by storage with each view's offset and strides,
+reverse-order accumulation through intermediates, the refusals. GPU tests
+(marked ``gpu``) run the real derived kernels against torch.autograd and
+``torch.autograd.gradcheck`` in float64.
+"""
+
+import gc
+import threading
+import weakref
+
+import pytest
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+tritonad = pytest.importorskip("tritonad")
+
+import triton.language as tl  # noqa: E402
+from triton.runtime.jit import JITFunction  # noqa: E402
+
+import tritonad._launcher as launcher_module  # noqa: E402
+from gpu_util import requires_gpu  # noqa: E402
+from tritonad._kernel_grad import unwrap  # noqa: E402
+
+# ---------------------------------------------------------------------------
+# Kernels (also used by test_compile.py)
+# ---------------------------------------------------------------------------
+
+
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, alpha, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, alpha * tl.load(x_ptr + offs, mask=m), mask=m)
+
+
+@triton.jit
+def mul_kernel(x_ptr, w_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    w = tl.load(w_ptr + offs, mask=m)
+    tl.store(y_ptr + offs, x * w, mask=m)
+
+
+@triton.heuristics({"BLOCK": lambda args: min(64, triton.next_power_of_2(args["n"]))})
+@triton.jit
+def mul_heuristic_kernel(x_ptr, w_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) * tl.load(w_ptr + offs, mask=m),
+             mask=m)
+
+
+@triton.jit
+def rows_scale_kernel(x_ptr, y_ptr, N, stride_x, stride_y, alpha, BLOCK: tl.constexpr):
+    # One row per program: y[row, :N] = alpha * x[row, :N] (rows strided).
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    m = cols < N
+    x = tl.load(x_ptr + row * stride_x + cols, mask=m)
+    tl.store(y_ptr + row * stride_y + cols, alpha * x, mask=m)
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                  GROUP_M: tl.constexpr, ACC: tl.constexpr, PRECISION: tl.constexpr):
+    # The tutorial's shape: grouped program order, pointers advanced along K.
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    in_group = GROUP_M * num_pid_n
+    first_m = (pid // in_group) * GROUP_M
+    size_m = tl.minimum(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % in_group) % size_m
+    pid_n = (pid % in_group) // size_m
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=ACC)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < K - k * BLOCK_K), other=0.0)
+        b = tl.load(b_ptrs, mask=(rk[:, None] < K - k * BLOCK_K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION, out_dtype=ACC)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    c_ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+matmul_autotuned = triton.autotune(
+    configs=[triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 4},
+                           num_warps=4),
+             triton.Config({"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8},
+                           num_warps=4)],
+    key=["M", "N", "K"])(matmul_kernel)
+
+# One config: Triton runs it without benchmarking (the CPU tests' interpreter
+# has no benchmarker).
+matmul_one_config = triton.autotune(
+    configs=[triton.Config({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2})],
+    key=["M", "N", "K"])(matmul_kernel)
+
+
+@triton.jit
+def bias_add_kernel(t_ptr, b_ptr, y_ptr, N, stride_t, stride_y, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    m = cols < N
+    t = tl.load(t_ptr + row * stride_t + cols, mask=m)
+    b = tl.load(b_ptr + cols, mask=m)
+    tl.store(y_ptr + row * stride_y + cols, t + b, mask=m)
+
+
+@triton.jit
+def gelu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=0.0)
+    tl.store(y_ptr + offs, 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476)), mask=m)
+
+
+@triton.jit
+def layer_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, stride, N, eps, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    m = cols < N
+    x = tl.load(x_ptr + row * stride + cols, mask=m, other=0.0)
+    mean = tl.sum(x, axis=0) / N
+    d = tl.where(m, x - mean, 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(d * d, axis=0) / N + eps)
+    w = tl.load(w_ptr + cols, mask=m, other=0.0)
+    b = tl.load(b_ptr + cols, mask=m, other=0.0)
+    tl.store(y_ptr + row * stride + cols, d * rstd * w + b, mask=m)
+
+
+# ---------------------------------------------------------------------------
+# Launchers (also used by test_compile.py)
+# ---------------------------------------------------------------------------
+
+def _dot_options(dtype):
+    # fp64 dot needs IEEE products and an fp64 accumulator; fp32 uses tf32 (Triton's
+    # default); fp16 / bf16 products are exact in the fp32 accumulator.
+    if dtype == torch.float64:
+        return dict(ACC=tl.float64, PRECISION="ieee")
+    return dict(ACC=tl.float32, PRECISION="tf32" if dtype == torch.float32 else None)
+
+
+def matmul_into(a, b, c, kernel=matmul_autotuned, **blocks):
+    """c = a @ b with the tutorial's launch: a grid of META, strides from the
+    tensors (a and b may be views, e.g. w.T)."""
+    M, K = a.shape
+    N = b.shape[1]
+
+    def grid(META):
+        return (triton.cdiv(M, META["BLOCK_M"]) * triton.cdiv(N, META["BLOCK_N"]),)
+
+    kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                 c.stride(0), c.stride(1), **_dot_options(a.dtype), **blocks)
+    return c
+
+
+def matmul(a, b, kernel=matmul_autotuned, **blocks):
+    """The Triton tutorial's launcher: allocates the output, launches, returns it."""
+    c = torch.empty((a.shape[0], b.shape[1]), device=a.device, dtype=a.dtype)
+    return matmul_into(a, b, c, kernel, **blocks)
+
+
+def linear(x, weight, bias, kernel=matmul_autotuned, **blocks):
+    """y = x @ weight.T + bias: a matmul on a transposed view, then a bias kernel
+    reading the intermediate."""
+    M, N = x.shape[0], weight.shape[0]
+    t = torch.empty((M, N), device=x.device, dtype=x.dtype)
+    matmul_into(x, weight.T, t, kernel, **blocks)
+    y = torch.empty_like(t)
+    bias_add_kernel[(M, triton.cdiv(N, 32))](t, bias, y, N, t.stride(0), y.stride(0),
+                                              BLOCK_N=32)
+    return y
+
+
+def scale_then_mul(x, w, alpha=3.0):
+    """y = (alpha * x) * w in two launches through an intermediate; returns the
+    size too (a non-tensor result)."""
+    n = x.numel()
+    h = torch.empty_like(x)
+    scale_kernel[(triton.cdiv(n, 32),)](x, h, n, alpha, BLOCK=32)
+    y = torch.empty_like(x)
+    mul_kernel[lambda META: (triton.cdiv(n, META["BLOCK"]),)](h, w, y, n, BLOCK=32)
+    return y, n
+
+
+# ---------------------------------------------------------------------------
+# CPU: interpreter forward, torch stand-ins for the derived backward kernels
+# ---------------------------------------------------------------------------
+
+def _flat(t, n):
+    """What `ptr + offs` (offs < n) addresses: n elements from t's first one."""
+    return t.as_strided((n,), (1,), t.storage_offset())
+
+
+def _mat(t, rows, cols, s0, s1):
+    return t.as_strided((rows, cols), (s0, s1), t.storage_offset())
+
+
+def _scale_vjp(a):
+    if a["dx_ptr"] is not None:
+        _flat(a["dx_ptr"], a["n"]).add_(a["alpha"] * _flat(a["dy_ptr"], a["n"]))
+
+
+def _mul_vjp(a):
+    n = a["n"]
+    dy = _flat(a["dy_ptr"], n)
+    if a["dx_ptr"] is not None:
+        _flat(a["dx_ptr"], n).add_(dy * _flat(a["w_ptr"], n))
+    if a["dw_ptr"] is not None:
+        _flat(a["dw_ptr"], n).add_(dy * _flat(a["x_ptr"], n))
+
+
+def _rows_scale_vjp(a):
+    rows = a["_grid"][0]
+    if a["dx_ptr"] is not None:
+        _mat(a["dx_ptr"], rows, a["N"], a["stride_x"], 1).add_(
+            a["alpha"] * _mat(a["dy_ptr"], rows, a["N"], a["stride_y"], 1))
+
+
+def _matmul_vjp(a):
+    M, N, K = a["M"], a["N"], a["K"]
+    dc = _mat(a["dc_ptr"], M, N, a["stride_cm"], a["stride_cn"])
+    A = _mat(a["a_ptr"], M, K, a["stride_am"], a["stride_ak"])
+    B = _mat(a["b_ptr"], K, N, a["stride_bk"], a["stride_bn"])
+    if a["da_ptr"] is not None:
+        _mat(a["da_ptr"], M, K, a["stride_am"], a["stride_ak"]).add_(dc @ B.T)
+    if a["db_ptr"] is not None:
+        _mat(a["db_ptr"], K, N, a["stride_bk"], a["stride_bn"]).add_(A.T @ dc)
+
+
+def _bias_add_vjp(a):
+    M, N = a["_grid"][0], a["N"]
+    dy = _mat(a["dy_ptr"], M, N, a["stride_y"], 1)
+    if a["dt_ptr"] is not None:
+        _mat(a["dt_ptr"], M, N, a["stride_t"], 1).add_(dy)
+    if a["db_ptr"] is not None:
+        _flat(a["db_ptr"], N).add_(dy.sum(0))
+
+
+def _gelu_vjp(a):
+    n = a["n"]
+    if a["dx_ptr"] is not None:
+        x = _flat(a["x_ptr"], n)
+        cdf = 0.5 * (1 + torch.erf(x / 2 ** 0.5))
+        pdf = torch.exp(-0.5 * x * x) / (2 * torch.pi) ** 0.5
+        _flat(a["dx_ptr"], n).add_(_flat(a["dy_ptr"], n) * (cdf + x * pdf))
+
+
+def _layer_norm_vjp(a):
+    rows, N, s = a["_grid"][0], a["N"], a["stride"]
+    x = _mat(a["x_ptr"], rows, N, s, 1).detach().requires_grad_()
+    w = _flat(a["w_ptr"], N).detach().requires_grad_()
+    b = _flat(a["b_ptr"], N).detach().requires_grad_()
+    with torch.enable_grad():
+        y = torch.nn.functional.layer_norm(x, (N,), w, b, a["eps"])
+        gx, gw, gb = torch.autograd.grad(y, (x, w, b), _mat(a["dy_ptr"], rows, N, s, 1))
+    for name, g, view in (("dx_ptr", gx, lambda t: _mat(t, rows, N, s, 1)),
+                          ("dw_ptr", gw, lambda t: _flat(t, N)),
+                          ("db_ptr", gb, lambda t: _flat(t, N))):
+        if a[name] is not None:
+            view(a[name]).add_(g)
+
+
+STAND_INS = {scale_kernel: _scale_vjp, mul_kernel: _mul_vjp, rows_scale_kernel: _rows_scale_vjp,
+             matmul_kernel: _matmul_vjp, bias_add_kernel: _bias_add_vjp,
+             gelu_kernel: _gelu_vjp, layer_norm_kernel: _layer_norm_vjp}
+STAND_INS[unwrap(mul_heuristic_kernel)[0]] = _mul_vjp
+
+
+class StandIn:
+    """A derived backward kernel's interface (shadows, pointer_roles, bwd[grid](**args))
+    whose launch runs a torch body. The body gets the grid as ``_grid``."""
+
+    def __init__(self, real, body, log):
+        self.real, self.body, self.log = real, body, log
+        self.shadows = real.shadows
+        self.pointer_roles = real.pointer_roles
+
+    def __getitem__(self, grid):
+        def launch(**kwargs):
+            arguments = dict(kwargs)
+            try:  # (an autotuned kernel's grid needs its config: not for the stand-in)
+                arguments["_grid"] = tuple(grid(arguments) if callable(grid) else grid)
+            except KeyError:
+                arguments["_grid"] = None
+            self.log.append((self.real.tritonad_primal.__name__, arguments))
+            self.body(arguments)
+        return launch
+
+
+_INTERPRETED = {}
+
+
+@pytest.fixture
+def interpreted(monkeypatch):
+    """Forward kernels run in Triton's interpreter; the backward kernels tritonad
+    derives are replaced by STAND_INS. Returns the log of backward launches."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    def run(self, *args, grid, warmup, **kwargs):
+        assert getattr(self, "tritonad_primal", None) is None, \
+            "a derived backward kernel reached the interpreter"
+        if id(self) not in _INTERPRETED:
+            _INTERPRETED[id(self)] = (self, InterpretedFunction(self.fn))
+        kwargs = {k: v for k, v in kwargs.items() if k not in ("num_warps", "num_stages")}
+        return _INTERPRETED[id(self)][1].run(*args, grid=grid, warmup=warmup, **kwargs)
+
+    import numpy as np
+    import triton.runtime.interpreter as interpreter
+
+    def call(self, *args, **kwargs):
+        # A @triton.jit helper (tl.cdiv, tl.sum, ...) called inside an interpreted
+        # kernel: interpret it too (Triton made it a JITFunction at import). Not
+        # through InterpretedFunction.__call__, which leaves triton.language
+        # patched for the interpreter (and later real compiles broken).
+        if id(self) not in _INTERPRETED:
+            _INTERPRETED[id(self)] = (self, InterpretedFunction(self.fn))
+        scope = interpreter._patch_lang(self.fn)
+        try:
+            return _INTERPRETED[id(self)][1].rewrite()(*args, **kwargs)
+        finally:
+            scope.restore()
+
+    patch_tensor = interpreter._patch_lang_tensor
+
+    def patch_tensor_index(tensor, scope):
+        # (Triton 3.6 does int() of a 1-element array, e.g. a loop bound
+        # tl.cdiv(K, BLOCK_K); NumPy 2 refuses that for non-0-d arrays)
+        patch_tensor(tensor, scope)
+        scope.set_attr(tensor, "__index__",
+                       lambda self: int(np.asarray(self.handle.data).reshape(-1)[0]))
+
+    monkeypatch.setattr(interpreter, "_patch_lang_tensor", patch_tensor_index)
+    monkeypatch.setattr(JITFunction, "run", run)
+    monkeypatch.setattr(JITFunction, "__call__", call)
+    real = launcher_module.backward_kernel
+    log = []
+
+    def stand_in(kernel, mode):
+        return StandIn(real(kernel, mode), STAND_INS[unwrap(kernel)[0]], log)
+
+    monkeypatch.setattr(launcher_module, "backward_kernel", stand_in)
+    return log
+
+
+# ---------------------------------------------------------------------------
+# 1. Recording
+# ---------------------------------------------------------------------------
+
+def test_records_every_launch_with_its_bound_arguments(interpreted):
+    x, w = torch.randn(40), torch.randn(40)
+    with launcher_module.recording() as recorder:
+        assert launcher_module.intercepting_now()
+        with torch.enable_grad():
+            y, n = scale_then_mul(x, w)
+    assert not launcher_module.intercepting_now()   # never left patched
+    assert [launch.name for launch in recorder.launches] == ["scale_kernel", "mul_kernel"]
+    first, second = recorder.launches
+    assert first.bound["x_ptr"] is x and first.bound["alpha"] == 3.0 and first.grid == (2,)
+    assert first.bound["BLOCK"] == 32 and first.options == {}
+    assert second.bound["w_ptr"] is w and second.bound["y_ptr"] is y
+    assert callable(second.grid) and second.grid({"BLOCK": 32}) == (2,)   # META grid kept
+    torch.testing.assert_close(y, 3.0 * x * w)
+
+
+def test_autotuned_and_heuristics_kernels_are_one_launch_each(interpreted):
+    a, b = torch.randn(20, 24), torch.randn(24, 18)
+    x = torch.randn(50)
+    with torch.enable_grad(), launcher_module.recording() as recorder:
+        c = matmul(a, b, kernel=matmul_one_config)
+        y = torch.empty_like(x)
+        mul_heuristic_kernel[lambda META: (triton.cdiv(50, META["BLOCK"]),)](x, x, y, 50)
+    kernels = [launch.kernel for launch in recorder.launches]
+    assert kernels == [matmul_one_config, mul_heuristic_kernel]  # the outer objects only
+    assert "BLOCK_M" not in recorder.launches[0].bound  # (the config's values are not args)
+    torch.testing.assert_close(c, a @ b, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(y, x * x)
+
+
+def test_launches_without_grad_mode_are_not_recorded(interpreted):
+    x = torch.randn(40)
+    with launcher_module.recording() as recorder:
+        with torch.no_grad():
+            scale_then_mul(x, x)
+    assert recorder.launches == []
+
+
+def test_recording_is_local_to_its_thread(interpreted):
+    """A launch made by another thread while this one records is not recorded
+    (and runs normally)."""
+    started, launched = threading.Event(), threading.Event()
+    other = {}
+
+    def elsewhere():
+        started.wait()
+        x = torch.randn(40)
+        y = torch.empty_like(x)
+        scale_kernel[(2,)](x, y, 40, 2.0, BLOCK=32)
+        other["ok"] = torch.equal(y, 2.0 * x)
+        launched.set()
+
+    thread = threading.Thread(target=elsewhere)
+    thread.start()
+    with torch.enable_grad(), launcher_module.recording() as recorder:
+        started.set()
+        launched.wait(timeout=60)
+        x = torch.randn(40)
+        y = torch.empty_like(x)
+        mul_kernel[(2,)](x, x, y, 40, BLOCK=32)
+    thread.join()
+    assert other["ok"]
+    assert [launch.name for launch in recorder.launches] == ["mul_kernel"]
+
+
+# ---------------------------------------------------------------------------
+# 2. Gradients (stand-in backward kernels)
+# ---------------------------------------------------------------------------
+
+def test_two_launches_through_an_intermediate(interpreted):
+    f = tritonad.autograd(scale_then_mul)
+    x = torch.randn(70, requires_grad=True)
+    w = torch.randn(70, requires_grad=True)
+    y, n = f(x, w)
+    assert n == 70 and y.grad_fn is not None
+    g = torch.randn(70)
+    y.backward(g)
+    torch.testing.assert_close(x.grad, 3.0 * w.detach() * g)
+    torch.testing.assert_close(w.grad, 3.0 * x.detach() * g)
+    # Reverse order: mul's backward first, then scale's, which reads mul's dx.
+    assert [name for name, _ in interpreted] == ["mul_kernel", "scale_kernel"]
+    mul_args, scale_args = interpreted[0][1], interpreted[1][1]
+    assert mul_args["dx_ptr"].untyped_storage().data_ptr() == \
+        scale_args["dy_ptr"].untyped_storage().data_ptr()   # one buffer for the intermediate
+
+
+def test_views_get_gradient_views_with_their_offsets_and_strides(interpreted):
+    """x is a column slice of a wider tensor and the kernel gets weight.T: each
+    gradient view has the offset and strides of the view the kernel got, and the
+    gradient reaches the tensors the views come from."""
+    torch.manual_seed(0)
+    f = tritonad.autograd(linear)
+    wide = torch.randn(9, 30, requires_grad=True)
+    x = wide[:, 4:25]                                    # (9, 21), row stride 30
+    weight = torch.randn(13, 21, requires_grad=True)
+    bias = torch.randn(13, requires_grad=True)
+    y = f(x, weight, bias, kernel=matmul_one_config)
+    ref_wide, ref_w, ref_b = (t.detach().clone().requires_grad_() for t in (wide, weight, bias))
+    ref = ref_wide[:, 4:25] @ ref_w.T + ref_b
+    torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-4)
+    g = torch.randn(9, 13)
+    y.backward(g)
+    ref.backward(g)
+    for got, want in ((wide.grad, ref_wide.grad), (weight.grad, ref_w.grad),
+                      (bias.grad, ref_b.grad)):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    assert torch.count_nonzero(wide.grad[:, :4]) == 0
+    assert torch.count_nonzero(wide.grad[:, 25:]) == 0
+    (_, bias_args), (_, matmul_args) = interpreted
+    assert matmul_args["da_ptr"].stride() == x.stride() == (30, 1)
+    assert matmul_args["db_ptr"].stride() == weight.T.stride() == (1, 21)
+    # The shadow of x sits at x's offset in a buffer mirroring wide's storage.
+    assert matmul_args["da_ptr"].storage_offset() == x.storage_offset() == 4
+    assert matmul_args["da_ptr"].untyped_storage().nbytes() == wide.numel() * 4
+
+
+def test_gradient_buffer_offset_mirrors_the_storage(interpreted):
+    """Two slices of one tensor passed to two launches: both gradients land in one
+    buffer at the slices' own offsets."""
+    def two_halves(base, w):
+        a, b = base[:40], base[40:]
+        ya, yb = torch.empty(40), torch.empty(40)
+        mul_kernel[(2,)](a, w, ya, 40, BLOCK=32)
+        mul_kernel[(2,)](b, w, yb, 40, BLOCK=32)
+        return ya, yb
+
+    f = tritonad.autograd(two_halves)
+    base = torch.randn(80, requires_grad=True)
+    w = torch.randn(40)
+    ya, yb = f(base, w)
+    (ya.sum() + 2 * yb.sum()).backward()
+    torch.testing.assert_close(base.grad, torch.cat([w, 2 * w]))
+    first, second = (args for _, args in interpreted)
+    assert first["dx_ptr"].untyped_storage().data_ptr() == \
+        second["dx_ptr"].untyped_storage().data_ptr()
+    assert {first["dx_ptr"].storage_offset(), second["dx_ptr"].storage_offset()} == {0, 40}
+
+
+def test_results_keep_their_structure_and_non_tensors_pass_through(interpreted):
+    def launcher(x, tag):
+        y, n = scale_then_mul(x, x)
+        return {"y": y.view(7, 10), "n": n, "tag": tag, "input": x}
+
+    f = tritonad.autograd(launcher)
+    x = torch.randn(70, requires_grad=True)
+    out = f(x, "hello")
+    assert out["n"] == 70 and out["tag"] == "hello" and out["input"] is x
+    assert out["y"].grad_fn is not None and out["y"].shape == (7, 10)
+    out["y"].sum().backward()
+    torch.testing.assert_close(x.grad, 6.0 * x.detach())
+
+
+def test_an_output_argument_carries_the_gradient(interpreted):
+    """A launcher that writes into a buffer it is given and returns nothing:
+    the buffer itself gets the grad_fn (as an in-place torch op would)."""
+    def into(x, out):
+        scale_kernel[(triton.cdiv(x.numel(), 32),)](x, out, x.numel(), 2.0, BLOCK=32)
+
+    f = tritonad.autograd(into)
+    x = torch.randn(50, requires_grad=True)
+    out = torch.empty(50)
+    assert f(x, out) is None
+    assert out.grad_fn is not None
+    (out * out).sum().backward()
+    torch.testing.assert_close(x.grad, 8.0 * x.detach())
+
+
+def test_column_slices_written_by_two_launches_are_not_refused(interpreted):
+    """Interleaved but disjoint views of one output (byte ranges overlap, no
+    element is shared): allowed, each launch's gradient read at its own columns."""
+    def halves(x):
+        out = torch.empty(6, 20)
+        for lo, hi, alpha in ((0, 10, 2.0), (10, 20, 5.0)):
+            src, dst = x[:, lo:hi], out[:, lo:hi]
+            rows_scale_kernel[(6,)](src, dst, 10, src.stride(0), dst.stride(0), alpha,
+                                    BLOCK=16)
+        return out
+
+    f = tritonad.autograd(halves)
+    x = torch.randn(6, 20, requires_grad=True)
+    out = f(x)
+    out.sum().backward()
+    expected = torch.cat([torch.full((6, 10), 2.0), torch.full((6, 10), 5.0)], 1)
+    torch.testing.assert_close(x.grad, expected)
+
+
+def test_grad_mode_off_runs_the_launcher_as_it_is(interpreted):
+    seen = {}
+
+    def launcher(x):
+        seen["patched"] = launcher_module.intercepting_now()
+        return scale_then_mul(x, x)[0]
+
+    f = tritonad.autograd(launcher)
+    x = torch.randn(40, requires_grad=True)
+    with torch.no_grad():
+        y = f(x)
+    assert seen["patched"] is False and y.grad_fn is None
+    y = f(x)
+    assert seen["patched"] is True and y.grad_fn is not None
+
+
+def test_nothing_requires_grad_returns_plain_results(interpreted):
+    f = tritonad.autograd(scale_then_mul)
+    y, _ = f(torch.randn(40), torch.randn(40))
+    assert y.grad_fn is None and not y.requires_grad
+
+
+def test_a_closed_over_parameter_gets_its_gradient(interpreted):
+    """A tensor the launcher does not take as an argument (a module's weight it
+    closes over) is still an input: autograd sees what the kernels read."""
+    w = torch.randn(40, requires_grad=True)
+    f = tritonad.autograd(lambda x: scale_then_mul(x, w)[0])
+    x = torch.randn(40)
+    f(x).sum().backward()
+    torch.testing.assert_close(w.grad, 3.0 * x)
+
+
+def test_a_method_can_be_decorated(interpreted):
+    class Scale(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(40))
+
+        @tritonad.autograd
+        def forward(self, x):
+            return scale_then_mul(x, self.w)[0]
+
+    m = Scale()
+    x = torch.randn(40)
+    m(x).sum().backward()
+    torch.testing.assert_close(m.w.grad, 3.0 * x)
+
+
+def test_decorated_launchers_compose(interpreted):
+    """A decorated launcher called inside another is its own node: the outer one
+    sees its result as a tensor autograd tracks (torch ops on it are fine), and
+    its kernels reading that result make it an input."""
+    inner = tritonad.autograd(scale_then_mul)
+
+    def outer(x, w):
+        y, n = inner(x, w)
+        y2 = y * 2.0                      # autograd sees this op: not refused
+        z = torch.empty_like(y2)
+        scale_kernel[(triton.cdiv(n, 32),)](y2, z, n, 5.0, BLOCK=32)
+        return z
+
+    x = torch.randn(60, requires_grad=True)
+    w = torch.randn(60, requires_grad=True)
+    z = tritonad.autograd(outer)(x, w)
+    z.sum().backward()
+    torch.testing.assert_close(x.grad, 30.0 * w.detach())
+    torch.testing.assert_close(w.grad, 30.0 * x.detach())
+    assert [name for name, _ in interpreted] == ["scale_kernel", "mul_kernel", "scale_kernel"]
+
+
+def test_the_node_does_not_keep_its_outputs_alive(interpreted):
+    f = tritonad.autograd(scale_then_mul)
+    x = torch.randn(40, requires_grad=True)
+    gc.disable()
+    try:
+        y, _ = f(x, x)
+        alive = weakref.ref(y)
+        del y
+        assert alive() is None   # no reference cycle through the node
+    finally:
+        gc.enable()
+
+
+def test_gradcheck_float64_through_the_decorator(interpreted):
+    f = tritonad.autograd(lambda x, w, b: linear(x, w, b, kernel=matmul_one_config))
+    torch.manual_seed(1)
+    args = (torch.randn(5, 7, dtype=torch.float64, requires_grad=True),
+            torch.randn(6, 7, dtype=torch.float64, requires_grad=True),
+            torch.randn(6, dtype=torch.float64, requires_grad=True))
+    assert torch.autograd.gradcheck(f, args)
+
+
+# ---------------------------------------------------------------------------
+# 3. Refusals (the gradient would be wrong)
+# ---------------------------------------------------------------------------
+
+def test_refuses_overwriting_memory_an_earlier_launch_read(interpreted):
+    def overwrite(x):
+        h = torch.empty_like(x)
+        scale_kernel[(2,)](x, h, 40, 2.0, BLOCK=32)
+        y = torch.empty_like(x)
+        scale_kernel[(2,)](h, y, 40, 2.0, BLOCK=32)
+        scale_kernel[(2,)](y, h, 40, 2.0, BLOCK=32)   # h was read by launch 2
+        return h
+
+    with pytest.raises(ValueError, match=r"scale_kernel \(launch 3\) through 'y_ptr' "
+                                         r"overwrites memory that scale_kernel \(launch 2\) "
+                                         r"through 'x_ptr' read"):
+        tritonad.autograd(overwrite)(torch.randn(40, requires_grad=True))
+
+
+def test_refuses_two_launches_storing_the_same_memory(interpreted):
+    def twice(x):
+        y = torch.empty_like(x)
+        scale_kernel[(2,)](x, y, 40, 2.0, BLOCK=32)
+        scale_kernel[(2,)](x, y[8:], 20, 3.0, BLOCK=32)
+        return y
+
+    with pytest.raises(ValueError, match=r"launch 2\) through 'y_ptr' overwrites memory that "
+                                         r"scale_kernel \(launch 1\) through 'y_ptr' stored"):
+        tritonad.autograd(twice)(torch.randn(40, requires_grad=True))
+
+
+def test_refuses_a_kernel_loading_and_storing_one_buffer(interpreted):
+    def in_place(x):
+        h = torch.empty_like(x)
+        scale_kernel[(2,)](x, h, 40, 2.0, BLOCK=32)
+        mul_kernel[(2,)](h, x, h, 40, BLOCK=32)
+        return h
+
+    with pytest.raises(ValueError, match=r"mul_kernel \(launch 2\) loads through 'x_ptr' and "
+                                         r"stores through 'y_ptr', which share memory"):
+        tritonad.autograd(in_place)(torch.randn(40, requires_grad=True))
+
+
+def test_refuses_a_store_into_a_tensor_that_requires_grad(interpreted):
+    def into_input(x, w):
+        scale_kernel[(2,)](x, w, 40, 2.0, BLOCK=32)
+        return w
+
+    with pytest.raises(ValueError, match=r"scale_kernel \(launch 1\) through 'y_ptr' stores "
+                                         r"into memory of argument 'w', which requires grad"):
+        tritonad.autograd(into_input)(torch.randn(40, requires_grad=True),
+                                      torch.randn(40, requires_grad=True))
+
+
+def test_refuses_torch_ops_between_kernels(interpreted):
+    def torch_in_between(x):
+        h = torch.empty_like(x)
+        scale_kernel[(2,)](x, h, 40, 2.0, BLOCK=32)
+        h2 = h.exp()
+        y = torch.empty_like(x)
+        mul_kernel[(2,)](h2, x, y, 40, BLOCK=32)
+        return y
+
+    with pytest.raises(ValueError, match=r"mul_kernel \(launch 2\) through 'x_ptr' loads torch "
+                                         r"exp of what kernel scale_kernel \(launch 1\) stored"):
+        tritonad.autograd(torch_in_between)(torch.randn(40, requires_grad=True))
+
+
+def test_refuses_returning_a_torch_op_of_a_kernel_output(interpreted):
+    def returns_derived(x):
+        return scale_then_mul(x, x)[0] + 1.0
+
+    with pytest.raises(ValueError, match=r"returns torch add of what kernel mul_kernel"):
+        tritonad.autograd(returns_derived)(torch.randn(40, requires_grad=True))
+
+
+def test_refuses_writing_into_a_kernel_output_with_torch(interpreted):
+    def in_place_torch(x):
+        y, _ = scale_then_mul(x, x)
+        y.mul_(2.0)
+        return y
+
+    with pytest.raises(ValueError, match=r"torch mul_ writes in place into memory that kernel "
+                                         r"mul_kernel \(launch 2\) stored through 'y_ptr'"):
+        tritonad.autograd(in_place_torch)(torch.randn(40, requires_grad=True))
+
+
+def test_torch_ops_on_inputs_and_metadata_are_fine(interpreted):
+    """Copies of inputs made by torch (autograd tracks them), *_like allocations
+    and views of kernel outputs are not refused."""
+    def launcher(x):
+        xc = (x * 1.0).contiguous()
+        y, _ = scale_then_mul(xc, xc)
+        z = torch.zeros_like(y)
+        return y.view(5, 8), z
+
+    x = torch.randn(40, requires_grad=True)
+    y, z = tritonad.autograd(launcher)(x)
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, 6.0 * x.detach())
+
+
+def test_refuses_an_overlapping_view_that_needs_a_gradient(interpreted):
+    def broadcast(w):
+        x = w.expand(4, 10)
+        y = torch.empty(4, 10)
+        rows_scale_kernel[(4,)](x, y, 10, x.stride(0), y.stride(0), 2.0, BLOCK=16)
+        return y
+
+    with pytest.raises(ValueError, match=r"rows_scale_kernel \(launch 1\) through 'x_ptr': its "
+                                         r"elements share memory.*\.contiguous\(\)"):
+        tritonad.autograd(broadcast)(torch.randn(10, requires_grad=True))
+
+
+def test_errors_of_the_entry_point():
+    with pytest.raises(TypeError, match=r"name the parameters it stores to"):
+        tritonad.autograd(scale_kernel)
+    with pytest.raises(TypeError, match=r"outputs= is for a kernel"):
+        tritonad.autograd(scale_then_mul, outputs=("y",))
+    with pytest.raises(TypeError, match=r"wrt= and pointers= are per kernel"):
+        tritonad.autograd(scale_then_mul, wrt=["x"])
+    with pytest.raises(ValueError, match=r"mode must be"):
+        tritonad.autograd(scale_then_mul, mode="fast")
+    f = tritonad.autograd(mode="deterministic")(scale_then_mul)
+    assert f.mode == "deterministic" and f.__name__ == "scale_then_mul"
+    assert tritonad.autograd(gelu_kernel, outputs=("y_ptr",)).outputs == ("y_ptr",)
+
+
+# ---------------------------------------------------------------------------
+# GPU: the derived kernels against torch.autograd
+# ---------------------------------------------------------------------------
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_gpu_tutorial_matmul_launcher(dtype):
+    """The tutorial's matmul launcher (autotuned kernel, grid of META), made
+    differentiable by the decorator alone; b is a transposed view."""
+    torch.manual_seed(0)
+    f = tritonad.autograd(matmul)
+    a = torch.randn(150, 70, device="cuda", dtype=dtype, requires_grad=True)
+    w = torch.randn(90, 70, device="cuda", dtype=dtype, requires_grad=True)
+    c = f(a, w.T)
+    ra, rw = (t.detach().float().requires_grad_() for t in (a, w))
+    ref = ra @ rw.T
+    g = torch.randn_like(ref)
+    c.backward(g.to(dtype))
+    ref.backward(g)
+    # fp32 dots are tf32 (10-bit mantissa); fp16 inputs round to 11 bits.
+    tol = dict(rtol=2e-2, atol=5e-2 * (70 ** 0.5))
+    torch.testing.assert_close(c.float(), ref, **tol)
+    torch.testing.assert_close(a.grad.float(), ra.grad, **tol)
+    torch.testing.assert_close(w.grad.float(), rw.grad, **tol)
+
+
+class CustomLinear(torch.nn.Module):
+    """An nn.Module whose forward calls a decorated launcher of a w @ x kernel."""
+
+    def __init__(self, in_features, out_features, device=None, dtype=None):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(out_features, in_features, device=device,
+                                                     dtype=dtype) / in_features ** 0.5)
+        self.bias = torch.nn.Parameter(torch.zeros(out_features, device=device, dtype=dtype))
+
+    def forward(self, x):
+        return triton_linear(x, self.weight, self.bias)
+
+
+triton_linear = tritonad.autograd(linear)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_custom_linear_trains_like_torch():
+    torch.manual_seed(0)
+    ours = CustomLinear(64, 48, device="cuda")
+    ref = torch.nn.Linear(64, 48, device="cuda")
+    with torch.no_grad():
+        ref.weight.copy_(ours.weight)
+        ref.bias.copy_(ours.bias)
+    opt_ours = torch.optim.SGD(ours.parameters(), lr=0.1)
+    opt_ref = torch.optim.SGD(ref.parameters(), lr=0.1)
+    for _ in range(4):
+        x = torch.randn(33, 64, device="cuda")
+        target = torch.randn(33, 48, device="cuda")
+        losses = []
+        for model, opt in ((ours, opt_ours), (ref, opt_ref)):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), target)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        assert losses[0] == pytest.approx(losses[1], rel=1e-2)   # tf32 dots
+    torch.testing.assert_close(ours.weight, ref.weight, rtol=1e-2, atol=1e-3)
+    torch.testing.assert_close(ours.bias, ref.bias, rtol=1e-2, atol=1e-3)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_gradcheck_float64_through_the_decorator():
+    torch.manual_seed(0)
+    f = tritonad.autograd(lambda x, w, b: linear(x, w, b))
+    args = (torch.randn(9, 20, device="cuda", dtype=torch.float64, requires_grad=True),
+            torch.randn(11, 20, device="cuda", dtype=torch.float64, requires_grad=True),
+            torch.randn(11, device="cuda", dtype=torch.float64, requires_grad=True))
+    assert torch.autograd.gradcheck(f, args)
+    g = tritonad.autograd(scale_then_mul)
+    xs = (torch.randn(100, device="cuda", dtype=torch.float64, requires_grad=True),
+          torch.randn(100, device="cuda", dtype=torch.float64, requires_grad=True))
+    assert torch.autograd.gradcheck(lambda x, w: g(x, w)[0], xs)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_gradcheck_float64_through_the_bridge():
+    gelu = tritonad.autograd(gelu_kernel, outputs=("y_ptr",))
+    layer_norm = tritonad.autograd(layer_norm_kernel, outputs=("y_ptr",))
+    x = torch.randn(300, device="cuda", dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda x: gelu[(triton.cdiv(300, 128),)](x, torch.empty_like(x), 300, BLOCK=128), (x,))
+    rows = torch.randn(6, 20, device="cuda", dtype=torch.float64, requires_grad=True)
+    w = torch.randn(20, device="cuda", dtype=torch.float64, requires_grad=True)
+    b = torch.randn(20, device="cuda", dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda x, w, b: layer_norm[(6,)](x, w, b, torch.empty_like(x), 20, 20, 1e-5,
+                                         BLOCK_N=32), (rows, w, b))
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_gpu_heuristics_kernel_and_intermediate():
+    def launcher(x, w):
+        n = x.numel()
+        h = torch.empty_like(x)
+        scale_kernel[(triton.cdiv(n, 128),)](x, h, n, 0.5, BLOCK=128)
+        y = torch.empty_like(x)
+        mul_heuristic_kernel[lambda META: (triton.cdiv(n, META["BLOCK"]),)](h, w, y, n)
+        return y
+
+    f = tritonad.autograd(launcher)
+    x = torch.randn(1000, device="cuda", requires_grad=True)
+    w = torch.randn(1000, device="cuda", requires_grad=True)
+    f(x, w).backward(torch.ones(1000, device="cuda"))
+    torch.testing.assert_close(x.grad, 0.5 * w.detach())
+    torch.testing.assert_close(w.grad, 0.5 * x.detach())
