@@ -6,6 +6,7 @@ import ast
 from typing import Sequence
 
 from tritonad._kernel_grad import kernel_grad, unwrap
+from tritonad._partial import _span
 from tritonad._source import constexpr_names, function_def, param_names, pointer_roles
 
 
@@ -143,8 +144,7 @@ def shadow_like(t, torch, upstream=None):
     backward addresses a shadow with the strides the forward used for t (a
     contiguous buffer would be wrong for a view such as a column slice). The
     storage spans every address the strides reach, gaps zeroed too."""
-    span = 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride())) if t.numel() else 0
-    buffer = torch.zeros(span, dtype=t.dtype, device=t.device).as_strided(t.shape, t.stride())
+    buffer = torch.zeros(_span(t), dtype=t.dtype, device=t.device).as_strided(t.shape, t.stride())
     return buffer if upstream is None else buffer.copy_(upstream)
 
 
