@@ -753,6 +753,20 @@ def test_matmul_backward_keeps_the_k_loop():
     assert set(store_roots(ir)) == {"da_ptr", "db_ptr"}
 
 
+@pytest.mark.parametrize("dtype", [F32, F16])
+def test_matmul_backward_compiles_with_pipelined_tf32_tiles(dtype):
+    """Regression: the 64x32x32 tile puts a transposed fp32 operand in a
+    pipelined loop; Triton 3.6's Hopper pipeliner failed when the dot's result
+    was then consumed inside an scf.if (the shadow accumulations were branches,
+    now they are predicated)."""
+    _, types, _, _ = CASES["matmul"]
+    types = dict(types, a_ptr=dtype, b_ptr=dtype, c_ptr=dtype)
+    bwd = tritonad.grad(matmul_kernel)
+    compiled = compile_backward(bwd, types, dict(BLOCK_M=64, BLOCK_N=32, BLOCK_K=32, GROUP_M=8))
+    assert ".entry" in compiled.asm["ptx"]
+    assert "scf.if" not in bwd.derived_ir()
+
+
 def test_while_loop_is_kept_and_replayed():
     bwd, _ = derive("while_sum")
     ir = bwd.derived_ir()

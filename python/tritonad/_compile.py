@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from typing import Dict, List, Optional
 
 import torch
@@ -62,22 +63,38 @@ class CompileError(TypeError):
 # Traced by Dynamo
 # ---------------------------------------------------------------------------
 
-def call_launcher(launcher, args, kwargs):
-    """A differentiable launcher called under Dynamo."""
-    return _call(launcher, (tuple(args), dict(kwargs)))
+# Dynamo sees owners (launchers, kernel bridges) only by name: torch versions
+# differ in which user objects they accept as arguments of a function with an
+# assumed-constant result, strings they all accept.
+_OWNERS: "weakref.WeakValueDictionary[str, object]" = weakref.WeakValueDictionary()
 
 
-def launch_kernel(op, grid, args, kwargs):
+def register_owner(name: str, owner) -> None:
+    """Makes `owner` reachable under Dynamo by its unique name."""
+    with _LOCK:
+        _OWNERS[name] = owner
+
+
+def _owner(name: str):
+    return _OWNERS[name]
+
+
+def call_launcher(name, args, kwargs):
+    """A differentiable launcher (registered as `name`) called under Dynamo."""
+    return _call(name, (tuple(args), dict(kwargs)))
+
+
+def launch_kernel(name, grid, args, kwargs):
     """``tritonad.autograd(kernel, outputs=...)[grid](...)`` under Dynamo."""
     if callable(grid):
-        grid = _evaluate_grid(op, grid, args, kwargs)
-    return _call(op, ((grid,) + tuple(args), dict(kwargs)))
+        grid = _evaluate_grid(name, grid, args, kwargs)
+    return _call(name, ((grid,) + tuple(args), dict(kwargs)))
 
 
-def _call(owner, packed):
+def _call(name, packed):
     tensors, ints, floats = [], [], []
     static = _encode(packed, tensors, ints, floats)
-    key = _intern(owner, static)
+    key = _intern(name, static)
     outs = torch.ops.tritonad.launch(key, tensors, ints, floats)
     structure, replaced = _traced_info(key)
     for out_index, tensor_index in replaced:
@@ -137,20 +154,20 @@ def _rebuild(structure, outs, tensors):
     return dict(zip(structure[2], items))
 
 
-def _evaluate_grid(op, grid, args, kwargs):
+def _evaluate_grid(name, grid, args, kwargs):
     """A callable grid, called as Triton would (META: the arguments by name and,
     for an autotuned kernel, each config's values) at trace time: the result is
     ints (SymInts), which the operator can take."""
-    meta = dict(zip(_param_names(op), args))
+    meta = dict(zip(_param_names(name), args))
     meta.update(kwargs)
     metas = [meta]
     autotuned = False
-    for kind, items in _wrappers_of(op):
+    for kind, items in _wrappers_of(name):
         if kind == "heuristics":
             # (their values would be computed at trace time from SymInts, which
             # neither they nor Dynamo's own Triton support handle in general)
             raise CompileError(
-                f"tritonad.autograd({op.name}, outputs=...) under torch.compile: a grid "
+                f"tritonad.autograd({name}, outputs=...) under torch.compile: a grid "
                 "callable of a @triton.heuristics kernel is evaluated at trace time, before "
                 "the heuristics run; pass a tuple grid, or launch the kernel from a Python "
                 "function decorated with @tritonad.autograd (any grid works there)")
@@ -168,16 +185,17 @@ def _evaluate_grid(op, grid, args, kwargs):
 
 
 @torch._dynamo.assume_constant_result
-def _param_names(op):
-    return tuple(op.names)
+def _param_names(name):
+    return tuple(_owner(name).names)
 
 
 @torch._dynamo.assume_constant_result
-def _wrappers_of(op):
+def _wrappers_of(name):
     """(("heuristics", names) | ("autotune", (((name, value), ...) per config, ...)),
     ...), outermost first (constants: Dynamo bakes them into the graph)."""
     from triton.runtime.autotuner import Autotuner, Heuristics
 
+    op = _owner(name)
     found, kernel = [], op.kernel
     while isinstance(kernel, (Autotuner, Heuristics)):
         if isinstance(kernel, Heuristics):
@@ -194,27 +212,11 @@ def _wrappers_of(op):
 # Run at trace time (assume_constant_result): registry of owners and traces
 # ---------------------------------------------------------------------------
 
-_OWNER_NAMES: Dict[int, tuple] = {}
-
-
-def _owner_name(owner) -> str:
-    name = getattr(owner, "tritonad_name", None)
-    if name is not None:
-        return name
-    entry = _OWNER_NAMES.get(id(owner))
-    if entry is None or entry[0] is not owner:
-        base = f"{owner.name}{list(owner.outputs)}{sorted(owner.grad_options.items())}"
-        taken = sum(1 for o, n in _OWNER_NAMES.values() if n.split("#")[0] == base)
-        entry = (owner, base if taken == 0 else f"{base}#{taken}")
-        _OWNER_NAMES[id(owner)] = entry
-    return entry[1]
-
-
 class _Entry:
-    def __init__(self, owner, static):
+    def __init__(self, name, owner, static):
         from tritonad._launcher import DifferentiableLauncher
 
-        self.owner, self.static = owner, static
+        self.name, self.owner, self.static = name, owner, static
         self.is_launcher = isinstance(owner, DifferentiableLauncher)
         self.grad_indices = tuple(i for i, flag in _tensor_flags(static) if flag)
 
@@ -253,12 +255,13 @@ def _tensor_flags(static):
 
 
 @torch._dynamo.assume_constant_result
-def _intern(owner, static) -> str:
-    key = f"{_owner_name(owner)}:{static!r}"
+def _intern(name, static) -> str:
+    key = f"{name}:{static!r}"
+    owner = _owner(name)
     with _LOCK:
         entry = _ENTRIES.get(key)
         if entry is None or entry.owner is not owner:
-            _ENTRIES[key] = _Entry(owner, static)
+            _ENTRIES[key] = _Entry(name, owner, static)
     return key
 
 
@@ -278,7 +281,7 @@ class _GridTable:
     values in META."""
 
     def __init__(self, op, grids):
-        self.configs = [dict(config) for kind, configs in _wrappers_of(op)
+        self.configs = [dict(config) for kind, configs in _wrappers_of(op.tritonad_name)
                         if kind == "autotune" for config in configs]
         self.grids = grids
 
@@ -328,7 +331,7 @@ def _trace(entry, tensors, ints, floats):
             if isinstance(value, torch.Tensor) and value.numel() and \
                     "store" in roles.get(param, ()):
                 stored.add(storage_id(value))
-    name = _owner_name(entry.owner)
+    name = entry.name
     grad_indices = set(entry.grad_indices)
     replaced = []
     by_storage = {}
@@ -440,7 +443,7 @@ def _run(key, tensors, ints, floats):
     with _autograd_enabled():
         result = entry.call(args, kwargs)
     outputs = [inputs[i] for _, i in replaced]
-    _collect(structure, result, outputs, _owner_name(entry.owner))
+    _collect(structure, result, outputs, entry.name)
     return leaves, outputs
 
 

@@ -23,7 +23,6 @@ import contextvars
 import functools
 import inspect
 import threading
-import types
 from typing import Any, Dict, List, Optional, Sequence
 
 from tritonad._kernel_grad import unwrap
@@ -116,7 +115,30 @@ def autograd(fn=None, outputs: Optional[Sequence[str]] = None, **options):
         raise TypeError(f"{unknown}: not options of tritonad.autograd of a launcher (it takes "
                         f"{list(_LAUNCHER_OPTIONS)}); wrt= and pointers= are per kernel: "
                         "use tritonad.autograd(kernel, outputs=..., ...) for that kernel")
-    return DifferentiableLauncher(fn, **options)
+    return _as_function(DifferentiableLauncher(fn, **options))
+
+
+def _as_function(launcher: "DifferentiableLauncher"):
+    """The launcher as a plain function: it binds as a method, and torch.compile
+    handles it wherever it handles functions (an attribute of a module, a
+    closure); under Dynamo it reaches the launcher only by name."""
+    from tritonad._compile import register_owner
+
+    name = launcher.tritonad_name
+    register_owner(name, launcher)
+
+    @functools.wraps(launcher.fn)
+    def differentiable(*args, **kwargs):
+        import torch
+
+        if torch.compiler.is_dynamo_compiling():
+            from tritonad._compile import call_launcher
+            return call_launcher(name, args, kwargs)
+        return launcher(*args, **kwargs)
+
+    differentiable.tritonad_launcher = launcher
+    differentiable.mode = launcher.mode
+    return differentiable
 
 
 def _is_kernel(obj) -> bool:
@@ -162,16 +184,9 @@ class DifferentiableLauncher:
     def __repr__(self):
         return f"tritonad.autograd({self.tritonad_name})"
 
-    def __get__(self, instance, owner=None):
-        # Decorating a method: bind self like a function would.
-        return self if instance is None else types.MethodType(self, instance)
-
     def __call__(self, *args, **kwargs):
         import torch
 
-        if torch.compiler.is_dynamo_compiling():
-            from tritonad._compile import call_launcher
-            return call_launcher(self, args, kwargs)
         if not torch.is_grad_enabled():
             return self.fn(*args, **kwargs)
         return run_differentiable(self, args, kwargs)

@@ -67,6 +67,10 @@ class _DifferentiableKernel:
         self.mentioned = {n.id for n in ast.walk(function_def(fn)) if isinstance(n, ast.Name)}
         self.discovered = pointer_roles(fn)
         self._function = _make_function(torch)
+        from tritonad._compile import register_owner
+        from tritonad._launcher import _unique_name
+        self.tritonad_name = _unique_name(fn)
+        register_owner(self.tritonad_name, self)
 
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
@@ -78,7 +82,7 @@ class _DifferentiableKernel:
 
         if torch.compiler.is_dynamo_compiling():  # one custom operator (tritonad._compile)
             from tritonad._compile import launch_kernel
-            return launch_kernel(self, grid, args, kwargs)
+            return launch_kernel(self.tritonad_name, grid, args, kwargs)
         if len(args) > len(self.names):
             raise TypeError(f"too many arguments: the kernel takes {self.names}")
         bound = dict(zip(self.names, args))

@@ -495,7 +495,9 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   // loop around it revisiting addresses.
   bool storeOnly = (overwrite || toPartialBuffer) && loadSites.lookup(base) == 1 &&
                    writtenOncePerProgram(load);
-  auto emitPlain = [&](OpBuilder &b) {
+  // Accesses are predicated rather than branched: Triton 3.6's Hopper pipeliner
+  // fails on a dot result consumed inside an scf.if of a pipelined loop.
+  auto emitPlain = [&](OpBuilder &b, Value mask) {
     if (storeOnly) {
       createStore(b, loc, *shadow, g, mask);
       return;
@@ -507,7 +509,7 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   auto plainLabel = [&](StringRef why) {
     return (storeOnly ? "overwrite (" : "plain (") + why.str() + ")";
   };
-  auto emitAtomic = [&](OpBuilder &b) -> LogicalResult {
+  auto emitAtomic = [&](OpBuilder &b, Value mask) -> LogicalResult {
     if (!hasArithmetic(g.getType()))
       return load.emitError("cannot accumulate the gradient of '")
              << name << "' with atomics, which this kernel would need here: GPUs have no "
@@ -519,13 +521,10 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
 
   // Programs along an axis the kernel never reads are duplicates of the first
   // one (they store the same values to the same places): only it accumulates.
-  OpBuilder::InsertionGuard guard(builder);
-  if (Value first = firstDuplicate(builder, loc)) {
-    auto onlyFirst = scf::IfOp::create(builder, loc, TypeRange{}, first, /*else=*/false);
-    builder.setInsertionPointToStart(onlyFirst.thenBlock());
-  }
+  if (Value first = firstDuplicate(builder, loc))
+    mask = predicate(builder, loc, mask, first, g.getType());
   if (mode == AccumulationMode::Atomic) {
-    if (failed(emitAtomic(builder)))
+    if (failed(emitAtomic(builder, mask)))
       return failure();
     schedule[name] = "atomic (atomics requested)";
     return success();
@@ -537,7 +536,7 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
       return load.emitError("deterministic mode: '")
              << name << "' is loaded at " << loadSites.lookup(base)
              << " places; accumulating their gradients into one shadow needs atomics";
-    if (failed(emitAtomic(builder)))
+    if (failed(emitAtomic(builder, mask)))
       return failure();
     schedule[name] = "atomic (loaded at " + std::to_string(loadSites.lookup(base)) +
                      " places: accumulations into one shadow are not ordered)";
@@ -551,7 +550,7 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
              << loop->getLoc() << " moves the addresses of '" << name
              << "' by less than the tile, so its iterations revisit addresses through other "
              << "lanes; accumulating its gradient needs atomics";
-    if (failed(emitAtomic(builder)))
+    if (failed(emitAtomic(builder, mask)))
       return failure();
     schedule[name] = "atomic (a loop moves its addresses by less than the tile: iterations "
                      "revisit addresses through other lanes)";
@@ -559,7 +558,7 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   }
   if (toPartialBuffer) {
     // Each program owns its slot: exclusive by construction.
-    emitPlain(builder);
+    emitPlain(builder, mask);
     schedule[name] = std::string("partial buffer (every program adds to it: each program of "
                                  "the backward handles several of the forward's and ") +
                      (storeOnly ? "stores" : "accumulates") +
@@ -570,7 +569,7 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   ExclusiveAccess access = analyzeExclusiveAccess(builder, loc, load.getPtr(), load.getMask(),
                                                   forward, usedAxes);
   if (access.known && *access.known) {
-    emitPlain(builder);
+    emitPlain(builder, mask);
     if (!schedule.count(name))
       schedule[name] = plainLabel(access.explanation);
     return success();
@@ -580,21 +579,20 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
            << name << "' is touched by one program only (" << access.explanation
            << "); accumulating its gradient needs atomics";
   if (access.known && !*access.known) {
-    if (failed(emitAtomic(builder)))
+    if (failed(emitAtomic(builder, mask)))
       return failure();
     schedule[name] = "atomic (" + access.explanation + ")";
     return success();
   }
   // Exclusive only for some launch configurations: check at run time.
-  auto branch = scf::IfOp::create(builder, loc, TypeRange{}, access.condition, /*else=*/true);
-  OpBuilder thenBuilder = branch.getThenBodyBuilder();
-  emitPlain(thenBuilder);
-  OpBuilder elseBuilder = branch.getElseBodyBuilder();
-  if (failed(emitAtomic(elseBuilder)))
+  Value always = arith::ConstantOp::create(builder, loc, builder.getBoolAttr(true));
+  Value otherwise = arith::XOrIOp::create(builder, loc, access.condition, always);
+  emitPlain(builder, predicate(builder, loc, mask, access.condition, g.getType()));
+  if (failed(emitAtomic(builder, predicate(builder, loc, mask, otherwise, g.getType()))))
     return failure();
   schedule[name] = (storeOnly ? "overwrite when " : "plain when ") +
                    access.explanation.substr(access.explanation.find(':') + 2) +
-                   ", else atomic (a branch uniform over the program)";
+                   ", else atomic (predicated on a condition uniform over the program)";
   return success();
 }
 

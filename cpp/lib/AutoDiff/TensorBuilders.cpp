@@ -115,6 +115,12 @@ void createStore(OpBuilder &builder, Location loc, Value ptr, Value value, Value
   builder.create(state);
 }
 
+Value predicate(OpBuilder &builder, Location loc, Value mask, Value cond, Type like) {
+  if (auto tensor = dyn_cast<RankedTensorType>(like))
+    cond = tt::SplatOp::create(builder, loc, tensor.clone(builder.getI1Type()), cond);
+  return mask ? arith::AndIOp::create(builder, loc, mask, cond).getResult() : cond;
+}
+
 void createAtomicAdd(OpBuilder &builder, Location loc, Value ptr, Value value, Value mask) {
   MLIRContext *context = builder.getContext();
   OperationState state(loc, tt::AtomicRMWOp::getOperationName());

@@ -34,6 +34,10 @@ mlir::Value createLoad(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value
 void createStore(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value ptr, mlir::Value value,
                  mlir::Value mask);
 /// Relaxed, GPU-scope atomic fadd of `value` at `ptr` under the mask.
+// mask & cond, with the scalar i1 cond splat to the shape of `like` (cond
+// alone when there is no mask).
+mlir::Value predicate(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value mask,
+                      mlir::Value cond, mlir::Type like);
 void createAtomicAdd(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value ptr,
                      mlir::Value value, mlir::Value mask);
 

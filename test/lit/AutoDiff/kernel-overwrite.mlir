@@ -46,10 +46,9 @@ module {
 // REMARK: remark: accumulation of x: plain (proven
 // CHECK-LABEL: tt.func public @bwd
 // CHECK: scf.for
-// CHECK: scf.if
-// CHECK-NEXT: %[[OLD:.+]] = tt.load %[[P:[^ ]+]] :
+// CHECK: %[[OLD:.+]] = tt.load %[[P:[^ ,]+]], %[[FIRST:[^ ,]+]], {{.+}} :
 // CHECK-NEXT: %[[NEW:.+]] = arith.addf %[[OLD]]
-// CHECK-NEXT: tt.store %[[P]], %[[NEW]]
+// CHECK-NEXT: tt.store %[[P]], %[[NEW]], %[[FIRST]]
 module {
   tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %n: i32 loc("n")) {
     %c0 = arith.constant 0 : i32

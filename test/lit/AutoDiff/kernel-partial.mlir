@@ -64,7 +64,7 @@ module {
 // REMARK: remark: accumulation of w: partial buffer
 // CHECK-LABEL: tt.func public @bwd
 // CHECK: %[[SUM:.+]] = scf.for {{.*}} -> (tensor<64xf32>)
-// CHECK: tt.store %{{.+}}, %[[SUM]] : tensor<64x!tt.ptr<f32>>
+// CHECK: tt.store %{{.+}}, %[[SUM]], %{{.+}} : tensor<64x!tt.ptr<f32>>
 // CHECK-NOT: tt.atomic_rmw
 module {
   tt.func public @fwd(%x: !tt.ptr<bf16> loc("x"), %w: !tt.ptr<bf16> loc("w"), %y: !tt.ptr<f32> loc("y"), %n: i32 loc("n")) {
@@ -103,11 +103,12 @@ module {
 // CHECK-LABEL: tt.func public @bwd
 // CHECK: scf.for
 // CHECK: scf.for
-// CHECK: scf.if
-// CHECK-NEXT: %[[OLD:.+]] = tt.load %[[SLOT:[^ ,]+]], {{.+}} : tensor<64x!tt.ptr<f32>>
+// CHECK: %[[FIRST_T:.+]] = tt.splat %{{.+}} : i1 -> tensor<64xi1>
+// CHECK-NEXT: %[[GUARD:.+]] = arith.andi %{{.+}}, %[[FIRST_T]]
+// CHECK-NEXT: %[[OLD:.+]] = tt.load %[[SLOT:[^ ,]+]], %[[GUARD]], %{{.+}} : tensor<64x!tt.ptr<f32>>
 // CHECK-NEXT: %[[NEW:.+]] = arith.addf %[[OLD]]
-// CHECK-NEXT: tt.store %[[SLOT]], %[[NEW]]
-// (x's gradient keeps its run-time branch: atomics only if rows overlap)
+// CHECK-NEXT: tt.store %[[SLOT]], %[[NEW]], %[[GUARD]]
+// (x's gradient keeps its run-time check: atomics only if rows overlap)
 // CHECK-NOT: tt.atomic_rmw fadd, relaxed, gpu, %[[SLOT]],
 module {
   tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %w: !tt.ptr<f32> loc("w"), %y: !tt.ptr<f32> loc("y"), %n: i32 loc("n")) {
