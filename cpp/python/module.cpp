@@ -11,6 +11,50 @@ namespace {
 struct MLIRError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// ("const", v) | ("arg", name) | ("programs", axis) | (op, operand, ...):
+// nested tuples, so they survive Triton's JSON metadata as lists.
+py::tuple symbolicToPython(const tritonad::SymbolicInt &symbol) {
+  using Op = tritonad::SymbolicInt::Op;
+  switch (symbol.op) {
+  case Op::Constant: return py::make_tuple("const", symbol.value);
+  case Op::Argument: return py::make_tuple("arg", symbol.name);
+  case Op::NumPrograms: return py::make_tuple("programs", symbol.value);
+  default: break;
+  }
+  static const char *names[] = {"", "", "", "add", "sub", "mul", "divs", "rems", "min", "max",
+                                "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "xor",
+                                "select"};
+  py::list items;
+  items.append(names[static_cast<int>(symbol.op)]);
+  for (const auto &operand : symbol.operands)
+    items.append(symbolicToPython(operand));
+  return py::tuple(items);
+}
+
+// {shadow: {"digits": [(coefficient, extent)], "clamps": [([(digit, k)], bound)],
+//           "condition": expression}}
+py::dict coverageToPython(const std::vector<tritonad::ShadowCoverage> &coverage) {
+  py::dict result;
+  for (const auto &shadow : coverage) {
+    py::list digits, clamps;
+    for (const auto &digit : shadow.digits)
+      digits.append(py::make_tuple(symbolicToPython(digit.coefficient),
+                                   symbolicToPython(digit.extent)));
+    for (const auto &clamp : shadow.clamps) {
+      py::list terms;
+      for (const auto &[digit, k] : clamp.terms)
+        terms.append(py::make_tuple(digit, k));
+      clamps.append(py::make_tuple(terms, symbolicToPython(clamp.bound)));
+    }
+    py::dict entry;
+    entry["digits"] = digits;
+    entry["clamps"] = clamps;
+    entry["condition"] = symbolicToPython(shadow.condition);
+    result[py::str(shadow.shadow)] = entry;
+  }
+  return result;
+}
 } // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -80,14 +124,15 @@ PYBIND11_MODULE(_C, m) {
         if (!result.ok)
           throw MLIRError(result.diagnostics);
         return py::make_tuple(result.output, result.report, result.writtenShadows,
-                              result.partialShadows);
+                              result.partialShadows, coverageToPython(result.coverage));
       },
       py::arg("ir"), py::arg("primal"), py::arg("into"), py::arg("bindings"),
       py::arg("mode") = 0, py::arg("overwrite") = false, py::arg("generic") = false,
       py::arg("debug_info") = true, py::arg("buffer_name") = "<ttir>",
       "Replace kernel @into's body with the backward of kernel @primal; returns (ir, report, "
       "names of the shadows it stores into, names of the shadows whose gradient it leaves in "
-      "slots of its workspace).");
+      "slots of its workspace, and the coverage of the shadows it stores once per element: "
+      "{shadow: {'digits', 'clamps', 'condition'}}).");
 
   m.def(
       "describe",

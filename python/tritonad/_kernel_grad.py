@@ -39,6 +39,7 @@ class _KernelSpec:
     schedules: Dict[str, str] = field(default_factory=dict)
     written: Dict[str, List[str]] = field(default_factory=dict)  # shadows it stores into
     partial: Dict[str, List[str]] = field(default_factory=dict)  # shadows in workspace slots
+    coverage: Dict[str, dict] = field(default_factory=dict)  # shadows stored once per element
     sources: Dict[str, dict] = field(default_factory=dict)  # rendered Python (_render records)
 
 
@@ -205,6 +206,7 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     bwd.schedule = lambda: _recorded(spec.schedules, bwd, "tritonad_schedule")
     bwd.written_shadows = lambda: _recorded(spec.written, bwd, "tritonad_written")
     bwd.partial_shadows = lambda: _recorded(spec.partial, bwd, "tritonad_partial")
+    bwd.coverage = lambda: _recorded(spec.coverage, bwd, "tritonad_coverage")
     bwd.accumulate = accumulate
     bwd.source = lambda: source_of(_recorded(spec.sources, bwd, "tritonad_source"))
     if getattr(fn, "tritonad_interpreted", None) is not None:
@@ -252,6 +254,8 @@ def _make_shadows_optional(bwd, order, shadows, spec):
                                use_partial=spec.mode != "atomic")
 
     bwd.run = run_with_optional_shadows
+    # (callers may pass shadows uninitialized only to kernels launched this way)
+    bwd.tritonad_launch_path = True
 
 
 def _rewrap(bwd, wrappers, shadows):
@@ -271,7 +275,7 @@ def _rewrap(bwd, wrappers, shadows):
                             "backward kernel")
         for attr in ("tritonad_primal", "launch_signature", "shadows", "pointer_roles",
                      "derived_ir", "schedule", "written_shadows", "partial_shadows",
-                     "accumulate", "source"):
+                     "coverage", "accumulate", "source", "tritonad_launch_path"):
             setattr(result, attr, getattr(bwd, attr))
     return result
 
@@ -319,7 +323,7 @@ def _materialize_backward(text: str, metadata: dict) -> str:
             raise DifferentiationError(f"tritonad: backward placeholder {name} lost its call")
         primal = symbol_name(call.group(1))
         try:
-            text, report, written, partial = _C.differentiate_kernel(
+            text, report, written, partial, coverage = _C.differentiate_kernel(
                 text, primal, name, spec.bindings, _MODES[spec.mode],
                 overwrite=not spec.accumulate)
         except MLIRError as error:
@@ -330,10 +334,12 @@ def _materialize_backward(text: str, metadata: dict) -> str:
         spec.schedules[name] = report
         spec.written[name] = list(written)
         spec.partial[name] = list(partial)
+        spec.coverage[name] = coverage
         metadata.setdefault("tritonad_derived", {})[name] = spec.derived[name]
         metadata.setdefault("tritonad_schedule", {})[name] = report
         metadata.setdefault("tritonad_written", {})[name] = list(written)
         metadata.setdefault("tritonad_partial", {})[name] = list(partial)
+        metadata.setdefault("tritonad_coverage", {})[name] = coverage
         spec.sources[name] = render_record(text, name, name=f"{spec.primal.__name__}_backward",
                                            header=header("Backward", spec.primal))
         metadata.setdefault("tritonad_source", {})[name] = spec.sources[name]
@@ -349,6 +355,7 @@ def _restore_backward(metadata: dict) -> None:
     is part of the cache key, so a hit means this process made the same one."""
     for key, into in (("tritonad_derived", "derived"), ("tritonad_schedule", "schedules"),
                       ("tritonad_written", "written"), ("tritonad_partial", "partial"),
+                      ("tritonad_coverage", "coverage"),
                       ("tritonad_source", "sources")):
         for name, text in metadata.get(key, {}).items():
             spec = _spec_of(name)

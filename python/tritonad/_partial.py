@@ -13,10 +13,14 @@ it is derived, and read back from the compiled kernel's metadata.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 
 import triton
 import triton.language as tl
+
+from tritonad import _coverage
 
 WORKSPACE_PARAMS = ("tritonad_workspace", "tritonad_slot", "tritonad_programs")
 _PROGRAMS_PER_SM = 2
@@ -25,9 +29,10 @@ _SUM_ROWS, _SUM_COLS = 32, 256
 
 @triton.jit
 def _add_slot_sums(slots_ptr, out_ptr, programs, slot, span,
-                   ROWS: tl.constexpr, COLS: tl.constexpr):
-    # out[c] += sum_p slots[p, c] for a contiguous `out` of `span` elements: the
-    # programs' slots are summed in a fixed order, then rounded once.
+                   ROWS: tl.constexpr, COLS: tl.constexpr, OVERWRITE: tl.constexpr):
+    # out[c] += sum_p slots[p, c] (= with OVERWRITE, for an uninitialized `out`)
+    # for a contiguous `out` of `span` elements: the programs' slots are summed
+    # in a fixed order, then rounded once.
     cols = tl.program_id(0) * COLS + tl.arange(0, COLS)
     acc = tl.zeros([ROWS, COLS], dtype=slots_ptr.dtype.element_ty)
     for p0 in range(0, programs, ROWS):
@@ -36,8 +41,9 @@ def _add_slot_sums(slots_ptr, out_ptr, programs, slot, span,
         acc += tl.load(slots_ptr + rows[:, None].to(tl.int64) * slot + cols[None, :], mask=mask,
                        other=0.0)
     total = tl.sum(acc, axis=0)
-    old = tl.load(out_ptr + cols, mask=cols < span, other=0.0).to(total.dtype)
-    tl.store(out_ptr + cols, (old + total).to(out_ptr.dtype.element_ty), mask=cols < span)
+    if not OVERWRITE:
+        total += tl.load(out_ptr + cols, mask=cols < span, other=0.0).to(total.dtype)
+    tl.store(out_ptr + cols, total.to(out_ptr.dtype.element_ty), mask=cols < span)
 
 
 def _programs_along_axis0(grid, kwargs) -> int:
@@ -68,6 +74,32 @@ def _device_of(kwargs):
     return None
 
 
+# Shadow tensors a caller allocated uninitialized (``uninitialized``), by id():
+# every launch zero-fills each one first unless the backward's stores reach all
+# of it (so an autotuner's trials, which restore the shadows, see the same).
+_UNINITIALIZED: contextvars.ContextVar = contextvars.ContextVar("tritonad_uninitialized",
+                                                               default={})
+
+
+@contextlib.contextmanager
+def uninitialized(tensors):
+    """Within this block, launches of derived backward kernels treat `tensors`
+    (shadows allocated with torch.empty, each passed to one launch) as holding
+    garbage: the launch fills one with zeros unless the kernel stores every
+    element of it (coverage checked with the launch's arguments and grid), and
+    stores a partial-buffer sum into it instead of adding. A tensor no launch
+    reached is zero-filled on exit. Every tensor holds its gradient after."""
+    launched = {id(t): [False] for t in tensors}
+    token = _UNINITIALIZED.set({**_UNINITIALIZED.get(), **launched})
+    try:
+        yield
+    finally:
+        _UNINITIALIZED.reset(token)
+        for t in tensors:
+            if not launched[id(t)][0]:
+                t.zero_()
+
+
 def launch(run, grid, warmup, kwargs, shadows, use_partial: bool):
     """Runs the backward (`run` is JITFunction.run) with the workspace parameters
     filled in; with partial buffers, launches G programs and sums the slots into
@@ -79,10 +111,18 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool):
         raise TypeError(f"{given} are set by tritonad's launch path; do not pass them")
     any_tensor = _device_of(kwargs)
     programs = _programs_along_axis0(grid, kwargs) if grid is not None else 0
-    if not use_partial or any_tensor is None or programs <= 1 or \
-            not any(isinstance(kwargs.get(s), torch.Tensor) for s in shadows):
+    pending = _UNINITIALIZED.get()
+    garbage = [s for s in shadows
+               if isinstance(kwargs.get(s), torch.Tensor) and id(kwargs[s]) in pending]
+    partial_possible = use_partial and any_tensor is not None and programs > 1 and \
+        any(isinstance(kwargs.get(s), torch.Tensor) for s in shadows)
+    if not partial_possible:
         kwargs.update(tritonad_workspace=None, tritonad_slot=0, tritonad_programs=programs)
-        return run(grid=grid, warmup=warmup, **kwargs)
+        if not garbage or warmup:
+            return run(grid=grid, warmup=warmup, **kwargs)
+        kernel = run(grid=grid, warmup=True, **kwargs)
+        _initialize(garbage, kernel, kwargs, grid, partial=())
+        return run(grid=grid, warmup=False, **kwargs)
     # The workspace's dtype is part of the kernel's signature: fp64 slots for
     # fp64 gradients (gradcheck), fp32 otherwise.
     wide = any(isinstance(kwargs.get(s), torch.Tensor) and kwargs[s].dtype == torch.float64
@@ -97,26 +137,69 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool):
     kernel = run(grid=grid, warmup=True, **kwargs)
     recorded = getattr(getattr(kernel, "metadata", None), "tritonad_partial", None) or {}
     partial = [name for names in recorded.values() for name in names]
-    if warmup or not partial:
-        return kernel if warmup else run(grid=grid, warmup=False, **kwargs)
+    if warmup:
+        return kernel
+    if not partial:
+        _initialize(garbage, kernel, kwargs, grid, partial=())
+        return run(grid=grid, warmup=False, **kwargs)
 
     targets = [kwargs[name] for name in partial]
     slot = max(_span(t) for t in targets)
     slot = (slot + 15) // 16 * 16  # (aligned slots: vectorized stores)
     workers = min(programs, _workers(device.index if device.index is not None
                                      else torch.cuda.current_device()))
-    # Zeros: a program stores only the addresses its loads touched.
-    workspace = torch.zeros(len(partial), workers, slot, dtype=dtype, device=device)
-    kwargs.update(tritonad_workspace=workspace, tritonad_slot=slot)
-    if callable(grid):
-        grid = grid(kwargs)
-    kernel = run(grid=(workers, *tuple(grid)[1:]), warmup=False, **kwargs)
-    for group, shadow in enumerate(targets):
+    launch_grid = (workers, *_coverage.grid_of(grid, kwargs)[1:])
+    kwargs.update(tritonad_slot=slot)
+    # A program stores only the addresses its loads touch: the slots need zeros
+    # unless every slot's stores reach all of its shadow's elements.
+    slots_covered = _covered(kernel, kwargs, launch_grid, partial)
+    make = torch.empty if len(slots_covered) == len(partial) else torch.zeros
+    workspace = make(len(partial), workers, slot, dtype=dtype, device=device)
+    kwargs.update(tritonad_workspace=workspace)
+    overwrite = {name for name in partial if name in garbage}
+    _initialize([s for s in garbage if s not in overwrite], kernel, kwargs, launch_grid,
+                partial=partial)
+    kernel = run(grid=launch_grid, warmup=False, **kwargs)
+    for group, (name, shadow) in enumerate(zip(partial, targets)):
         span = _span(shadow)
         if shadow.is_contiguous():
             _add_slot_sums[(triton.cdiv(span, _SUM_COLS),)](
-                workspace[group], shadow, workers, slot, span, ROWS=_SUM_ROWS, COLS=_SUM_COLS)
+                workspace[group], shadow, workers, slot, span, ROWS=_SUM_ROWS, COLS=_SUM_COLS,
+                OVERWRITE=name in overwrite)
         else:
-            summed = workspace[group, :, :span].sum(dim=0)
-            shadow.add_(summed.as_strided(shadow.shape, shadow.stride()))
+            summed = workspace[group, :, :span].sum(dim=0).as_strided(shadow.shape,
+                                                                      shadow.stride())
+            shadow.copy_(summed) if name in overwrite else shadow.add_(summed)
+    _mark_initialized(overwrite, kwargs)
     return kernel
+
+
+def _coverage_of(kernel) -> dict:
+    recorded = getattr(getattr(kernel, "metadata", None), "tritonad_coverage", None) or {}
+    merged = {}
+    for by_shadow in recorded.values():
+        merged.update(by_shadow)
+    return merged
+
+
+def _covered(kernel, kwargs, grid, names):
+    """The shadows among `names` whose every element the kernel stores."""
+    records = _coverage_of(kernel)
+    grid = _coverage.grid_of(grid, kwargs)
+    return {name for name in names if name in records and
+            _coverage.covers(records[name], kwargs[name], kwargs, grid)}
+
+
+def _initialize(garbage, kernel, kwargs, grid, partial):
+    """Zero-fills the uninitialized shadows the kernel does not wholly store."""
+    covered = _covered(kernel, kwargs, grid, [s for s in garbage if s not in partial])
+    for name in garbage:
+        if name not in covered:
+            kwargs[name].zero_()
+    _mark_initialized(garbage, kwargs)
+
+
+def _mark_initialized(names, kwargs):
+    pending = _UNINITIALIZED.get()
+    for name in names:
+        pending[id(kwargs[name])][0] = True

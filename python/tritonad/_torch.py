@@ -6,7 +6,7 @@ import ast
 from typing import Sequence
 
 from tritonad._kernel_grad import kernel_grad, unwrap
-from tritonad._partial import _span
+from tritonad._partial import _span, uninitialized
 from tritonad._source import constexpr_names, function_def, param_names, pointer_roles
 
 
@@ -143,12 +143,13 @@ def _overlaps(t) -> bool:
     return False
 
 
-def shadow_like(t, torch, upstream=None):
-    """Zeros (or a copy of `upstream`) laid out exactly as t, in its dtype: the
-    backward addresses a shadow with the strides the forward used for t (a
-    contiguous buffer would be wrong for a view such as a column slice). The
-    storage spans every address the strides reach, gaps zeroed too."""
-    buffer = torch.zeros(_span(t), dtype=t.dtype, device=t.device).as_strided(t.shape, t.stride())
+def shadow_like(t, torch, upstream=None, empty=False):
+    """Zeros (a copy of `upstream`; uninitialized with `empty`) laid out exactly as
+    t, in its dtype: the backward addresses a shadow with the strides the forward
+    used for t (a contiguous buffer would be wrong for a view such as a column
+    slice). The storage spans every address the strides reach."""
+    make = torch.empty if empty else torch.zeros
+    buffer = make(_span(t), dtype=t.dtype, device=t.device).as_strided(t.shape, t.stride())
     return buffer if upstream is None else buffer.copy_(upstream)
 
 
@@ -199,9 +200,13 @@ def _make_function(torch):
             arguments = dict(bound)
             arguments.update({shadow: None for shadow in shadows.values()})
             input_grads = {}
+            launch_path = getattr(op.backward_kernel, "tritonad_launch_path", False)
             for name, needs in zip(ctx.differentiable, ctx.needs_input_grad[4:]):
                 if needs:  # (no shadow: never read by the kernel, its gradient is zero)
-                    input_grads[name] = shadow_like(bound[name], torch)
+                    # Uninitialized: the launch zero-fills it unless the backward
+                    # stores every element (see _partial.uninitialized).
+                    input_grads[name] = shadow_like(bound[name], torch,
+                                                    empty=name in shadows and launch_path)
                     if name in shadows:
                         arguments[shadows[name]] = input_grads[name]
             if not any(name in shadows for name in input_grads):
@@ -220,7 +225,9 @@ def _make_function(torch):
                 if grad is None or written is None or shadow in written or \
                         not _same_layout(grad, out):
                     arguments[shadow] = shadow_like(out, torch, grad)
-            op.backward_kernel[ctx.grid](**arguments)
+            with uninitialized([input_grads[n] for n in input_grads
+                                if n in shadows and launch_path]):
+                op.backward_kernel[ctx.grid](**arguments)
             return (None, None, None, None,
                     *[input_grads.get(name) for name in ctx.differentiable])
 

@@ -4,6 +4,8 @@
 #ifndef TRITONAD_API_H
 #define TRITONAD_API_H
 
+#include "tritonad/Coverage.h"
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +19,7 @@ struct Result {
   std::string report;      // what a transformation chose (e.g. the accumulation per shadow)
   std::vector<std::string> writtenShadows; // kernel backward: shadow arguments it stores into
   std::vector<std::string> partialShadows; // kernel backward: shadows left in workspace slots
+  std::vector<ShadowCoverage> coverage;     // kernel backward: shadows stored once per element
 };
 
 struct PrintOptions {

@@ -325,6 +325,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
       &report.text);
   result.writtenShadows = report.writtenShadows;
   result.partialShadows = report.partialShadows;
+  result.coverage = report.coverage;
   return result;
 }
 

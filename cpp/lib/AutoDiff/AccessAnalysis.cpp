@@ -631,3 +631,230 @@ bool iterationsTouchDisjointAddresses(Value ptr, scf::ForOp loop) {
 }
 
 } // namespace tritonad
+
+namespace tritonad {
+namespace {
+
+SymbolicInt symbolic(SymbolicInt::Op op, std::vector<SymbolicInt> operands) {
+  SymbolicInt result;
+  result.op = op;
+  result.operands = std::move(operands);
+  return result;
+}
+
+SymbolicInt symbolicConstant(int64_t value) {
+  SymbolicInt result;
+  result.value = value;
+  return result;
+}
+
+std::optional<SymbolicInt> symbolicCoefficient(const Coefficient &coefficient) {
+  SymbolicInt result = symbolicConstant(coefficient.constant);
+  for (Value factor : coefficient.factors) {
+    std::optional<SymbolicInt> symbol = symbolize(factor);
+    if (!symbol)
+      return std::nullopt;
+    result = symbolic(SymbolicInt::Op::Mul, {result, *symbol});
+  }
+  return result;
+}
+
+// Conjuncts `affine < uniform` of a mask, lanes renumbered through
+// expand_dims; false if any conjunct is something else.
+bool collectClamps(Value mask, SmallVectorImpl<std::pair<Affine, Value>> &clamps) {
+  Operation *def = mask.getDefiningOp();
+  if (!def)
+    return false;
+  if (auto andOp = dyn_cast<arith::AndIOp>(def))
+    return collectClamps(andOp.getLhs(), clamps) && collectClamps(andOp.getRhs(), clamps);
+  if (auto broadcast = dyn_cast<tt::BroadcastOp>(def))
+    return collectClamps(broadcast.getSrc(), clamps);
+  if (auto expand = dyn_cast<tt::ExpandDimsOp>(def)) {
+    size_t first = clamps.size();
+    if (!collectClamps(expand.getSrc(), clamps))
+      return false;
+    for (auto &clamp : llvm::drop_begin(clamps, first)) {
+      Affine shifted;
+      shifted.hasUniform = clamp.first.hasUniform;
+      for (auto &[var, coefficient] : clamp.first.terms) {
+        bool lane = var >= kFirstLane && var < kFirstIv;
+        shifted.terms[lane && var - kFirstLane >= static_cast<int>(expand.getAxis()) ? var + 1
+                                                                                      : var] =
+            coefficient;
+      }
+      clamp.first = shifted;
+    }
+    return true;
+  }
+  auto cmp = dyn_cast<arith::CmpIOp>(def);
+  if (!cmp)
+    return false;
+  Value lhs = cmp.getLhs(), rhs = cmp.getRhs();
+  if (cmp.getPredicate() == arith::CmpIPredicate::sgt)
+    std::swap(lhs, rhs);
+  else if (cmp.getPredicate() != arith::CmpIPredicate::slt)
+    return false;
+  std::optional<Affine> affine = analyze(lhs);
+  std::optional<Value> bound = uniformScalar(rhs);
+  if (!affine || !bound || affine->hasUniform)
+    return false;
+  clamps.push_back({*affine, *bound});
+  return true;
+}
+
+} // namespace
+
+std::optional<SymbolicInt> symbolize(Value scalar) {
+  using Op = SymbolicInt::Op;
+  if (auto splat = scalar.getDefiningOp<tt::SplatOp>())
+    scalar = splat.getSrc();
+  if (std::optional<int64_t> c = constantInt(scalar))
+    return symbolicConstant(getElementTypeOrSelf(scalar.getType()).isInteger(1) ? *c != 0 : *c);
+  if (isa<RankedTensorType>(scalar.getType()))
+    return std::nullopt;
+  if (auto arg = dyn_cast<BlockArgument>(scalar)) {
+    auto name = dyn_cast<NameLoc>(arg.getLoc());
+    if (!isa<tt::FuncOp>(arg.getOwner()->getParentOp()) || !name)
+      return std::nullopt;
+    SymbolicInt result;
+    result.op = Op::Argument;
+    result.name = name.getName().str();
+    return result;
+  }
+  Operation *def = scalar.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  if (auto programs = dyn_cast<tt::GetNumProgramsOp>(def)) {
+    SymbolicInt result;
+    result.op = Op::NumPrograms;
+    result.value = static_cast<int64_t>(programs.getAxis());
+    return result;
+  }
+  if (isa<arith::ExtSIOp, arith::TruncIOp>(def))
+    return symbolize(def->getOperand(0));
+  std::optional<Op> op;
+  if (auto cmp = dyn_cast<arith::CmpIOp>(def)) {
+    switch (cmp.getPredicate()) {
+    case arith::CmpIPredicate::slt: op = Op::Lt; break;
+    case arith::CmpIPredicate::sle: op = Op::Le; break;
+    case arith::CmpIPredicate::sgt: op = Op::Gt; break;
+    case arith::CmpIPredicate::sge: op = Op::Ge; break;
+    case arith::CmpIPredicate::eq: op = Op::Eq; break;
+    case arith::CmpIPredicate::ne: op = Op::Ne; break;
+    default: return std::nullopt; // unsigned: not modelled
+    }
+  } else if (isa<arith::AddIOp>(def)) op = Op::Add;
+  else if (isa<arith::SubIOp>(def)) op = Op::Sub;
+  else if (isa<arith::MulIOp>(def)) op = Op::Mul;
+  else if (isa<arith::DivSIOp>(def)) op = Op::DivS;
+  else if (isa<arith::RemSIOp>(def)) op = Op::RemS;
+  else if (isa<arith::MinSIOp>(def)) op = Op::Min;
+  else if (isa<arith::MaxSIOp>(def)) op = Op::Max;
+  else if (isa<arith::AndIOp>(def)) op = Op::And;
+  else if (isa<arith::OrIOp>(def)) op = Op::Or;
+  else if (isa<arith::XOrIOp>(def)) op = Op::Xor;
+  else if (isa<arith::SelectOp>(def)) op = Op::Select;
+  if (!op)
+    return std::nullopt;
+  std::vector<SymbolicInt> operands;
+  for (Value operand : def->getOperands()) {
+    std::optional<SymbolicInt> symbol = symbolize(operand);
+    if (!symbol)
+      return std::nullopt;
+    operands.push_back(std::move(*symbol));
+  }
+  return symbolic(*op, std::move(operands));
+}
+
+std::optional<ShadowCoverage> analyzeCoverage(Operation *access, Value ptr, Value mask) {
+  using Op = SymbolicInt::Op;
+  scf::ForOp programLoop;
+  for (Operation *parent = access->getParentOp(); !isa<tt::FuncOp>(parent);
+       parent = parent->getParentOp()) {
+    auto loop = dyn_cast<scf::ForOp>(parent);
+    if (!loop)
+      return std::nullopt; // a branch or a while loop: not every program writes
+    if (isProgramLoop(loop))
+      programLoop = loop;
+  }
+  InductionVariables ivs;
+  currentIvs = &ivs;
+  auto resetIvs = llvm::make_scope_exit([] { currentIvs = nullptr; });
+  std::optional<Affine> offsets = pointerOffsets(ptr);
+  if (!offsets || offsets->hasUniform)
+    return std::nullopt;
+  auto type = dyn_cast<RankedTensorType>(ptr.getType());
+
+  ShadowCoverage coverage;
+  std::map<Variable, int> digitOf;
+  for (auto &[var, coefficient] : offsets->terms) {
+    std::optional<SymbolicInt> factor = symbolicCoefficient(coefficient);
+    if (!factor)
+      return std::nullopt;
+    ShadowCoverage::Digit digit{*factor, symbolicConstant(1)};
+    if (var < kFirstLane) {
+      std::optional<SymbolicInt> programs;
+      if (var == 0 && programLoop) {
+        programs = symbolize(programLoop.getUpperBound());
+      } else {
+        SymbolicInt grid;
+        grid.op = Op::NumPrograms;
+        grid.value = var;
+        programs = grid;
+      }
+      if (!programs)
+        return std::nullopt;
+      digit.extent = *programs;
+    } else if (var < kFirstIv) {
+      if (!type)
+        return std::nullopt;
+      digit.extent = symbolicConstant(type.getShape()[var - kFirstLane]);
+    } else {
+      auto [iv, isIterationNumber] = ivs.all[var - kFirstIv];
+      scf::ForOp loop = ivs.loopOf(var);
+      std::optional<int64_t> step = constantInt(loop.getStep());
+      std::optional<SymbolicInt> lower = symbolize(loop.getLowerBound());
+      std::optional<SymbolicInt> upper = symbolize(loop.getUpperBound());
+      if (!step || *step <= 0 || !lower || !upper)
+        return std::nullopt;
+      if (!isIterationNumber) {
+        // iv = lb + k * step: only lb = 0 adds nothing uniform.
+        if (constantInt(loop.getLowerBound()) != 0)
+          return std::nullopt;
+        digit.coefficient = symbolic(Op::Mul, {digit.coefficient, symbolicConstant(*step)});
+      }
+      // k in [0, cdiv(ub - lb, step))
+      digit.extent = symbolic(
+          Op::DivS, {symbolic(Op::Add, {symbolic(Op::Sub, {*upper, *lower}),
+                                        symbolicConstant(*step - 1)}),
+                     symbolicConstant(*step)});
+    }
+    digitOf[var] = coverage.digits.size();
+    coverage.digits.push_back(std::move(digit));
+  }
+
+  SmallVector<std::pair<Affine, Value>> clamps;
+  if (mask && !collectClamps(mask, clamps))
+    return std::nullopt;
+  for (auto &[affine, bound] : clamps) {
+    ShadowCoverage::Clamp clamp;
+    std::optional<SymbolicInt> symbol = symbolize(bound);
+    if (!symbol)
+      return std::nullopt;
+    clamp.bound = *symbol;
+    for (auto &[var, coefficient] : affine.terms) {
+      auto it = digitOf.find(var);
+      if (it == digitOf.end() || !coefficient.isConstant() || coefficient.constant < 0)
+        return std::nullopt;
+      int64_t k = coefficient.constant;
+      // The clamp counts iterations of `iv` itself: k * iv = k * step * index.
+      if (var >= kFirstIv && !ivs.all[var - kFirstIv].second)
+        k *= *constantInt(ivs.loopOf(var).getStep());
+      clamp.terms.push_back({it->second, k});
+    }
+    coverage.clamps.push_back(std::move(clamp));
+  }
+  return coverage;
+}
+
+} // namespace tritonad

@@ -136,6 +136,7 @@ private:
   PartialBuffers partial;
   DenseSet<BlockArgument> inPartialBuffer;
   llvm::StringMap<std::string> schedule; // primal argument name -> how it is accumulated
+  std::vector<ShadowCoverage> coverage;  // shadows stored once per element, and where
   bool usedAxes[3] = {false, false, false};
   DenseMap<BlockArgument, int> loadSites;  // shadowed argument -> loads of it
   DenseMap<BlockArgument, int> storeSites; // shadowed argument -> stores through it
@@ -568,7 +569,23 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   }
   ExclusiveAccess access = analyzeExclusiveAccess(builder, loc, load.getPtr(), load.getMask(),
                                                   forward, usedAxes);
+  // Where every element is stored once, the caller may learn at launch time
+  // that the stores cover the whole tensor and skip zero-filling it.
+  auto recordCoverage = [&](std::optional<SymbolicInt> condition) {
+    if (!storeOnly || toPartialBuffer || !condition)
+      return;
+    std::optional<ShadowCoverage> covered =
+        analyzeCoverage(load, load.getPtr(), load.getMask());
+    if (!covered)
+      return;
+    covered->shadow = argumentName(cast<BlockArgument>(shadows.lookup(base)));
+    covered->condition = std::move(*condition);
+    coverage.push_back(std::move(*covered));
+  };
   if (access.known && *access.known) {
+    SymbolicInt always;
+    always.value = 1;
+    recordCoverage(always);
     emitPlain(builder, mask);
     if (!schedule.count(name))
       schedule[name] = plainLabel(access.explanation);
@@ -585,6 +602,7 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     return success();
   }
   // Exclusive only for some launch configurations: check at run time.
+  recordCoverage(symbolize(access.condition));
   Value always = arith::ConstantOp::create(builder, loc, builder.getBoolAttr(true));
   Value otherwise = arith::XOrIOp::create(builder, loc, access.condition, always);
   emitPlain(builder, predicate(builder, loc, mask, access.condition, g.getType()));
@@ -719,6 +737,16 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
             std::string(storeSites.lookup(arg) > 1 ? ", then zeroed where overwritten" : "");
     else
       how = "no gradient reaches it";
+    auto shadowArg = dyn_cast<BlockArgument>(shadows.lookup(arg)); // (not a partial buffer)
+    std::string shadowName = shadowArg ? argumentName(shadowArg) : "";
+    if (shadowArg && llvm::count_if(coverage, [&](const ShadowCoverage &c) { return c.shadow == shadowName; }) ==
+        1) {
+      how += "; no zero fill where these stores reach every element of the tensor (checked at "
+             "launch)";
+      for (const ShadowCoverage &c : coverage)
+        if (c.shadow == shadowName)
+          report.coverage.push_back(c);
+    }
     report.text += name + ": " + how + "\n";
   }
   report.text += loopNotes;

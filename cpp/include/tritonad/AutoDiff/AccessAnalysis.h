@@ -4,6 +4,8 @@
 #ifndef TRITONAD_AUTODIFF_ACCESSANALYSIS_H
 #define TRITONAD_AUTODIFF_ACCESSANALYSIS_H
 
+#include "tritonad/Coverage.h"
+
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -44,6 +46,19 @@ ExclusiveAccess analyzeExclusiveAccess(mlir::OpBuilder &builder, mlir::Location 
 /// least the tile's extent there (distinct index tuples being distinct
 /// addresses, as for the lanes of any store).
 bool iterationsTouchDisjointAddresses(mlir::Value ptr, mlir::scf::ForOp loop);
+
+/// A uniform scalar (constants, the kernel's scalar arguments by name,
+/// tt.get_num_programs, integer arith on those) as an expression the launch
+/// path can evaluate; nullopt for anything else (a loaded value, a program id).
+std::optional<SymbolicInt> symbolize(mlir::Value scalar);
+
+/// The elements the primal access `ptr` under `mask` touches, over all
+/// programs, lanes and iterations (`condition` left for the caller); nullopt
+/// unless the offsets are affine in program ids, lanes and scf.for induction
+/// variables with symbolic coefficients, no constant part, and every conjunct
+/// of the mask a bound `affine < uniform` on them.
+std::optional<ShadowCoverage> analyzeCoverage(mlir::Operation *access, mlir::Value ptr,
+                                              mlir::Value mask);
 
 } // namespace tritonad
 

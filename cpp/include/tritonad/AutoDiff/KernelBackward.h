@@ -2,6 +2,7 @@
 #ifndef TRITONAD_AUTODIFF_KERNELBACKWARD_H
 #define TRITONAD_AUTODIFF_KERNELBACKWARD_H
 
+#include "tritonad/Coverage.h"
 #include "tritonad/Dialect/Triton/Dialect.h"
 
 #include <string>
@@ -34,6 +35,10 @@ struct KernelBackwardReport {
   /// workspace (group k of `tritonad_workspace` for the k-th name): the
   /// caller sums the slots of each group into the shadow after the kernel.
   std::vector<std::string> partialShadows;
+  /// Shadows whose every element the backward stores once (never adds to)
+  /// under a condition: the caller may pass them uninitialized where the
+  /// stores reach the whole tensor.
+  std::vector<ShadowCoverage> coverage;
 };
 
 struct ShadowBinding {

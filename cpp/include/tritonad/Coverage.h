@@ -1,0 +1,55 @@
+// Which elements of a gradient buffer the derived backward writes, as data the
+// launch path evaluates with the actual arguments and grid. Plain std types:
+// the pybind11 module includes this header.
+#ifndef TRITONAD_COVERAGE_H
+#define TRITONAD_COVERAGE_H
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tritonad {
+
+/// An integer (or i1) expression over the kernel's scalar arguments, its grid
+/// and constants, with the semantics of the arith ops it was read from.
+struct SymbolicInt {
+  enum class Op {
+    Constant,    // value
+    Argument,    // name: a scalar parameter of the kernel
+    NumPrograms, // value: the grid along that axis
+    Add, Sub, Mul, DivS, RemS, Min, Max,
+    Lt, Le, Gt, Ge, Eq, Ne, // signed comparisons: 1 or 0
+    And, Or, Xor,
+    Select, // operands: condition, if true, if false
+  };
+  Op op = Op::Constant;
+  int64_t value = 0;
+  std::string name;
+  std::vector<SymbolicInt> operands;
+};
+
+/// The elements the backward stores the gradient of `shadow` to: offsets
+/// sum_i coefficient_i * index_i, each index_i in [0, extent_i), keeping only
+/// index tuples with sum_j k_j * index_j < bound for every clamp. Each element
+/// is stored (not added to) once, when `condition` holds; with it and an
+/// offset set equal to the tensor's elements, the caller may pass the buffer
+/// uninitialized.
+struct ShadowCoverage {
+  struct Digit {
+    SymbolicInt coefficient;
+    SymbolicInt extent;
+  };
+  struct Clamp {
+    std::vector<std::pair<int, int64_t>> terms; // (digit index, constant k_j >= 0)
+    SymbolicInt bound;
+  };
+  std::string shadow;
+  std::vector<Digit> digits;
+  std::vector<Clamp> clamps;
+  SymbolicInt condition;
+};
+
+} // namespace tritonad
+
+#endif

@@ -1,0 +1,149 @@
+"""Whether a derived backward's stores reach every element of a gradient buffer,
+so that the buffer needs no zero fill before the launch.
+
+For each shadow whose every element the backward stores once (never adds to),
+the pass records, as data (``_C.differentiate_kernel``'s coverage):
+
+* ``digits``: (coefficient, extent) pairs; the stores reach the element offsets
+  ``sum_i coefficient_i * index_i`` over ``index_i in [0, extent_i)`` (program
+  ids, lanes of the tile, loop iterations);
+* ``clamps``: ``([(digit, k), ...], bound)``: only index tuples with
+  ``sum_j k_j * index_j < bound`` are stored (the mask);
+* ``condition``: when it is false the kernel adds with atomics instead (its
+  run-time exclusivity check), which needs zeros.
+
+Each is an expression over the kernel's scalar arguments and its grid, which
+``covers`` evaluates with the launch's values and compares with the tensor's
+element offsets (its shape and strides). Anything it cannot show to be equal
+is "not covered": the caller zero-fills, the safe path.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+
+def _divs(a: int, b: int) -> int:  # arith.divsi: rounds towards zero
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+_BINARY = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "divs": _divs,
+    "rems": lambda a, b: a - b * _divs(a, b),
+    "min": min,
+    "max": max,
+    "lt": lambda a, b: int(a < b),
+    "le": lambda a, b: int(a <= b),
+    "gt": lambda a, b: int(a > b),
+    "ge": lambda a, b: int(a >= b),
+    "eq": lambda a, b: int(a == b),
+    "ne": lambda a, b: int(a != b),
+    "and": lambda a, b: a & b,
+    "or": lambda a, b: a | b,
+    "xor": lambda a, b: a ^ b,
+}
+
+
+def evaluate(expression, arguments: Dict[str, object], grid: Sequence[int]) -> int:
+    """The value of a recorded expression; KeyError/TypeError/ZeroDivisionError
+    where the launch does not determine it."""
+    op = expression[0]
+    if op == "const":
+        return int(expression[1])
+    if op == "arg":
+        value = arguments[expression[1]]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{expression[1]} is not an integer: {value!r}")
+        return value
+    if op == "programs":
+        axis = int(expression[1])
+        return int(grid[axis]) if axis < len(grid) else 1
+    values = [evaluate(e, arguments, grid) for e in expression[1:]]
+    if op == "select":
+        return values[1] if values[0] else values[2]
+    return _BINARY[op](*values)
+
+
+def _canonical(pairs: List[Tuple[int, int]]) -> Optional[List[Tuple[int, int]]]:
+    """(stride, extent) pairs as the fewest dims that reach the same offsets:
+    extent-1 dims dropped, each dim merged into the previous when it continues
+    it (stride = previous stride * previous extent); None if a stride is not
+    positive."""
+    dims = sorted((s, e) for s, e in pairs if e != 1)
+    merged: List[Tuple[int, int]] = []
+    for stride, extent in dims:
+        if stride <= 0:
+            return None
+        if merged and merged[-1][0] * merged[-1][1] == stride:
+            merged[-1] = (merged[-1][0], merged[-1][1] * extent)
+        else:
+            merged.append((stride, extent))
+    return merged
+
+
+def _apply_clamps(digits: List[Tuple[int, int]], clamps, arguments, grid):
+    """Digits with each clamp folded in: a clamp over digits whose k's form a
+    mixed radix (1, e_0, e_0 e_1, ...) and whose coefficients are c_0 times the
+    k's makes them one digit (c_0, min(product of extents, bound)). None where
+    a clamp has any other form."""
+    alive = {i: d for i, d in enumerate(digits)}
+    for terms, bound in clamps:
+        bound = evaluate(bound, arguments, grid)
+        group = sorted(((int(k), int(i)) for i, k in terms if alive.get(int(i), (0, 0))[1] != 1),
+                       key=lambda t: t[0])
+        if any(i not in alive for _, i in group):
+            return None  # (a digit another clamp already merged)
+        if not group:
+            if bound <= 0:
+                return []
+            continue
+        if len(group) == 1:
+            k, i = group[0]
+            c, e = alive[i]
+            alive[i] = (c, max(0, min(e, -(-bound // k) if k > 0 else e)))
+            continue
+        radix = 1
+        c0 = alive[group[0][1]][0]
+        for k, i in group:
+            c, e = alive[i]
+            if k != radix or c != c0 * k:
+                return None
+            radix *= e
+        first = group[0][1]
+        for _, i in group[1:]:
+            del alive[i]
+        alive[first] = (c0, max(0, min(radix, bound)))
+    return list(alive.values())
+
+
+def covers(record, tensor, arguments: Dict[str, object], grid: Sequence[int]) -> bool:
+    """Whether the stores described by `record` reach every element of `tensor`
+    (the shadow as passed) at this launch, each stored, not added."""
+    if tensor.numel() == 0:
+        return True
+    try:
+        if not evaluate(record["condition"], arguments, grid):
+            return False
+        digits = [(evaluate(c, arguments, grid), evaluate(e, arguments, grid))
+                  for c, e in record["digits"]]
+        if any(e <= 0 for _, e in digits):
+            return False
+        digits = _apply_clamps(digits, record["clamps"], arguments, grid)
+    except (KeyError, TypeError, ZeroDivisionError, ValueError, IndexError):
+        return False
+    if digits is None or any(e <= 0 for _, e in digits):
+        return False
+    reached = _canonical(digits)
+    have = _canonical(list(zip(tensor.stride(), tensor.shape)))
+    return reached is not None and reached == have
+
+
+def grid_of(grid, kwargs) -> Tuple[int, ...]:
+    """The launch grid as Triton computes it (a callable gets the arguments)."""
+    if callable(grid):
+        grid = grid(kwargs)
+    return tuple(int(g) for g in grid)
