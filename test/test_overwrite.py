@@ -103,8 +103,9 @@ def test_bridge_reads_the_upstream_gradient_without_copying_it(monkeypatch):
     import tritonad._torch as bridge
     original = bridge.shadow_like
     monkeypatch.setattr(bridge, "shadow_like",
-                        lambda t, torch_, upstream=None: copies.append(upstream is not None)
-                        or original(t, torch_, upstream))
+                        lambda t, torch_, upstream=None, empty=False:
+                        copies.append(upstream is not None) or original(t, torch_, upstream,
+                                                                         empty))
     y.backward(g)
     assert not any(copies)  # only the input gradient was allocated
     assert torch.equal(g, before)

@@ -28,65 +28,6 @@ Value sumAlongAxis(OpBuilder &builder, Location loc, Value src, int axis) {
   return reduce.getResult()[0];
 }
 
-Value indexAlongAxis(OpBuilder &builder, Location loc, RankedTensorType type, int axis) {
-  int64_t size = type.getShape()[axis];
-  Type i32 = builder.getI32Type();
-  Value range = tt::MakeRangeOp::create(builder, loc, RankedTensorType::get({size}, i32), 0,
-                                        static_cast<int32_t>(size));
-  SmallVector<int64_t> kept(type.getRank(), 1);
-  kept[axis] = size;
-  Value shaped = reshape(builder, loc, range, RankedTensorType::get(kept, i32));
-  auto full = RankedTensorType::get(type.getShape(), i32);
-  if (shaped.getType() == full)
-    return shaped;
-  return tt::BroadcastOp::create(builder, loc, TypeRange{full}, ValueRange{shaped});
-}
-
-Value firstExtremumIndex(OpBuilder &builder, Location loc, Value values, Value indices, int axis,
-                         bool isMax, bool nanWins) {
-  auto valueType = cast<RankedTensorType>(values.getType());
-  auto indexType = cast<RankedTensorType>(indices.getType());
-  SmallVector<int64_t> shape(valueType.getShape());
-  shape.erase(shape.begin() + axis);
-  auto resultType = [&](RankedTensorType t) -> Type {
-    return shape.empty() ? t.getElementType() : RankedTensorType::get(shape, t.getElementType());
-  };
-  auto reduce = tt::ReduceOp::create(
-      builder, loc, TypeRange{resultType(valueType), resultType(indexType)},
-      ValueRange{values, indices},
-      {builder.getNamedAttr("axis", builder.getI32IntegerAttr(axis))});
-  OpBuilder::InsertionGuard guard(builder);
-  Type element = valueType.getElementType(), i32 = indexType.getElementType();
-  Block *block = builder.createBlock(&reduce.getCombineOp(), {}, {element, i32, element, i32},
-                                    {loc, loc, loc, loc});
-  Value lhs = block->getArgument(0), lhsIndex = block->getArgument(1);
-  Value rhs = block->getArgument(2), rhsIndex = block->getArgument(3);
-  // A strict order on (value, index): better value, then lower index; NaN
-  // best (tl.max(propagate_nan=True)) or worst. Selection by a strict order
-  // is associative and commutative, as tt.reduce requires.
-  using P = arith::CmpFPredicate;
-  Value better = arith::CmpFOp::create(builder, loc, isMax ? P::OGT : P::OLT, lhs, rhs);
-  Value equal = arith::CmpFOp::create(builder, loc, P::OEQ, lhs, rhs);
-  Value earlier = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::slt, lhsIndex,
-                                        rhsIndex);
-  Value lhsNan = arith::CmpFOp::create(builder, loc, P::UNO, lhs, lhs);
-  Value rhsNan = arith::CmpFOp::create(builder, loc, P::UNO, rhs, rhs);
-  Value other = nanWins ? rhs : lhs;
-  Value winnerNan = nanWins ? lhsNan : rhsNan;
-  Value otherIsNumber = arith::CmpFOp::create(builder, loc, P::ORD, other, other);
-  Value byNan = arith::AndIOp::create(
-      builder, loc, winnerNan, arith::OrIOp::create(builder, loc, otherIsNumber, earlier));
-  Value takeLhs = arith::OrIOp::create(
-      builder, loc,
-      arith::OrIOp::create(builder, loc, better,
-                           arith::AndIOp::create(builder, loc, equal, earlier)),
-      byNan);
-  Value value = arith::SelectOp::create(builder, loc, takeLhs, lhs, rhs);
-  Value index = arith::SelectOp::create(builder, loc, takeLhs, lhsIndex, rhsIndex);
-  tt::ReduceReturnOp::create(builder, loc, TypeRange{}, ValueRange{value, index});
-  return reduce.getResult()[1];
-}
-
 Value reshape(OpBuilder &builder, Location loc, Value src, RankedTensorType type) {
   if (src.getType() == type)
     return src;

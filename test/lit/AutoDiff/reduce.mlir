@@ -1,11 +1,9 @@
 // Reverse-mode rules of tt.reduce (cpp/lib/AutoDiff/TritonRules.cpp): the combine
 // region picks the rule.
 //  - sum (arith.addf): broadcast the cotangent back along the axis;
-//  - max/min (maxnumf, maximumf, minnumf, minimumf): like torch.max(x, dim), the
-//    cotangent goes to the first element attaining the extremum, found by one
-//    reduce over (value, index) and placed by index equality (arith.cmpi eq):
-//    a float comparison with the recomputed values could match nothing where
-//    Triton computes them twice, in two layouts;
+//  - max/min (maxnumf, maximumf, minnumf, minimumf): like torch.amax, the cotangent
+//    is shared evenly among the elements equal to the extremum
+//    (arith.cmpf oeq, count them with a sum reduce, divide);
 //  - argmax-style lane selection (tl.max(x, axis, return_indices=True)): the
 //    cotangent goes to the lane whose tl.arange index was returned (arith.cmpi eq).
 
@@ -61,35 +59,25 @@ tt.func public @f(%x: tensor<32xf32>) -> f32 {
 
 // -----
 
-// tl.max(x, axis=1): (value, index) reduce with ties to the lower index, NaN
-// losing (maxnumf); dx = (index == chosen) ? broadcast(g) : 0.
+// tl.max(x, axis=1): hits = (x == broadcast(max)); count = sum(hits ? 1 : 0);
+// dx = hits ? broadcast(g / count) : 0.
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16xf32>) -> tensor<16x32xf32>
-// CHECK: %[[R:.+]] = tt.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
-// CHECK: %[[RR:.+]] = tt.reshape %[[R]] : tensor<32xi32> -> tensor<1x32xi32>
-// CHECK: %[[IDX:.+]] = tt.broadcast %[[RR]] : tensor<1x32xi32> -> tensor<16x32xi32>
-// CHECK: %[[ARG:.+]]:2 = "tt.reduce"(%[[X]], %[[IDX]]) <{axis = 1 : i32}> ({
-// CHECK-NEXT: ^bb0(%[[A:[^:]+]]: f32, %[[AI:[^:]+]]: i32, %[[B:[^:]+]]: f32, %[[BI:[^:]+]]: i32):
-// CHECK-NEXT: %[[BETTER:.+]] = arith.cmpf ogt, %[[A]], %[[B]] : f32
-// CHECK-NEXT: %[[EQUAL:.+]] = arith.cmpf oeq, %[[A]], %[[B]] : f32
-// CHECK-NEXT: %[[EARLIER:.+]] = arith.cmpi slt, %[[AI]], %[[BI]] : i32
-// CHECK-NEXT: %[[ANAN:.+]] = arith.cmpf uno, %[[A]], %[[A]] : f32
-// CHECK-NEXT: %[[BNAN:.+]] = arith.cmpf uno, %[[B]], %[[B]] : f32
-// CHECK-NEXT: %[[ANUM:.+]] = arith.cmpf ord, %[[A]], %[[A]] : f32
-// CHECK-NEXT: %[[EITHER:.+]] = arith.ori %[[ANUM]], %[[EARLIER]] : i1
-// CHECK-NEXT: %[[BYNAN:.+]] = arith.andi %[[BNAN]], %[[EITHER]] : i1
-// CHECK-NEXT: %[[TIE:.+]] = arith.andi %[[EQUAL]], %[[EARLIER]] : i1
-// CHECK-NEXT: %[[WINS:.+]] = arith.ori %[[BETTER]], %[[TIE]] : i1
-// CHECK-NEXT: %[[TAKE:.+]] = arith.ori %[[WINS]], %[[BYNAN]] : i1
-// CHECK-NEXT: %[[V:.+]] = arith.select %[[TAKE]], %[[A]], %[[B]] : f32
-// CHECK-NEXT: %[[I:.+]] = arith.select %[[TAKE]], %[[AI]], %[[BI]] : i32
-// CHECK-NEXT: tt.reduce.return %[[V]], %[[I]] : f32, i32
-// CHECK: %[[IE:.+]] = tt.expand_dims %[[ARG]]#1 {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
-// CHECK: %[[IB:.+]] = tt.broadcast %[[IE]] : tensor<16x1xi32> -> tensor<16x32xi32>
-// CHECK: %[[HIT:.+]] = arith.cmpi eq, %[[IDX]], %[[IB]] : tensor<16x32xi32>
-// CHECK: %[[GE:.+]] = tt.expand_dims %[[G]] {axis = 1 : i32}
-// CHECK: %[[GB:.+]] = tt.broadcast %[[GE]] : tensor<16x1xf32> -> tensor<16x32xf32>
-// CHECK: %[[DX:.+]] = arith.select %[[HIT]], %[[GB]], %{{.+}} : tensor<16x32xi1>, tensor<16x32xf32>
+// CHECK: %[[M:.+]] = "tt.reduce"(%[[X]]) <{axis = 1 : i32}>
+// CHECK: arith.maxnumf
+// CHECK: %[[ME:.+]] = tt.expand_dims %[[M]] {axis = 1 : i32} : tensor<16xf32> -> tensor<16x1xf32>
+// CHECK: %[[MB:.+]] = tt.broadcast %[[ME]] : tensor<16x1xf32> -> tensor<16x32xf32>
+// CHECK: %[[HIT:.+]] = arith.cmpf oeq, %[[X]], %[[MB]] : tensor<16x32xf32>
+// CHECK: %[[ONE:.+]] = arith.constant dense<1.000000e+00> : tensor<16x32xf32>
+// CHECK: %[[ZERO:.+]] = arith.constant dense<0.000000e+00> : tensor<16x32xf32>
+// CHECK: %[[HITS:.+]] = arith.select %[[HIT]], %[[ONE]], %[[ZERO]]
+// CHECK: %[[COUNT:.+]] = "tt.reduce"(%[[HITS]]) <{axis = 1 : i32}> ({
+// CHECK: arith.addf
+// CHECK: }) : (tensor<16x32xf32>) -> tensor<16xf32>
+// CHECK: %[[SHARE:.+]] = arith.divf %[[G]], %[[COUNT]] : tensor<16xf32>
+// CHECK: %[[SE:.+]] = tt.expand_dims %[[SHARE]] {axis = 1 : i32}
+// CHECK: %[[SB:.+]] = tt.broadcast %[[SE]] : tensor<16x1xf32> -> tensor<16x32xf32>
+// CHECK: %[[DX:.+]] = arith.select %[[HIT]], %[[SB]], %[[ZERO]]
 // CHECK: tt.return %[[DX]] : tensor<16x32xf32>
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16xf32> {
   %0 = "tt.reduce"(%x) <{axis = 1 : i32}> ({
@@ -102,24 +90,17 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16xf32> {
 
 // -----
 
-// tl.min(x, axis=0) with propagate_nan (minimumf): the same rule on axis 0,
-// smaller values better, NaN winning.
+// tl.min(x, axis=0) with propagate_nan (minimumf): the same rule on axis 0.
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<32xf32>) -> tensor<16x32xf32>
-// CHECK: %[[R:.+]] = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
-// CHECK: %[[RR:.+]] = tt.reshape %[[R]] : tensor<16xi32> -> tensor<16x1xi32>
-// CHECK: %[[IDX:.+]] = tt.broadcast %[[RR]] : tensor<16x1xi32> -> tensor<16x32xi32>
-// CHECK: %[[ARG:.+]]:2 = "tt.reduce"(%[[X]], %[[IDX]]) <{axis = 0 : i32}> ({
-// CHECK-NEXT: ^bb0(%[[A:[^:]+]]: f32, %[[AI:[^:]+]]: i32, %[[B:[^:]+]]: f32, %[[BI:[^:]+]]: i32):
-// CHECK-NEXT: arith.cmpf olt, %[[A]], %[[B]] : f32
-// CHECK: %[[ANAN:.+]] = arith.cmpf uno, %[[A]], %[[A]] : f32
-// CHECK-NEXT: %[[BNAN:.+]] = arith.cmpf uno, %[[B]], %[[B]] : f32
-// CHECK-NEXT: %[[BNUM:.+]] = arith.cmpf ord, %[[B]], %[[B]] : f32
-// CHECK-NEXT: %[[EITHER:.+]] = arith.ori %[[BNUM]], %{{.+}} : i1
-// CHECK-NEXT: arith.andi %[[ANAN]], %[[EITHER]] : i1
-// CHECK: %[[HIT:.+]] = arith.cmpi eq, %[[IDX]], %{{.+}} : tensor<16x32xi32>
+// CHECK: %[[M:.+]] = "tt.reduce"(%[[X]]) <{axis = 0 : i32}>
+// CHECK: arith.minimumf
+// CHECK: %[[ME:.+]] = tt.expand_dims %[[M]] {axis = 0 : i32} : tensor<32xf32> -> tensor<1x32xf32>
+// CHECK: %[[MB:.+]] = tt.broadcast %[[ME]] : tensor<1x32xf32> -> tensor<16x32xf32>
+// CHECK: %[[HIT:.+]] = arith.cmpf oeq, %[[X]], %[[MB]]
+// CHECK: %[[COUNT:.+]] = "tt.reduce"(%{{.+}}) <{axis = 0 : i32}>
+// CHECK: %[[SHARE:.+]] = arith.divf %[[G]], %[[COUNT]] : tensor<32xf32>
 // CHECK: arith.select %[[HIT]]
-// CHECK-NOT: arith.divf
 // CHECK: tt.return
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<32xf32> {
   %0 = "tt.reduce"(%x) <{axis = 0 : i32}> ({
