@@ -187,3 +187,20 @@ def test_gpu_softmax_rows_of_a_wider_buffer():
         ref = inp.detach().clone().requires_grad_()
         torch.softmax(ref, dim=1).backward(g)
         torch.testing.assert_close(inp.grad, ref.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_rows_of_a_coarsened_kernel_are_covered_through_the_program_loop():
+    """With partial buffers the backward loops over the forward's programs: the
+    rows it stores are counted by its `tritonad_programs` argument."""
+    from test_partial import NORM_TYPES, compile_for_schedule, norm_kernel
+
+    bwd = tritonad.grad(norm_kernel, accumulate=False)
+    compile_for_schedule(bwd, NORM_TYPES, dict(HAS_MEAN=True, BLOCK_N=256))
+    record = bwd.coverage()["dX"]
+    x = torch.empty(5000, 200)
+    args = {"stride": 200, "N": 200, "tritonad_programs": 5000}
+    assert _coverage.covers(record, x, args, (264,))     # (264 programs launched)
+    assert not _coverage.covers(record, x, dict(args, tritonad_programs=4999), (264,))
+    # dW, dB: every program stores its whole slot, so the workspace needs no zeros
+    assert set(bwd.coverage()) == {"dX", "dW", "dB"}
+    assert _coverage.covers(bwd.coverage()["dW"], torch.empty(200), args, (264,))

@@ -24,7 +24,7 @@ from tritonad import _coverage
 
 WORKSPACE_PARAMS = ("tritonad_workspace", "tritonad_slot", "tritonad_programs")
 _PROGRAMS_PER_SM = 2
-_SUM_ROWS, _SUM_COLS = 32, 256
+_SUM_ROWS, _SUM_COLS = 64, 32  # (many narrow column blocks: one program per 32 columns)
 
 
 @triton.jit

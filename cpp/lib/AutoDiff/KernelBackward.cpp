@@ -137,6 +137,7 @@ private:
   DenseSet<BlockArgument> inPartialBuffer;
   llvm::StringMap<std::string> schedule; // primal argument name -> how it is accumulated
   std::vector<ShadowCoverage> coverage;  // shadows stored once per element, and where
+  DenseMap<BlockArgument, std::string> shadowNames; // primal pointer -> its shadow's name
   bool usedAxes[3] = {false, false, false};
   DenseMap<BlockArgument, int> loadSites;  // shadowed argument -> loads of it
   DenseMap<BlockArgument, int> storeSites; // shadowed argument -> stores through it
@@ -557,8 +558,25 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
                      "revisit addresses through other lanes)";
     return success();
   }
+  // Where every element is stored once, the caller may learn at launch time
+  // that the stores cover the whole tensor (or, for a partial buffer, every
+  // slot) and skip zero-filling it.
+  auto recordCoverage = [&](std::optional<SymbolicInt> condition) {
+    if (!storeOnly || !condition)
+      return;
+    std::optional<ShadowCoverage> covered =
+        analyzeCoverage(load, load.getPtr(), load.getMask());
+    if (!covered)
+      return;
+    covered->shadow = shadowNames.lookup(base);
+    covered->condition = std::move(*condition);
+    coverage.push_back(std::move(*covered));
+  };
   if (toPartialBuffer) {
     // Each program owns its slot: exclusive by construction.
+    SymbolicInt always;
+    always.value = 1;
+    recordCoverage(always);
     emitPlain(builder, mask);
     schedule[name] = std::string("partial buffer (every program adds to it: each program of "
                                  "the backward handles several of the forward's and ") +
@@ -569,19 +587,6 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   }
   ExclusiveAccess access = analyzeExclusiveAccess(builder, loc, load.getPtr(), load.getMask(),
                                                   forward, usedAxes);
-  // Where every element is stored once, the caller may learn at launch time
-  // that the stores cover the whole tensor and skip zero-filling it.
-  auto recordCoverage = [&](std::optional<SymbolicInt> condition) {
-    if (!storeOnly || toPartialBuffer || !condition)
-      return;
-    std::optional<ShadowCoverage> covered =
-        analyzeCoverage(load, load.getPtr(), load.getMask());
-    if (!covered)
-      return;
-    covered->shadow = argumentName(cast<BlockArgument>(shadows.lookup(base)));
-    covered->condition = std::move(*condition);
-    coverage.push_back(std::move(*covered));
-  };
   if (access.known && *access.known) {
     SymbolicInt always;
     always.value = 1;
@@ -643,8 +648,10 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
                                            KernelBackwardReport &report) {
   if (failed(validate()))
     return failure();
+  for (auto &[arg, shadow] : shadows)
+    shadowNames[arg] = argumentName(cast<BlockArgument>(shadow));
   for (BlockArgument arg : partial.shadowed)
-    report.partialShadows.push_back(argumentName(cast<BlockArgument>(shadows.lookup(arg))));
+    report.partialShadows.push_back(shadowNames.lookup(arg));
   primal.walk([&](tt::GetProgramIdOp pid) { usedAxes[static_cast<int>(pid.getAxis())] = true; });
   primal.walk([&](Operation *op) {
     if (auto load = dyn_cast<tt::LoadOp>(op))
@@ -737,9 +744,8 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
             std::string(storeSites.lookup(arg) > 1 ? ", then zeroed where overwritten" : "");
     else
       how = "no gradient reaches it";
-    auto shadowArg = dyn_cast<BlockArgument>(shadows.lookup(arg)); // (not a partial buffer)
-    std::string shadowName = shadowArg ? argumentName(shadowArg) : "";
-    if (shadowArg && llvm::count_if(coverage, [&](const ShadowCoverage &c) { return c.shadow == shadowName; }) ==
+    std::string shadowName = shadowNames.lookup(arg);
+    if (llvm::count_if(coverage, [&](const ShadowCoverage &c) { return c.shadow == shadowName; }) ==
         1) {
       how += "; no zero fill where these stores reach every element of the tensor (checked at "
              "launch)";
@@ -820,7 +826,10 @@ LogicalResult planPartialBuffers(tt::FuncOp scratch, tt::FuncOp into,
   partial.workspace = workspace;
   partial.slot = slot;
   unsigned index = scratch.getNumArguments();
-  if (failed(scratch.insertArgument(index, programs.getType(), {}, scratch.getLoc())))
+  // Named like the backward's argument it stands for: the launch evaluates
+  // expressions over it by that name.
+  Location named = NameLoc::get(StringAttr::get(scratch.getContext(), argumentName(programs)));
+  if (failed(scratch.insertArgument(index, programs.getType(), {}, named)))
     return failure();
   coarsenPrograms(scratch, scratch.getArgument(index));
   callArgs.push_back(programs);
