@@ -724,13 +724,15 @@ CASES = [
     Case("sum_1d", f_sum_1d, [T(64)], lambda x: x.sum(0), ["tt.splat"]),
     Case("sum_all", f_sum_all, [X2], lambda x: x.sum(), ["tt.splat"]),
     Case("sum_all_1d", f_sum_all, [T(64)], lambda x: x.sum(), ["tt.splat"]),
-    Case("max_axis0", f_max0, [X2], lambda x: torch.amax(x, 0), ["arith.cmpf oeq", "arith.divf"]),
-    Case("max_axis1", f_max1, [X2], lambda x: torch.amax(x, 1), ["arith.cmpf oeq", "arith.divf"]),
-    Case("min_axis0", f_min0, [X2], lambda x: torch.amin(x, 0), ["arith.cmpf oeq", "arith.divf"]),
-    Case("min_axis1", f_min1, [X2], lambda x: torch.amin(x, 1), ["arith.cmpf oeq", "arith.divf"]),
-    # ties share the gradient evenly, like torch.amax (not like torch.max(dim))
-    Case("max_ties", f_max1, [T(M, N, domain="ties")], lambda x: torch.amax(x, 1),
-         ["arith.cmpf oeq", "arith.divf"]),
+    # max/min: the gradient goes to the first extremal element, like torch.max(x, dim)
+    # (placed by index equality: see TritonRules.cpp)
+    Case("max_axis0", f_max0, [X2], lambda x: torch.max(x, 0).values, ["arith.cmpi eq"]),
+    Case("max_axis1", f_max1, [X2], lambda x: torch.max(x, 1).values, ["arith.cmpi eq"]),
+    Case("min_axis0", f_min0, [X2], lambda x: torch.min(x, 0).values, ["arith.cmpi eq"]),
+    Case("min_axis1", f_min1, [X2], lambda x: torch.min(x, 1).values, ["arith.cmpi eq"]),
+    # exact ties: all of it to the first (torch.max(dim) returns the first index)
+    Case("max_ties", f_max1, [T(M, N, domain="ties")], lambda x: torch.max(x, 1).values,
+         ["arith.cmpi eq"]),
     Case("argmax_value", f_argmax_value, [X2], lambda x: torch.max(x, 1).values,
          ["arith.cmpi eq"]),
     Case("argmin_value", f_argmin_value, [X2], lambda x: torch.min(x, 0).values,

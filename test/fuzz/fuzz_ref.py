@@ -62,8 +62,9 @@ class Ctx:
 
     def gap(self, label, g, exact_ok=False):
         """g: distances from a tie. exact_ok: an exact tie (0) is not ambiguous (the tied
-        values are equal in the kernel too, and the rule -- a reduction shares the
-        gradient evenly, like torch.amax -- is defined), only a near tie is."""
+        values are equal in the kernel too, and the rule -- the first extremal element
+        of the group gets the gradient, like torch.max(x, dim) -- is defined), only a
+        near tie is."""
         if g is None:
             return
         g = g.detach().reshape(-1)
@@ -142,16 +143,29 @@ def _top2_gap(t, inner):
     return top[..., 0] - top[..., 1]
 
 
+def _first_extremum(t, inner, largest):
+    """max (min) over the `inner` dims of t, kept as size-1 dims, whose gradient
+    goes to the first extremal element in row-major order of those dims (as
+    tl.max's rule: one (value, index) reduction over the flattened tile)."""
+    outer = [d for d in range(t.dim()) if d not in inner]
+    s = t.permute(*outer, *inner)
+    flat = s.reshape(*s.shape[:len(outer)], -1)
+    chosen = flat.argmax(-1, keepdim=True) if largest else flat.argmin(-1, keepdim=True)
+    r = flat.gather(-1, chosen).reshape(*s.shape[:len(outer)], *([1] * len(inner)))
+    inverse = [0] * t.dim()
+    for position, d in enumerate((*outer, *inner)):
+        inverse[d] = position
+    return r.permute(*inverse)
+
+
 def reduce(v, bs, dims, op, ctx=None, label="reduce"):
     """Reduction over `dims` (logical dims) inside each block of shape bs, expanded back."""
     t = _tile(v, bs, NEUTRAL[op])
     inner = _inner(dims)
     if op == "sum":
         r = t.sum(inner, keepdim=True)
-    elif op == "max":
-        r = t.amax(inner, keepdim=True)
-    elif op == "min":
-        r = t.amin(inner, keepdim=True)
+    elif op in ("max", "min"):
+        r = _first_extremum(t, inner, largest=op == "max")
     elif op == "lse":
         r = torch.logsumexp(t, dim=inner, keepdim=True)
     else:

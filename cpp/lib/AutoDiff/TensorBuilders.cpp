@@ -28,6 +28,106 @@ Value sumAlongAxis(OpBuilder &builder, Location loc, Value src, int axis) {
   return reduce.getResult()[0];
 }
 
+Value indexAlongAxis(OpBuilder &builder, Location loc, RankedTensorType type, int axis) {
+  int64_t size = type.getShape()[axis];
+  Type i32 = builder.getI32Type();
+  Value range = tt::MakeRangeOp::create(builder, loc, RankedTensorType::get({size}, i32), 0,
+                                        static_cast<int32_t>(size));
+  SmallVector<int64_t> kept(type.getRank(), 1);
+  kept[axis] = size;
+  Value shaped = reshape(builder, loc, range, RankedTensorType::get(kept, i32));
+  auto full = RankedTensorType::get(type.getShape(), i32);
+  if (shaped.getType() == full)
+    return shaped;
+  return tt::BroadcastOp::create(builder, loc, TypeRange{full}, ValueRange{shaped});
+}
+
+Value firstExtremumIndex(OpBuilder &builder, Location loc, Value values, Value indices, int axis,
+                         bool isMax, bool nanWins) {
+  // One i64 key per element, (value as an ordered integer) << 32 | (index,
+  // complemented for max), reduced by a single-operand maxsi/minsi: Triton
+  // 3.6 pairs the operands of a multi-operand reduce wrongly on H100 when
+  // they were flattened by tt.reshape (its own tl.max(return_indices=True)
+  // returns wrong indices there), and one operand is one consumer of `values`.
+  auto valueType = cast<RankedTensorType>(values.getType());
+  auto indexType = cast<RankedTensorType>(indices.getType());
+  auto like = [&](Type element) { return valueType.clone(element); };
+  Type f32 = builder.getF32Type(), i32 = builder.getI32Type(), i64 = builder.getI64Type();
+  Value x = castFloat(builder, loc, values, f32);
+  // NaN: the winner (tl.max(propagate_nan=True)) or the loser, as the
+  // infinity that wins or loses (a tie with it goes to the lower index).
+  bool wantHigh = nanWins == isMax;
+  Value infinity = arith::ConstantOp::create(
+      builder, loc, DenseElementsAttr::get(like(f32), APFloat::getInf(APFloat::IEEEsingle(),
+                                                                      /*Negative=*/!wantHigh)));
+  Value isNan = arith::CmpFOp::create(builder, loc, arith::CmpFPredicate::UNO, x, x);
+  x = arith::SelectOp::create(builder, loc, isNan, infinity, x);
+  auto splatInt = [&](Type element, int64_t v) -> Value {
+    return arith::ConstantOp::create(
+        builder, loc, DenseElementsAttr::get(like(element), builder.getIntegerAttr(element, v)));
+  };
+  // Signed order of the bits = order of the floats (negatives: magnitude
+  // bits flipped); -0.0 sorts just below +0.0.
+  Value bits = tt::BitcastOp::create(builder, loc, like(i32), x); // (Triton lowers tt.bitcast)
+  Value sign = arith::ShRSIOp::create(builder, loc, bits, splatInt(i32, 31));
+  Value ordered = arith::XOrIOp::create(
+      builder, loc, bits, arith::AndIOp::create(builder, loc, sign, splatInt(i32, 0x7FFFFFFF)));
+  Value high = arith::ShLIOp::create(
+      builder, loc, arith::ExtSIOp::create(builder, loc, like(i64), ordered), splatInt(i64, 32));
+  Value index = arith::ExtUIOp::create(builder, loc, like(i64), indices);
+  int64_t last = valueType.getShape()[axis] - 1;
+  if (isMax) // (the lower index must win a tie of the max)
+    index = arith::SubIOp::create(builder, loc, splatInt(i64, last), index);
+  Value key = arith::OrIOp::create(builder, loc, high, index);
+
+  SmallVector<int64_t> shape(valueType.getShape());
+  shape.erase(shape.begin() + axis);
+  Type resultType = shape.empty() ? i64 : Type(RankedTensorType::get(shape, i64));
+  auto reduce = tt::ReduceOp::create(builder, loc, TypeRange{resultType}, ValueRange{key},
+                                     {builder.getNamedAttr("axis", builder.getI32IntegerAttr(axis))});
+  {
+    OpBuilder::InsertionGuard guard(builder);
+    Block *block = builder.createBlock(&reduce.getCombineOp(), {}, {i64, i64}, {loc, loc});
+    Value best = isMax ? arith::MaxSIOp::create(builder, loc, block->getArgument(0),
+                                                block->getArgument(1)).getResult()
+                       : arith::MinSIOp::create(builder, loc, block->getArgument(0),
+                                                block->getArgument(1)).getResult();
+    tt::ReduceReturnOp::create(builder, loc, TypeRange{}, ValueRange{best});
+  }
+  Value chosen = reduce.getResult()[0];
+  auto scalarOr = [&](Type element, int64_t v) -> Value {
+    if (shape.empty())
+      return arith::ConstantOp::create(builder, loc, builder.getIntegerAttr(element, v));
+    auto type = RankedTensorType::get(shape, element);
+    return arith::ConstantOp::create(builder, loc,
+                                     DenseElementsAttr::get(type, builder.getIntegerAttr(element, v)));
+  };
+  Value low = arith::AndIOp::create(builder, loc, chosen, scalarOr(i64, 0xFFFFFFFFll));
+  if (isMax)
+    low = arith::SubIOp::create(builder, loc, scalarOr(i64, last), low);
+  Type indexResult = shape.empty() ? indexType.getElementType()
+                                   : Type(RankedTensorType::get(shape, indexType.getElementType()));
+  return arith::TruncIOp::create(builder, loc, indexResult, low);
+}
+
+Value firstIndexWhere(OpBuilder &builder, Location loc, Value hits, Value indices, int axis) {
+  auto indexType = cast<RankedTensorType>(indices.getType());
+  Type i32 = indexType.getElementType();
+  Value none = arith::ConstantOp::create(
+      builder, loc, DenseElementsAttr::get(indexType, builder.getIntegerAttr(i32, INT32_MAX)));
+  Value candidates = arith::SelectOp::create(builder, loc, hits, indices, none);
+  SmallVector<int64_t> shape(indexType.getShape());
+  shape.erase(shape.begin() + axis);
+  Type resultType = shape.empty() ? i32 : Type(RankedTensorType::get(shape, i32));
+  auto reduce = tt::ReduceOp::create(builder, loc, TypeRange{resultType}, ValueRange{candidates},
+                                     {builder.getNamedAttr("axis", builder.getI32IntegerAttr(axis))});
+  OpBuilder::InsertionGuard guard(builder);
+  Block *block = builder.createBlock(&reduce.getCombineOp(), {}, {i32, i32}, {loc, loc});
+  Value lowest = arith::MinSIOp::create(builder, loc, block->getArgument(0), block->getArgument(1));
+  tt::ReduceReturnOp::create(builder, loc, TypeRange{}, ValueRange{lowest});
+  return reduce.getResult()[0];
+}
+
 Value reshape(OpBuilder &builder, Location loc, Value src, RankedTensorType type) {
   if (src.getType() == type)
     return src;

@@ -18,6 +18,17 @@ mlir::Value sumToShape(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value
 /// a scalar is splatted.
 mlir::Value broadcastAlongAxis(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value reduced,
                                int axis, mlir::RankedTensorType type);
+/// i32 tensor of `type`'s shape holding each element's index along `axis`.
+mlir::Value indexAlongAxis(mlir::OpBuilder &builder, mlir::Location loc,
+                           mlir::RankedTensorType type, int axis);
+/// The index (from `indices`) of the first element of `values` holding the
+/// maximum (minimum) along `axis`, NaN winning or losing as tl.max does.
+mlir::Value firstExtremumIndex(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value values,
+                               mlir::Value indices, int axis, bool isMax, bool nanWins);
+/// The lowest of `indices` where `hits` holds along `axis` (INT32_MAX where
+/// none does).
+mlir::Value firstIndexWhere(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value hits,
+                            mlir::Value indices, int axis);
 mlir::Value reshape(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value src,
                     mlir::RankedTensorType type);
 /// tt.scan with an addf (cumulative sum) combine region.

@@ -376,24 +376,40 @@ struct ReduceModel : public ReverseModeOpInterface::ExternalModel<ReduceModel, t
 
     if (n == 1 && matchCombiner<arith::MaxNumFOp, arith::MaximumFOp, arith::MinNumFOp,
                                 arith::MinimumFOp>(combine, 0, 1)) {
-      // tl.max / tl.min: like torch.amax / torch.amin, the gradient is shared
-      // evenly among the elements equal to the extremum.
+      // tl.max / tl.min: like torch.max(x, dim), the gradient goes to the first
+      // element attaining the extremum. Its position comes from one reduction
+      // of (value, index) keys, not from comparing floats: Triton may
+      // recompute x in two layouts whose values differ in the last bit, and
+      // `x == max(x)` on the other copy can then match nothing. (fp64 values
+      // do not fit a key with their index: the first element equal to the
+      // forward's extremum.)
       Value src = reduce.getSrcs()[0];
       Value g = state.adjoint(reduce.getResult()[0]);
       if (!g || !state.isActive(src))
         return success();
+      Operation *combiner = combine.getTerminator()->getOperand(0).getDefiningOp();
+      bool isMax = isa<arith::MaxNumFOp, arith::MaximumFOp>(combiner);
+      bool nanWins = isa<arith::MaximumFOp, arith::MinimumFOp>(combiner);
       auto srcType = cast<RankedTensorType>(src.getType());
+      Value indices = indexAlongAxis(builder, loc, srcType, axis);
       Value x = state.forward(src);
-      Value extremum = broadcastAlongAxis(builder, loc, state.forward(reduce.getResult()[0]),
-                                          axis, srcType);
-      Value hits = arith::CmpFOp::create(builder, loc, arith::CmpFPredicate::OEQ, x, extremum);
-      Value one = createFloatConstant(builder, loc, srcType, 1.0);
-      Value zero = createZero(builder, loc, srcType);
-      Value hitMask = arith::SelectOp::create(builder, loc, hits, one, zero);
-      Value count = sumAlongAxis(builder, loc, hitMask, axis);
-      Value share = arith::DivFOp::create(builder, loc, g, count);
-      Value spread = broadcastAlongAxis(builder, loc, share, axis, srcType);
-      state.accumulate(builder, src, arith::SelectOp::create(builder, loc, hits, spread, zero));
+      Value chosen;
+      if (srcType.getElementType().getIntOrFloatBitWidth() <= 32) {
+        chosen = firstExtremumIndex(builder, loc, x, indices, axis, isMax, nanWins);
+      } else {
+        Value extremum = broadcastAlongAxis(builder, loc, state.forward(reduce.getResult()[0]),
+                                            axis, srcType);
+        Value hits = arith::CmpFOp::create(builder, loc, arith::CmpFPredicate::OEQ, x, extremum);
+        chosen = firstIndexWhere(builder, loc, hits, indices, axis);
+      }
+      Value isChosen = arith::CmpIOp::create(
+          builder, loc, arith::CmpIPredicate::eq, indices,
+          broadcastAlongAxis(builder, loc, chosen, axis,
+                             cast<RankedTensorType>(indices.getType())));
+      Value spread = broadcastAlongAxis(builder, loc, g, axis, srcType);
+      state.accumulate(builder, src,
+                       arith::SelectOp::create(builder, loc, isChosen, spread,
+                                               createZero(builder, loc, srcType)));
       return success();
     }
 

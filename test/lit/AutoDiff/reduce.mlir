@@ -1,9 +1,13 @@
 // Reverse-mode rules of tt.reduce (cpp/lib/AutoDiff/TritonRules.cpp): the combine
 // region picks the rule.
 //  - sum (arith.addf): broadcast the cotangent back along the axis;
-//  - max/min (maxnumf, maximumf, minnumf, minimumf): like torch.amax, the cotangent
-//    is shared evenly among the elements equal to the extremum
-//    (arith.cmpf oeq, count them with a sum reduce, divide);
+//  - max/min (maxnumf, maximumf, minnumf, minimumf): like torch.max(x, dim), the
+//    cotangent goes to the first element attaining the extremum, found by one
+//    maxsi/minsi reduce of i64 keys (ordered value bits << 32 | index) and placed
+//    by index equality (arith.cmpi eq): a float comparison with the recomputed
+//    values could match nothing where Triton computes them twice, in two
+//    layouts, and a two-operand (value, index) reduce is paired wrongly by
+//    Triton 3.6 on H100 after a reshape;
 //  - argmax-style lane selection (tl.max(x, axis, return_indices=True)): the
 //    cotangent goes to the lane whose tl.arange index was returned (arith.cmpi eq).
 
@@ -59,25 +63,38 @@ tt.func public @f(%x: tensor<32xf32>) -> f32 {
 
 // -----
 
-// tl.max(x, axis=1): hits = (x == broadcast(max)); count = sum(hits ? 1 : 0);
-// dx = hits ? broadcast(g / count) : 0.
+// tl.max(x, axis=1): keys (NaN as -inf: maxnumf lets it lose; sign-flipped
+// bits << 32 | 31 - index), one maxsi reduce, index = 31 - low 32 bits;
+// dx = (index == chosen) ? broadcast(g) : 0.
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16xf32>) -> tensor<16x32xf32>
-// CHECK: %[[M:.+]] = "tt.reduce"(%[[X]]) <{axis = 1 : i32}>
-// CHECK: arith.maxnumf
-// CHECK: %[[ME:.+]] = tt.expand_dims %[[M]] {axis = 1 : i32} : tensor<16xf32> -> tensor<16x1xf32>
-// CHECK: %[[MB:.+]] = tt.broadcast %[[ME]] : tensor<16x1xf32> -> tensor<16x32xf32>
-// CHECK: %[[HIT:.+]] = arith.cmpf oeq, %[[X]], %[[MB]] : tensor<16x32xf32>
-// CHECK: %[[ONE:.+]] = arith.constant dense<1.000000e+00> : tensor<16x32xf32>
-// CHECK: %[[ZERO:.+]] = arith.constant dense<0.000000e+00> : tensor<16x32xf32>
-// CHECK: %[[HITS:.+]] = arith.select %[[HIT]], %[[ONE]], %[[ZERO]]
-// CHECK: %[[COUNT:.+]] = "tt.reduce"(%[[HITS]]) <{axis = 1 : i32}> ({
-// CHECK: arith.addf
-// CHECK: }) : (tensor<16x32xf32>) -> tensor<16xf32>
-// CHECK: %[[SHARE:.+]] = arith.divf %[[G]], %[[COUNT]] : tensor<16xf32>
-// CHECK: %[[SE:.+]] = tt.expand_dims %[[SHARE]] {axis = 1 : i32}
-// CHECK: %[[SB:.+]] = tt.broadcast %[[SE]] : tensor<16x1xf32> -> tensor<16x32xf32>
-// CHECK: %[[DX:.+]] = arith.select %[[HIT]], %[[SB]], %[[ZERO]]
+// CHECK: %[[R:.+]] = tt.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+// CHECK: %[[RR:.+]] = tt.reshape %[[R]] : tensor<32xi32> -> tensor<1x32xi32>
+// CHECK: %[[IDX:.+]] = tt.broadcast %[[RR]] : tensor<1x32xi32> -> tensor<16x32xi32>
+// CHECK: %[[NINF:.+]] = arith.constant dense<0xFF800000> : tensor<16x32xf32>
+// CHECK: %[[NAN:.+]] = arith.cmpf uno, %[[X]], %[[X]]
+// CHECK: %[[XN:.+]] = arith.select %[[NAN]], %[[NINF]], %[[X]]
+// CHECK: %[[BITS:.+]] = tt.bitcast %[[XN]] : tensor<16x32xf32> -> tensor<16x32xi32>
+// CHECK: %[[SIGN:.+]] = arith.shrsi %[[BITS]], %{{.+}} : tensor<16x32xi32>
+// CHECK: %[[MAG:.+]] = arith.andi %[[SIGN]], %{{.+}} : tensor<16x32xi32>
+// CHECK: %[[ORD:.+]] = arith.xori %[[BITS]], %[[MAG]] : tensor<16x32xi32>
+// CHECK: %[[WIDE:.+]] = arith.extsi %[[ORD]] : tensor<16x32xi32> to tensor<16x32xi64>
+// CHECK: %[[HIGH:.+]] = arith.shli %[[WIDE]], %{{.+}} : tensor<16x32xi64>
+// CHECK: %[[I64:.+]] = arith.extui %[[IDX]] : tensor<16x32xi32> to tensor<16x32xi64>
+// CHECK: %[[LOW:.+]] = arith.subi %{{.+}}, %[[I64]] : tensor<16x32xi64>
+// CHECK: %[[KEY:.+]] = arith.ori %[[HIGH]], %[[LOW]] : tensor<16x32xi64>
+// CHECK: %[[BEST:.+]] = "tt.reduce"(%[[KEY]]) <{axis = 1 : i32}> ({
+// CHECK: arith.maxsi
+// CHECK: }) : (tensor<16x32xi64>) -> tensor<16xi64>
+// CHECK: %[[BITS32:.+]] = arith.andi %[[BEST]], %{{.+}} : tensor<16xi64>
+// CHECK: %[[FIRST:.+]] = arith.subi %{{.+}}, %[[BITS32]] : tensor<16xi64>
+// CHECK: %[[CHOSEN:.+]] = arith.trunci %[[FIRST]] : tensor<16xi64> to tensor<16xi32>
+// CHECK: %[[IE:.+]] = tt.expand_dims %[[CHOSEN]] {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+// CHECK: %[[IB:.+]] = tt.broadcast %[[IE]] : tensor<16x1xi32> -> tensor<16x32xi32>
+// CHECK: %[[HIT:.+]] = arith.cmpi eq, %[[IDX]], %[[IB]] : tensor<16x32xi32>
+// CHECK: %[[GE:.+]] = tt.expand_dims %[[G]] {axis = 1 : i32}
+// CHECK: %[[GB:.+]] = tt.broadcast %[[GE]] : tensor<16x1xf32> -> tensor<16x32xf32>
+// CHECK: %[[DX:.+]] = arith.select %[[HIT]], %[[GB]], %{{.+}} : tensor<16x32xi1>, tensor<16x32xf32>
 // CHECK: tt.return %[[DX]] : tensor<16x32xf32>
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16xf32> {
   %0 = "tt.reduce"(%x) <{axis = 1 : i32}> ({
@@ -90,17 +107,20 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16xf32> {
 
 // -----
 
-// tl.min(x, axis=0) with propagate_nan (minimumf): the same rule on axis 0.
+// tl.min(x, axis=0) with propagate_nan (minimumf): NaN wins, as -inf; the key
+// keeps the index itself and one minsi reduce picks it.
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<32xf32>) -> tensor<16x32xf32>
-// CHECK: %[[M:.+]] = "tt.reduce"(%[[X]]) <{axis = 0 : i32}>
-// CHECK: arith.minimumf
-// CHECK: %[[ME:.+]] = tt.expand_dims %[[M]] {axis = 0 : i32} : tensor<32xf32> -> tensor<1x32xf32>
-// CHECK: %[[MB:.+]] = tt.broadcast %[[ME]] : tensor<1x32xf32> -> tensor<16x32xf32>
-// CHECK: %[[HIT:.+]] = arith.cmpf oeq, %[[X]], %[[MB]]
-// CHECK: %[[COUNT:.+]] = "tt.reduce"(%{{.+}}) <{axis = 0 : i32}>
-// CHECK: %[[SHARE:.+]] = arith.divf %[[G]], %[[COUNT]] : tensor<32xf32>
+// CHECK: %[[R:.+]] = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+// CHECK: %[[IDX:.+]] = tt.broadcast %{{.+}} : tensor<16x1xi32> -> tensor<16x32xi32>
+// CHECK: arith.constant dense<0xFF800000> : tensor<16x32xf32>
+// CHECK: %[[I64:.+]] = arith.extui %[[IDX]]
+// CHECK-NEXT: %[[KEY:.+]] = arith.ori %{{.+}}, %[[I64]] : tensor<16x32xi64>
+// CHECK: "tt.reduce"(%[[KEY]]) <{axis = 0 : i32}> ({
+// CHECK: arith.minsi
+// CHECK: %[[HIT:.+]] = arith.cmpi eq, %[[IDX]], %{{.+}} : tensor<16x32xi32>
 // CHECK: arith.select %[[HIT]]
+// CHECK-NOT: arith.divf
 // CHECK: tt.return
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<32xf32> {
   %0 = "tt.reduce"(%x) <{axis = 0 : i32}> ({
