@@ -346,6 +346,30 @@ std::optional<int64_t> rangeDimension(Value value) {
   return std::nullopt;
 }
 
+// Whether two copies of `value` that Triton computes in different layouts may
+// differ in their bits: something in its computation sums in an order that
+// depends on the layout (a scan, a reduction, a dot), or a loop or branch
+// carries it (conservatively). Elementwise ops on loads are bitwise the same.
+bool mayDifferBetweenLayouts(Value value) {
+  SmallVector<Value> work{value};
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value current = work.pop_back_val();
+    if (!seen.insert(current).second)
+      continue;
+    Operation *def = current.getDefiningOp();
+    if (!def) {
+      if (!isa<tt::FuncOp>(cast<BlockArgument>(current).getOwner()->getParentOp()))
+        return true;
+      continue;
+    }
+    if (isa<tt::ScanOp, tt::ReduceOp, tt::DotOp>(def) || def->getNumRegions())
+      return true;
+    llvm::append_range(work, def->getOperands());
+  }
+  return false;
+}
+
 bool isSumReduce(tt::ReduceOp reduce) {
   return matchCombiner<arith::AddFOp>(reduce.getCombineOp().front(), 0, 1) != nullptr;
 }
@@ -380,9 +404,10 @@ struct ReduceModel : public ReverseModeOpInterface::ExternalModel<ReduceModel, t
       // element attaining the extremum. Its position comes from one reduction
       // of (value, index) keys, not from comparing floats: Triton may
       // recompute x in two layouts whose values differ in the last bit, and
-      // `x == max(x)` on the other copy can then match nothing. (fp64 values
-      // do not fit a key with their index: the first element equal to the
-      // forward's extremum.)
+      // `x == max(x)` on the other copy can then match nothing. Where every
+      // copy is bitwise the same (x computed elementwise from loads), and for
+      // fp64 (whose bits do not fit a key with the index), the first element
+      // equal to the forward's extremum: cheaper, the same element.
       Value src = reduce.getSrcs()[0];
       Value g = state.adjoint(reduce.getResult()[0]);
       if (!g || !state.isActive(src))
@@ -394,7 +419,8 @@ struct ReduceModel : public ReverseModeOpInterface::ExternalModel<ReduceModel, t
       Value indices = indexAlongAxis(builder, loc, srcType, axis);
       Value x = state.forward(src);
       Value chosen;
-      if (srcType.getElementType().getIntOrFloatBitWidth() <= 32) {
+      if (srcType.getElementType().getIntOrFloatBitWidth() <= 32 &&
+          mayDifferBetweenLayouts(src)) {
         chosen = firstExtremumIndex(builder, loc, x, indices, axis, isMax, nanWins);
       } else {
         Value extremum = broadcastAlongAxis(builder, loc, state.forward(reduce.getResult()[0]),

@@ -63,11 +63,46 @@ tt.func public @f(%x: tensor<32xf32>) -> f32 {
 
 // -----
 
-// tl.max(x, axis=1): keys (NaN as -inf: maxnumf lets it lose; sign-flipped
+// tl.max(x, axis=1) of an argument (every copy of x bitwise the same): the
+// first index where x equals the forward's max (a minsi reduce of the
+// indices), dx = (index == chosen) ? broadcast(g) : 0.
+// CHECK-LABEL: tt.func private @f_vjp
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16xf32>) -> tensor<16x32xf32>
+// CHECK: %[[M:.+]] = "tt.reduce"(%[[X]]) <{axis = 1 : i32}>
+// CHECK: arith.maxnumf
+// CHECK: %[[IDX:.+]] = tt.broadcast %{{.+}} : tensor<1x32xi32> -> tensor<16x32xi32>
+// CHECK: %[[ME:.+]] = tt.expand_dims %[[M]] {axis = 1 : i32}
+// CHECK: %[[MB:.+]] = tt.broadcast %[[ME]] : tensor<16x1xf32> -> tensor<16x32xf32>
+// CHECK: %[[EQ:.+]] = arith.cmpf oeq, %[[X]], %[[MB]] : tensor<16x32xf32>
+// CHECK: %[[NONE:.+]] = arith.constant dense<2147483647> : tensor<16x32xi32>
+// CHECK: %[[CAND:.+]] = arith.select %[[EQ]], %[[IDX]], %[[NONE]]
+// CHECK: %[[FIRST:.+]] = "tt.reduce"(%[[CAND]]) <{axis = 1 : i32}> ({
+// CHECK: arith.minsi
+// CHECK: %[[FE:.+]] = tt.expand_dims %[[FIRST]] {axis = 1 : i32}
+// CHECK: %[[FB:.+]] = tt.broadcast %[[FE]] : tensor<16x1xi32> -> tensor<16x32xi32>
+// CHECK: %[[HIT:.+]] = arith.cmpi eq, %[[IDX]], %[[FB]] : tensor<16x32xi32>
+// CHECK: %[[GE:.+]] = tt.expand_dims %[[G]] {axis = 1 : i32}
+// CHECK: %[[GB:.+]] = tt.broadcast %[[GE]] : tensor<16x1xf32> -> tensor<16x32xf32>
+// CHECK: %[[DX:.+]] = arith.select %[[HIT]], %[[GB]], %{{.+}} : tensor<16x32xi1>, tensor<16x32xf32>
+// CHECK: tt.return %[[DX]] : tensor<16x32xf32>
+tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16xf32> {
+  %0 = "tt.reduce"(%x) <{axis = 1 : i32}> ({
+  ^bb0(%a: f32, %b: f32):
+    %m = arith.maxnumf %a, %b : f32
+    tt.reduce.return %m : f32
+  }) : (tensor<16x32xf32>) -> tensor<16xf32>
+  tt.return %0 : tensor<16xf32>
+}
+
+// -----
+
+// tl.max(cumsum(x), axis=1): Triton may compute the scan twice, in two
+// layouts, with different bits: keys (NaN as -inf: maxnumf lets it lose; sign-flipped
 // bits << 32 | 31 - index), one maxsi reduce, index = 31 - low 32 bits;
 // dx = (index == chosen) ? broadcast(g) : 0.
 // CHECK-LABEL: tt.func private @f_vjp
-// CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16xf32>) -> tensor<16x32xf32>
+// CHECK-SAME: (%{{[^:]+}}: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16xf32>) -> tensor<16x32xf32>
+// CHECK: %[[X:.+]] = "tt.scan"
 // CHECK: %[[R:.+]] = tt.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
 // CHECK: %[[RR:.+]] = tt.reshape %[[R]] : tensor<32xi32> -> tensor<1x32xi32>
 // CHECK: %[[IDX:.+]] = tt.broadcast %[[RR]] : tensor<1x32xi32> -> tensor<16x32xi32>
@@ -94,10 +129,15 @@ tt.func public @f(%x: tensor<32xf32>) -> f32 {
 // CHECK: %[[HIT:.+]] = arith.cmpi eq, %[[IDX]], %[[IB]] : tensor<16x32xi32>
 // CHECK: %[[GE:.+]] = tt.expand_dims %[[G]] {axis = 1 : i32}
 // CHECK: %[[GB:.+]] = tt.broadcast %[[GE]] : tensor<16x1xf32> -> tensor<16x32xf32>
-// CHECK: %[[DX:.+]] = arith.select %[[HIT]], %[[GB]], %{{.+}} : tensor<16x32xi1>, tensor<16x32xf32>
-// CHECK: tt.return %[[DX]] : tensor<16x32xf32>
+// CHECK: arith.select %[[HIT]], %[[GB]], %{{.+}} : tensor<16x32xi1>, tensor<16x32xf32>
+// CHECK: tt.return
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16xf32> {
-  %0 = "tt.reduce"(%x) <{axis = 1 : i32}> ({
+  %c = "tt.scan"(%x) <{axis = 1 : i32, reverse = false}> ({
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    tt.scan.return %s : f32
+  }) : (tensor<16x32xf32>) -> tensor<16x32xf32>
+  %0 = "tt.reduce"(%c) <{axis = 1 : i32}> ({
   ^bb0(%a: f32, %b: f32):
     %m = arith.maxnumf %a, %b : f32
     tt.reduce.return %m : f32
@@ -107,16 +147,15 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16xf32> {
 
 // -----
 
-// tl.min(x, axis=0) with propagate_nan (minimumf): NaN wins, as -inf; the key
-// keeps the index itself and one minsi reduce picks it.
+
+// tl.min(x, axis=0) with propagate_nan (minimumf): the same on axis 0.
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<32xf32>) -> tensor<16x32xf32>
-// CHECK: %[[R:.+]] = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+// CHECK: "tt.reduce"(%[[X]]) <{axis = 0 : i32}>
+// CHECK: arith.minimumf
 // CHECK: %[[IDX:.+]] = tt.broadcast %{{.+}} : tensor<16x1xi32> -> tensor<16x32xi32>
-// CHECK: arith.constant dense<0xFF800000> : tensor<16x32xf32>
-// CHECK: %[[I64:.+]] = arith.extui %[[IDX]]
-// CHECK-NEXT: %[[KEY:.+]] = arith.ori %{{.+}}, %[[I64]] : tensor<16x32xi64>
-// CHECK: "tt.reduce"(%[[KEY]]) <{axis = 0 : i32}> ({
+// CHECK: %[[EQ:.+]] = arith.cmpf oeq, %[[X]], %{{.+}} : tensor<16x32xf32>
+// CHECK: "tt.reduce"(%{{.+}}) <{axis = 0 : i32}>
 // CHECK: arith.minsi
 // CHECK: %[[HIT:.+]] = arith.cmpi eq, %[[IDX]], %{{.+}} : tensor<16x32xi32>
 // CHECK: arith.select %[[HIT]]
