@@ -6,7 +6,6 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
 
-#include "llvm/ADT/ScopeExit.h"
 
 #include <map>
 
@@ -33,6 +32,8 @@ constexpr Variable kFirstLane = 3;
 // may revisit addresses; only programs must stay apart.
 constexpr Variable kFirstIv = 1000;
 
+// The loop variables one analysis has met, passed explicitly through the
+// matcher (no global state: Triton compiles kernels on several threads).
 struct InductionVariables {
   // An induction variable, or the zero-based iteration number of its loop
   // ((iv - lb) / step, as the pointer-induction rewrite computes it).
@@ -48,9 +49,6 @@ struct InductionVariables {
     return cast<scf::ForOp>(cast<BlockArgument>(all[var - kFirstIv].first).getOwner()->getParentOp());
   }
 };
-// Set for the duration of one analysis, per thread: Triton compiles kernels
-// from several threads at once.
-thread_local InductionVariables *currentIvs = nullptr;
 
 // offset = sum(coefficient_v * v) + (uniform part, irrelevant to collisions).
 struct Affine {
@@ -95,7 +93,7 @@ std::optional<Value> uniformScalar(Value value) {
   return std::nullopt;
 }
 
-std::optional<Affine> analyze(Value value);
+std::optional<Affine> analyze(InductionVariables &ivs, Value value);
 
 std::optional<Affine> scale(const Affine &affine, Value factor) {
   Affine result = affine;
@@ -140,7 +138,7 @@ Value stripExtensions(Value value) {
 
 // `(iv - lb) / step` (or `iv / step` from 0) of an scf.for: the iteration
 // number, exact because iv = lb + k * step.
-std::optional<Affine> iterationNumber(arith::DivSIOp divide) {
+std::optional<Affine> iterationNumber(InductionVariables &ivs, arith::DivSIOp divide) {
   Value numerator = stripExtensions(divide.getLhs());
   Value lowerBound;
   if (auto sub = numerator.getDefiningOp<arith::SubIOp>()) {
@@ -149,7 +147,7 @@ std::optional<Affine> iterationNumber(arith::DivSIOp divide) {
   }
   auto iv = dyn_cast<BlockArgument>(numerator);
   auto loop = iv ? dyn_cast<scf::ForOp>(iv.getOwner()->getParentOp()) : scf::ForOp();
-  if (!currentIvs || !loop || iv != loop.getInductionVar())
+  if (!loop || iv != loop.getInductionVar())
     return std::nullopt;
   auto same = [](Value a, Value b) {
     std::optional<int64_t> ca = constantInt(a), cb = constantInt(b);
@@ -161,11 +159,11 @@ std::optional<Affine> iterationNumber(arith::DivSIOp divide) {
   if (!fromLowerBound || !same(divide.getRhs(), loop.getStep()) || (step && *step <= 0))
     return std::nullopt;
   Affine affine;
-  affine.terms[currentIvs->variableOf(iv, /*iterationNumber=*/true)] = Coefficient{};
+  affine.terms[ivs.variableOf(iv, /*iterationNumber=*/true)] = Coefficient{};
   return affine;
 }
 
-std::optional<Affine> analyze(Value value) {
+std::optional<Affine> analyze(InductionVariables &ivs, Value value) {
   if (std::optional<Value> uniform = uniformScalar(value)) {
     Affine affine;
     std::optional<int64_t> c = constantInt(*uniform);
@@ -181,10 +179,10 @@ std::optional<Affine> analyze(Value value) {
       affine.terms[0] = Coefficient{};
       return affine;
     }
-    if (currentIvs && loop && arg == loop.getInductionVar() &&
+    if (loop && arg == loop.getInductionVar() &&
         (!constantInt(loop.getStep()) || *constantInt(loop.getStep()) > 0)) {
       Affine affine;
-      affine.terms[currentIvs->variableOf(arg)] = Coefficient{};
+      affine.terms[ivs.variableOf(arg)] = Coefficient{};
       return affine;
     }
     return std::nullopt;
@@ -204,11 +202,11 @@ std::optional<Affine> analyze(Value value) {
     return affine;
   }
   if (auto splat = dyn_cast<tt::SplatOp>(def))
-    return analyze(splat.getSrc());
+    return analyze(ivs, splat.getSrc());
   if (auto broadcast = dyn_cast<tt::BroadcastOp>(def))
-    return analyze(broadcast.getSrc());
+    return analyze(ivs, broadcast.getSrc());
   if (auto expand = dyn_cast<tt::ExpandDimsOp>(def)) {
-    std::optional<Affine> inner = analyze(expand.getSrc());
+    std::optional<Affine> inner = analyze(ivs, expand.getSrc());
     if (!inner)
       return std::nullopt;
     Affine result;
@@ -223,22 +221,22 @@ std::optional<Affine> analyze(Value value) {
     return result;
   }
   if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp>(def))
-    return analyze(def->getOperand(0));
+    return analyze(ivs, def->getOperand(0));
   if (isa<arith::AddIOp, arith::SubIOp>(def)) {
-    std::optional<Affine> lhs = analyze(def->getOperand(0));
-    std::optional<Affine> rhs = analyze(def->getOperand(1));
+    std::optional<Affine> lhs = analyze(ivs, def->getOperand(0));
+    std::optional<Affine> rhs = analyze(ivs, def->getOperand(1));
     if (!lhs || !rhs)
       return std::nullopt;
     return combine(*lhs, *rhs, isa<arith::AddIOp>(def) ? 1 : -1);
   }
   if (auto divide = dyn_cast<arith::DivSIOp>(def))
-    return iterationNumber(divide);
+    return iterationNumber(ivs, divide);
   if (isa<arith::MulIOp>(def)) {
     for (int i = 0; i < 2; ++i) {
       std::optional<Value> factor = uniformScalar(def->getOperand(1 - i));
       if (!factor)
         continue;
-      std::optional<Affine> other = analyze(def->getOperand(i));
+      std::optional<Affine> other = analyze(ivs, def->getOperand(i));
       if (!other)
         return std::nullopt;
       Value scalarFactor = *factor;
@@ -267,14 +265,14 @@ struct RangeBound {
   Value bound;
 };
 
-bool isNonNegativeSum(const Affine &affine) {
+bool isNonNegativeSum(InductionVariables &ivs, const Affine &affine) {
   if (affine.hasUniform || affine.terms.empty())
     return false;
   for (auto &[var, c] : affine.terms) {
     if (var < kFirstLane || !c.isConstant() || c.constant < 0)
       return false;
     if (var >= kFirstIv) {
-      scf::ForOp loop = currentIvs->loopOf(var);
+      scf::ForOp loop = ivs.loopOf(var);
       std::optional<int64_t> lower = constantInt(loop.getLowerBound());
       if (!lower || *lower < 0)
         return false;
@@ -283,47 +281,48 @@ bool isNonNegativeSum(const Affine &affine) {
   return true;
 }
 
-void collectRangeBounds(Value mask, int shift, SmallVectorImpl<RangeBound> &bounds) {
+void collectRangeBounds(InductionVariables &ivs, Value mask, int shift,
+                        SmallVectorImpl<RangeBound> &bounds) {
   if (!mask)
     return;
   Operation *def = mask.getDefiningOp();
   if (!def)
     return;
   if (auto andOp = dyn_cast<arith::AndIOp>(def)) {
-    collectRangeBounds(andOp.getLhs(), shift, bounds);
-    collectRangeBounds(andOp.getRhs(), shift, bounds);
+    collectRangeBounds(ivs, andOp.getLhs(), shift, bounds);
+    collectRangeBounds(ivs, andOp.getRhs(), shift, bounds);
     return;
   }
   if (auto broadcast = dyn_cast<tt::BroadcastOp>(def))
-    return collectRangeBounds(broadcast.getSrc(), shift, bounds);
+    return collectRangeBounds(ivs, broadcast.getSrc(), shift, bounds);
   auto cmp = dyn_cast<arith::CmpIOp>(def);
   if (!cmp || (cmp.getPredicate() != arith::CmpIPredicate::slt &&
                cmp.getPredicate() != arith::CmpIPredicate::ult))
     return;
-  std::optional<Affine> lhs = analyze(cmp.getLhs());
+  std::optional<Affine> lhs = analyze(ivs, cmp.getLhs());
   std::optional<Value> bound = uniformScalar(cmp.getRhs());
-  if (lhs && bound && isNonNegativeSum(*lhs))
+  if (lhs && bound && isNonNegativeSum(ivs, *lhs))
     bounds.push_back({*lhs, *bound});
 }
 
 // Upper bounds on lane indices implied by the mask: `lane_d < bound` with a
 // uniform scalar bound, through andi/expand_dims/broadcast.
-void collectLaneBounds(Value mask, std::map<int, Value> &bounds) {
+void collectLaneBounds(InductionVariables &ivs, Value mask, std::map<int, Value> &bounds) {
   if (!mask)
     return;
   Operation *def = mask.getDefiningOp();
   if (!def)
     return;
   if (auto andOp = dyn_cast<arith::AndIOp>(def)) {
-    collectLaneBounds(andOp.getLhs(), bounds);
-    collectLaneBounds(andOp.getRhs(), bounds);
+    collectLaneBounds(ivs, andOp.getLhs(), bounds);
+    collectLaneBounds(ivs, andOp.getRhs(), bounds);
     return;
   }
   if (auto broadcast = dyn_cast<tt::BroadcastOp>(def))
-    return collectLaneBounds(broadcast.getSrc(), bounds);
+    return collectLaneBounds(ivs, broadcast.getSrc(), bounds);
   if (auto expand = dyn_cast<tt::ExpandDimsOp>(def)) {
     std::map<int, Value> inner;
-    collectLaneBounds(expand.getSrc(), inner);
+    collectLaneBounds(ivs, expand.getSrc(), inner);
     for (auto &[dim, bound] : inner)
       bounds[dim >= static_cast<int>(expand.getAxis()) ? dim + 1 : dim] = bound;
     return;
@@ -332,7 +331,7 @@ void collectLaneBounds(Value mask, std::map<int, Value> &bounds) {
   if (!cmp || (cmp.getPredicate() != arith::CmpIPredicate::slt &&
                cmp.getPredicate() != arith::CmpIPredicate::ult))
     return;
-  std::optional<Affine> lane = analyze(cmp.getLhs());
+  std::optional<Affine> lane = analyze(ivs, cmp.getLhs());
   std::optional<Value> bound = uniformScalar(cmp.getRhs());
   if (!lane || !bound || lane->hasUniform || lane->terms.size() != 1)
     return;
@@ -370,7 +369,7 @@ struct Emitter {
 };
 
 // Strips a pointer chain down to its offsets: base + sum(offsets).
-std::optional<Affine> pointerOffsets(Value ptr) {
+std::optional<Affine> pointerOffsets(InductionVariables &ivs, Value ptr) {
   std::optional<Affine> offsets = Affine{};
   Value cursor = ptr;
   while (offsets) {
@@ -378,7 +377,7 @@ std::optional<Affine> pointerOffsets(Value ptr) {
     if (!def)
       break; // the base pointer argument
     if (auto addptr = dyn_cast<tt::AddPtrOp>(def)) {
-      std::optional<Affine> term = analyze(addptr.getOffset());
+      std::optional<Affine> term = analyze(ivs, addptr.getOffset());
       offsets = term ? combine(*offsets, *term, 1) : std::nullopt;
       cursor = addptr.getPtr();
     } else if (isa<tt::SplatOp, tt::BroadcastOp>(def)) {
@@ -397,9 +396,7 @@ ExclusiveAccess analyzeExclusiveAccess(OpBuilder &builder, Location loc, Value p
                                        const IRMapping &forward, ArrayRef<bool> usedAxes) {
   ExclusiveAccess result;
   InductionVariables ivs;
-  currentIvs = &ivs;
-  auto resetIvs = llvm::make_scope_exit([] { currentIvs = nullptr; });
-  std::optional<Affine> offsets = pointerOffsets(ptr);
+  std::optional<Affine> offsets = pointerOffsets(ivs, ptr);
   if (!offsets) {
     result.known = false;
     result.explanation = "addresses not analyzable";
@@ -409,7 +406,7 @@ ExclusiveAccess analyzeExclusiveAccess(OpBuilder &builder, Location loc, Value p
   auto type = dyn_cast<RankedTensorType>(ptr.getType());
   ArrayRef<int64_t> shape = type ? type.getShape() : ArrayRef<int64_t>{};
   std::map<int, Value> bounds;
-  collectLaneBounds(mask, bounds);
+  collectLaneBounds(ivs, mask, bounds);
 
   Emitter emit{builder, loc, forward};
   // Digits of a mixed-radix number: (coefficient, extent). The address is
@@ -471,7 +468,7 @@ ExclusiveAccess analyzeExclusiveAccess(OpBuilder &builder, Location loc, Value p
   // A mask `E < bound` whose E is exactly the in-program offset, E >= 0,
   // keeps what a program touches within [0, bound).
   SmallVector<RangeBound> rangeBounds;
-  collectRangeBounds(mask, 0, rangeBounds);
+  collectRangeBounds(ivs, mask, 0, rangeBounds);
   for (const RangeBound &range : rangeBounds) {
     bool same = range.expression.terms.size() == inProgram.terms.size();
     for (auto &[var, c] : range.expression.terms) {
@@ -577,9 +574,7 @@ namespace tritonad {
 
 bool iterationsTouchDisjointAddresses(Value ptr, scf::ForOp loop) {
   InductionVariables ivs;
-  currentIvs = &ivs;
-  auto resetIvs = llvm::make_scope_exit([] { currentIvs = nullptr; });
-  std::optional<Affine> offsets = pointerOffsets(ptr);
+  std::optional<Affine> offsets = pointerOffsets(ivs, ptr);
   std::optional<int64_t> step = constantInt(loop.getStep());
   if (!offsets || !step || *step <= 0)
     return false;
@@ -661,17 +656,18 @@ std::optional<SymbolicInt> symbolicCoefficient(const Coefficient &coefficient) {
 
 // Conjuncts `affine < uniform` of a mask, lanes renumbered through
 // expand_dims; false if any conjunct is something else.
-bool collectClamps(Value mask, SmallVectorImpl<std::pair<Affine, Value>> &clamps) {
+bool collectClamps(InductionVariables &ivs, Value mask,
+                   SmallVectorImpl<std::pair<Affine, Value>> &clamps) {
   Operation *def = mask.getDefiningOp();
   if (!def)
     return false;
   if (auto andOp = dyn_cast<arith::AndIOp>(def))
-    return collectClamps(andOp.getLhs(), clamps) && collectClamps(andOp.getRhs(), clamps);
+    return collectClamps(ivs, andOp.getLhs(), clamps) && collectClamps(ivs, andOp.getRhs(), clamps);
   if (auto broadcast = dyn_cast<tt::BroadcastOp>(def))
-    return collectClamps(broadcast.getSrc(), clamps);
+    return collectClamps(ivs, broadcast.getSrc(), clamps);
   if (auto expand = dyn_cast<tt::ExpandDimsOp>(def)) {
     size_t first = clamps.size();
-    if (!collectClamps(expand.getSrc(), clamps))
+    if (!collectClamps(ivs, expand.getSrc(), clamps))
       return false;
     for (auto &clamp : llvm::drop_begin(clamps, first)) {
       Affine shifted;
@@ -694,7 +690,7 @@ bool collectClamps(Value mask, SmallVectorImpl<std::pair<Affine, Value>> &clamps
     std::swap(lhs, rhs);
   else if (cmp.getPredicate() != arith::CmpIPredicate::slt)
     return false;
-  std::optional<Affine> affine = analyze(lhs);
+  std::optional<Affine> affine = analyze(ivs, lhs);
   std::optional<Value> bound = uniformScalar(rhs);
   if (!affine || !bound || affine->hasUniform)
     return false;
@@ -778,9 +774,7 @@ std::optional<ShadowCoverage> analyzeCoverage(Operation *access, Value ptr, Valu
       programLoop = loop;
   }
   InductionVariables ivs;
-  currentIvs = &ivs;
-  auto resetIvs = llvm::make_scope_exit([] { currentIvs = nullptr; });
-  std::optional<Affine> offsets = pointerOffsets(ptr);
+  std::optional<Affine> offsets = pointerOffsets(ivs, ptr);
   if (!offsets || offsets->hasUniform)
     return std::nullopt;
   auto type = dyn_cast<RankedTensorType>(ptr.getType());
@@ -834,7 +828,7 @@ std::optional<ShadowCoverage> analyzeCoverage(Operation *access, Value ptr, Valu
   }
 
   SmallVector<std::pair<Affine, Value>> clamps;
-  if (mask && !collectClamps(mask, clamps))
+  if (mask && !collectClamps(ivs, mask, clamps))
     return std::nullopt;
   for (auto &[affine, bound] : clamps) {
     ShadowCoverage::Clamp clamp;
