@@ -43,18 +43,9 @@ struct KernelBackwardPass : public impl::KernelBackwardBase<KernelBackwardPass> 
       }
       bindings.push_back({shadow.str(), primal.str()});
     }
-    AccumulationMode accumulation = AccumulationMode::Auto;
-    if (mode == "atomic")
-      accumulation = AccumulationMode::Atomic;
-    else if (mode == "deterministic")
-      accumulation = AccumulationMode::Deterministic;
-    else if (mode != "auto") {
-      module.emitError("mode must be auto, atomic or deterministic, got '") << mode << "'";
-      return signalPassFailure();
-    }
     KernelBackwardReport report;
     if (failed(differentiateKernelInto(module, forwardName, intoName, bindings,
-                                       {accumulation, overwrite}, report)))
+                                       {mode, overwrite}, report)))
       return signalPassFailure();
     // The schedule, for tests and people: one remark per shadow.
     Location loc = module.lookupSymbol(intoName)->getLoc();

@@ -1,6 +1,8 @@
 #ifndef TRITONAD_TRANSFORMS_PASSES_H
 #define TRITONAD_TRANSFORMS_PASSES_H
 
+#include "tritonad/AutoDiff/KernelBackward.h"
+
 #include "mlir/Pass/Pass.h"
 
 namespace tritonad {

@@ -41,8 +41,15 @@ def KernelBackward : Pass<"tritonad-kernel-backward", "mlir::ModuleOp"> {
     Option<"intoName", "into", "std::string", /*default=*/"", "the kernel to fill">,
     ListOption<"shadowBindings", "shadows", "std::string",
                "shadow:pointer pairs of argument names">,
-    Option<"mode", "mode", "std::string", /*default=*/"\"auto\"",
-           "auto | atomic | deterministic">,
+    Option<"mode", "mode", "::tritonad::AccumulationMode",
+           /*default=*/"::tritonad::AccumulationMode::Auto",
+           "how gradients shared between programs are accumulated",
+           [{::llvm::cl::values(
+             clEnumValN(::tritonad::AccumulationMode::Auto, "auto",
+                        "plain where proven exclusive, partial buffers or atomics elsewhere"),
+             clEnumValN(::tritonad::AccumulationMode::Atomic, "atomic", "atomics everywhere"),
+             clEnumValN(::tritonad::AccumulationMode::Deterministic, "deterministic",
+                        "never atomics: an error where they would be needed"))}]>,
     Option<"overwrite", "overwrite", "bool", /*default=*/"false",
            "input shadows arrive zeroed: store instead of read-add-write where "
            "each element has one writer">,
