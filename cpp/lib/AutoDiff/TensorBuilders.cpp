@@ -6,6 +6,24 @@ namespace tt = mlir::triton;
 namespace tritonad {
 
 namespace {
+// maxsi / minsi of an integer tensor along `axis`.
+Value integerExtremum(OpBuilder &builder, Location loc, Value src, int axis, bool isMax) {
+  auto type = cast<RankedTensorType>(src.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape.erase(shape.begin() + axis);
+  Type element = type.getElementType();
+  Type resultType = shape.empty() ? element : Type(RankedTensorType::get(shape, element));
+  auto reduce = tt::ReduceOp::create(builder, loc, TypeRange{resultType}, ValueRange{src},
+                                     {builder.getNamedAttr("axis", builder.getI32IntegerAttr(axis))});
+  OpBuilder::InsertionGuard guard(builder);
+  Block *block = builder.createBlock(&reduce.getCombineOp(), {}, {element, element}, {loc, loc});
+  Value lhs = block->getArgument(0), rhs = block->getArgument(1);
+  Value best = isMax ? arith::MaxSIOp::create(builder, loc, lhs, rhs).getResult()
+                     : arith::MinSIOp::create(builder, loc, lhs, rhs).getResult();
+  tt::ReduceReturnOp::create(builder, loc, TypeRange{}, ValueRange{best});
+  return reduce.getResult()[0];
+}
+
 // Fills a reduce/scan combine region with `lhs + rhs`.
 template <typename ReturnOpT>
 void buildAddCombiner(OpBuilder &builder, Location loc, Region &region, Type element) {
@@ -82,19 +100,7 @@ Value firstExtremumIndex(OpBuilder &builder, Location loc, Value values, Value i
 
   SmallVector<int64_t> shape(valueType.getShape());
   shape.erase(shape.begin() + axis);
-  Type resultType = shape.empty() ? i64 : Type(RankedTensorType::get(shape, i64));
-  auto reduce = tt::ReduceOp::create(builder, loc, TypeRange{resultType}, ValueRange{key},
-                                     {builder.getNamedAttr("axis", builder.getI32IntegerAttr(axis))});
-  {
-    OpBuilder::InsertionGuard guard(builder);
-    Block *block = builder.createBlock(&reduce.getCombineOp(), {}, {i64, i64}, {loc, loc});
-    Value best = isMax ? arith::MaxSIOp::create(builder, loc, block->getArgument(0),
-                                                block->getArgument(1)).getResult()
-                       : arith::MinSIOp::create(builder, loc, block->getArgument(0),
-                                                block->getArgument(1)).getResult();
-    tt::ReduceReturnOp::create(builder, loc, TypeRange{}, ValueRange{best});
-  }
-  Value chosen = reduce.getResult()[0];
+  Value chosen = integerExtremum(builder, loc, key, axis, isMax);
   auto scalarOr = [&](Type element, int64_t v) -> Value {
     if (shape.empty())
       return arith::ConstantOp::create(builder, loc, builder.getIntegerAttr(element, v));
@@ -116,16 +122,7 @@ Value firstIndexWhere(OpBuilder &builder, Location loc, Value hits, Value indice
   Value none = arith::ConstantOp::create(
       builder, loc, DenseElementsAttr::get(indexType, builder.getIntegerAttr(i32, INT32_MAX)));
   Value candidates = arith::SelectOp::create(builder, loc, hits, indices, none);
-  SmallVector<int64_t> shape(indexType.getShape());
-  shape.erase(shape.begin() + axis);
-  Type resultType = shape.empty() ? i32 : Type(RankedTensorType::get(shape, i32));
-  auto reduce = tt::ReduceOp::create(builder, loc, TypeRange{resultType}, ValueRange{candidates},
-                                     {builder.getNamedAttr("axis", builder.getI32IntegerAttr(axis))});
-  OpBuilder::InsertionGuard guard(builder);
-  Block *block = builder.createBlock(&reduce.getCombineOp(), {}, {i32, i32}, {loc, loc});
-  Value lowest = arith::MinSIOp::create(builder, loc, block->getArgument(0), block->getArgument(1));
-  tt::ReduceReturnOp::create(builder, loc, TypeRange{}, ValueRange{lowest});
-  return reduce.getResult()[0];
+  return integerExtremum(builder, loc, candidates, axis, /*isMax=*/false);
 }
 
 Value reshape(OpBuilder &builder, Location loc, Value src, RankedTensorType type) {
