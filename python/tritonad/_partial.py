@@ -46,12 +46,6 @@ def _add_slot_sums(slots_ptr, out_ptr, programs, slot, span,
     tl.store(out_ptr + cols, total.to(out_ptr.dtype.element_ty), mask=cols < span)
 
 
-def _programs_along_axis0(grid, kwargs) -> int:
-    if callable(grid):
-        grid = grid(kwargs)
-    return int(grid[0])
-
-
 @functools.lru_cache(maxsize=None)
 def _workers(device_index: int) -> int:
     import torch
@@ -110,7 +104,9 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool):
     if given:
         raise TypeError(f"{given} are set by tritonad's launch path; do not pass them")
     any_tensor = _device_of(kwargs)
-    programs = _programs_along_axis0(grid, kwargs) if grid is not None else 0
+    # (evaluated once: a grid callable sees the arguments before the workspace's)
+    grid_now = _coverage.grid_of(grid, kwargs) if grid is not None else ()
+    programs = grid_now[0] if grid_now else 0
     pending = _UNINITIALIZED.get()
     garbage = [s for s in shadows
                if isinstance(kwargs.get(s), torch.Tensor) and id(kwargs[s]) in pending]
@@ -121,7 +117,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool):
         if not garbage or warmup:
             return run(grid=grid, warmup=warmup, **kwargs)
         kernel = run(grid=grid, warmup=True, **kwargs)
-        _initialize(garbage, kernel, kwargs, grid, partial=())
+        _initialize(garbage, kernel, kwargs, grid_now)
         return run(grid=grid, warmup=False, **kwargs)
     # The workspace's dtype is part of the kernel's signature: fp64 slots for
     # fp64 gradients (gradcheck), fp32 otherwise.
@@ -140,7 +136,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool):
     if warmup:
         return kernel
     if not partial:
-        _initialize(garbage, kernel, kwargs, grid, partial=())
+        _initialize(garbage, kernel, kwargs, grid_now)
         return run(grid=grid, warmup=False, **kwargs)
 
     targets = [kwargs[name] for name in partial]
@@ -148,7 +144,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool):
     slot = (slot + 15) // 16 * 16  # (aligned slots: vectorized stores)
     workers = min(programs, _workers(device.index if device.index is not None
                                      else torch.cuda.current_device()))
-    launch_grid = (workers, *_coverage.grid_of(grid, kwargs)[1:])
+    launch_grid = (workers, *grid_now[1:])
     kwargs.update(tritonad_slot=slot)
     # A program stores only the addresses its loads touch: the slots need zeros
     # unless every slot's stores reach all of its shadow's elements.
@@ -157,8 +153,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool):
     workspace = make(len(partial), workers, slot, dtype=dtype, device=device)
     kwargs.update(tritonad_workspace=workspace)
     overwrite = {name for name in partial if name in garbage}
-    _initialize([s for s in garbage if s not in overwrite], kernel, kwargs, launch_grid,
-                partial=partial)
+    _initialize([s for s in garbage if s not in overwrite], kernel, kwargs, launch_grid)
     kernel = run(grid=launch_grid, warmup=False, **kwargs)
     for group, (name, shadow) in enumerate(zip(partial, targets)):
         span = _span(shadow)
@@ -183,16 +178,16 @@ def _coverage_of(kernel) -> dict:
 
 
 def _covered(kernel, kwargs, grid, names):
-    """The shadows among `names` whose every element the kernel stores."""
+    """The shadows among `names` whose every element the kernel stores, launched
+    on `grid` (a tuple; none known: nothing is covered)."""
     records = _coverage_of(kernel)
-    grid = _coverage.grid_of(grid, kwargs)
-    return {name for name in names if name in records and
+    return {name for name in names if grid and name in records and
             _coverage.covers(records[name], kwargs[name], kwargs, grid)}
 
 
-def _initialize(garbage, kernel, kwargs, grid, partial):
+def _initialize(garbage, kernel, kwargs, grid):
     """Zero-fills the uninitialized shadows the kernel does not wholly store."""
-    covered = _covered(kernel, kwargs, grid, [s for s in garbage if s not in partial])
+    covered = _covered(kernel, kwargs, grid, garbage)
     for name in garbage:
         if name not in covered:
             kwargs[name].zero_()

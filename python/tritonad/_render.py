@@ -880,24 +880,6 @@ def _fp_to_fp(fn, op, indent, block):
     _cast(fn, op, indent, block, text)
 
 
-@_handles("arith.sitofp")
-def _sitofp(fn, op, indent, block):
-    def text(x, s, d):
-        if _int_width(s) == 1:  # signed i1: true is -1
-            return f"(-{x.at(_ATOM)}.to({_dtype(d)}))"
-        return f"{x.at(_ATOM)}.to({_dtype(d)})"
-    _cast(fn, op, indent, block, text)
-
-
-@_handles("arith.uitofp")
-def _uitofp(fn, op, indent, block):
-    def text(x, s, d):
-        if _int_width(s) == 1:  # Triton converts i1 as unsigned
-            return f"{x.at(_ATOM)}.to({_dtype(d)})"
-        return f"{x.at(_ATOM)}.to({_dtype(s, True)}, bitcast=True).to({_dtype(d)})"
-    _cast(fn, op, indent, block, text)
-
-
 @_handles("arith.fptosi")
 def _fptosi(fn, op, indent, block):
     def text(x, s, d):
@@ -916,19 +898,19 @@ def _fptoui(fn, op, indent, block):
     _cast(fn, op, indent, block, text)
 
 
-@_handles("arith.extsi")
-def _extsi(fn, op, indent, block):
+@_handles("arith.extsi", "arith.sitofp")
+def _signed_conversion(fn, op, indent, block):
     def text(x, s, d):
-        if _int_width(s) == 1:  # Triton widens i1 as unsigned
+        if _int_width(s) == 1:  # signed i1: true is -1 (Triton converts i1 as unsigned)
             return f"(-{x.at(_ATOM)}.to({_dtype(d)}))"
         return f"{x.at(_ATOM)}.to({_dtype(d)})"
     _cast(fn, op, indent, block, text)
 
 
-@_handles("arith.extui")
-def _extui(fn, op, indent, block):
+@_handles("arith.extui", "arith.uitofp")
+def _unsigned_conversion(fn, op, indent, block):
     def text(x, s, d):
-        if _int_width(s) == 1:
+        if _int_width(s) == 1:  # (Triton converts i1 as unsigned)
             return f"{x.at(_ATOM)}.to({_dtype(d)})"
         return f"{x.at(_ATOM)}.to({_dtype(s, True)}, bitcast=True).to({_dtype(d)})"
     _cast(fn, op, indent, block, text)
