@@ -715,18 +715,53 @@ def _for_lines(kernel):
     return {start + i for i, text in enumerate(lines) if text.strip().startswith("for ")}
 
 
-def test_loop_carrying_a_running_max_is_reversed_by_recomputation():
+@triton.jit
+def running_max_kept_kernel(x_ptr, out_ptr, max_ptr, stride, N, BLOCK: tl.constexpr):
+    # online_logsumexp_kernel that also stores its running max: the max is now
+    # a result, not only a stabilizer.
+    row = tl.program_id(0)
+    m = tl.full([BLOCK], float("-inf"), tl.float32)
+    s = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * stride + cols, mask=cols < N, other=float("-inf"))
+        m_new = tl.maximum(m, x)
+        s = s * tl.exp(m - m_new) + tl.exp(x - m_new)
+        m = m_new
+    big = tl.max(m, axis=0)
+    tl.store(out_ptr + row, big + tl.log(tl.sum(s * tl.exp(m - big), axis=0)))
+    tl.store(max_ptr + row, big)
+
+
+def _loop_notes(bwd):
+    return [line for line in bwd.schedule().splitlines() if line.startswith("loop scf.for")]
+
+
+def test_loop_carrying_a_stabilizing_max_is_reversed_in_one_pass():
     bwd = tritonad.grad(online_logsumexp_kernel)
     compile_backward(bwd, dict(x_ptr=F32, out_ptr=F32, stride="i32", N="i32"), dict(BLOCK=256))
     # The schedule names the loop (by its line) and the strategy chosen for it.
-    notes = [line for line in bwd.schedule().splitlines() if line.startswith("loop scf.for")]
-    assert len(notes) == 1 and "recomputed by replaying" in notes[0], bwd.schedule()
+    notes = _loop_notes(bwd)
+    assert len(notes) == 1 and "only stabilizes exponentials" in notes[0], bwd.schedule()
     line = re.search(re.escape(os.path.basename(__file__)) + r":(\d+):\d+: ", notes[0])
     assert line and int(line.group(1)) in _for_lines(online_logsumexp_kernel), notes[0]
+    # Both maxima (the loop's per-lane one and the max over lanes) are named.
+    assert bwd.schedule().count("stabilizer at ") == 2, bwd.schedule()
     ir = bwd.derived_ir()
-    # The recomputed forward loop (its results feed the epilogue), the reverse
-    # loop and the replay inside it.
-    assert ir.count("scf.for") == 3, ir
+    # The recomputed forward loop (its results feed the epilogue) and one
+    # reverse loop: no replay nested inside it.
+    assert ir.count("scf.for") == 2, ir
+
+
+def test_loop_carrying_a_stored_max_is_reversed_by_recomputation():
+    bwd = tritonad.grad(running_max_kept_kernel)
+    compile_backward(bwd, dict(x_ptr=F32, out_ptr=F32, max_ptr=F32, stride="i32", N="i32"),
+                     dict(BLOCK=256))
+    notes = _loop_notes(bwd)
+    assert len(notes) == 1 and "recomputed by replaying" in notes[0], bwd.schedule()
+    assert "stabilizer at " not in bwd.schedule(), bwd.schedule()
+    # The recomputed forward loop, the reverse loop and the replay inside it.
+    assert bwd.derived_ir().count("scf.for") == 3, bwd.derived_ir()
 
 
 def test_accumulating_loop_is_reported_as_such():
@@ -1155,6 +1190,25 @@ def test_online_logsumexp_grad():
     tritonad.grad(online_logsumexp_kernel)[(R,)](x, out, x.stride(0), N, dx_ptr=dx,
                                                  dout_ptr=dout, BLOCK=BLOCK)
     (ref,) = torch_grads(lambda t: torch.logsumexp(t, 1), [x], dout)
+    assert_close(dx, ref, atol=1e-5)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_stored_running_max_grad():
+    # The max is a result here: its gradient (to the first maximal element of
+    # each row) adds to logsumexp's.
+    torch.manual_seed(27)
+    R, N, BLOCK = 5, 777, 256
+    x = torch.randn(R, N, device="cuda") * 2
+    out, big = torch.empty(R, device="cuda"), torch.empty(R, device="cuda")
+    running_max_kept_kernel[(R,)](x, out, big, x.stride(0), N, BLOCK=BLOCK)
+    dout, dbig = torch.randn(R, device="cuda"), torch.randn(R, device="cuda")
+    dx = torch.zeros_like(x)
+    tritonad.grad(running_max_kept_kernel)[(R,)](x, out, big, x.stride(0), N, dx_ptr=dx,
+                                                 dout_ptr=dout, dmax_ptr=dbig, BLOCK=BLOCK)
+    (ref,) = torch_grads(lambda t: torch.logsumexp(t, 1) * dout.double() +
+                         t.max(1).values * dbig.double(), [x], torch.ones(R, device="cuda"))
     assert_close(dx, ref, atol=1e-5)
 
 

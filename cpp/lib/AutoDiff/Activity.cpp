@@ -47,7 +47,9 @@ public:
 
   LogicalResult visitOperation(Operation *op, ArrayRef<const Varied *> operands,
                                ArrayRef<Varied *> results) override {
-    bool anyVaried = llvm::any_of(operands, [](const Varied *l) { return l->getValue().value; });
+    bool anyVaried = false;
+    for (auto [operand, lattice] : llvm::zip(op->getOperands(), operands))
+      anyVaried |= lattice->getValue().value && !isHeld(operand);
     // Integers holding the bits of a varied float (tl.sort and tl.topk swap
     // values as integers through bitcasts) stay varied, so a float rebuilt
     // from them is active and meets the bitcast's missing rule: a located
@@ -57,11 +59,16 @@ public:
     for (auto [operand, lattice] : llvm::zip(op->getOperands(), operands))
       floatBits |= lattice->getValue().value && isIntegerData(operand.getType());
     for (auto [result, lattice] : llvm::zip(op->getResults(), results)) {
-      bool varies = (isDifferentiableType(result.getType()) && (anyVaried || seeds.varies(result))) ||
-                    (floatBits && isIntegerData(result.getType()));
+      bool varies = !isHeld(result) &&
+                    ((isDifferentiableType(result.getType()) && (anyVaried || seeds.varies(result))) ||
+                     (floatBits && isIntegerData(result.getType())));
       propagateIfChanged(lattice, lattice->join(Flag{varies}));
     }
     return success();
+  }
+
+  bool isHeld(Value value) const {
+    return seeds.heldConstant && seeds.heldConstant->contains(value);
   }
 
   static bool isIntegerData(Type type) {
@@ -87,7 +94,10 @@ public:
 
   LogicalResult visitOperation(Operation *op, ArrayRef<Useful *> operands,
                                ArrayRef<const Useful *> results) override {
-    bool anyUseful = llvm::any_of(results, [](const Useful *l) { return l->getValue().value; });
+    bool anyUseful = false;
+    for (auto [result, lattice] : llvm::zip(op->getResults(), results))
+      anyUseful |= lattice->getValue().value &&
+                   !(seeds.heldConstant && seeds.heldConstant->contains(result));
     for (auto [operand, lattice] : llvm::zip(op->getOpOperands(), operands)) {
       bool useful = isDifferentiableType(operand.get().getType()) &&
                     (anyUseful || seeds.isUseful(operand));
@@ -141,7 +151,8 @@ FailureOr<DenseSet<Value>> computeActiveValues(Operation *function, const Activi
 
   DenseSet<Value> active;
   auto consider = [&](Value value) {
-    if (!isDifferentiableType(value.getType()))
+    if (!isDifferentiableType(value.getType()) ||
+        (seeds.heldConstant && seeds.heldConstant->contains(value)))
       return;
     const Varied *varied = solver.lookupState<Varied>(value);
     const Useful *useful = solver.lookupState<Useful>(value);

@@ -1,5 +1,6 @@
 #include "tritonad/AutoDiff/Differentiate.h"
 
+#include "tritonad/Analysis/ShiftInvariance.h"
 #include "tritonad/AutoDiff/Activity.h"
 #include "tritonad/AutoDiff/Prepare.h"
 #include "tritonad/AutoDiff/ReverseModeInterface.h"
@@ -62,7 +63,8 @@ LogicalResult buildFunctionVJP(tt::FuncOp primal, ArrayRef<unsigned> wrt, tt::Fu
   };
   Operation *terminator = primalBody.getTerminator();
   auto isReturned = [&](OpOperand &operand) { return operand.getOwner() == terminator; };
-  ActivitySeeds seeds{isWrtArgument, isReturned};
+  Stabilizers stabilizers = findStabilizers(primal);
+  ActivitySeeds seeds{isWrtArgument, isReturned, &stabilizers.heldConstant};
   FailureOr<DenseSet<Value>> active = computeActiveValues(primal, seeds);
   if (failed(active))
     return primal.emitError("activity analysis failed");
@@ -84,6 +86,7 @@ LogicalResult buildFunctionVJP(tt::FuncOp primal, ArrayRef<unsigned> wrt, tt::Fu
     hooks.cloneForward(op, builder, forward);
 
   AdjointState state(forward, *active);
+  state.setStabilizers(&stabilizers);
   unsigned numInputs = primal.getNumArguments();
   for (auto [index, returned] : llvm::enumerate(terminator->getOperands()))
     state.accumulate(builder, returned, body->getArgument(numInputs + index));

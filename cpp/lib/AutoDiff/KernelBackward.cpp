@@ -1,6 +1,7 @@
 #include "tritonad/AutoDiff/KernelBackward.h"
 
 #include "tritonad/AutoDiff/AccessAnalysis.h"
+#include "tritonad/Analysis/ShiftInvariance.h"
 #include "tritonad/AutoDiff/Activity.h"
 #include "tritonad/AutoDiff/PointerInduction.h"
 #include "tritonad/AutoDiff/Prepare.h"
@@ -670,7 +671,8 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
     auto store = dyn_cast<tt::StoreOp>(operand.getOwner());
     return store && operand.getOperandNumber() == 1 && isShadowed(store.getPtr());
   };
-  ActivitySeeds seeds{loadVaries, storedThroughShadow};
+  Stabilizers stabilizers = findStabilizers(primal);
+  ActivitySeeds seeds{loadVaries, storedThroughShadow, &stabilizers.heldConstant};
   FailureOr<DenseSet<Value>> active = computeActiveValues(primal, seeds);
   if (failed(active))
     return primal.emitError("activity analysis failed");
@@ -723,6 +725,7 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
     hooks.cloneForward(op, builder, forward);
 
   AdjointState state(forward, *active);
+  state.setStabilizers(&stabilizers);
   if (failed(reverseSweep(primalBody, builder, state, hooks)))
     return failure();
   tt::ReturnOp::create(builder, primalBody.getTerminator()->getLoc(), TypeRange{}, ValueRange{});
@@ -755,6 +758,7 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
     }
     report.text += name + ": " + how + "\n";
   }
+  report.text += stabilizers.describe();
   report.text += loopNotes;
   // Which shadows the backward writes (read from the IR it emitted).
   DenseSet<Value> shadowArgs;

@@ -1,10 +1,13 @@
 #include "ReverseSweep.h"
 
+#include "tritonad/Analysis/ShiftInvariance.h"
 #include "tritonad/AutoDiff/ReverseModeInterface.h"
 #include "tritonad/Dialect/Triton/Dialect.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/ScopeExit.h"
 
 using namespace mlir;
 namespace tt = mlir::triton;
@@ -100,8 +103,9 @@ SmallVector<Value> capturedActiveValues(Operation *op, const DenseSet<Value> &ac
 // `mapping`, seeds the adjoints of the terminator operands, sweeps it, and
 // returns the adjoints of `captured` (zeros where none).
 FailureOr<SmallVector<Value>> reverseBody(Block &primal, OpBuilder &builder, IRMapping &mapping,
-                                          AdjointState &outer, ArrayRef<Value> seeds,
-                                          ArrayRef<Value> captured, const SweepHooks &hooks,
+                                          AdjointState &outer, const DenseSet<Value> &active,
+                                          ArrayRef<Value> seeds, ArrayRef<Value> captured,
+                                          const SweepHooks &hooks,
                                           SmallVectorImpl<Value> *recomputedYields = nullptr) {
   for (Operation &op : primal.without_terminator())
     hooks.cloneForward(op, builder, mapping);
@@ -109,7 +113,8 @@ FailureOr<SmallVector<Value>> reverseBody(Block &primal, OpBuilder &builder, IRM
   if (recomputedYields)
     for (Value v : terminator->getOperands())
       recomputedYields->push_back(mapping.lookupOrDefault(v));
-  AdjointState state(mapping, outer.activeSet());
+  AdjointState state(mapping, active);
+  state.setStabilizers(outer.stabilizers());
   for (auto [operand, seed] : llvm::zip(terminator->getOperands(), seeds))
     if (seed)
       state.accumulate(builder, operand, seed);
@@ -232,7 +237,7 @@ LogicalResult reverseForByRecomputation(scf::ForOp loop, OpBuilder &builder,
   for (unsigned j : activeCarried)
     wanted.push_back(loop.getRegionIterArgs()[j]);
   FailureOr<SmallVector<Value>> adjoints =
-      reverseBody(*loop.getBody(), bodyBuilder, mapping, state, seeds, wanted, hooks);
+      reverseBody(*loop.getBody(), bodyBuilder, mapping, state, active, seeds, wanted, hooks);
   if (failed(adjoints))
     return failure();
   SmallVector<Value> yields;
@@ -255,27 +260,21 @@ LogicalResult reverseForByRecomputation(scf::ForOp loop, OpBuilder &builder,
   return success();
 }
 
-LogicalResult reverseFor(scf::ForOp loop, OpBuilder &builder, AdjointState &state,
-                         const SweepHooks &hooks) {
+// Reverses `loop`, whose active carried values are pure accumulations, in
+// forward order: each iteration recomputes its forward and adds its
+// contributions; the inactive carried values are recomputed alongside. The
+// adjoints come from, and go to, `original`'s results and inits (`loop` may be
+// a rewritten clone of it); `active` says which values of `loop` carry
+// gradients.
+LogicalResult reverseAccumulatingFor(scf::ForOp loop, scf::ForOp original,
+                                     const DenseSet<Value> &active, OpBuilder &builder,
+                                     AdjointState &state, const SweepHooks &hooks) {
   Location loc = loop.getLoc();
-  const DenseSet<Value> &active = state.activeSet();
   unsigned n = loop.getNumRegionIterArgs();
   SmallVector<bool> isActive(n);
-  DenseSet<Value> carried;
-  for (unsigned j = 0; j < n; ++j) {
+  for (unsigned j = 0; j < n; ++j)
     isActive[j] = active.contains(loop.getRegionIterArgs()[j]) ||
                   active.contains(loop.getResult(j));
-    if (isActive[j])
-      carried.insert(loop.getRegionIterArgs()[j]);
-  }
-  for (unsigned j = 0; j < n; ++j)
-    if (isActive[j] &&
-        !isPureAccumulation(loop, loop.getBody(), loop.getRegionIterArgs()[j],
-                            loop.getBody()->getTerminator()->getOperand(j), carried))
-      return reverseForByRecomputation(loop, builder, state, hooks);
-  if (hooks.note)
-    hooks.note(loop, "reversed in forward order: its carried gradients are pure "
-                     "accumulations (no cache, no recomputation)");
 
   SmallVector<Value> captured = capturedActiveValues(loop, active);
   SmallVector<Value> inits;
@@ -303,22 +302,173 @@ LogicalResult reverseFor(scf::ForOp loop, OpBuilder &builder, AdjointState &stat
       // Its value is never needed (only accumulated into); its adjoint is the
       // loop result's, the same in every iteration.
       mapping.map(arg, createZero(bodyBuilder, loc, arg.getType()));
-      seeds[j] = state.adjoint(loop.getResult(j));
+      seeds[j] = state.adjoint(original.getResult(j));
     } else {
       mapping.map(arg, reverse.getRegionIterArgs()[next++]);
     }
   }
   SmallVector<Value> recomputed;
-  FailureOr<SmallVector<Value>> deltas = reverseBody(*loop.getBody(), bodyBuilder, mapping, state,
-                                                     seeds, captured, hooks, &recomputed);
+  FailureOr<SmallVector<Value>> deltas = reverseBody(
+      *loop.getBody(), bodyBuilder, mapping, state, active, seeds, captured, hooks, &recomputed);
   if (failed(deltas))
     return failure();
   yieldForwardReplay(bodyBuilder, loc, isActive, recomputed, *deltas,
                      reverse.getRegionIterArgs().drop_front(numRecomputed));
   accumulateForwardReplay(builder, state, isActive, captured,
-                          reverse.getResults().drop_front(numRecomputed), loop.getResults(),
-                          loop.getInitArgs());
+                          reverse.getResults().drop_front(numRecomputed), original.getResults(),
+                          original.getInitArgs());
   return success();
+}
+
+// Folds what holding the stabilizers at their final value made constant:
+// m - m, exp(0), shape changes of splat constants, x * 1 and x + 0 (the
+// last ones by the ops' own folders). `origin` forgets erased values.
+void foldSubstitutedBody(Block &body, DenseMap<Value, Value> &origin) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    if (op.getNumRegions() == 0 && op.getNumResults() == 1)
+      ops.push_back(&op);
+  for (Operation *op : ops) {
+    Value result = op->getResult(0);
+    OpBuilder builder(op);
+    Value replacement;
+    auto sub = dyn_cast<arith::SubFOp>(op);
+    Attribute constant;
+    if (sub && sub.getLhs() == sub.getRhs()) {
+      replacement = createZero(builder, op->getLoc(), result.getType());
+    } else if (isa<tt::ExpandDimsOp, tt::BroadcastOp, tt::SplatOp, tt::ReshapeOp>(op) &&
+               matchPattern(op->getOperand(0), m_Constant(&constant))) {
+      if (auto splat = dyn_cast<SplatElementsAttr>(constant))
+        constant = splat.getSplatValue<Attribute>();
+      if (auto scalar = dyn_cast<FloatAttr>(constant))
+        replacement = createFloatConstant(builder, op->getLoc(), result.getType(),
+                                          scalar.getValueAsDouble());
+    } else {
+      SmallVector<OpFoldResult> folded;
+      if (succeeded(op->fold(folded)) && folded.size() == 1) {
+        if (auto value = dyn_cast<Value>(folded[0]))
+          replacement = value;
+        else if (auto typed = dyn_cast_or_null<TypedAttr>(dyn_cast<Attribute>(folded[0]));
+                 typed && typed.getType() == result.getType())
+          replacement = arith::ConstantOp::create(builder, op->getLoc(), typed);
+      }
+    }
+    if (!replacement || replacement == result)
+      continue;
+    result.replaceAllUsesWith(replacement);
+    origin.erase(result);
+    op->erase();
+  }
+}
+
+// A loop that carries stabilizers (Analysis/ShiftInvariance.h): what it
+// computes does not change with their values, so its reverse runs the body
+// with every stabilizer at its final value. The rescaling factors
+// exp(m_prev - m_new) fold to 1, the other carried values become pure
+// accumulations, and the loop is reversed in forward order like one: O(n),
+// no cache. False when the rewritten body is not such a loop.
+FailureOr<bool> reverseForWithFinalStabilizers(scf::ForOp loop, OpBuilder &builder,
+                                               AdjointState &state, const SweepHooks &hooks) {
+  if (!state.stabilizers())
+    return false;
+  SmallVector<unsigned> held = state.stabilizers()->carriedBy(loop);
+  bool writes = false;
+  loop.getBody()->walk([&](Operation *op) { writes |= writesMemory(op); });
+  // A store's adjoint is keyed to the store op by the kernel driver.
+  if (held.empty() || writes)
+    return false;
+
+  // The rewritten body is a clone placed after the loop (the kernel driver's
+  // analyses of its loads need it inside the function), erased once reversed.
+  OpBuilder primalBuilder(loop->getContext());
+  primalBuilder.setInsertionPointAfter(loop);
+  IRMapping cloneMap;
+  auto clone = cast<scf::ForOp>(primalBuilder.clone(*loop.getOperation(), cloneMap));
+  auto eraseClone = llvm::make_scope_exit([&] { clone->erase(); });
+  DenseMap<Value, Value> origin;
+  for (auto [primal, copy] : cloneMap.getValueMap())
+    origin[copy] = primal;
+  for (auto [primal, copy] : llvm::zip(loop.getResults(), clone.getResults()))
+    origin[copy] = primal;
+  Operation *terminator = clone.getBody()->getTerminator();
+  for (unsigned j : held) {
+    Value final = loop.getResult(j);
+    Value update = terminator->getOperand(j);
+    clone.getRegionIterArgs()[j].replaceAllUsesWith(final);
+    update.replaceAllUsesWith(final);
+  }
+  foldSubstitutedBody(*clone.getBody(), origin);
+
+  DenseSet<Value> active = state.activeSet();
+  auto addIfActive = [&](Value value) {
+    auto it = origin.find(value);
+    if (it != origin.end() && state.isActive(it->second))
+      active.insert(value);
+  };
+  for (Value arg : clone.getRegionIterArgs())
+    addIfActive(arg);
+  for (Value result : clone.getResults())
+    addIfActive(result);
+  clone.getBody()->walk([&](Operation *op) {
+    for (Value result : op->getResults())
+      addIfActive(result);
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (Value arg : block.getArguments())
+          addIfActive(arg);
+  });
+  DenseSet<Value> carried;
+  for (auto [j, arg] : llvm::enumerate(clone.getRegionIterArgs()))
+    if (active.contains(arg) || active.contains(clone.getResult(j)))
+      carried.insert(arg);
+  for (BlockArgument arg : clone.getRegionIterArgs())
+    if (carried.contains(arg) &&
+        !isPureAccumulation(clone, clone.getBody(), arg,
+                            terminator->getOperand(arg.getArgNumber() - 1), carried))
+      return false;
+
+  if (failed(reverseAccumulatingFor(clone, loop, active, builder, state, hooks)))
+    return failure();
+  if (hooks.note) {
+    std::string how = "reversed in forward order: carried value";
+    how += held.size() > 1 ? "s " : " ";
+    for (auto [k, j] : llvm::enumerate(held))
+      how += (k ? ", #" : "#") + std::to_string(j);
+    how += " only stabilize" + std::string(held.size() > 1 ? "" : "s") +
+           " exponentials (a stabilizer: the results do not change with its value, shift "
+           "invariance checked on the IR), so it carries no gradient and the reverse uses its "
+           "final value; the other carried gradients are then pure accumulations (no cache, "
+           "no recomputation)";
+    hooks.note(loop, how);
+  }
+  return true;
+}
+
+LogicalResult reverseFor(scf::ForOp loop, OpBuilder &builder, AdjointState &state,
+                         const SweepHooks &hooks) {
+  const DenseSet<Value> &active = state.activeSet();
+  unsigned n = loop.getNumRegionIterArgs();
+  DenseSet<Value> carried;
+  for (unsigned j = 0; j < n; ++j)
+    if (active.contains(loop.getRegionIterArgs()[j]) || active.contains(loop.getResult(j)))
+      carried.insert(loop.getRegionIterArgs()[j]);
+  for (unsigned j = 0; j < n; ++j) {
+    BlockArgument arg = loop.getRegionIterArgs()[j];
+    if (!carried.contains(arg) ||
+        isPureAccumulation(loop, loop.getBody(), arg,
+                           loop.getBody()->getTerminator()->getOperand(j), carried))
+      continue;
+    FailureOr<bool> stabilized = reverseForWithFinalStabilizers(loop, builder, state, hooks);
+    if (failed(stabilized))
+      return failure();
+    if (*stabilized)
+      return success();
+    return reverseForByRecomputation(loop, builder, state, hooks);
+  }
+  if (hooks.note)
+    hooks.note(loop, "reversed in forward order: its carried gradients are pure "
+                     "accumulations (no cache, no recomputation)");
+  return reverseAccumulatingFor(loop, loop, active, builder, state, hooks);
 }
 
 // scf.while, replayed in forward order like scf.for: the condition is
@@ -407,7 +557,7 @@ LogicalResult reverseWhile(scf::WhileOp loop, OpBuilder &builder, AdjointState &
   }
   SmallVector<Value> recomputed;
   FailureOr<SmallVector<Value>> deltas =
-      reverseBody(after, bodyBuilder, mapping, state, seeds, captured, hooks, &recomputed);
+      reverseBody(after, bodyBuilder, mapping, state, active, seeds, captured, hooks, &recomputed);
   if (failed(deltas))
     return failure();
   yieldForwardReplay(bodyBuilder, loc, isActive, recomputed, *deltas,
@@ -444,7 +594,8 @@ LogicalResult reverseIf(scf::IfOp branch, OpBuilder &builder, AdjointState &stat
     } else {
       IRMapping mapping = state.mapping();
       FailureOr<SmallVector<Value>> result = reverseBody(primalRegion->front(), blockBuilder,
-                                                         mapping, state, seeds, captured, hooks);
+                                                         mapping, state, state.activeSet(), seeds,
+                                                         captured, hooks);
       if (failed(result))
         return failure();
       deltas = *result;

@@ -19,6 +19,9 @@ struct ActivitySeeds {
   /// Operands whose gradient is asked for: returned values, values stored
   /// through differentiated pointers.
   llvm::function_ref<bool(mlir::OpOperand &)> isUseful;
+  /// Values held constant (stabilizers, see Analysis/ShiftInvariance.h):
+  /// never active, and no gradient flows through them.
+  const llvm::DenseSet<mlir::Value> *heldConstant = nullptr;
 };
 
 /// Runs both analyses on `function` (not across calls) and returns the

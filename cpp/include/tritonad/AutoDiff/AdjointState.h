@@ -11,6 +11,8 @@
 
 namespace tritonad {
 
+struct Stabilizers;
+
 /// Whether Triton can do arithmetic on this float type (fp8 it cannot).
 bool hasArithmetic(mlir::Type type);
 
@@ -48,10 +50,15 @@ public:
   /// Sets the adjoint outright (used when seeding).
   void setAdjoint(mlir::Value primal, mlir::Value adjoint) { adjoints[primal] = adjoint; }
 
+  /// The stabilizers of the function being differentiated (null: none known).
+  const Stabilizers *stabilizers() const { return stabilizerFacts; }
+  void setStabilizers(const Stabilizers *facts) { stabilizerFacts = facts; }
+
 private:
   mlir::IRMapping &forwardMap;
   const llvm::DenseSet<mlir::Value> &activeValues;
   llvm::DenseMap<mlir::Value, mlir::Value> adjoints;
+  const Stabilizers *stabilizerFacts = nullptr;
 };
 
 /// A zero of `type` (float scalar or tensor).

@@ -1,0 +1,569 @@
+#include "tritonad/Analysis/ShiftInvariance.h"
+
+#include "tritonad/Dialect/Triton/Dialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <cmath>
+
+using namespace mlir;
+namespace tt = mlir::triton;
+
+namespace tritonad {
+namespace {
+
+// How a value depends on a perturbation of the candidate. Within a loop that
+// carries the candidate, `prev` is the perturbation of the value the
+// iteration starts from and `cur` that of the value it computes; elsewhere
+// only `cur` is used.
+enum class Dependence {
+  Free,     // does not depend on it
+  Zero,     // the constant 0 (free, and also "scaled" by anything)
+  Infinite, // the constant +-inf (free, and also "shifted" by anything)
+  Shifted,  // v + prev*d_prev + cur*d_cur
+  Scaled,   // v * exp(prev*d_prev + cur*d_cur)
+  Unknown,
+};
+
+struct Shift {
+  Dependence kind = Dependence::Free;
+  double prev = 0, cur = 0;
+  // For each axis of the candidate, the axis of this value along which its
+  // perturbation varies (-1 where the candidate's axis has size 1).
+  SmallVector<int, 4> axes;
+
+  static Shift of(Dependence kind) { return Shift{kind, 0, 0, {}}; }
+  bool isFree() const {
+    return kind == Dependence::Free || kind == Dependence::Zero || kind == Dependence::Infinite;
+  }
+  bool isTagged() const { return kind == Dependence::Shifted || kind == Dependence::Scaled; }
+  bool sameForm(const Shift &other) const {
+    return kind == other.kind && axes == other.axes && std::abs(prev - other.prev) < 1e-9 &&
+           std::abs(cur - other.cur) < 1e-9;
+  }
+  bool operator==(const Shift &other) const {
+    return isTagged() ? sameForm(other) : kind == other.kind;
+  }
+};
+
+Shift tagged(Dependence kind, double prev, double cur, ArrayRef<int> axes) {
+  if (std::abs(prev) < 1e-12 && std::abs(cur) < 1e-12)
+    return Shift::of(Dependence::Free);
+  return Shift{kind, prev, cur, SmallVector<int, 4>(axes)};
+}
+
+Shift unknown() { return Shift::of(Dependence::Unknown); }
+
+// The value of a merge (select, branch results, loop entry and back edge).
+Shift join(const Shift &a, const Shift &b) {
+  using D = Dependence;
+  if (a.kind == D::Unknown || b.kind == D::Unknown)
+    return unknown();
+  if (a.isFree() && b.isFree())
+    return Shift::of(a.kind == b.kind ? a.kind : D::Free);
+  if (a.isTagged() && b.isTagged())
+    return a.sameForm(b) ? a : unknown();
+  const Shift &t = a.isTagged() ? a : b;
+  const Shift &f = a.isTagged() ? b : a;
+  // 0 * e^d = 0 and -inf + d = -inf: constants that every scale or shift keeps.
+  if ((t.kind == D::Scaled && f.kind == D::Zero) || (t.kind == D::Shifted && f.kind == D::Infinite))
+    return t;
+  return unknown();
+}
+
+// a + sign * b.
+Shift addLike(const Shift &a, const Shift &b, double sign) {
+  using D = Dependence;
+  if (a.kind == D::Unknown || b.kind == D::Unknown)
+    return unknown();
+  if (a.isFree() && b.isFree())
+    return Shift::of(a.kind == D::Zero && b.kind == D::Zero ? D::Zero : D::Free);
+  if (a.kind == D::Shifted && b.kind == D::Shifted)
+    return a.axes == b.axes
+               ? tagged(D::Shifted, a.prev + sign * b.prev, a.cur + sign * b.cur, a.axes)
+               : unknown();
+  if (a.kind == D::Shifted && (b.kind == D::Free || b.kind == D::Zero))
+    return a;
+  if (b.kind == D::Shifted && (a.kind == D::Free || a.kind == D::Zero))
+    return tagged(D::Shifted, sign * b.prev, sign * b.cur, b.axes);
+  if (a.kind == D::Scaled && b.kind == D::Scaled)
+    return a.sameForm(b) ? a : unknown();
+  if (a.kind == D::Scaled && b.kind == D::Zero)
+    return a;
+  if (b.kind == D::Scaled && a.kind == D::Zero)
+    return b;
+  return unknown();
+}
+
+std::optional<double> splatConstant(Value value) {
+  Attribute attr;
+  if (!matchPattern(value, m_Constant(&attr)))
+    return std::nullopt;
+  if (auto splat = dyn_cast<SplatElementsAttr>(attr))
+    attr = splat.getSplatValue<Attribute>();
+  if (auto f = dyn_cast<FloatAttr>(attr))
+    return f.getValueAsDouble();
+  return std::nullopt;
+}
+
+Shift ofConstant(Value value) {
+  std::optional<double> c = splatConstant(value);
+  if (c && *c == 0.0)
+    return Shift::of(Dependence::Zero);
+  if (c && std::isinf(*c))
+    return Shift::of(Dependence::Infinite);
+  return Shift::of(Dependence::Free);
+}
+
+// a * b, or a / b.
+Shift multiplyLike(const Shift &a, const Shift &b, Value bValue, bool divide) {
+  using D = Dependence;
+  if (a.kind == D::Unknown || b.kind == D::Unknown)
+    return unknown();
+  if (a.kind == D::Zero)
+    return a;
+  if (b.kind == D::Zero && !divide)
+    return b;
+  if (a.isFree() && b.isFree())
+    return Shift::of(D::Free);
+  double sign = divide ? -1.0 : 1.0;
+  if (a.kind == D::Scaled && b.kind == D::Free)
+    return a;
+  if (b.kind == D::Scaled && a.kind == D::Free)
+    return tagged(D::Scaled, sign * b.prev, sign * b.cur, b.axes);
+  if (a.kind == D::Scaled && b.kind == D::Scaled)
+    return a.axes == b.axes
+               ? tagged(D::Scaled, a.prev + sign * b.prev, a.cur + sign * b.cur, a.axes)
+               : unknown();
+  // (v + d) * k = v * k + k * d for a constant k.
+  if (a.kind == D::Shifted && b.kind == D::Free)
+    if (std::optional<double> k = splatConstant(bValue); k && *k != 0.0 && std::isfinite(*k)) {
+      double factor = divide ? 1.0 / *k : *k;
+      return tagged(D::Shifted, a.prev * factor, a.cur * factor, a.axes);
+    }
+  return unknown();
+}
+
+// max(a, b) and min(a, b): shifts and positive scales keep the order.
+Shift extremum(const Shift &a, const Shift &b) {
+  if (a.kind == Dependence::Unknown || b.kind == Dependence::Unknown)
+    return unknown();
+  if (a.isFree() && b.isFree())
+    return Shift::of(Dependence::Free);
+  return join(a, b);
+}
+
+// Comparisons see no perturbation when both sides move alike.
+Shift compare(const Shift &a, const Shift &b) {
+  Shift merged = extremum(a, b);
+  return merged.kind == Dependence::Unknown ? merged : Shift::of(Dependence::Free);
+}
+
+// A reduction along `axis`: only along an axis where the perturbation is the
+// same for every element.
+Shift reduceAlong(const Shift &input, int axis, bool isSum) {
+  if (!input.isTagged())
+    return input.kind == Dependence::Unknown ? input : Shift::of(Dependence::Free);
+  if (llvm::is_contained(input.axes, axis))
+    return unknown();
+  if (isSum && input.kind == Dependence::Shifted)
+    return unknown();
+  Shift result = input;
+  for (int &a : result.axes)
+    if (a > axis)
+      --a;
+  return result;
+}
+
+// The single op of a single-operand combine region: addf (a sum) or a max/min.
+Operation *combinerOp(tt::ReduceOp reduce) {
+  if (reduce.getNumOperands() != 1)
+    return nullptr;
+  Block &block = reduce.getCombineOp().front();
+  Operation *def = block.getTerminator()->getOperand(0).getDefiningOp();
+  if (!def || def->getNumOperands() != 2 || def->getBlock() != &block)
+    return nullptr;
+  bool usesBoth = llvm::is_contained(def->getOperands(), block.getArgument(0)) &&
+                  llvm::is_contained(def->getOperands(), block.getArgument(1));
+  return usesBoth ? def : nullptr;
+}
+
+bool isExtremumOp(Operation *op) {
+  return isa_and_nonnull<arith::MaxNumFOp, arith::MaximumFOp, arith::MinNumFOp, arith::MinimumFOp>(
+      op);
+}
+
+bool writesMemoryOrUnknown(Operation *op) {
+  if (auto effects = dyn_cast<MemoryEffectOpInterface>(op))
+    return effects.hasEffect<MemoryEffects::Write>();
+  return op->getNumRegions() == 0 && !op->hasTrait<OpTrait::IsTerminator>();
+}
+
+SmallVector<int, 4> identityAxes(Type type) {
+  SmallVector<int, 4> axes;
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    for (auto [i, size] : llvm::enumerate(tensor.getShape()))
+      axes.push_back(size == 1 ? -1 : static_cast<int>(i));
+  return axes;
+}
+
+// The abstract interpretation of `function` for one candidate; held values
+// (stabilizers proven before) are free: they may take any value.
+class ShiftInterpreter {
+public:
+  ShiftInterpreter(const DenseSet<Value> &held, Stabilizer candidate)
+      : held(held), candidate(candidate) {}
+
+  bool isInvariant(Operation *function) {
+    for (Region &region : function->getRegions())
+      for (Block &block : region)
+        visitBlock(block);
+    return !leaks;
+  }
+
+private:
+  Shift get(Value value) const {
+    if (held.contains(value))
+      return Shift::of(Dependence::Free);
+    auto it = tags.find(value);
+    return it == tags.end() ? Shift::of(Dependence::Free) : it->second;
+  }
+  void set(Value value, Shift shift) { tags[value] = std::move(shift); }
+
+  // Something that leaves the function must not depend on the candidate.
+  void requireFree(Value value) {
+    if (!get(value).isFree())
+      leaks = true;
+  }
+
+  void visitBlock(Block &block) {
+    for (Operation &op : block) {
+      if (leaks)
+        return;
+      visit(&op);
+    }
+  }
+
+  Shift perturbation(double prev, double cur) const {
+    return tagged(Dependence::Shifted, prev, cur, identityAxes(candidate.value.getType()));
+  }
+
+  bool capturesTagged(Operation *op) const {
+    bool found = false;
+    op->walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands())
+        if (!op->isAncestor(operand.getParentRegion()->getParentOp()) && !get(operand).isFree())
+          found = true;
+    });
+    return found;
+  }
+
+  void visit(Operation *op) {
+    if (auto loop = dyn_cast<scf::ForOp>(op))
+      return visitFor(loop);
+    if (auto branch = dyn_cast<scf::IfOp>(op))
+      return visitIf(branch);
+    if (op->hasTrait<OpTrait::IsTerminator>()) {
+      // Region terminators are read by their parents; the function's return
+      // and a while's condition leave the region.
+      if (isa<tt::ReturnOp, scf::ConditionOp>(op))
+        for (Value operand : op->getOperands())
+          requireFree(operand);
+      return;
+    }
+    if (isa<scf::WhileOp>(op) || (op->getNumRegions() != 0 && !isa<tt::ReduceOp>(op))) {
+      // No rule follows a perturbation through these: nothing perturbed may
+      // enter, nor may the candidate be defined inside.
+      if (capturesTagged(op) || op->isAncestor(candidate.value.getDefiningOp()) ||
+          llvm::any_of(op->getOperands(), [&](Value v) { return !get(v).isFree(); })) {
+        leaks = true;
+        return;
+      }
+      for (Region &region : op->getRegions())
+        for (Block &block : region)
+          visitBlock(block);
+      return;
+    }
+    if (writesMemoryOrUnknown(op)) {
+      for (Value operand : op->getOperands())
+        requireFree(operand);
+      for (Value result : op->getResults())
+        set(result, unknown());
+      return;
+    }
+    SmallVector<Shift> results = rule(op);
+    for (auto [result, shift] : llvm::zip(op->getResults(), results))
+      set(result, shift);
+    if (!candidate.loop && op == candidate.value.getDefiningOp())
+      set(candidate.value, perturbation(0, 1));
+  }
+
+  // One rule per op: how results depend on the perturbation given operands.
+  SmallVector<Shift> rule(Operation *op) {
+    SmallVector<Shift> none(op->getNumResults(), Shift::of(Dependence::Free));
+    auto operand = [&](unsigned i) { return get(op->getOperand(i)); };
+    auto all = [&](Shift s) { return SmallVector<Shift>(op->getNumResults(), s); };
+    if (isa<arith::ConstantOp>(op))
+      return {ofConstant(op->getResult(0))};
+    bool anyTagged = llvm::any_of(op->getOperands(), [&](Value v) { return !get(v).isFree(); });
+    if (!anyTagged && !(isa<tt::ReduceOp>(op) && capturesTagged(op)))
+      return none;
+    if (isa<arith::AddFOp>(op))
+      return {addLike(operand(0), operand(1), 1.0)};
+    if (isa<arith::SubFOp>(op))
+      return {addLike(operand(0), operand(1), -1.0)};
+    if (isa<arith::MulFOp>(op)) {
+      if (operand(0).kind == Dependence::Shifted)
+        return {multiplyLike(operand(0), operand(1), op->getOperand(1), false)};
+      return {multiplyLike(operand(1), operand(0), op->getOperand(0), false)};
+    }
+    if (isa<arith::DivFOp, tt::PreciseDivFOp>(op))
+      return {multiplyLike(operand(0), operand(1), op->getOperand(1), true)};
+    if (isa<arith::NegFOp>(op)) {
+      Shift s = operand(0);
+      return {s.kind == Dependence::Shifted ? tagged(s.kind, -s.prev, -s.cur, s.axes) : s};
+    }
+    if (isa<arith::MaxNumFOp, arith::MaximumFOp, arith::MinNumFOp, arith::MinimumFOp>(op))
+      return {extremum(operand(0), operand(1))};
+    if (isa<arith::CmpFOp>(op))
+      return {compare(operand(0), operand(1))};
+    if (isa<arith::SelectOp>(op)) {
+      if (!operand(0).isFree())
+        return all(unknown());
+      return {join(operand(1), operand(2))};
+    }
+    if (isa<math::ExpOp, math::Exp2Op>(op)) {
+      Shift s = operand(0);
+      if (s.kind != Dependence::Shifted)
+        return all(unknown());
+      double base = isa<math::Exp2Op>(op) ? std::log(2.0) : 1.0;
+      return {tagged(Dependence::Scaled, s.prev * base, s.cur * base, s.axes)};
+    }
+    if (isa<math::LogOp, math::Log2Op>(op)) {
+      Shift s = operand(0);
+      if (s.kind != Dependence::Scaled)
+        return all(unknown());
+      double base = isa<math::Log2Op>(op) ? 1.0 / std::log(2.0) : 1.0;
+      return {tagged(Dependence::Shifted, s.prev * base, s.cur * base, s.axes)};
+    }
+    // Shape and precision changes move the perturbation with the elements.
+    if (isa<arith::ExtFOp, arith::TruncFOp, tt::FpToFpOp, tt::BroadcastOp, tt::SplatOp>(op))
+      return {operand(0)};
+    if (auto expand = dyn_cast<tt::ExpandDimsOp>(op)) {
+      Shift s = operand(0);
+      for (int &a : s.axes)
+        if (a >= static_cast<int>(expand.getAxis()))
+          ++a;
+      return {s};
+    }
+    if (auto trans = dyn_cast<tt::TransOp>(op)) {
+      Shift s = operand(0);
+      ArrayRef<int32_t> order = trans.getOrder();
+      for (int &a : s.axes)
+        if (a >= 0)
+          a = static_cast<int>(llvm::find(order, a) - order.begin());
+      return {s};
+    }
+    if (isa<tt::ReshapeOp>(op)) {
+      Shift s = operand(0);
+      bool uniform = llvm::all_of(s.axes, [](int a) { return a < 0; });
+      return {uniform ? s : unknown()};
+    }
+    if (auto reduce = dyn_cast<tt::ReduceOp>(op)) {
+      Operation *combiner = combinerOp(reduce);
+      if (!combiner || !(isa<arith::AddFOp>(combiner) || isExtremumOp(combiner)))
+        return all(unknown());
+      return {reduceAlong(operand(0), reduce.getAxis(), isa<arith::AddFOp>(combiner))};
+    }
+    if (auto dot = dyn_cast<tt::DotOp>(op))
+      return {ruleForDot(dot)};
+    return all(unknown());
+  }
+
+  // a @ b + c: a perturbation of a's rows or of b's columns (constant along
+  // the contraction) scales the product.
+  Shift ruleForDot(tt::DotOp dot) {
+    Shift a = get(dot.getA()), b = get(dot.getB()), c = get(dot.getC());
+    if (cast<RankedTensorType>(dot.getType()).getRank() != 2)
+      return a.isFree() && b.isFree() && c.isFree() ? Shift::of(Dependence::Free) : unknown();
+    Shift product = unknown();
+    if (a.kind == Dependence::Zero || b.kind == Dependence::Zero)
+      product = Shift::of(Dependence::Zero);
+    else if (a.isFree() && b.isFree())
+      product = Shift::of(Dependence::Free);
+    else if (a.kind == Dependence::Scaled && b.kind == Dependence::Free &&
+             !llvm::is_contained(a.axes, 1))
+      product = a;
+    else if (b.kind == Dependence::Scaled && a.kind == Dependence::Free &&
+             !llvm::is_contained(b.axes, 0))
+      product = b;
+    return addLike(product, c, 1.0);
+  }
+
+  void visitIf(scf::IfOp branch) {
+    requireFree(branch.getCondition());
+    visitBlock(*branch.thenBlock());
+    if (branch.elseBlock())
+      visitBlock(*branch.elseBlock());
+    for (auto [i, result] : llvm::enumerate(branch.getResults())) {
+      Shift merged = get(branch.thenYield().getOperand(i));
+      if (branch.elseBlock())
+        merged = join(merged, get(branch.elseYield().getOperand(i)));
+      set(result, merged);
+    }
+  }
+
+  // Carried values: a fixpoint over the back edge. In the loop that carries
+  // the candidate, the perturbation of the value an iteration computes is the
+  // next iteration's `prev`.
+  void visitFor(scf::ForOp loop) {
+    for (Value bound : {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
+      requireFree(bound);
+    bool carriesCandidate = candidate.loop && loop == candidate.loop;
+    bool enclosesCandidate =
+        !carriesCandidate && loop->isProperAncestor(candidate.value.getDefiningOp());
+    unsigned n = loop.getNumRegionIterArgs();
+    SmallVector<Shift> entry, carried;
+    for (Value init : loop.getInitArgs())
+      entry.push_back(get(init));
+    carried = entry;
+    if (carriesCandidate)
+      carried[candidate.carried] = perturbation(1, 0);
+    Operation *terminator = loop.getBody()->getTerminator();
+    SmallVector<Shift> yielded(n);
+    for (int round = 0; round < 6 && !leaks; ++round) {
+      set(loop.getInductionVar(), Shift::of(Dependence::Free));
+      for (auto [arg, shift] : llvm::zip(loop.getRegionIterArgs(), carried))
+        set(arg, shift);
+      for (Operation &op : loop.getBody()->without_terminator()) {
+        if (leaks)
+          return;
+        visit(&op);
+        if (carriesCandidate && &op == candidate.value.getDefiningOp())
+          set(candidate.value, perturbation(0, 1));
+      }
+      bool changed = false;
+      for (unsigned j = 0; j < n; ++j) {
+        yielded[j] = get(terminator->getOperand(j));
+        if (carriesCandidate && j == candidate.carried)
+          continue;
+        Shift next = yielded[j];
+        if (carriesCandidate) {
+          // The next iteration starts from this one's value.
+          if (next.isTagged() && std::abs(next.prev) > 1e-12)
+            next = unknown();
+          else if (next.isTagged())
+            next = tagged(next.kind, next.cur, 0, next.axes);
+        } else if (enclosesCandidate && !next.isFree()) {
+          next = unknown(); // each iteration perturbs a different candidate value
+        }
+        next = join(carried[j], next);
+        if (round == 5 && !(next == carried[j]))
+          next = unknown();
+        changed |= !(next == carried[j]);
+        carried[j] = next;
+      }
+      if (!changed)
+        break;
+    }
+    for (unsigned j = 0; j < n; ++j) {
+      Shift result = carried[j];
+      if (carriesCandidate)
+        result = j == candidate.carried ? perturbation(0, 1) : join(entry[j], yielded[j]);
+      set(loop.getResult(j), result);
+    }
+  }
+
+  const DenseSet<Value> &held;
+  Stabilizer candidate;
+  DenseMap<Value, Shift> tags;
+  bool leaks = false;
+};
+
+SmallVector<Stabilizer> candidatesOf(Operation *function) {
+  SmallVector<Stabilizer> candidates;
+  function->walk([&](Operation *op) {
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      Operation *terminator = loop.getBody()->getTerminator();
+      for (auto [j, arg] : llvm::enumerate(loop.getRegionIterArgs())) {
+        Value next = terminator->getOperand(j);
+        Operation *def = next.getDefiningOp();
+        if (isa<FloatType>(getElementTypeOrSelf(arg.getType())) && isExtremumOp(def) &&
+            def->getBlock() == loop.getBody() && llvm::is_contained(def->getOperands(), arg))
+          candidates.push_back({next, loop, static_cast<unsigned>(j)});
+      }
+    }
+    if (auto reduce = dyn_cast<tt::ReduceOp>(op))
+      if (isExtremumOp(combinerOp(reduce)) &&
+          isa<FloatType>(getElementTypeOrSelf(reduce->getResult(0).getType())))
+        candidates.push_back({reduce->getResult(0), nullptr, 0});
+  });
+  return candidates;
+}
+
+} // namespace
+
+SmallVector<unsigned> Stabilizers::carriedBy(Operation *loop) const {
+  SmallVector<unsigned> indices;
+  for (const Stabilizer &s : found)
+    if (s.loop && static_cast<Operation *>(s.loop) == loop)
+      indices.push_back(s.carried);
+  return indices;
+}
+
+std::string Stabilizers::describe() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (const Stabilizer &s : found) {
+    os << "stabilizer at ";
+    // The user's line, not the line of tl.max inside triton.language.
+    Location loc = s.value.getLoc();
+    loc->walk([&](Location inner) {
+      if (auto call = dyn_cast<CallSiteLoc>(inner)) {
+        loc = call.getCaller();
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (auto file = loc->findInstanceOf<FileLineColLoc>())
+      os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
+    else
+      loc.print(os);
+    os << ": " << (s.loop ? "a loop's running " : "a ")
+       << (isa<arith::MinNumFOp, arith::MinimumFOp>(s.value.getDefiningOp()) ? "min" : "max")
+       << " that only stabilizes exponentials carries no gradient (the results do not change "
+          "with its value; shift invariance checked on the IR)\n";
+  }
+  return text;
+}
+
+Stabilizers findStabilizers(Operation *function) {
+  Stabilizers result;
+  SmallVector<Stabilizer> pending = candidatesOf(function);
+  // One candidate at a time, the proven ones held: a stabilizer computed from
+  // another (the max over a loop's per-lane running maxima) is found in a
+  // later round.
+  for (bool progress = true; progress && !pending.empty();) {
+    progress = false;
+    for (auto it = pending.begin(); it != pending.end();) {
+      if (!ShiftInterpreter(result.heldConstant, *it).isInvariant(function)) {
+        ++it;
+        continue;
+      }
+      result.found.push_back(*it);
+      result.heldConstant.insert(it->value);
+      if (it->loop) {
+        result.heldConstant.insert(it->loop.getRegionIterArgs()[it->carried]);
+        result.heldConstant.insert(it->loop.getResult(it->carried));
+      }
+      it = pending.erase(it);
+      progress = true;
+    }
+  }
+  return result;
+}
+
+} // namespace tritonad

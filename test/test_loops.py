@@ -1,0 +1,742 @@
+"""Loops that carry a running max used only to stabilize exponentials.
+
+An online softmax (flash attention, an online logsumexp, a cross-entropy over
+vocabulary blocks) carries m = max(m, max(block)) and rescales its other carried
+values by exp(m_old - m_new). The result does not depend on m: m is a
+*stabilizer*. Such a loop can be reversed in O(n) (the final m and the saved
+statistics give every iteration's weights) instead of by replaying iterations
+[0, i) for iteration i (n(n-1)/2 extra iterations).
+
+The kernels here are written for this file:
+
+  a. causal_attention_fwd    flash attention forward, causal, exp2 domain, fp16/bf16
+                             inputs fed to tl.dot, fp32 accumulators, stores Out and
+                             Lse (log2 units)
+  b. attention_exp_fwd       non-causal, spelled with tl.exp, fp32, no Lse
+  c. cross_entropy_fwd       one program per row, online logsumexp over vocabulary
+                             blocks, the target logit picked inside the loop
+  d. two_pass_softmax_fwd    a first loop computes the row's max and sum online, a
+                             second loop writes exp(x - m) / s
+  e. running_max_stored_fwd  NEGATIVE case: the running max is also stored, so it is
+                             not only a stabilizer (the core must fall back)
+  f. running_sum_stored_fwd  NEGATIVE case: m is not stored but s = sum(exp(x - m)) is,
+                             which changes with m (no shift invariance)
+
+GPU tests (marked ``gpu``) launch each kernel's derived backward with zeroed input
+shadows and compare with torch.autograd of a float64 reference (odd sizes, masked
+tails). CPU tests compile each backward for sm_90 and read ``bwd.schedule()``: the
+key loop of a-d (and of test_kernel_grad.py's online logsumexp and attention) must be
+reported as reversed through its stabilizer (the note contains "stabilizer", not
+"n(n-1)/2"); e must keep the quadratic replay; f must not be called a stabilizer.
+Interpreter tests run a (in fp32), b, c, d, e and f under TRITON_INTERPRET=1 in a
+fresh Python (as test_interpret.py does), this file being the script:
+
+    TRITON_INTERPRET=1 python test/test_loops.py [out.json [seed [name ...]]]
+"""
+
+import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+import zlib
+
+import pytest
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+tritonad = pytest.importorskip("tritonad")
+
+import torch.nn.functional as F  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+from gpu_util import requires_gpu  # noqa: E402
+from test_kernel_grad import attention_kernel, compile_backward  # noqa: E402
+from test_kernel_grad import online_logsumexp_kernel  # noqa: E402
+
+LOG2E = 1.4426950408889634
+F32, F16, BF16 = "*fp32", "*fp16", "*bf16"
+
+
+@pytest.fixture(autouse=True)
+def _always_compile(monkeypatch):
+    # The derivation (and so schedule()) runs inside Triton's ttir stage: a kernel
+    # served from the on-disk cache would not be derived in this process.
+    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+
+
+# ---------------------------------------------------------------------------
+# Forward kernels
+# ---------------------------------------------------------------------------
+
+@triton.jit
+def causal_attention_fwd(Q, K, V, Out, Lse, sm_scale, seq_len, stride_bh, stride_s,
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                         HEAD_DIM: tl.constexpr):
+    # q, k, v, out: (batch*heads, seq_len, HEAD_DIM), contiguous in the last dim.
+    start_m = tl.program_id(0)
+    bh = tl.program_id(1)
+    base = bh.to(tl.int64) * stride_bh
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    rows_in = offs_m < seq_len
+    q = tl.load(Q + base + offs_m[:, None] * stride_s + offs_d[None, :],
+                mask=rows_in[:, None], other=0.0)
+    qk_scale = sm_scale * 1.4426950408889634        # exp(x) = exp2(x * log2(e))
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    # keys up to the diagonal of this query block only
+    hi = tl.minimum((start_m + 1) * BLOCK_M, seq_len)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        cols_in = offs_n < seq_len
+        k = tl.load(K + base + offs_n[:, None] * stride_s + offs_d[None, :],
+                    mask=cols_in[:, None], other=0.0)
+        v = tl.load(V + base + offs_n[:, None] * stride_s + offs_d[None, :],
+                    mask=cols_in[:, None], other=0.0)
+        qk = tl.dot(q, tl.trans(k)) * qk_scale
+        visible = (offs_m[:, None] >= offs_n[None, :]) & cols_in[None, :]
+        qk = tl.where(visible, qk, float("-inf"))
+        m_ij = tl.maximum(m_i, tl.max(qk, 1))
+        alpha = tl.math.exp2(m_i - m_ij)
+        p = tl.math.exp2(qk - m_ij[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        acc = tl.dot(p.to(v.dtype), v, acc)
+        m_i = m_ij
+    out = acc / l_i[:, None]
+    tl.store(Out + base + offs_m[:, None] * stride_s + offs_d[None, :],
+             out.to(Out.dtype.element_ty), mask=rows_in[:, None])
+    tl.store(Lse + bh.to(tl.int64) * seq_len + offs_m, m_i + tl.math.log2(l_i), mask=rows_in)
+
+
+@triton.jit
+def attention_exp_fwd(Q, K, V, Out, sm_scale, seq_len, stride_bh, stride_s,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr):
+    # Non-causal, natural exponentials, the update written in one line.
+    start_m = tl.program_id(0)
+    bh = tl.program_id(1)
+    base = bh.to(tl.int64) * stride_bh
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    rows_in = offs_m < seq_len
+    q = tl.load(Q + base + offs_m[:, None] * stride_s + offs_d[None, :],
+                mask=rows_in[:, None], other=0.0)
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    for start_n in range(0, seq_len, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        cols_in = offs_n < seq_len
+        k = tl.load(K + base + offs_n[:, None] * stride_s + offs_d[None, :],
+                    mask=cols_in[:, None], other=0.0)
+        v = tl.load(V + base + offs_n[:, None] * stride_s + offs_d[None, :],
+                    mask=cols_in[:, None], other=0.0)
+        qk = tl.dot(q, tl.trans(k)) * sm_scale
+        qk = tl.where(cols_in[None, :], qk, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(qk, 1))
+        alpha = tl.exp(m_i - m_new)
+        p = tl.exp(qk - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None] + tl.dot(p, v)
+        m_i = m_new
+    tl.store(Out + base + offs_m[:, None] * stride_s + offs_d[None, :], acc / l_i[:, None],
+             mask=rows_in[:, None])
+
+
+@triton.jit
+def cross_entropy_fwd(logits, targets, loss, stride, V, BLOCK: tl.constexpr):
+    # loss[row] = logsumexp(logits[row, :V]) - logits[row, target]; the row is read
+    # once, in vocabulary blocks (the last one masked with -inf).
+    row = tl.program_id(0)
+    row_ptr = logits + row.to(tl.int64) * stride
+    target = tl.load(targets + row).to(tl.int32)
+    m = tl.full([], float("-inf"), tl.float32)
+    s = tl.zeros([], dtype=tl.float32)
+    picked = tl.zeros([], dtype=tl.float32)
+    for off in range(0, V, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        x = tl.load(row_ptr + cols, mask=cols < V, other=float("-inf")).to(tl.float32)
+        m_new = tl.maximum(m, tl.max(x, 0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), 0)
+        picked += tl.sum(tl.where(cols == target, x, 0.0), 0)
+        m = m_new
+    tl.store(loss + row, m + tl.log(s) - picked)
+
+
+@triton.jit
+def two_pass_softmax_fwd(x, y, stride, N, BLOCK: tl.constexpr):
+    # Pass 1: the row's max and sum of exponentials, online. Pass 2: y = exp(x - m) / s.
+    row = tl.program_id(0)
+    x_row = x + row.to(tl.int64) * stride
+    y_row = y + row.to(tl.int64) * stride
+    m = tl.full([], float("-inf"), tl.float32)
+    s = tl.zeros([], dtype=tl.float32)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        v = tl.load(x_row + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+        m_new = tl.maximum(m, tl.max(v, 0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(v - m_new), 0)
+        m = m_new
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        mask = cols < N
+        v = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_row + cols, (tl.exp(v - m) / s).to(y.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def running_max_stored_fwd(x, lse, mx, stride, N, BLOCK: tl.constexpr):
+    # An online logsumexp that also stores its running max: m is an output, so it
+    # is more than a stabilizer (its gradient goes to the row's argmax).
+    row = tl.program_id(0)
+    x_row = x + row.to(tl.int64) * stride
+    m = tl.full([], float("-inf"), tl.float32)
+    s = tl.zeros([], dtype=tl.float32)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        v = tl.load(x_row + cols, mask=cols < N, other=float("-inf"))
+        m_new = tl.maximum(m, tl.max(v, 0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(v - m_new), 0)
+        m = m_new
+    tl.store(lse + row, m + tl.log(s))
+    tl.store(mx + row, m)
+
+
+@triton.jit
+def running_sum_stored_fwd(x, lse, s_out, stride, N, BLOCK: tl.constexpr):
+    # NEGATIVE case, subtler: m is not stored, but the stored sum s = sum(exp(x - m))
+    # changes with m (it is not shift invariant), so m is not only a stabilizer.
+    row = tl.program_id(0)
+    x_row = x + row.to(tl.int64) * stride
+    m = tl.full([], float("-inf"), tl.float32)
+    s = tl.zeros([], dtype=tl.float32)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        v = tl.load(x_row + cols, mask=cols < N, other=float("-inf"))
+        m_new = tl.maximum(m, tl.max(v, 0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(v - m_new), 0)
+        m = m_new
+    tl.store(lse + row, m + tl.log(s))
+    tl.store(s_out + row, s)
+
+
+# ---------------------------------------------------------------------------
+# CPU: what the schedule says about each loop
+# ---------------------------------------------------------------------------
+
+def _for_lines(kernel):
+    """Line numbers (in this file) of the kernel's `for` statements, in order."""
+    lines, start = inspect.getsourcelines(kernel.fn)
+    return [start + i for i, text in enumerate(lines) if text.strip().startswith("for ")]
+
+
+def loop_notes(bwd, kernel):
+    """{source line of the loop: its schedule note} for the loops of `kernel`."""
+    notes = {}
+    for line in bwd.schedule().splitlines():
+        if not line.startswith("loop "):
+            continue
+        at = re.search(re.escape(os.path.basename(inspect.getsourcefile(kernel.fn)))
+                       + r":(\d+):\d+", line)
+        if at:
+            notes[int(at.group(1))] = line
+    return notes
+
+
+def key_loop_note(kernel, types, constexprs, none=(), which=0):
+    bwd = tritonad.grad(kernel)
+    compile_backward(bwd, types, constexprs, none=none)
+    line = _for_lines(kernel)[which]
+    notes = loop_notes(bwd, kernel)
+    assert line in notes, (f"no schedule note for the loop at line {line}:\n"
+                           f"{bwd.schedule()}")
+    return notes[line], bwd
+
+
+def assert_stabilizer(note, schedule):
+    assert "stabilizer" in note, f"expected an O(n) stabilizer reversal:\n{schedule}"
+    assert "n(n-1)/2" not in note, f"the loop is still replayed quadratically:\n{schedule}"
+
+
+ATTN_TYPES = dict(Q=F16, K=F16, V=F16, Out=F16, Lse=F32, sm_scale="fp32", seq_len="i32",
+                  stride_bh="i32", stride_s="i32")
+ATTN_EXP_TYPES = dict(Q=F32, K=F32, V=F32, Out=F32, sm_scale="fp32", seq_len="i32",
+                      stride_bh="i32", stride_s="i32")
+
+
+def test_causal_attention_loop_is_reversed_through_its_stabilizer():
+    note, bwd = key_loop_note(causal_attention_fwd, ATTN_TYPES,
+                              dict(BLOCK_M=64, BLOCK_N=64, HEAD_DIM=64))
+    assert_stabilizer(note, bwd.schedule())
+
+
+def test_causal_attention_bf16_loop_is_reversed_through_its_stabilizer():
+    types = {k: (BF16 if v == F16 else v) for k, v in ATTN_TYPES.items()}
+    note, bwd = key_loop_note(causal_attention_fwd, types,
+                              dict(BLOCK_M=64, BLOCK_N=32, HEAD_DIM=64))
+    assert_stabilizer(note, bwd.schedule())
+
+
+def test_attention_exp_loop_is_reversed_through_its_stabilizer():
+    note, bwd = key_loop_note(attention_exp_fwd, ATTN_EXP_TYPES,
+                              dict(BLOCK_M=32, BLOCK_N=32, HEAD_DIM=32))
+    assert_stabilizer(note, bwd.schedule())
+
+
+def test_cross_entropy_loop_is_reversed_through_its_stabilizer():
+    note, bwd = key_loop_note(cross_entropy_fwd,
+                              dict(logits=F32, targets="*i64", loss=F32, stride="i32",
+                                   V="i32"),
+                              dict(BLOCK=1024), none=("dtargets",))
+    assert_stabilizer(note, bwd.schedule())
+
+
+def test_cross_entropy_bf16_loop_is_reversed_through_its_stabilizer():
+    note, bwd = key_loop_note(cross_entropy_fwd,
+                              dict(logits=BF16, targets="*i64", loss=F32, stride="i32",
+                                   V="i32"),
+                              dict(BLOCK=1024), none=("dtargets",))
+    assert_stabilizer(note, bwd.schedule())
+
+
+def test_two_pass_softmax_first_loop_is_reversed_through_its_stabilizer():
+    note, bwd = key_loop_note(two_pass_softmax_fwd,
+                              dict(x=F32, y=F32, stride="i32", N="i32"), dict(BLOCK=512))
+    assert_stabilizer(note, bwd.schedule())
+    # the second loop carries nothing differentiated: it must not be replayed either
+    for note in loop_notes(bwd, two_pass_softmax_fwd).values():
+        assert "n(n-1)/2" not in note, bwd.schedule()
+
+
+def test_corpus_online_logsumexp_loop_is_reversed_through_its_stabilizer():
+    # test_kernel_grad.py's kernel: a per-lane running max, reduced after the loop.
+    note, bwd = key_loop_note(online_logsumexp_kernel,
+                              dict(x_ptr=F32, out_ptr=F32, stride="i32", N="i32"),
+                              dict(BLOCK=256))
+    assert_stabilizer(note, bwd.schedule())
+
+
+def test_corpus_attention_loop_is_reversed_through_its_stabilizer():
+    note, bwd = key_loop_note(attention_kernel,
+                              dict(Q=F32, K=F32, V=F32, Out=F32, stride_q="i32",
+                                   stride_k="i32", stride_v="i32", stride_o="i32",
+                                   n_ctx="i32", sm_scale="fp32"),
+                              dict(BLOCK_M=32, BLOCK_N=32, HEAD_DIM=16))
+    assert_stabilizer(note, bwd.schedule())
+
+
+def test_stored_running_max_falls_back_to_replay():
+    # m is stored: it is not only a stabilizer, the O(n) reversal does not apply.
+    note, bwd = key_loop_note(running_max_stored_fwd,
+                              dict(x=F32, lse=F32, mx=F32, stride="i32", N="i32"),
+                              dict(BLOCK=256))
+    assert "n(n-1)/2" in note, bwd.schedule()
+    assert "stabilizer" not in note, bwd.schedule()
+
+
+def test_stored_shifted_sum_is_not_a_stabilizer():
+    # s = sum(exp(x - m)) is stored: the results change with m, so the shift
+    # invariance check must refuse the O(n) reversal.
+    note, bwd = key_loop_note(running_sum_stored_fwd,
+                              dict(x=F32, lse=F32, s_out=F32, stride="i32", N="i32"),
+                              dict(BLOCK=256))
+    assert "stabilizer" not in note, bwd.schedule()
+
+
+# ---------------------------------------------------------------------------
+# GPU: numbers against torch.autograd in float64
+# ---------------------------------------------------------------------------
+
+def make_generator(*key):
+    """A generator seeded from the test's name and parameters (each test draws its
+    own inputs); TRITONAD_TEST_SEED=<n> changes every seed."""
+    seed = zlib.crc32(repr(key).encode()) ^ int(os.environ.get("TRITONAD_TEST_SEED", "0"))
+    return torch.Generator(device="cuda").manual_seed(seed)
+
+
+def randn(gen, *shape, dtype=torch.float32, scale=1.0):
+    return (torch.randn(shape, generator=gen, device="cuda", dtype=torch.float32)
+            * scale).to(dtype)
+
+
+def assert_near(name, got, want, tol):
+    """|got - want| <= tol * max|want| * (1 + |want| / max|want|), elementwise:
+    torch.testing.assert_close with atol = rtol * max|want| = tol * max|want|."""
+    assert torch.isfinite(got).all(), f"{name}: non-finite values"
+    want = want.double()
+    scale = max(want.abs().max().item(), 1e-30)
+    torch.testing.assert_close(got.double(), want, atol=tol * scale, rtol=tol,
+                               msg=lambda m: f"{name} (max|ref| {scale:.3g}): {m}")
+
+
+def reference_grads(fn, inputs, upstreams):
+    """Gradients of sum_k sum(fn(*inputs)[k] * upstreams[k]), in float64."""
+    leaves = [t.detach().double().requires_grad_() for t in inputs]
+    outs = fn(*leaves)
+    total = sum((o * u.double()).sum() for o, u in zip(outs, upstreams) if u is not None)
+    return outs, torch.autograd.grad(total, leaves, allow_unused=True)
+
+
+def attention_reference(q, k, v, sm_scale, causal):
+    """(out, lse in log2 units) of softmax attention over the last two dims."""
+    s = q @ k.transpose(-1, -2) * sm_scale
+    if causal:
+        L = q.shape[-2]
+        keep = torch.ones(L, L, dtype=torch.bool, device=q.device).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    return torch.softmax(s, -1) @ v, torch.logsumexp(s, -1) * LOG2E
+
+
+# fp16/bf16 attention: q, k, v are rounded to the storage dtype before both the
+# kernel and the reference see them, so the difference comes from the kernel's own
+# roundings: p cast to fp16/bf16 before the second dot (relative 2^-11 / 2^-8 per
+# term), the backward's half-precision dot operands, and the shadows of K and V,
+# which are half-precision tensors receiving up to seq_len / BLOCK_M additions (one
+# per query block), each rounded. Relative to the largest gradient that stays well
+# below 2e-2 for both dtypes (bf16's round-off is ~4e-3 per addition, a random walk
+# over <= 16 additions); a wrong gradient (a missing or doubled block, a wrong
+# weight) is off by O(1).
+HALF_TOL = 2e-2
+
+
+def run_causal_attention(seq_len, dtype, block_m, block_n, tag, dlse_kind="random",
+                         BH=6, D=64):
+    gen = make_generator("causal_attention", tag, seq_len, str(dtype), block_m, block_n)
+    q, k, v = (randn(gen, BH, seq_len, D, dtype=dtype) for _ in range(3))
+    out = torch.empty_like(q)
+    lse = torch.empty(BH, seq_len, device="cuda", dtype=torch.float32)
+    sm_scale = D ** -0.5
+    grid = (triton.cdiv(seq_len, block_m), BH)
+    args = (q, k, v, out, lse, sm_scale, seq_len, q.stride(0), q.stride(1))
+    meta = dict(BLOCK_M=block_m, BLOCK_N=block_n, HEAD_DIM=D)
+    causal_attention_fwd[grid](*args, **meta)
+
+    dout = randn(gen, BH, seq_len, D, dtype=dtype)
+    dlse = (randn(gen, BH, seq_len) if dlse_kind == "random"
+            else torch.zeros(BH, seq_len, device="cuda"))
+    (ref_out, ref_lse), ref = reference_grads(
+        lambda a, b, c: attention_reference(a, b, c, sm_scale, causal=True), [q, k, v],
+        [dout, dlse])
+    # the forward itself: out in the storage dtype, lse in fp32 (log2 units)
+    assert_near("Out", out, ref_out, HALF_TOL)
+    torch.testing.assert_close(lse.double(), ref_lse.detach(), atol=1e-3, rtol=1e-4)
+
+    dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    bwd = tritonad.grad(causal_attention_fwd)
+    bwd[grid](*args, dQ=dq, dK=dk, dV=dv, dOut=dout.clone(), dLse=dlse.clone(), **meta)
+    for name, got, want in zip(("dQ", "dK", "dV"), (dq, dk, dv), ref):
+        assert got.dtype == dtype
+        assert_near(name, got, want, HALF_TOL)
+    return bwd
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("seq_len,block_m,block_n", [(100, 64, 64), (250, 64, 32),
+                                                     (1000, 64, 64)])
+def test_causal_attention_grad(seq_len, block_m, block_n, dtype):
+    run_causal_attention(seq_len, dtype, block_m, block_n, "grad")
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_causal_attention_grad_zero_dlse(dtype):
+    # No upstream gradient for Lse: only Out's adjoint flows.
+    run_causal_attention(250, dtype, 64, 64, "zero_dlse", dlse_kind="zeros")
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_causal_attention_grad_small_blocks_long():
+    # Many key blocks per program (BLOCK_N 16, 63 iterations on the last row block).
+    run_causal_attention(1000, torch.float16, 32, 16, "small_blocks", BH=2, D=32)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("seq_len", [100, 250])
+def test_attention_exp_grad(seq_len):
+    gen = make_generator("attention_exp", seq_len)
+    BH, D, BLOCK = 3, 32, 32
+    q, k, v = (randn(gen, BH, seq_len, D) for _ in range(3))
+    out = torch.empty_like(q)
+    sm_scale = D ** -0.5
+    grid = (triton.cdiv(seq_len, BLOCK), BH)
+    args = (q, k, v, out, sm_scale, seq_len, q.stride(0), q.stride(1))
+    meta = dict(BLOCK_M=BLOCK, BLOCK_N=BLOCK, HEAD_DIM=D)
+    attention_exp_fwd[grid](*args, **meta)
+    dout = randn(gen, BH, seq_len, D)
+    (ref_out, _), ref = reference_grads(
+        lambda a, b, c: attention_reference(a, b, c, sm_scale, causal=False), [q, k, v],
+        [dout, None])
+    # tl.dot on fp32 operands is tf32 (10-bit mantissa, ~1e-3 relative per product),
+    # in the forward and in the derived backward's dots alike.
+    assert_near("Out", out, ref_out, 1e-2)
+    dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    tritonad.grad(attention_exp_fwd)[grid](*args, dQ=dq, dK=dk, dV=dv, dOut=dout.clone(),
+                                           **meta)
+    for name, got, want in zip(("dQ", "dK", "dV"), (dq, dk, dv), ref):
+        assert_near(name, got, want, 2e-2)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("V,BLOCK", [(1000, 256), (1000, 4096), (32000, 4096)])
+def test_cross_entropy_grad(V, BLOCK, dtype):
+    gen = make_generator("cross_entropy", V, BLOCK, str(dtype))
+    rows = 37
+    logits = randn(gen, rows, V, dtype=dtype, scale=3.0)
+    targets = torch.randint(0, V, (rows,), generator=gen, device="cuda", dtype=torch.int64)
+    loss = torch.empty(rows, device="cuda")
+    nw = 8 if BLOCK >= 2048 else 4
+    cross_entropy_fwd[(rows,)](logits, targets, loss, logits.stride(0), V, BLOCK=BLOCK,
+                               num_warps=nw)
+    dloss = randn(gen, rows)
+    (ref_loss,), (ref,) = reference_grads(
+        lambda t: (F.cross_entropy(t, targets, reduction="none"),), [logits], [dloss])
+    torch.testing.assert_close(loss.double(), ref_loss.detach(), atol=1e-4, rtol=1e-5)
+    dlogits = torch.zeros_like(logits)
+    tritonad.grad(cross_entropy_fwd)[(rows,)](logits, targets, loss, logits.stride(0), V,
+                                              dlogits=dlogits, dtargets=None,
+                                              dloss=dloss.clone(), BLOCK=BLOCK,
+                                              num_warps=nw)
+    assert dlogits.dtype == dtype
+    # fp32: exp/log round-off only. bf16: the gradient is rounded once to bf16 when
+    # added into the zeroed shadow (relative 2^-8).
+    assert_near("dlogits", dlogits, ref, 1e-4 if dtype == torch.float32 else 2e-2)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("N,BLOCK", [(1000, 256), (3000, 1024)])
+def test_two_pass_softmax_grad(N, BLOCK):
+    gen = make_generator("two_pass_softmax", N, BLOCK)
+    rows = 13
+    x = randn(gen, rows, N, scale=4.0)
+    y = torch.empty_like(x)
+    two_pass_softmax_fwd[(rows,)](x, y, x.stride(0), N, BLOCK=BLOCK)
+    dy = randn(gen, rows, N)
+    (ref_y,), (ref,) = reference_grads(lambda t: (torch.softmax(t, -1),), [x], [dy])
+    assert_near("y", y, ref_y, 1e-5)
+    dx = torch.zeros_like(x)
+    tritonad.grad(two_pass_softmax_fwd)[(rows,)](x, y, x.stride(0), N, dx=dx, dy=dy.clone(),
+                                                 BLOCK=BLOCK)
+    assert_near("dx", dx, ref, 1e-4)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dmx_kind", ["random", "zeros"])
+def test_running_max_stored_grad(dmx_kind):
+    # The fallback must stay right: m's own gradient reaches the row's argmax.
+    gen = make_generator("running_max_stored", dmx_kind)
+    rows, N, BLOCK = 11, 1000, 256
+    x = randn(gen, rows, N, scale=3.0)
+    lse = torch.empty(rows, device="cuda")
+    mx = torch.empty(rows, device="cuda")
+    running_max_stored_fwd[(rows,)](x, lse, mx, x.stride(0), N, BLOCK=BLOCK)
+    dlse = randn(gen, rows)
+    dmx = randn(gen, rows) if dmx_kind == "random" else torch.zeros(rows, device="cuda")
+    (ref_lse, ref_mx), (ref,) = reference_grads(
+        lambda t: (torch.logsumexp(t, 1), t.max(1).values), [x], [dlse, dmx])
+    torch.testing.assert_close(lse.double(), ref_lse.detach(), atol=1e-4, rtol=1e-5)
+    torch.testing.assert_close(mx.double(), ref_mx.detach())
+    dx = torch.zeros_like(x)
+    tritonad.grad(running_max_stored_fwd)[(rows,)](x, lse, mx, x.stride(0), N, dx=dx,
+                                                   dlse=dlse.clone(), dmx=dmx.clone(),
+                                                   BLOCK=BLOCK)
+    assert_near("dx", dx, ref, 1e-4)
+
+
+def shifted_sum_reference(t):
+    return torch.logsumexp(t, 1), torch.exp(t - t.max(1, keepdim=True).values).sum(1)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_running_sum_stored_grad():
+    gen = make_generator("running_sum_stored")
+    rows, N, BLOCK = 11, 1000, 256
+    x = randn(gen, rows, N, scale=3.0)
+    lse = torch.empty(rows, device="cuda")
+    s = torch.empty(rows, device="cuda")
+    running_sum_stored_fwd[(rows,)](x, lse, s, x.stride(0), N, BLOCK=BLOCK)
+    dlse, ds = randn(gen, rows), randn(gen, rows)
+    (ref_lse, ref_s), (ref,) = reference_grads(shifted_sum_reference, [x], [dlse, ds])
+    torch.testing.assert_close(lse.double(), ref_lse.detach(), atol=1e-4, rtol=1e-5)
+    torch.testing.assert_close(s.double(), ref_s.detach(), atol=1e-4, rtol=1e-5)
+    dx = torch.zeros_like(x)
+    tritonad.grad(running_sum_stored_fwd)[(rows,)](x, lse, s, x.stride(0), N, dx=dx,
+                                                   dlse=dlse.clone(), ds_out=ds.clone(),
+                                                   BLOCK=BLOCK)
+    assert_near("dx", dx, ref, 1e-4)
+
+
+# ---------------------------------------------------------------------------
+# CPU interpreter (TRITON_INTERPRET=1): this file run as a script in a fresh Python
+# ---------------------------------------------------------------------------
+
+INTERPRET_CHECKS = {}
+
+
+def interpret_check(fn):
+    INTERPRET_CHECKS[fn.__name__] = fn
+    return fn
+
+
+@interpret_check
+def interpret_cross_entropy():
+    import interpret_checks as ic
+    rows, V, BLOCK = 3, 300, 128          # three blocks, the last one masked
+    logits = ic.randn(rows, V) * 3
+    targets = torch.randint(0, V, (rows,), generator=ic.GEN)
+
+    def reference(logits):
+        return {"loss": F.cross_entropy(logits, targets, reduction="none")}
+    ic.kernel_gradients(cross_entropy_fwd, (rows,), {"logits": logits},
+                        {"loss": torch.empty(rows)},
+                        {"targets": targets, "stride": V, "V": V}, {"BLOCK": BLOCK},
+                        reference)
+
+
+@interpret_check
+def interpret_attention_exp():
+    import interpret_checks as ic
+    BH, L, D, BLOCK = 2, 40, 16, 16       # three key blocks, the last one masked
+    q, k, v = (ic.randn(BH, L, D) for _ in range(3))
+    sm_scale = D ** -0.5
+
+    def reference(Q, K, V):
+        return {"Out": attention_reference(Q, K, V, sm_scale, causal=False)[0]}
+    # the interpreter computes tl.dot exactly: fp32 round-off only
+    ic.kernel_gradients(attention_exp_fwd, (triton.cdiv(L, BLOCK), BH),
+                        {"Q": q, "K": k, "V": v}, {"Out": torch.empty_like(q)},
+                        {"sm_scale": sm_scale, "seq_len": L, "stride_bh": L * D,
+                         "stride_s": D},
+                        {"BLOCK_M": BLOCK, "BLOCK_N": BLOCK, "HEAD_DIM": D}, reference,
+                        rtol=1e-4, atol=1e-4)
+
+
+@interpret_check
+def interpret_causal_attention_fp32():
+    # The causal kernel's bounds (keys up to the diagonal), its exp2 domain and the
+    # Lse adjoint, in fp32 (the interpreter's half-precision dot is not Triton's).
+    import interpret_checks as ic
+    BH, L, D, BLOCK_M, BLOCK_N = 2, 40, 16, 32, 16
+    q, k, v = (ic.randn(BH, L, D) for _ in range(3))
+    sm_scale = D ** -0.5
+
+    def reference(Q, K, V):
+        out, lse = attention_reference(Q, K, V, sm_scale, causal=True)
+        return {"Out": out, "Lse": lse}
+    ic.kernel_gradients(causal_attention_fwd, (triton.cdiv(L, BLOCK_M), BH),
+                        {"Q": q, "K": k, "V": v},
+                        {"Out": torch.empty_like(q), "Lse": torch.empty(BH, L)},
+                        {"sm_scale": sm_scale, "seq_len": L, "stride_bh": L * D,
+                         "stride_s": D},
+                        {"BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "HEAD_DIM": D}, reference,
+                        rtol=1e-4, atol=1e-4)
+
+
+@interpret_check
+def interpret_two_pass_softmax():
+    import interpret_checks as ic
+    rows, N, BLOCK = 3, 150, 64
+    x = ic.randn(rows, N) * 3
+    ic.kernel_gradients(two_pass_softmax_fwd, (rows,), {"x": x}, {"y": torch.empty(rows, N)},
+                        {"stride": N, "N": N}, {"BLOCK": BLOCK},
+                        lambda x: {"y": torch.softmax(x, -1)})
+
+
+@interpret_check
+def interpret_running_max_stored():
+    import interpret_checks as ic
+    rows, N, BLOCK = 3, 150, 64
+    x = ic.randn(rows, N) * 3
+    ic.kernel_gradients(running_max_stored_fwd, (rows,), {"x": x},
+                        {"lse": torch.empty(rows), "mx": torch.empty(rows)},
+                        {"stride": N, "N": N}, {"BLOCK": BLOCK},
+                        lambda x: {"lse": torch.logsumexp(x, 1), "mx": x.max(1).values})
+
+
+@interpret_check
+def interpret_running_sum_stored():
+    import interpret_checks as ic
+    rows, N, BLOCK = 3, 150, 64
+    x = ic.randn(rows, N) * 3
+
+    def reference(x):
+        lse, s = shifted_sum_reference(x)
+        return {"lse": lse, "s_out": s}
+    ic.kernel_gradients(running_sum_stored_fwd, (rows,), {"x": x},
+                        {"lse": torch.empty(rows), "s_out": torch.empty(rows)},
+                        {"stride": N, "N": N}, {"BLOCK": BLOCK}, reference)
+
+
+@pytest.fixture(scope="module")
+def interpreted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("interpret_loops") / "results.json"
+    seed = os.environ.get("TRITONAD_TEST_SEED") or str(int.from_bytes(os.urandom(4), "little"))
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITONAD_DUMP",)}
+    env["TRITON_INTERPRET"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), str(out), seed],
+                          env=env, capture_output=True, text=True, timeout=600)
+    if not out.exists():
+        pytest.fail(f"the interpreter run crashed (seed {seed}, exit {done.returncode}):\n"
+                    f"{done.stderr[-6000:]}")
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("name", sorted(INTERPRET_CHECKS))
+def test_interpreted(interpreted, name):
+    result = interpreted[name]
+    assert result["ok"], f"(TRITONAD_TEST_SEED={result['seed']}) {result['error']}"
+
+
+def _interpret_main(argv):
+    """Runs the interpreter checks (TRITON_INTERPRET=1 must be set); writes
+    {name: {ok, error, seed, seconds}} to argv[0] (or prints it)."""
+    import time
+    import traceback
+
+    import interpret_checks as ic
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        raise SystemExit("set TRITON_INTERPRET=1 before running this file")
+    out = argv[0] if argv else None
+    seed = int(argv[1]) if len(argv) > 1 else int.from_bytes(os.urandom(4), "little")
+    results = {}
+    for name in argv[2:] or sorted(INTERPRET_CHECKS):
+        ic.GEN.manual_seed(seed ^ zlib.crc32(name.encode()))
+        torch.manual_seed(seed)
+        start = time.perf_counter()
+        try:
+            INTERPRET_CHECKS[name]()
+            results[name] = {"ok": True}
+        except Exception as error:  # noqa: BLE001  (reported per check)
+            results[name] = {"ok": False, "error": f"{type(error).__name__}: {error}\n"
+                                                   f"{traceback.format_exc()[-3000:]}"}
+        results[name]["seconds"] = round(time.perf_counter() - start, 3)
+        results[name]["seed"] = seed
+    if out:
+        with open(out, "w") as f:
+            json.dump(results, f)
+    else:
+        for name, result in results.items():
+            print(("ok  " if result["ok"] else "FAIL") + f" {result['seconds']:6.2f}s {name}")
+            if not result["ok"]:
+                print("     " + result["error"].replace("\n", "\n     ")[:1500])
+
+
+if __name__ == "__main__":
+    _interpret_main(sys.argv[1:])
