@@ -19,7 +19,9 @@ exponentials (the kernels are test/test_loops.py's):
                  difference / max |SDPA|, which must be <= 2e-2 (fp16 inputs).
   ce             cross-entropy, 4096 rows x 32000 logits fp32, one program per row, an
                  online logsumexp over vocabulary blocks of 4096 (cross_entropy_fwd).
-                 Backward of tritonad (zeroed dlogits, the fill timed) against torch
+                 Backward of tritonad (tritonad.grad into zeroed dlogits, the fill timed;
+                 and tritonad.autograd, what a user pays: a fresh buffer, overwritten)
+                 against torch
                  eager and torch.compile of F.cross_entropy(logits, targets,
                  reduction='none'). tritonad's dlogits is first checked against the
                  fp64 reference (max abs err <= 1e-4 * max |ref|).
@@ -303,7 +305,20 @@ def ce_case(opts, failures, rows=4096, V=32000, block=4096):
     comp_in = logits.clone().requires_grad_(True)
     comp_out = compiled(comp_in)
     torch.autograd.grad(comp_out, comp_in, dloss, retain_graph=True)
+    # What a user pays: the torch op (fresh gradient buffer, overwritten where the
+    # stores cover it, so no zero fill).
+    op = tritonad.autograd(tk.cross_entropy_fwd, outputs=("loss",))
+    user_in = logits.clone().requires_grad_(True)
+    user_out = op[(rows,)](user_in, targets, torch.empty_like(loss), logits.stride(0), V,
+                           BLOCK=block, num_warps=nw)
+    (user_grad,) = torch.autograd.grad(user_out, user_in, dloss, retain_graph=True)
+    user_err = rel_err(user_grad, dlogits)
+    print(f"  tritonad.autograd vs tritonad.grad: {user_err:.2e}")
+    if user_err > CE_TOL:
+        failures.append(f"cross-entropy through tritonad.autograd: {user_err:.2e}")
     calls = [("tritonad", tritonad_call),
+             ("tritonad.autograd", lambda: torch.autograd.grad(user_out, user_in, dloss,
+                                                               retain_graph=True)),
              ("eager", lambda: torch.autograd.grad(eager_out, eager_in, dloss,
                                                    retain_graph=True)),
              ("compile", lambda: torch.autograd.grad(comp_out, comp_in, dloss,
@@ -350,13 +365,17 @@ def report(attention_rows, ce_row, opts, failures) -> str:
         lines.append("")
     if ce_row:
         t = ce_row["times"]
-        header = ("| rows x V | tritonad GPU us | eager GPU us | compile GPU us | "
-                  "tritonad/compile | tritonad/eager | tritonad wall us | compile wall us | "
-                  "loop | max err vs fp64 |")
+        header = ("| rows x V | tritonad GPU us | tritonad.autograd GPU us | eager GPU us | "
+                  "compile GPU us | tritonad/compile | tritonad.autograd/compile | "
+                  "tritonad/eager | tritonad wall us | compile wall us | loop | "
+                  "max err vs fp64 |")
         lines += [f"Cross-entropy, fp32, BLOCK={ce_row['block']}, num_warps={opts.ce_warps}:",
                   "", header, "|" + "---|" * (header.count("|") - 1)]
-        lines.append(f"| {ce_row['shape']} | {t['tritonad'][0]:.1f} | {t['eager'][0]:.1f} | "
+        user = t["tritonad.autograd"][0]
+        lines.append(f"| {ce_row['shape']} | {t['tritonad'][0]:.1f} | {user:.1f} | "
+                     f"{t['eager'][0]:.1f} | "
                      f"{t['compile'][0]:.1f} | {t['tritonad'][0] / t['compile'][0]:.2f} | "
+                     f"{user / t['compile'][0]:.2f} | "
                      f"{t['tritonad'][0] / t['eager'][0]:.2f} | {t['tritonad'][1]:.1f} | "
                      f"{t['compile'][1]:.1f} | {ce_row['loop']} | {ce_row['err']:.1e} |")
         lines += ["", "GPU time per call by kernel (us):"]
