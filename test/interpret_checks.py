@@ -1035,6 +1035,62 @@ def _line_of(kernel, text):
     raise AssertionError(text)
 
 
+# ---------------------------------------------------------------------------
+# Loop tapes: a loop carrying more than accumulations and stabilizers (a
+# nonlinear recurrence, a stored per-lane running max, an integer count, a
+# boolean flag) keeps each iteration's state on the launcher's tape.
+# ---------------------------------------------------------------------------
+
+@triton.jit
+def tape_recurrence(X, OUT, MX, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    lanes = tl.arange(0, BLOCK)
+    h = tl.zeros([BLOCK], dtype=tl.float32)
+    m = tl.full([BLOCK], -1e30, tl.float32)
+    flag = lanes < 0
+    count = 0
+    for off in range(0, N, BLOCK):
+        cols = off + lanes
+        mask = cols < N
+        x = tl.load(X + row * N + cols, mask=mask, other=0.0)
+        h = tl.sin(h) * 0.5 + x
+        m = tl.maximum(m, tl.where(mask, x, -1e30))
+        flag = flag | (x > 1.0)
+        count += 1
+    scale = tl.where(flag, 2.0, 1.0) * count
+    tl.store(OUT + row, tl.sum(h * scale, 0))
+    tl.store(MX + row * BLOCK + lanes, m)
+
+
+@check("tape_recurrence_and_stored_max")
+def _():
+    R, N, BLOCK = 3, 53, 16
+
+    def reference(X):
+        blocks = -(-N // BLOCK)
+        xp = torch.cat([X, torch.zeros(R, blocks * BLOCK - N, dtype=X.dtype)], 1)
+        h = torch.zeros(R, BLOCK, dtype=X.dtype)
+        m = torch.full((R, BLOCK), -1e30, dtype=X.dtype)
+        flag = torch.zeros(R, BLOCK, dtype=torch.bool)
+        for b in range(blocks):
+            x = xp[:, b * BLOCK:(b + 1) * BLOCK]
+            mask = (torch.arange(b * BLOCK, (b + 1) * BLOCK) < N)[None, :]
+            h = torch.sin(h) * 0.5 + x
+            m = torch.maximum(m, torch.where(mask, x, torch.full_like(x, -1e30)))
+            flag = flag | (x > 1.0)
+        scale = torch.where(flag, 2.0, 1.0).to(X.dtype) * blocks
+        return {"OUT": (h * scale).sum(1), "MX": m}
+
+    bwd = kernel_gradients(tape_recurrence, (R,), {"X": randn(R, N)},
+                           {"OUT": torch.empty(R), "MX": torch.empty(R, BLOCK)},
+                           {"N": N}, {"BLOCK": BLOCK}, reference)
+    schedule = bwd.schedule()
+    assert "tapes each iteration's carried state" in schedule, schedule
+    (tape,) = [t for tapes in [bwd.tapes()] for t in tapes]
+    # h, m (16 floats each), flag (16 bytes), count (one i32, padded to 16)
+    assert tape[1] == 64 + 64 + 16 + 16, tape
+
+
 def main(argv):
     out = argv[0] if argv else None
     seed = int(argv[1]) if len(argv) > 1 else int.from_bytes(os.urandom(4), "little")

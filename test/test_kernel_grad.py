@@ -843,7 +843,7 @@ def test_signature_is_the_positional_order():
     bwd = tritonad.grad(gelu_kernel)
     # (then the workspace parameters, which the launch path fills)
     assert list(bwd.arg_names) == list(bwd.launch_signature) + [
-        "tritonad_workspace", "tritonad_slot", "tritonad_programs"]
+        "tritonad_workspace", "tritonad_slot", "tritonad_programs", "tritonad_tape"]
 
 
 def test_autotuned_backward_accepts_none_shadows():

@@ -55,7 +55,8 @@ def compile_for_schedule(bwd, types_, constexprs):
     types_ = dict(types_)
     for ptr, shadow in bwd.shadows.items():
         types_.setdefault(shadow, types_[ptr])
-    types_.update(tritonad_workspace="*fp32", tritonad_slot="i32", tritonad_programs="i32")
+    types_.update(tritonad_workspace="*fp32", tritonad_slot="i32", tritonad_programs="i32",
+                  tritonad_tape="*i8")
     signature = {n: "constexpr" if n in constexprs else types_[n] for n in bwd.arg_names}
     triton.compile(ASTSource(bwd, signature, dict(constexprs)), target=TARGET)
     return bwd.schedule()

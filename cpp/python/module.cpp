@@ -123,16 +123,21 @@ PYBIND11_MODULE(_C, m) {
         }
         if (!result.ok)
           throw MLIRError(result.diagnostics);
+        py::list tapes;
+        for (const auto &tape : result.tapes)
+          tapes.append(py::make_tuple(tape.loop, tape.bytesPerIteration,
+                                      symbolicToPython(tape.trips)));
         return py::make_tuple(result.output, result.report, result.writtenShadows,
-                              result.partialShadows, coverageToPython(result.coverage));
+                              result.partialShadows, coverageToPython(result.coverage), tapes);
       },
       py::arg("ir"), py::arg("primal"), py::arg("into"), py::arg("bindings"),
       py::arg("mode") = 0, py::arg("overwrite") = false, py::arg("generic") = false,
       py::arg("debug_info") = true, py::arg("buffer_name") = "<ttir>",
       "Replace kernel @into's body with the backward of kernel @primal; returns (ir, report, "
       "names of the shadows it stores into, names of the shadows whose gradient it leaves in "
-      "slots of its workspace, and the coverage of the shadows it stores once per element: "
-      "{shadow: {'digits', 'clamps', 'condition'}}).");
+      "slots of its workspace, the coverage of the shadows it stores once per element: "
+      "{shadow: {'digits', 'clamps', 'condition'}}, and its tapes: [(loop, bytes per "
+      "iteration, trips)], scratch of bytes * trips per program passed as tritonad_tape).");
 
   m.def(
       "describe",

@@ -318,9 +318,10 @@ class InterpretedBackward:
         key = (tuple(signature.items()), tuple((k, repr(v)) for k, v in constexprs.items()))
         if key not in self._kernels:
             self._kernels[key] = self._compile(signature, constexprs)
-        kernel, params = self._kernels[key]
+        kernel, params, metadata = self._kernels[key]
         if warmup:
-            return None
+            # what the launch path reads from a compiled kernel (the tape's size)
+            return types.SimpleNamespace(metadata=types.SimpleNamespace(**metadata))
         if callable(grid):
             grid = grid(dict(bound))
         arguments = [bound[p] if signature[p].startswith("*") else
@@ -342,7 +343,9 @@ class InterpretedBackward:
         kernel = _render.load(_for_interpreter(_render.source_of(record)),
                               namespace=_INTERPRETER_NAMESPACE)
         params = [p for p in inspect.signature(kernel.fn).parameters]
-        return kernel, params
+        tapes = {name: value for name, value in metadata.get("tritonad_tapes", {}).items()
+                 if _BWD_MARKER in name}
+        return kernel, params, {"tritonad_tapes": tapes}
 
 
 def _dims(value) -> tuple:

@@ -40,6 +40,7 @@ class _KernelSpec:
     written: Dict[str, List[str]] = field(default_factory=dict)  # shadows it stores into
     partial: Dict[str, List[str]] = field(default_factory=dict)  # shadows in workspace slots
     coverage: Dict[str, dict] = field(default_factory=dict)  # shadows stored once per element
+    tapes: Dict[str, list] = field(default_factory=dict)  # [(loop, bytes/iteration, trips)]
     sources: Dict[str, dict] = field(default_factory=dict)  # rendered Python (_render records)
 
 
@@ -207,6 +208,7 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     bwd.written_shadows = lambda: _recorded(spec.written, bwd, "tritonad_written")
     bwd.partial_shadows = lambda: _recorded(spec.partial, bwd, "tritonad_partial")
     bwd.coverage = lambda: _recorded(spec.coverage, bwd, "tritonad_coverage")
+    bwd.tapes = lambda: _recorded(spec.tapes, bwd, "tritonad_tapes")
     bwd.accumulate = accumulate
     bwd.source = lambda: source_of(_recorded(spec.sources, bwd, "tritonad_source"))
     if getattr(fn, "tritonad_interpreted", None) is not None:
@@ -323,7 +325,7 @@ def _materialize_backward(text: str, metadata: dict) -> str:
             raise DifferentiationError(f"tritonad: backward placeholder {name} lost its call")
         primal = symbol_name(call.group(1))
         try:
-            text, report, written, partial, coverage = _C.differentiate_kernel(
+            text, report, written, partial, coverage, tapes = _C.differentiate_kernel(
                 text, primal, name, spec.bindings, _MODES[spec.mode],
                 overwrite=not spec.accumulate)
         except MLIRError as error:
@@ -335,11 +337,13 @@ def _materialize_backward(text: str, metadata: dict) -> str:
         spec.written[name] = list(written)
         spec.partial[name] = list(partial)
         spec.coverage[name] = coverage
+        spec.tapes[name] = [list(tape) for tape in tapes]
         metadata.setdefault("tritonad_derived", {})[name] = spec.derived[name]
         metadata.setdefault("tritonad_schedule", {})[name] = report
         metadata.setdefault("tritonad_written", {})[name] = list(written)
         metadata.setdefault("tritonad_partial", {})[name] = list(partial)
         metadata.setdefault("tritonad_coverage", {})[name] = coverage
+        metadata.setdefault("tritonad_tapes", {})[name] = spec.tapes[name]
         spec.sources[name] = render_record(text, name, name=f"{spec.primal.__name__}_backward",
                                            header=header("Backward", spec.primal))
         metadata.setdefault("tritonad_source", {})[name] = spec.sources[name]
@@ -355,7 +359,7 @@ def _restore_backward(metadata: dict) -> None:
     is part of the cache key, so a hit means this process made the same one."""
     for key, into in (("tritonad_derived", "derived"), ("tritonad_schedule", "schedules"),
                       ("tritonad_written", "written"), ("tritonad_partial", "partial"),
-                      ("tritonad_coverage", "coverage"),
+                      ("tritonad_coverage", "coverage"), ("tritonad_tapes", "tapes"),
                       ("tritonad_source", "sources")):
         for name, text in metadata.get(key, {}).items():
             spec = _spec_of(name)

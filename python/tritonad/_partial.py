@@ -9,6 +9,12 @@ kernel the G slots of each gradient are summed (in a fixed order) into its
 shadow: no atomics, bitwise reproducible. The derived kernel has three
 workspace parameters (WORKSPACE_PARAMS); whether it uses them is decided when
 it is derived, and read back from the compiled kernel's metadata.
+
+The fourth, `tritonad_tape`, is scratch memory for a loop whose carried state
+the backward keeps per iteration (a tape, see cpp/lib/AutoDiff/ReverseSweep.cpp):
+the compiled kernel's metadata says how many bytes per iteration and how many
+iterations (an expression of the arguments); the launch path allocates that
+much for each program of the launch.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import triton.language as tl
 
 from tritonad import _coverage
 
-WORKSPACE_PARAMS = ("tritonad_workspace", "tritonad_slot", "tritonad_programs")
+WORKSPACE_PARAMS = ("tritonad_workspace", "tritonad_slot", "tritonad_programs", "tritonad_tape")
 _PROGRAMS_PER_SM = 2
 _SUM_ROWS, _SUM_COLS = 64, 32  # (many narrow column blocks: one program per 32 columns)
 
@@ -112,11 +118,15 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool):
                if isinstance(kwargs.get(s), torch.Tensor) and id(kwargs[s]) in pending]
     partial_possible = use_partial and any_tensor is not None and programs > 1 and \
         any(isinstance(kwargs.get(s), torch.Tensor) for s in shadows)
+    # Whether the kernel keeps a tape is decided when it is derived: compile it
+    # (or take it from the cache) with a placeholder first.
+    kwargs.update(tritonad_tape=None if any_tensor is None else _placeholder_tape(any_tensor))
     if not partial_possible:
         kwargs.update(tritonad_workspace=None, tritonad_slot=0, tritonad_programs=programs)
-        if not garbage or warmup:
-            return run(grid=grid, warmup=warmup, **kwargs)
         kernel = run(grid=grid, warmup=True, **kwargs)
+        if warmup:
+            return kernel
+        _allocate_tape(kernel, kwargs, grid_now, grid_now)
         _initialize(garbage, kernel, kwargs, grid_now)
         return run(grid=grid, warmup=False, **kwargs)
     # The workspace's dtype is part of the kernel's signature: fp64 slots for
@@ -136,6 +146,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool):
     if warmup:
         return kernel
     if not partial:
+        _allocate_tape(kernel, kwargs, grid_now, grid_now)
         _initialize(garbage, kernel, kwargs, grid_now)
         return run(grid=grid, warmup=False, **kwargs)
 
@@ -153,6 +164,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool):
     workspace = make(len(partial), workers, slot, dtype=dtype, device=device)
     kwargs.update(tritonad_workspace=workspace)
     overwrite = {name for name in partial if name in garbage}
+    _allocate_tape(kernel, kwargs, grid_now, launch_grid)
     _initialize([s for s in garbage if s not in overwrite], kernel, kwargs, launch_grid)
     kernel = run(grid=launch_grid, warmup=False, **kwargs)
     for group, (name, shadow) in enumerate(zip(partial, targets)):
@@ -167,6 +179,40 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool):
             shadow.copy_(summed) if name in overwrite else shadow.add_(summed)
     _mark_initialized(overwrite, kwargs)
     return kernel
+
+
+@functools.lru_cache(maxsize=None)
+def _placeholder_on(device):
+    import torch
+    return torch.empty(16, dtype=torch.int8, device=device)
+
+
+def _placeholder_tape(like):
+    return _placeholder_on(like.device)
+
+
+def _allocate_tape(kernel, kwargs, forward_grid, launch_grid):
+    """Replaces the placeholder tape with scratch for every program of
+    `launch_grid`, when the kernel keeps one."""
+    recorded = getattr(getattr(kernel, "metadata", None), "tritonad_tapes", None) or {}
+    tapes = [tape for by_name in recorded.values() for tape in by_name]
+    if not tapes:
+        return
+    import torch
+    programs = 1
+    for extent in launch_grid or (1,):
+        programs *= int(extent)
+    per_program = 0
+    for where, bytes_per_iteration, trips in tapes:
+        try:
+            count = _coverage.evaluate(trips, kwargs, forward_grid)
+        except (KeyError, TypeError, ZeroDivisionError) as error:
+            raise RuntimeError(f"tritonad: cannot size the tape of the loop at {where} from "
+                               f"this launch's arguments ({error})") from None
+        per_program += int(bytes_per_iteration) * max(int(count), 0)
+    placeholder = kwargs["tritonad_tape"]
+    kwargs["tritonad_tape"] = torch.empty(max(programs * per_program, 16), dtype=torch.int8,
+                                          device=placeholder.device)
 
 
 def _coverage_of(kernel) -> dict:

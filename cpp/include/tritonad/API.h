@@ -20,6 +20,7 @@ struct Result {
   std::vector<std::string> writtenShadows; // kernel backward: shadow arguments it stores into
   std::vector<std::string> partialShadows; // kernel backward: shadows left in workspace slots
   std::vector<ShadowCoverage> coverage;     // kernel backward: shadows stored once per element
+  std::vector<LoopTape> tapes;              // kernel backward: scratch the launcher allocates
 };
 
 struct PrintOptions {

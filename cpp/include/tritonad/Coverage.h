@@ -50,6 +50,15 @@ struct ShadowCoverage {
   SymbolicInt condition;
 };
 
+/// A loop whose carried state the backward keeps on a tape: the caller passes
+/// `tritonad_tape` (bytes) holding `bytesPerIteration * trips` bytes for each
+/// program of the launch, `trips` evaluated with the arguments.
+struct LoopTape {
+  std::string loop; // where, for people
+  int64_t bytesPerIteration = 0;
+  SymbolicInt trips;
+};
+
 } // namespace tritonad
 
 #endif

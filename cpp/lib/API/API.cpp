@@ -326,6 +326,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
   result.writtenShadows = report.writtenShadows;
   result.partialShadows = report.partialShadows;
   result.coverage = report.coverage;
+  result.tapes = report.tapes;
   return result;
 }
 

@@ -79,6 +79,17 @@ Value convertForShadow(OpBuilder &builder, Location loc, Value g, Value shadowPt
   return arith::ExtFOp::create(builder, loc, type, g);
 }
 
+// file:line:col of `loc`, for the schedule people read.
+std::string locationText(Location loc) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (auto file = loc->findInstanceOf<FileLineColLoc>())
+    os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
+  else
+    loc.print(os);
+  return text;
+}
+
 class KernelBackwardBuilder {
 public:
   KernelBackwardBuilder(tt::FuncOp primal, DenseMap<BlockArgument, Value> shadows,
@@ -123,6 +134,14 @@ private:
   }
 
   void placePartialShadows(OpBuilder &builder, Location loc);
+
+public:
+  /// The backward's `tritonad_tape` argument (bytes), if it has one.
+  void setTape(Value bytes) { tape = bytes; }
+
+private:
+  Value tape;
+  bool tapeTaken = false; // one taped loop per kernel: its region is the program's
 
   tt::FuncOp primal;
   DenseMap<BlockArgument, Value> shadows; // primal pointer argument -> shadow argument of bwd
@@ -703,14 +722,56 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
     }
     return false;
   };
+  hooks.tapeRegion = [&](OpBuilder &b, scf::ForOp loop, Value bytesPerProgram,
+                         int64_t bytesPerIteration) -> Value {
+    if (!tape || tapeTaken)
+      return Value();
+    // The launcher sizes the tape: the trip count must follow from the
+    // arguments alone (not from a program id or an enclosing loop).
+    std::optional<SymbolicInt> lower = symbolize(loop.getLowerBound());
+    std::optional<SymbolicInt> upper = symbolize(loop.getUpperBound());
+    std::optional<SymbolicInt> step = symbolize(loop.getStep());
+    if (!lower || !upper || !step)
+      return Value();
+    auto node = [](SymbolicInt::Op op, std::vector<SymbolicInt> operands) {
+      SymbolicInt result;
+      result.op = op;
+      result.operands = std::move(operands);
+      return result;
+    };
+    auto constant = [](int64_t value) {
+      SymbolicInt result;
+      result.value = value;
+      return result;
+    };
+    using Op = SymbolicInt::Op;
+    SymbolicInt rounded = node(Op::Add, {node(Op::Sub, {*upper, *lower}),
+                                         node(Op::Sub, {*step, constant(1)})});
+    SymbolicInt trips = node(Op::Max, {node(Op::DivS, {rounded, *step}), constant(0)});
+    tapeTaken = true;
+    report.tapes.push_back({locationText(loop.getLoc()), bytesPerIteration, trips});
+    // This program's region: programs are numbered x fastest.
+    Location loc = loop.getLoc();
+    Type i64 = b.getI64Type();
+    Value program;
+    for (int axis = 2; axis >= 0; --axis) {
+      auto dim = tt::ProgramIDDimAttr::get(b.getContext(), static_cast<tt::ProgramIDDim>(axis));
+      Value pid = arith::ExtSIOp::create(
+          b, loc, i64, tt::GetProgramIdOp::create(b, loc, b.getI32Type(), dim));
+      if (!program) {
+        program = pid;
+        continue;
+      }
+      Value count = arith::ExtSIOp::create(
+          b, loc, i64, tt::GetNumProgramsOp::create(b, loc, b.getI32Type(), dim));
+      program = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, program, count), pid);
+    }
+    Value offset = arith::MulIOp::create(b, loc, program, bytesPerProgram);
+    return tt::AddPtrOp::create(b, loc, tape.getType(), tape, offset).getResult();
+  };
   std::string loopNotes;
   hooks.note = [&](Operation *loop, StringRef how) {
-    std::string where;
-    llvm::raw_string_ostream os(where);
-    if (auto file = loop->getLoc()->findInstanceOf<FileLineColLoc>())
-      os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
-    else
-      loop->getLoc().print(os);
+    std::string where = locationText(loop->getLoc());
     auto forLoop = dyn_cast<scf::ForOp>(loop);
     if (forLoop && isProgramLoop(forLoop)) {
       loopNotes += "programs: each program of the backward handles programs p, p + G, "
@@ -934,6 +995,11 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
   }
   KernelBackwardBuilder backward(scratch, std::move(shadows), std::move(knownPointers), options,
                                  std::move(partial));
+  if (BlockArgument tape = byName.lookup("tritonad_tape")) {
+    auto pointer = dyn_cast<tt::PointerType>(tape.getType());
+    if (pointer && pointer.getPointeeType().isInteger(8))
+      backward.setTape(tape);
+  }
   return backward.build(into, primalArgsInBwd, report);
 }
 

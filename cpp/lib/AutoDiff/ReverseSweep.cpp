@@ -4,6 +4,9 @@
 #include "tritonad/AutoDiff/ReverseModeInterface.h"
 #include "tritonad/Dialect/Triton/Dialect.h"
 
+#include "TensorBuilders.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -158,28 +161,36 @@ Value intConstant(OpBuilder &builder, Location loc, Type type, int64_t value) {
   return arith::ConstantOp::create(builder, loc, builder.getIntegerAttr(type, value));
 }
 
-// Carried values that are not pure accumulations (an online softmax's running
-// max and sum): the reverse visits iterations last to first, carrying their
-// adjoints, and gets the carried state at the start of iteration i by
-// replaying iterations [0, i) from the loop's inits. That costs n(n-1)/2
-// replayed iterations for n iterations, and no memory.
-LogicalResult reverseForByRecomputation(scf::ForOp loop, OpBuilder &builder,
-                                        AdjointState &state, const SweepHooks &hooks) {
+// trips = max(ceil((upper - lower) / step), 0), in the induction variable's type.
+Value tripCount(OpBuilder &builder, Location loc, Value lower, Value upper, Value step) {
+  Type ivType = lower.getType();
+  Value zero = intConstant(builder, loc, ivType, 0);
+  Value one = intConstant(builder, loc, ivType, 1);
+  Value span = arith::SubIOp::create(builder, loc, upper, lower);
+  Value rounded = arith::AddIOp::create(builder, loc, span,
+                                        arith::SubIOp::create(builder, loc, step, one));
+  return arith::MaxSIOp::create(builder, loc, arith::DivSIOp::create(builder, loc, rounded, step),
+                                zero);
+}
+
+// Gives the carried state of `loop` at the start of forward iteration `back`
+// (0-based; `iv` is its induction variable), emitted at the builder.
+using CarriedStateAt = llvm::function_ref<SmallVector<Value>(OpBuilder &, Value back, Value iv)>;
+
+// Carried values that are not pure accumulations: the reverse visits
+// iterations last to first, carrying their adjoints; `stateAt` rebuilds the
+// carried state each iteration starts from.
+LogicalResult reverseForLastToFirst(scf::ForOp loop, OpBuilder &builder, AdjointState &state,
+                                    const SweepHooks &hooks, Value trips,
+                                    CarriedStateAt stateAt) {
   Location loc = loop.getLoc();
   const DenseSet<Value> &active = state.activeSet();
   unsigned n = loop.getNumRegionIterArgs();
   Value lower = state.forward(loop.getLowerBound());
-  Value upper = state.forward(loop.getUpperBound());
   Value step = state.forward(loop.getStep());
   Type ivType = lower.getType();
   Value zero = intConstant(builder, loc, ivType, 0);
   Value one = intConstant(builder, loc, ivType, 1);
-  // trips = max(ceil((upper - lower) / step), 0)
-  Value span = arith::SubIOp::create(builder, loc, upper, lower);
-  Value rounded = arith::AddIOp::create(builder, loc, span,
-                                        arith::SubIOp::create(builder, loc, step, one));
-  Value trips = arith::MaxSIOp::create(builder, loc,
-                                       arith::DivSIOp::create(builder, loc, rounded, step), zero);
 
   SmallVector<unsigned> activeCarried;
   for (unsigned j = 0; j < n; ++j)
@@ -203,33 +214,12 @@ LogicalResult reverseForByRecomputation(scf::ForOp loop, OpBuilder &builder,
       reverse.getInductionVar());
   Value iv = arith::AddIOp::create(bodyBuilder, loc, lower,
                                    arith::MulIOp::create(bodyBuilder, loc, back, step));
-
-  // The carried state at the start of iteration iv.
-  SmallVector<Value> forwardInits;
-  for (Value init : loop.getInitArgs())
-    forwardInits.push_back(state.forward(init));
-  auto replay = scf::ForOp::create(bodyBuilder, loc, lower, iv, step, forwardInits);
-  {
-    Block *replayBody = replay.getBody();
-    if (!replayBody->empty())
-      replayBody->getTerminator()->erase();
-    OpBuilder replayBuilder = OpBuilder::atBlockEnd(replayBody);
-    IRMapping replayMapping = state.mapping();
-    replayMapping.map(loop.getInductionVar(), replay.getInductionVar());
-    for (auto [arg, value] : llvm::zip(loop.getRegionIterArgs(), replay.getRegionIterArgs()))
-      replayMapping.map(arg, value);
-    for (Operation &op : loop.getBody()->without_terminator())
-      hooks.cloneForward(op, replayBuilder, replayMapping);
-    SmallVector<Value> yields;
-    for (Value v : loop.getBody()->getTerminator()->getOperands())
-      yields.push_back(replayMapping.lookupOrDefault(v));
-    scf::YieldOp::create(replayBuilder, loc, yields);
-  }
+  SmallVector<Value> carriedState = stateAt(bodyBuilder, back, iv);
 
   IRMapping mapping = state.mapping();
   mapping.map(loop.getInductionVar(), iv);
   for (auto [j, arg] : llvm::enumerate(loop.getRegionIterArgs()))
-    mapping.map(arg, replay.getResult(j));
+    mapping.map(arg, carriedState[j]);
   SmallVector<Value> seeds(n);
   for (auto [k, j] : llvm::enumerate(activeCarried))
     seeds[j] = reverse.getRegionIterArgs()[k];
@@ -253,11 +243,194 @@ LogicalResult reverseForByRecomputation(scf::ForOp loop, OpBuilder &builder,
     state.accumulate(builder, value, reverse.getResult(activeCarried.size() + k));
   for (auto [k, j] : llvm::enumerate(activeCarried))
     state.accumulate(builder, loop.getInitArgs()[j], reverse.getResult(k));
+  return success();
+}
+
+// The carried state of iteration i rebuilt by replaying iterations [0, i)
+// from the loop's inits: n(n-1)/2 replayed iterations for n, no memory.
+LogicalResult reverseForByRecomputation(scf::ForOp loop, OpBuilder &builder,
+                                        AdjointState &state, const SweepHooks &hooks) {
+  Location loc = loop.getLoc();
+  Value lower = state.forward(loop.getLowerBound());
+  Value step = state.forward(loop.getStep());
+  Value trips = tripCount(builder, loc, lower, state.forward(loop.getUpperBound()), step);
+  auto replayTo = [&](OpBuilder &bodyBuilder, Value, Value iv) {
+    SmallVector<Value> forwardInits;
+    for (Value init : loop.getInitArgs())
+      forwardInits.push_back(state.forward(init));
+    auto replay = scf::ForOp::create(bodyBuilder, loc, lower, iv, step, forwardInits);
+    Block *replayBody = replay.getBody();
+    if (!replayBody->empty())
+      replayBody->getTerminator()->erase();
+    OpBuilder replayBuilder = OpBuilder::atBlockEnd(replayBody);
+    IRMapping replayMapping = state.mapping();
+    replayMapping.map(loop.getInductionVar(), replay.getInductionVar());
+    for (auto [arg, value] : llvm::zip(loop.getRegionIterArgs(), replay.getRegionIterArgs()))
+      replayMapping.map(arg, value);
+    for (Operation &op : loop.getBody()->without_terminator())
+      hooks.cloneForward(op, replayBuilder, replayMapping);
+    SmallVector<Value> yields;
+    for (Value v : loop.getBody()->getTerminator()->getOperands())
+      yields.push_back(replayMapping.lookupOrDefault(v));
+    scf::YieldOp::create(replayBuilder, loc, yields);
+    return SmallVector<Value>(replay.getResults());
+  };
+  if (failed(reverseForLastToFirst(loop, builder, state, hooks, trips, replayTo)))
+    return failure();
   if (hooks.note)
     hooks.note(loop, "reversed last iteration first; the carried state of iteration i is "
                      "recomputed by replaying iterations [0, i) (n(n-1)/2 extra iterations, "
                      "no scratch memory)");
   return success();
+}
+
+// How a carried value is kept on a tape: its element type there (i1 as i8)
+// and its size in bytes.
+struct TapeSlot {
+  Type element;
+  int64_t bytes = 0;
+  int64_t offset = 0;
+};
+
+std::optional<TapeSlot> tapeSlotFor(Type type) {
+  Type element = getElementTypeOrSelf(type);
+  if (!element.isIntOrFloat())
+    return std::nullopt; // pointers are not taped
+  int64_t numel = 1;
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    numel = tensor.getNumElements();
+  else if (isa<ShapedType>(type))
+    return std::nullopt;
+  unsigned width = element.getIntOrFloatBitWidth();
+  if (width == 1)
+    element = IntegerType::get(type.getContext(), 8);
+  return TapeSlot{element, numel * std::max(width, 8u) / 8, 0};
+}
+
+// The address of a taped value of `type`: a pointer, or a tensor of pointers
+// to consecutive elements (row-major), `offset` bytes after `base`.
+Value tapeAddress(OpBuilder &builder, Location loc, Value base, Value offset, Type type,
+                  const TapeSlot &slot) {
+  Value bytePtr = tt::AddPtrOp::create(builder, loc, base.getType(), base, offset);
+  auto pointer = tt::PointerType::get(slot.element, 1);
+  Value typed = tt::BitcastOp::create(builder, loc, pointer, bytePtr);
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return typed;
+  auto indexType = RankedTensorType::get(tensor.getShape(), builder.getI32Type());
+  Value flat;
+  int64_t stride = 1;
+  for (int axis = tensor.getRank() - 1; axis >= 0; --axis) {
+    Value index = indexAlongAxis(builder, loc, indexType, axis);
+    if (stride != 1)
+      index = arith::MulIOp::create(
+          builder, loc, index,
+          arith::ConstantOp::create(builder, loc,
+                                    DenseElementsAttr::get(indexType, builder.getI32IntegerAttr(
+                                                                          stride))));
+    flat = flat ? arith::AddIOp::create(builder, loc, flat, index).getResult() : index;
+    stride *= tensor.getShape()[axis];
+  }
+  auto pointers = RankedTensorType::get(tensor.getShape(), pointer);
+  Value splat = tt::SplatOp::create(builder, loc, pointers, typed);
+  return tt::AddPtrOp::create(builder, loc, pointers, splat, flat);
+}
+
+Value i64Of(OpBuilder &builder, Location loc, Value value) {
+  if (value.getType().isInteger(64))
+    return value;
+  return arith::ExtSIOp::create(builder, loc, builder.getI64Type(), value);
+}
+
+// The carried state of every iteration stored by the recomputed forward loop
+// into scratch memory (a tape) and read back by the reverse: O(n), with
+// `bytes per iteration * n` bytes per program. False when there is no tape
+// for this loop (the kernel has none, its size is not known at launch, or a
+// carried value is a pointer).
+FailureOr<bool> reverseForByTape(scf::ForOp loop, OpBuilder &builder, AdjointState &state,
+                                 const SweepHooks &hooks) {
+  if (!hooks.tapeRegion || loop.getNumResults() == 0)
+    return false;
+  auto forwardLoop = state.forward(loop.getResult(0)).getDefiningOp<scf::ForOp>();
+  if (!forwardLoop || forwardLoop == loop ||
+      forwardLoop.getNumRegionIterArgs() != loop.getNumRegionIterArgs())
+    return false;
+  SmallVector<TapeSlot> slots;
+  int64_t bytesPerIteration = 0;
+  for (Value arg : loop.getRegionIterArgs()) {
+    std::optional<TapeSlot> slot = tapeSlotFor(arg.getType());
+    if (!slot)
+      return false;
+    slot->offset = bytesPerIteration;
+    bytesPerIteration += (slot->bytes + 15) / 16 * 16; // aligned for vector accesses
+    slots.push_back(*slot);
+  }
+  Location loc = loop.getLoc();
+  OpBuilder before(forwardLoop);
+  Value trips = tripCount(before, loc, forwardLoop.getLowerBound(), forwardLoop.getUpperBound(),
+                          forwardLoop.getStep());
+  Value perIteration = arith::ConstantOp::create(before, loc,
+                                                 before.getI64IntegerAttr(bytesPerIteration));
+  Value perProgram = arith::MulIOp::create(before, loc, i64Of(before, loc, trips), perIteration);
+  Value region = hooks.tapeRegion(before, loop, perProgram, bytesPerIteration);
+  if (!region)
+    return false;
+
+  auto slotBase = [&](OpBuilder &b, Value iteration) {
+    return arith::MulIOp::create(b, loc, i64Of(b, loc, iteration), perIteration).getResult();
+  };
+  // The recomputed forward writes each iteration's starting state.
+  {
+    OpBuilder b = OpBuilder::atBlockBegin(forwardLoop.getBody());
+    Value iteration = arith::DivSIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, forwardLoop.getInductionVar(),
+                                      forwardLoop.getLowerBound()),
+        forwardLoop.getStep());
+    Value base = slotBase(b, iteration);
+    for (auto [arg, slot] : llvm::zip(forwardLoop.getRegionIterArgs(), slots)) {
+      Value offset = arith::AddIOp::create(
+          b, loc, base, arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(slot.offset)));
+      Value value = arg;
+      if (getElementTypeOrSelf(arg.getType()).isInteger(1)) {
+        Type wide = slot.element;
+        if (auto tensor = dyn_cast<RankedTensorType>(arg.getType()))
+          wide = tensor.clone(slot.element);
+        value = arith::ExtUIOp::create(b, loc, wide, arg);
+      }
+      createStore(b, loc, tapeAddress(b, loc, region, offset, arg.getType(), slot), value,
+                  Value());
+    }
+  }
+  // Other threads of the program read what one wrote: a barrier, and loads
+  // that bypass L1 (a nested loop rewrites the tape for each outer iteration).
+  gpu::BarrierOp::create(builder, loc);
+  auto readBack = [&](OpBuilder &b, Value back, Value) {
+    Value base = slotBase(b, back);
+    SmallVector<Value> values;
+    for (auto [arg, slot] : llvm::zip(loop.getRegionIterArgs(), slots)) {
+      Value offset = arith::AddIOp::create(
+          b, loc, base, arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(slot.offset)));
+      Value value = createLoad(b, loc, tapeAddress(b, loc, region, offset, arg.getType(), slot),
+                               Value(), Value());
+      value.getDefiningOp()->setAttr(
+          "cache", tt::CacheModifierAttr::get(b.getContext(), tt::CacheModifier::CG));
+      if (getElementTypeOrSelf(arg.getType()).isInteger(1)) {
+        Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(value.getType()));
+        value = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, value, zero);
+      }
+      values.push_back(value);
+    }
+    return values;
+  };
+  if (failed(reverseForLastToFirst(loop, builder, state, hooks, trips, readBack)))
+    return failure();
+  if (hooks.note)
+    hooks.note(loop, "reversed last iteration first; the recomputed forward tapes each "
+                     "iteration's carried state (" +
+                         std::to_string(bytesPerIteration) +
+                         " bytes per iteration and program, in scratch memory the launcher "
+                         "allocates), read back by the reverse: no replay");
+  return true;
 }
 
 // Reverses `loop`, whose active carried values are pure accumulations, in
@@ -462,6 +635,11 @@ LogicalResult reverseFor(scf::ForOp loop, OpBuilder &builder, AdjointState &stat
     if (failed(stabilized))
       return failure();
     if (*stabilized)
+      return success();
+    FailureOr<bool> taped = reverseForByTape(loop, builder, state, hooks);
+    if (failed(taped))
+      return failure();
+    if (*taped)
       return success();
     return reverseForByRecomputation(loop, builder, state, hooks);
   }

@@ -6,6 +6,7 @@
 
 #include "tritonad/AutoDiff/AdjointState.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Block.h"
 
 #include <functional>
@@ -21,6 +22,13 @@ struct SweepHooks {
       special;
   /// Told how each loop was reversed (for the schedule people can inspect).
   std::function<void(mlir::Operation *, llvm::StringRef)> note;
+  /// Scratch memory for a loop's per-iteration carried state (a tape): given
+  /// the bytes the loop needs per program and per iteration, emits (at the
+  /// builder) the byte pointer of this program's region, or returns null when
+  /// there is no tape for it (then the loop is replayed).
+  std::function<mlir::Value(mlir::OpBuilder &, mlir::scf::ForOp, mlir::Value bytesPerProgram,
+                            int64_t bytesPerIteration)>
+      tapeRegion;
 };
 
 /// Whether `value` is computed from a block argument that `wanted` accepts,

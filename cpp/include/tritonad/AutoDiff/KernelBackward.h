@@ -39,6 +39,7 @@ struct KernelBackwardReport {
   /// under a condition: the caller may pass them uninitialized where the
   /// stores reach the whole tensor.
   std::vector<ShadowCoverage> coverage;
+  std::vector<LoopTape> tapes; // at most one, for now
 };
 
 struct ShadowBinding {
