@@ -1086,9 +1086,21 @@ def _():
                            {"N": N}, {"BLOCK": BLOCK}, reference)
     schedule = bwd.schedule()
     assert "tapes each iteration's carried state" in schedule, schedule
-    (tape,) = [t for tapes in [bwd.tapes()] for t in tapes]
+    (tape,) = bwd.tapes()
     # h, m (16 floats each), flag (16 bytes), count (one i32, padded to 16)
     assert tape[1] == 64 + 64 + 16 + 16, tape
+    # Over the budget, or refused, the loop is replayed: the same gradients.
+    for option, budget in ((None, "0"), (False, None)):
+        os.environ.pop("TRITONAD_TAPE_BUDGET", None)
+        if budget is not None:
+            os.environ["TRITONAD_TAPE_BUDGET"] = budget
+        try:
+            bwd = kernel_gradients(tape_recurrence, (R,), {"X": randn(R, N)},
+                                   {"OUT": torch.empty(R), "MX": torch.empty(R, BLOCK)},
+                                   {"N": N}, {"BLOCK": BLOCK}, reference, tape=option)
+        finally:
+            os.environ.pop("TRITONAD_TAPE_BUDGET", None)
+        assert "n(n-1)/2" in bwd.schedule(), bwd.schedule()
 
 
 def main(argv):

@@ -764,6 +764,27 @@ def test_loop_carrying_a_stored_max_is_reversed_by_recomputation():
     assert bwd.derived_ir().count("scf.for") == 3, bwd.derived_ir()
 
 
+def test_loop_carrying_a_stored_max_is_taped_when_launched_with_a_tape():
+    # The launch path passes `tritonad_tape`: the loop's state is taped, not replayed,
+    # and the compiled kernel says how much scratch a launch needs.
+    from test_partial import compile_for_schedule
+    from tritonad import _coverage
+
+    bwd = tritonad.grad(running_max_kept_kernel)
+    types_ = dict(x_ptr=F32, out_ptr=F32, max_ptr=F32, stride="i32", N="i32")
+    schedule = compile_for_schedule(bwd, types_, dict(BLOCK=256))
+    notes = _loop_notes(bwd)
+    assert len(notes) == 1 and "tapes each iteration's carried state" in notes[0], schedule
+    (tape,) = bwd.tapes()
+    where, bytes_per_iteration, trips = tape
+    assert os.path.basename(__file__) in where
+    assert bytes_per_iteration == 2 * 256 * 4  # m and s, 256 lanes of fp32
+    assert _coverage.evaluate(trips, {"N": 1000}, (7,)) == 4
+    assert _coverage.evaluate(trips, {"N": 0}, (7,)) == 0
+    ir = bwd.derived_ir()
+    assert ir.count("scf.for") == 2 and "gpu.barrier" in ir, ir
+
+
 def test_accumulating_loop_is_reported_as_such():
     bwd, _ = derive("layer_norm_loop")
     notes = [line for line in bwd.schedule().splitlines() if line.startswith("loop scf.for")]

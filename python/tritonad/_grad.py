@@ -79,6 +79,12 @@ def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]
     in ``bwd.schedule()``). ``bwd.written_shadows()`` names the shadows the
     backward writes: an output's shadow listed there is consumed (zeroed where
     overwritten), so pass a copy of an upstream gradient you still need.
+    A loop whose carried values are more than sums and stabilizers (see
+    ``bwd.schedule()``) keeps each iteration's state on a tape, scratch memory
+    the launch allocates (bytes per iteration in the schedule); ``tape=None``
+    does so where it fits a quarter of the free device memory
+    (``TRITONAD_TAPE_BUDGET`` bytes if set) and otherwise replays iterations
+    [0, i) for each i, ``tape=True`` always tapes, ``tape=False`` always replays.
     ``pointers=`` names the pointer parameters if tritonad's
     reading of the source misses one. ``triton.heuristics`` / ``triton.autotune``
     wrappers are re-applied to the backward (autotuning restores the shadows

@@ -302,7 +302,7 @@ class InterpretedBackward:
             kwargs.setdefault(shadow, None)
         # (the JIT kernel's launch path, without partial buffers: they need a GPU)
         return _partial.launch(self._launch, grid, warmup, kwargs, self.shadow_params,
-                               use_partial=False)
+                               use_partial=False, tape=getattr(self.placeholder, "tape", None))
 
     def _launch(self, grid, warmup, **kwargs):
         bound = inspect.signature(self.placeholder.fn).bind(**kwargs)

@@ -112,7 +112,7 @@ def resolve_params(fn, wrt, names: List[str], constexprs) -> List[str]:
 
 
 def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
-                mode: str = "auto", accumulate: bool = True):
+                mode: str = "auto", accumulate: bool = True, tape: Optional[bool] = None):
     fn, wrappers = unwrap(kernel)
     reject_derivative(fn)
     if not isinstance(mode, str) or mode not in _MODES:
@@ -120,6 +120,9 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     if not isinstance(accumulate, bool):
         raise TypeError(f"accumulate must be True (add into the shadows) or False (the "
                         f"shadows hold zeros and receive the gradient), got {accumulate!r}")
+    if tape not in (None, True, False):
+        raise TypeError(f"tape must be None (loop tapes where they fit in memory), True "
+                        f"(always) or False (never: replay), got {tape!r}")
     names = param_names(fn)
     constexprs = set(constexpr_names(fn))
     runtime = [n for n in names if n not in constexprs]
@@ -210,6 +213,7 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     bwd.coverage = lambda: _recorded(spec.coverage, bwd, "tritonad_coverage")
     bwd.tapes = lambda: _recorded(spec.tapes, bwd, "tritonad_tapes")
     bwd.accumulate = accumulate
+    bwd.tape = tape
     bwd.source = lambda: source_of(_recorded(spec.sources, bwd, "tritonad_source"))
     if getattr(fn, "tritonad_interpreted", None) is not None:
         bwd = InterpretedBackward(bwd, fn, shadows, [n for n in names if n in constexprs])
@@ -253,7 +257,7 @@ def _make_shadows_optional(bwd, order, shadows, spec):
         for shadow in shadows:
             kwargs.setdefault(shadow, None)
         return _partial.launch(run, grid, warmup, kwargs, shadows,
-                               use_partial=spec.mode != "atomic")
+                               use_partial=spec.mode != "atomic", tape=bwd.tape)
 
     bwd.run = run_with_optional_shadows
     # (callers may pass shadows uninitialized only to kernels launched this way)

@@ -100,10 +100,12 @@ def uninitialized(tensors):
                 t.zero_()
 
 
-def launch(run, grid, warmup, kwargs, shadows, use_partial: bool):
+def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
     """Runs the backward (`run` is JITFunction.run) with the workspace parameters
     filled in; with partial buffers, launches G programs and sums the slots into
-    the shadows afterwards."""
+    the shadows afterwards. `tape`: True keeps loop tapes whatever they take,
+    False never (loops are replayed), None when they fit the budget
+    (_tape_budget)."""
     import torch
 
     given = [p for p in WORKSPACE_PARAMS if kwargs.get(p) is not None]
@@ -120,13 +122,14 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool):
         any(isinstance(kwargs.get(s), torch.Tensor) for s in shadows)
     # Whether the kernel keeps a tape is decided when it is derived: compile it
     # (or take it from the cache) with a placeholder first.
-    kwargs.update(tritonad_tape=None if any_tensor is None else _placeholder_tape(any_tensor))
+    with_tape = tape is not False and any_tensor is not None
+    kwargs.update(tritonad_tape=_placeholder_tape(any_tensor) if with_tape else None)
     if not partial_possible:
         kwargs.update(tritonad_workspace=None, tritonad_slot=0, tritonad_programs=programs)
         kernel = run(grid=grid, warmup=True, **kwargs)
         if warmup:
             return kernel
-        _allocate_tape(kernel, kwargs, grid_now, grid_now)
+        kernel = _allocate_tape(run, grid, kernel, kwargs, grid_now, grid_now, tape)
         _initialize(garbage, kernel, kwargs, grid_now)
         return run(grid=grid, warmup=False, **kwargs)
     # The workspace's dtype is part of the kernel's signature: fp64 slots for
@@ -146,7 +149,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool):
     if warmup:
         return kernel
     if not partial:
-        _allocate_tape(kernel, kwargs, grid_now, grid_now)
+        kernel = _allocate_tape(run, grid, kernel, kwargs, grid_now, grid_now, tape)
         _initialize(garbage, kernel, kwargs, grid_now)
         return run(grid=grid, warmup=False, **kwargs)
 
@@ -164,7 +167,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool):
     workspace = make(len(partial), workers, slot, dtype=dtype, device=device)
     kwargs.update(tritonad_workspace=workspace)
     overwrite = {name for name in partial if name in garbage}
-    _allocate_tape(kernel, kwargs, grid_now, launch_grid)
+    kernel = _allocate_tape(run, launch_grid, kernel, kwargs, grid_now, launch_grid, tape)
     _initialize([s for s in garbage if s not in overwrite], kernel, kwargs, launch_grid)
     kernel = run(grid=launch_grid, warmup=False, **kwargs)
     for group, (name, shadow) in enumerate(zip(partial, targets)):
@@ -191,13 +194,28 @@ def _placeholder_tape(like):
     return _placeholder_on(like.device)
 
 
-def _allocate_tape(kernel, kwargs, forward_grid, launch_grid):
+def _tape_budget(device) -> int:
+    """Bytes a loop tape may take: TRITONAD_TAPE_BUDGET, else a quarter of the
+    device's free memory (1 GiB off CUDA)."""
+    import os
+    import torch
+    if os.environ.get("TRITONAD_TAPE_BUDGET"):
+        return int(os.environ["TRITONAD_TAPE_BUDGET"])
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return free // 4
+    return 1 << 30
+
+
+def _allocate_tape(run, grid, kernel, kwargs, forward_grid, launch_grid, option):
     """Replaces the placeholder tape with scratch for every program of
-    `launch_grid`, when the kernel keeps one."""
+    `launch_grid` when the kernel keeps one; where that would exceed the budget
+    (and `option` does not force it) the loops are replayed instead: returns
+    the kernel compiled without a tape. Returns the kernel to launch."""
     recorded = getattr(getattr(kernel, "metadata", None), "tritonad_tapes", None) or {}
     tapes = [tape for by_name in recorded.values() for tape in by_name]
     if not tapes:
-        return
+        return kernel
     import torch
     programs = 1
     for extent in launch_grid or (1,):
@@ -211,8 +229,12 @@ def _allocate_tape(kernel, kwargs, forward_grid, launch_grid):
                                f"this launch's arguments ({error})") from None
         per_program += int(bytes_per_iteration) * max(int(count), 0)
     placeholder = kwargs["tritonad_tape"]
-    kwargs["tritonad_tape"] = torch.empty(max(programs * per_program, 16), dtype=torch.int8,
-                                          device=placeholder.device)
+    size = max(programs * per_program, 16)
+    if option is None and size > _tape_budget(placeholder.device):
+        kwargs["tritonad_tape"] = None  # (another specialization: the replaying kernel)
+        return run(grid=grid, warmup=True, **kwargs)
+    kwargs["tritonad_tape"] = torch.empty(size, dtype=torch.int8, device=placeholder.device)
+    return kernel
 
 
 def _coverage_of(kernel) -> dict:
