@@ -39,7 +39,6 @@ replay), with the kernels that take the GPU time.
 from __future__ import annotations
 
 import argparse
-import collections
 import os
 import sys
 import time
@@ -86,28 +85,25 @@ def calls_for(fn) -> int:
 
 def gpu_time_us(fn, iters=None):
     """(GPU us per call, {kernel name: us per call}) from the torch profiler."""
-    iters = iters or calls_for(fn)
-    for _ in range(2):
-        fn()
-    torch.cuda.synchronize()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        for _ in range(iters):
-            fn()
-        torch.cuda.synchronize()
-    total, parts = 0.0, collections.Counter()
-    for event in prof.events():
-        if event.device_type != torch.autograd.DeviceType.CUDA:
-            continue
-        us = getattr(event, "device_time", None)
-        if us is None:
-            us = event.cuda_time
-        total += us
-        parts[event.name[:60]] += us / iters
-    return total / iters, dict(parts)
+    import user_level
+    return user_level.gpu_time_us(fn, iters or calls_for(fn))
 
 
 def wall_us(fn):
-    return triton.testing.do_bench(fn, warmup=5, rep=50) * 1000.0
+    import user_level
+    return user_level.wall_us(fn)
+
+
+def time_calls(calls):
+    """{who: (GPU us, wall us)} and {who: GPU us by kernel}, printed."""
+    times, parts = {}, {}
+    for who, fn in calls:
+        gpu, parts[who] = gpu_time_us(fn)
+        times[who] = (gpu, wall_us(fn))
+    print("  GPU us: " + ", ".join(f"{k} {v[0]:.1f}" for k, v in times.items()), flush=True)
+    for who in times:
+        print(f"    {who}: {top(parts[who])}")
+    return times, parts
 
 
 def top(parts, n=4):
@@ -233,13 +229,7 @@ def attention_case(L, opts, failures):
                           for n, g, w in zip(("dQ", "dK", "dV"), wantc, want)))
         calls.append(("compile", lambda: torch.autograd.grad(outc, (qc, kc, vc), dout4,
                                                              retain_graph=True)))
-    times, parts = {}, {}
-    for who, fn in calls:
-        gpu, parts[who] = gpu_time_us(fn)
-        times[who] = (gpu, wall_us(fn))
-    print("  GPU us: " + ", ".join(f"{k} {v[0]:.1f}" for k, v in times.items()), flush=True)
-    for who in times:
-        print(f"    {who}: {top(parts[who])}")
+    times, parts = time_calls(calls)
     return dict(L=L, BH=BH, times=times, parts=parts, errors=errors, loop=kind)
 
 
@@ -323,13 +313,7 @@ def ce_case(opts, failures, rows=4096, V=32000, block=4096):
                                                    retain_graph=True)),
              ("compile", lambda: torch.autograd.grad(comp_out, comp_in, dloss,
                                                      retain_graph=True))]
-    times, parts = {}, {}
-    for who, fn in calls:
-        gpu, parts[who] = gpu_time_us(fn)
-        times[who] = (gpu, wall_us(fn))
-    print("  GPU us: " + ", ".join(f"{k} {v[0]:.1f}" for k, v in times.items()), flush=True)
-    for who in times:
-        print(f"    {who}: {top(parts[who])}")
+    times, parts = time_calls(calls)
     return dict(shape=f"{rows} x {V}", block=block, times=times, parts=parts, err=err,
                 loop=kind)
 

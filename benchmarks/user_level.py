@@ -305,14 +305,14 @@ def atomics_of(op) -> Optional[int]:
 # Timing
 # ---------------------------------------------------------------------------
 
-def gpu_time_us(fn):
+def gpu_time_us(fn, iters=ITERS):
     """(GPU us per call, {kernel name: us per call}) from the torch profiler."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
     activities = [torch.profiler.ProfilerActivity.CUDA]
     with torch.profiler.profile(activities=activities) as prof:
-        for _ in range(ITERS):
+        for _ in range(iters):
             fn()
         torch.cuda.synchronize()
     total, parts = 0.0, collections.Counter()
@@ -323,8 +323,8 @@ def gpu_time_us(fn):
         if us is None:
             us = event.cuda_time
         total += us
-        parts[event.name[:60]] += us / ITERS
-    return total / ITERS, dict(parts)
+        parts[event.name[:60]] += us / iters
+    return total / iters, dict(parts)
 
 
 def wall_us(fn):

@@ -1027,7 +1027,7 @@ def _():
 
 
 def _line_of(kernel, text):
-    lines, start = kernel.fn.__code__.co_firstlineno, 0
+    """The line of the kernel's (generated) source that contains `text`."""
     source = linecache.getlines(kernel.fn.__code__.co_filename)
     for number, line in enumerate(source, 1):
         if text in line:
