@@ -1103,6 +1103,45 @@ def _():
         assert "n(n-1)/2" in bwd.schedule(), bwd.schedule()
 
 
+@triton.jit
+def tape_nested(X, FLAG, OUT, N, OUTER, BLOCK: tl.constexpr):
+    # The taped loop inside a loop inside a data-dependent branch: each reverse
+    # of the outer loop's body re-runs the inner forward, which rewrites the tape.
+    row = tl.program_id(0)
+    lanes = tl.arange(0, BLOCK)
+    total = tl.zeros([BLOCK], dtype=tl.float32)
+    if tl.load(FLAG + row) > 0:
+        for o in range(0, OUTER):
+            h = tl.zeros([BLOCK], dtype=tl.float32)
+            for off in range(0, N, BLOCK):
+                cols = off + lanes
+                x = tl.load(X + row * N + cols, mask=cols < N, other=0.0)
+                h = tl.sin(h) * 0.5 + x * (o + 1)
+            total += h
+    tl.store(OUT + row * BLOCK + lanes, total)
+
+
+@check("tape_inside_branch_and_loop")
+def _():
+    R, N, BLOCK, OUTER = 3, 37, 16, 2
+    flag = torch.tensor([1, 0, 1], dtype=torch.int32)
+
+    def reference(X):
+        blocks = -(-N // BLOCK)
+        xp = torch.cat([X, torch.zeros(R, blocks * BLOCK - N, dtype=X.dtype)], 1)
+        total = torch.zeros(R, BLOCK, dtype=X.dtype)
+        for o in range(OUTER):
+            h = torch.zeros(R, BLOCK, dtype=X.dtype)
+            for b in range(blocks):
+                h = torch.sin(h) * 0.5 + xp[:, b * BLOCK:(b + 1) * BLOCK] * (o + 1)
+            total = total + h
+        return {"OUT": total * (flag > 0).to(X.dtype)[:, None]}
+
+    bwd = kernel_gradients(tape_nested, (R,), {"X": randn(R, N)}, {"OUT": torch.empty(R, BLOCK)},
+                           {"N": N, "OUTER": OUTER, "FLAG": flag}, {"BLOCK": BLOCK}, reference)
+    assert "tapes each iteration's carried state" in bwd.schedule(), bwd.schedule()
+
+
 def main(argv):
     out = argv[0] if argv else None
     seed = int(argv[1]) if len(argv) > 1 else int.from_bytes(os.urandom(4), "little")
