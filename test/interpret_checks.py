@@ -1089,8 +1089,20 @@ def _():
     (tape,) = bwd.tapes()
     # h, m (16 floats each), flag (16 bytes), count (one i32, padded to 16)
     assert tape[1] == 64 + 64 + 16 + 16, tape
-    # Over the budget, or refused, the loop is replayed: the same gradients.
-    for option, budget in ((None, "0"), (False, None)):
+    # A tape of 3 programs * 4 iterations * 160 bytes = 1920 bytes. Under a
+    # smaller budget it keeps every 2nd (1000) or every 4th (500) state and
+    # replays the rest; with not even one state per program (400), or refused,
+    # the loop is replayed from its start: the same gradients.
+    for option, budget in ((None, "1000"), (None, "500")):
+        os.environ["TRITONAD_TAPE_BUDGET"] = budget
+        try:
+            bwd = kernel_gradients(tape_recurrence, (R,), {"X": randn(R, N)},
+                                   {"OUT": torch.empty(R), "MX": torch.empty(R, BLOCK)},
+                                   {"N": N}, {"BLOCK": BLOCK}, reference, tape=option)
+        finally:
+            os.environ.pop("TRITONAD_TAPE_BUDGET", None)
+        assert "tapes each iteration's carried state" in bwd.schedule(), bwd.schedule()
+    for option, budget in ((None, "400"), (False, None)):
         os.environ.pop("TRITONAD_TAPE_BUDGET", None)
         if budget is not None:
             os.environ["TRITONAD_TAPE_BUDGET"] = budget

@@ -790,7 +790,17 @@ def test_tile_recurrence_is_taped(M, N):
     leaf = x.double().requires_grad_()
     _tile_recurrence_reference(leaf, BLOCK_N).backward(dout.double())
     torch.testing.assert_close(dx.double(), leaf.grad, rtol=1e-4, atol=1e-4)
-    # tape=False replays: the same gradient
+    # A budget of a third of the tape keeps every 3rd state or so (the reverse
+    # replays the rest); tape=False replays everything: the same gradient.
+    tape_bytes = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N) * BLOCK_M * BLOCK_N * 4
+    os.environ["TRITONAD_TAPE_BUDGET"] = str(tape_bytes // 3)
+    try:
+        dx3 = torch.zeros_like(x)
+        bwd[grid](x, out, M, N, x.stride(0), dX=dx3, dOUT=dout.clone(), BLOCK_M=BLOCK_M,
+                  BLOCK_N=BLOCK_N)
+    finally:
+        del os.environ["TRITONAD_TAPE_BUDGET"]
+    torch.testing.assert_close(dx3, dx, rtol=1e-5, atol=1e-5)
     dx2 = torch.zeros_like(x)
     replay = tritonad.grad(tile_recurrence_fwd, tape=False)
     replay[grid](x, out, M, N, x.stride(0), dX=dx2, dOUT=dout.clone(), BLOCK_M=BLOCK_M,

@@ -14,7 +14,9 @@ The fourth, `tritonad_tape`, is scratch memory for a loop whose carried state
 the backward keeps per iteration (a tape, see cpp/lib/AutoDiff/ReverseSweep.cpp):
 the compiled kernel's metadata says how many bytes per iteration and how many
 iterations (an expression of the arguments); the launch path allocates that
-much for each program of the launch.
+much for each program of the launch, or, where that exceeds the budget, keeps
+only every k-th iteration's state (`tritonad_tape_every` = k, the smallest that
+fits; the reverse replays the iterations in between).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ import triton.language as tl
 
 from tritonad import _coverage
 
-WORKSPACE_PARAMS = ("tritonad_workspace", "tritonad_slot", "tritonad_programs", "tritonad_tape")
+WORKSPACE_PARAMS = ("tritonad_workspace", "tritonad_slot", "tritonad_programs", "tritonad_tape",
+                    "tritonad_tape_every")
 _PROGRAMS_PER_SM = 2
 _SUM_ROWS, _SUM_COLS = 64, 32  # (many narrow column blocks: one program per 32 columns)
 
@@ -123,7 +126,8 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
     # Whether the kernel keeps a tape is decided when it is derived: compile it
     # (or take it from the cache) with a placeholder first.
     with_tape = tape is not False and any_tensor is not None
-    kwargs.update(tritonad_tape=_placeholder_tape(any_tensor) if with_tape else None)
+    kwargs.update(tritonad_tape=_placeholder_tape(any_tensor) if with_tape else None,
+                  tritonad_tape_every=1)
     if not partial_possible:
         kwargs.update(tritonad_workspace=None, tritonad_slot=0, tritonad_programs=programs)
         kernel = run(grid=grid, warmup=True, **kwargs)
@@ -209,9 +213,11 @@ def _tape_budget(device) -> int:
 
 def _allocate_tape(run, grid, kernel, kwargs, forward_grid, launch_grid, option):
     """Replaces the placeholder tape with scratch for every program of
-    `launch_grid` when the kernel keeps one; where that would exceed the budget
-    (and `option` does not force it) the loops are replayed instead: returns
-    the kernel compiled without a tape. Returns the kernel to launch."""
+    `launch_grid` when the kernel keeps one: every iteration's state where that
+    fits the budget (or `option` is True), else every k-th for the smallest k
+    that fits; where not even one state per program fits (and `option` is not
+    True) the loops are replayed: returns the kernel compiled without a tape.
+    Returns the kernel to launch."""
     recorded = getattr(getattr(kernel, "metadata", None), "tritonad_tapes", None) or {}
     tapes = [tape for by_name in recorded.values() for tape in by_name]
     if not tapes:
@@ -220,20 +226,32 @@ def _allocate_tape(run, grid, kernel, kwargs, forward_grid, launch_grid, option)
     programs = 1
     for extent in launch_grid or (1,):
         programs *= int(extent)
-    per_program = 0
-    for where, bytes_per_iteration, trips in tapes:
+    needs = []  # (bytes per state, trips)
+    for where, bytes_per_state, trips in tapes:
         try:
             count = _coverage.evaluate(trips, kwargs, forward_grid)
         except (KeyError, TypeError, ZeroDivisionError) as error:
             raise RuntimeError(f"tritonad: cannot size the tape of the loop at {where} from "
                                f"this launch's arguments ({error})") from None
-        per_program += int(bytes_per_iteration) * max(int(count), 0)
+        needs.append((int(bytes_per_state), max(int(count), 0)))
+
+    def size(every):
+        return max(programs * sum(b * -(-n // every) for b, n in needs), 16)
+
     placeholder = kwargs["tritonad_tape"]
-    size = max(programs * per_program, 16)
-    if option is None and size > _tape_budget(placeholder.device):
-        kwargs["tritonad_tape"] = None  # (another specialization: the replaying kernel)
-        return run(grid=grid, warmup=True, **kwargs)
-    kwargs["tritonad_tape"] = torch.empty(size, dtype=torch.int8, device=placeholder.device)
+    every = 1
+    if option is None:
+        budget = _tape_budget(placeholder.device)
+        longest = max(n for _, n in needs) or 1
+        if size(longest) > budget:
+            kwargs["tritonad_tape"] = None  # (another specialization: the replaying kernel)
+            return run(grid=grid, warmup=True, **kwargs)
+        every = max(1, size(1) // budget)
+        while size(every) > budget:
+            every += max(1, every // 8)
+    kwargs["tritonad_tape"] = torch.empty(size(every), dtype=torch.int8,
+                                          device=placeholder.device)
+    kwargs["tritonad_tape_every"] = every
     return kernel
 
 

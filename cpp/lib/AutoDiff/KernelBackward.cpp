@@ -136,11 +136,15 @@ private:
   void placePartialShadows(OpBuilder &builder, Location loc);
 
 public:
-  /// The backward's `tritonad_tape` argument (bytes), if it has one.
-  void setTape(Value bytes) { tape = bytes; }
+  /// The backward's `tritonad_tape` argument (bytes) and the interval of
+  /// the states it keeps (`tritonad_tape_every`, i32), if it has them.
+  void setTape(Value bytes, Value keptEvery) {
+    tape = bytes;
+    tapeEvery = keptEvery;
+  }
 
 private:
-  Value tape;
+  Value tape, tapeEvery;
   bool tapeTaken = false; // one taped loop per kernel: its region is the program's
 
   tt::FuncOp primal;
@@ -722,8 +726,9 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
     }
     return false;
   };
-  hooks.tapeRegion = [&](OpBuilder &b, scf::ForOp loop, Value bytesPerProgram,
-                         int64_t bytesPerIteration) -> Value {
+  hooks.tapeRegion = [&](OpBuilder &b, scf::ForOp loop, int64_t bytesPerState,
+                         function_ref<Value(OpBuilder &, Value)> bytesPerProgram,
+                         Value &every) -> Value {
     if (!tape || tapeTaken)
       return Value();
     // The launcher sizes the tape: the trip count must follow from the
@@ -749,10 +754,15 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
                                          node(Op::Sub, {*step, constant(1)})});
     SymbolicInt trips = node(Op::Max, {node(Op::DivS, {rounded, *step}), constant(0)});
     tapeTaken = true;
-    report.tapes.push_back({locationText(loop.getLoc()), bytesPerIteration, trips});
-    // This program's region: programs are numbered x fastest.
+    report.tapes.push_back({locationText(loop.getLoc()), bytesPerState, trips});
     Location loc = loop.getLoc();
     Type i64 = b.getI64Type();
+    // The interval of kept states, chosen at launch (1 without the argument).
+    every = tapeEvery ? arith::ExtSIOp::create(b, loc, i64, tapeEvery).getResult()
+                      : arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(1)).getResult();
+    every = arith::MaxSIOp::create(
+        b, loc, every, arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(1)));
+    // This program's region: programs are numbered x fastest.
     Value program;
     for (int axis = 2; axis >= 0; --axis) {
       auto dim = tt::ProgramIDDimAttr::get(b.getContext(), static_cast<tt::ProgramIDDim>(axis));
@@ -766,7 +776,7 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
           b, loc, i64, tt::GetNumProgramsOp::create(b, loc, b.getI32Type(), dim));
       program = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, program, count), pid);
     }
-    Value offset = arith::MulIOp::create(b, loc, program, bytesPerProgram);
+    Value offset = arith::MulIOp::create(b, loc, program, bytesPerProgram(b, every));
     return tt::AddPtrOp::create(b, loc, tape.getType(), tape, offset).getResult();
   };
   std::string loopNotes;
@@ -997,8 +1007,11 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
                                  std::move(partial));
   if (BlockArgument tape = byName.lookup("tritonad_tape")) {
     auto pointer = dyn_cast<tt::PointerType>(tape.getType());
+    BlockArgument every = byName.lookup("tritonad_tape_every");
+    if (every && !every.getType().isInteger(32))
+      every = BlockArgument();
     if (pointer && pointer.getPointeeType().isInteger(8))
-      backward.setTape(tape);
+      backward.setTape(tape, every);
   }
   return backward.build(into, primalArgsInBwd, report);
 }

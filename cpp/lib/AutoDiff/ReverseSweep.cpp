@@ -246,34 +246,43 @@ LogicalResult reverseForLastToFirst(scf::ForOp loop, OpBuilder &builder, Adjoint
   return success();
 }
 
+// The carried state at the start of iteration `iv`, replayed from the state
+// `inits` at the start of iteration `start`.
+SmallVector<Value> replayFrom(scf::ForOp loop, OpBuilder &builder, AdjointState &state,
+                              const SweepHooks &hooks, Value start, Value iv, ValueRange inits) {
+  Location loc = loop.getLoc();
+  auto replay =
+      scf::ForOp::create(builder, loc, start, iv, state.forward(loop.getStep()), inits);
+  Block *replayBody = replay.getBody();
+  if (!replayBody->empty())
+    replayBody->getTerminator()->erase();
+  OpBuilder replayBuilder = OpBuilder::atBlockEnd(replayBody);
+  IRMapping replayMapping = state.mapping();
+  replayMapping.map(loop.getInductionVar(), replay.getInductionVar());
+  for (auto [arg, value] : llvm::zip(loop.getRegionIterArgs(), replay.getRegionIterArgs()))
+    replayMapping.map(arg, value);
+  for (Operation &op : loop.getBody()->without_terminator())
+    hooks.cloneForward(op, replayBuilder, replayMapping);
+  SmallVector<Value> yields;
+  for (Value v : loop.getBody()->getTerminator()->getOperands())
+    yields.push_back(replayMapping.lookupOrDefault(v));
+  scf::YieldOp::create(replayBuilder, loc, yields);
+  return SmallVector<Value>(replay.getResults());
+}
+
 // The carried state of iteration i rebuilt by replaying iterations [0, i)
 // from the loop's inits: n(n-1)/2 replayed iterations for n, no memory.
 LogicalResult reverseForByRecomputation(scf::ForOp loop, OpBuilder &builder,
                                         AdjointState &state, const SweepHooks &hooks) {
   Location loc = loop.getLoc();
   Value lower = state.forward(loop.getLowerBound());
-  Value step = state.forward(loop.getStep());
-  Value trips = tripCount(builder, loc, lower, state.forward(loop.getUpperBound()), step);
+  Value trips = tripCount(builder, loc, lower, state.forward(loop.getUpperBound()),
+                          state.forward(loop.getStep()));
   auto replayTo = [&](OpBuilder &bodyBuilder, Value, Value iv) {
-    SmallVector<Value> forwardInits;
+    SmallVector<Value> inits;
     for (Value init : loop.getInitArgs())
-      forwardInits.push_back(state.forward(init));
-    auto replay = scf::ForOp::create(bodyBuilder, loc, lower, iv, step, forwardInits);
-    Block *replayBody = replay.getBody();
-    if (!replayBody->empty())
-      replayBody->getTerminator()->erase();
-    OpBuilder replayBuilder = OpBuilder::atBlockEnd(replayBody);
-    IRMapping replayMapping = state.mapping();
-    replayMapping.map(loop.getInductionVar(), replay.getInductionVar());
-    for (auto [arg, value] : llvm::zip(loop.getRegionIterArgs(), replay.getRegionIterArgs()))
-      replayMapping.map(arg, value);
-    for (Operation &op : loop.getBody()->without_terminator())
-      hooks.cloneForward(op, replayBuilder, replayMapping);
-    SmallVector<Value> yields;
-    for (Value v : loop.getBody()->getTerminator()->getOperands())
-      yields.push_back(replayMapping.lookupOrDefault(v));
-    scf::YieldOp::create(replayBuilder, loc, yields);
-    return SmallVector<Value>(replay.getResults());
+      inits.push_back(state.forward(init));
+    return replayFrom(loop, bodyBuilder, state, hooks, lower, iv, inits);
   };
   if (failed(reverseForLastToFirst(loop, builder, state, hooks, trips, replayTo)))
     return failure();
@@ -342,11 +351,14 @@ Value i64Of(OpBuilder &builder, Location loc, Value value) {
   return arith::ExtSIOp::create(builder, loc, builder.getI64Type(), value);
 }
 
-// The carried state of every iteration stored by the recomputed forward loop
-// into scratch memory (a tape) and read back by the reverse: O(n), with
-// `bytes per iteration * n` bytes per program. False when there is no tape
-// for this loop (the kernel has none, its size is not known at launch, or a
-// carried value is a pointer).
+// The carried state stored by the recomputed forward loop into scratch memory
+// (a tape) and read back by the reverse, last iteration first. The tape keeps
+// every k-th iteration's state (k chosen at launch so that it fits, k = 1
+// when it can: every state, no replay); the reverse replays the iterations
+// between the nearest kept state and the one it needs, k/2 on average: O(n k)
+// instead of the O(n^2) replay, with `bytes per state * ceil(n / k)` bytes per
+// program. False when there is no tape for this loop (the kernel has none, its
+// size is not known at launch, or a carried value is a pointer).
 FailureOr<bool> reverseForByTape(scf::ForOp loop, OpBuilder &builder, AdjointState &state,
                                  const SweepHooks &hooks) {
   if (!hooks.tapeRegion || loop.getNumResults() == 0)
@@ -356,40 +368,58 @@ FailureOr<bool> reverseForByTape(scf::ForOp loop, OpBuilder &builder, AdjointSta
       forwardLoop.getNumRegionIterArgs() != loop.getNumRegionIterArgs())
     return false;
   SmallVector<TapeSlot> slots;
-  int64_t bytesPerIteration = 0;
+  int64_t bytesPerState = 0;
   for (Value arg : loop.getRegionIterArgs()) {
     std::optional<TapeSlot> slot = tapeSlotFor(arg.getType());
     if (!slot)
       return false;
-    slot->offset = bytesPerIteration;
-    bytesPerIteration += (slot->bytes + 15) / 16 * 16; // aligned for vector accesses
+    slot->offset = bytesPerState;
+    bytesPerState += (slot->bytes + 15) / 16 * 16; // aligned for vector accesses
     slots.push_back(*slot);
   }
   Location loc = loop.getLoc();
   OpBuilder before(forwardLoop);
   Value trips = tripCount(before, loc, forwardLoop.getLowerBound(), forwardLoop.getUpperBound(),
                           forwardLoop.getStep());
-  Value perIteration = arith::ConstantOp::create(before, loc,
-                                                 before.getI64IntegerAttr(bytesPerIteration));
-  Value perProgram = arith::MulIOp::create(before, loc, i64Of(before, loc, trips), perIteration);
-  Value region = hooks.tapeRegion(before, loop, perProgram, bytesPerIteration);
+  Value perState = arith::ConstantOp::create(before, loc, before.getI64IntegerAttr(bytesPerState));
+  auto bytesPerProgram = [&](OpBuilder &b, Value every) -> Value {
+    // ceil(trips / every) kept states
+    Value one = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(1));
+    Value kept = arith::DivSIOp::create(
+        b, loc,
+        arith::AddIOp::create(b, loc, i64Of(b, loc, trips),
+                              arith::SubIOp::create(b, loc, every, one)),
+        every);
+    return arith::MulIOp::create(b, loc, kept, perState);
+  };
+  Value every;
+  Value region = hooks.tapeRegion(before, loop, bytesPerState, bytesPerProgram, every);
   if (!region)
     return false;
-
-  auto slotBase = [&](OpBuilder &b, Value iteration) {
-    return arith::MulIOp::create(b, loc, i64Of(b, loc, iteration), perIteration).getResult();
+  Type ivType = forwardLoop.getInductionVar().getType();
+  auto toIv = [&](OpBuilder &b, Value v) -> Value {
+    return ivType.isInteger(64) ? v : arith::TruncIOp::create(b, loc, ivType, v).getResult();
   };
-  // The recomputed forward writes each iteration's starting state.
+  auto stateAddress = [&](OpBuilder &b, Value keptIndex, Value arg, const TapeSlot &slot) {
+    Value offset = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, i64Of(b, loc, keptIndex), perState),
+        arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(slot.offset)));
+    return tapeAddress(b, loc, region, offset, arg.getType(), slot);
+  };
+  // The recomputed forward writes the state of every k-th iteration.
   {
     OpBuilder b = OpBuilder::atBlockBegin(forwardLoop.getBody());
-    Value iteration = arith::DivSIOp::create(
-        b, loc, arith::SubIOp::create(b, loc, forwardLoop.getInductionVar(),
-                                      forwardLoop.getLowerBound()),
-        forwardLoop.getStep());
-    Value base = slotBase(b, iteration);
+    Value iteration = i64Of(
+        b, loc,
+        arith::DivSIOp::create(b, loc,
+                               arith::SubIOp::create(b, loc, forwardLoop.getInductionVar(),
+                                                     forwardLoop.getLowerBound()),
+                               forwardLoop.getStep()));
+    Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
+    Value kept = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                       arith::RemSIOp::create(b, loc, iteration, every), zero);
+    Value keptIndex = arith::DivSIOp::create(b, loc, iteration, every);
     for (auto [arg, slot] : llvm::zip(forwardLoop.getRegionIterArgs(), slots)) {
-      Value offset = arith::AddIOp::create(
-          b, loc, base, arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(slot.offset)));
       Value value = arg;
       if (getElementTypeOrSelf(arg.getType()).isInteger(1)) {
         Type wide = slot.element;
@@ -397,21 +427,20 @@ FailureOr<bool> reverseForByTape(scf::ForOp loop, OpBuilder &builder, AdjointSta
           wide = tensor.clone(slot.element);
         value = arith::ExtUIOp::create(b, loc, wide, arg);
       }
-      createStore(b, loc, tapeAddress(b, loc, region, offset, arg.getType(), slot), value,
-                  Value());
+      createStore(b, loc, stateAddress(b, keptIndex, arg, slot), value,
+                  predicate(b, loc, Value(), kept, arg.getType()));
     }
   }
   // Other threads of the program read what one wrote: a barrier, and loads
   // that bypass L1 (a nested loop rewrites the tape for each outer iteration).
   gpu::BarrierOp::create(builder, loc);
-  auto readBack = [&](OpBuilder &b, Value back, Value) {
-    Value base = slotBase(b, back);
+  Value lower = state.forward(loop.getLowerBound());
+  Value step = state.forward(loop.getStep());
+  auto readBack = [&](OpBuilder &b, Value back, Value iv) {
+    Value keptIndex = arith::DivSIOp::create(b, loc, i64Of(b, loc, back), every);
     SmallVector<Value> values;
     for (auto [arg, slot] : llvm::zip(loop.getRegionIterArgs(), slots)) {
-      Value offset = arith::AddIOp::create(
-          b, loc, base, arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(slot.offset)));
-      Value value = createLoad(b, loc, tapeAddress(b, loc, region, offset, arg.getType(), slot),
-                               Value(), Value());
+      Value value = createLoad(b, loc, stateAddress(b, keptIndex, arg, slot), Value(), Value());
       value.getDefiningOp()->setAttr(
           "cache", tt::CacheModifierAttr::get(b.getContext(), tt::CacheModifier::CG));
       if (getElementTypeOrSelf(arg.getType()).isInteger(1)) {
@@ -420,16 +449,22 @@ FailureOr<bool> reverseForByTape(scf::ForOp loop, OpBuilder &builder, AdjointSta
       }
       values.push_back(value);
     }
-    return values;
+    // From the kept state to iteration `back`: none when k = 1.
+    Value keptIteration =
+        toIv(b, arith::MulIOp::create(b, loc, keptIndex, every).getResult());
+    Value start = arith::AddIOp::create(b, loc, lower,
+                                        arith::MulIOp::create(b, loc, keptIteration, step));
+    return replayFrom(loop, b, state, hooks, start, iv, values);
   };
   if (failed(reverseForLastToFirst(loop, builder, state, hooks, trips, readBack)))
     return failure();
   if (hooks.note)
     hooks.note(loop, "reversed last iteration first; the recomputed forward tapes each "
                      "iteration's carried state (" +
-                         std::to_string(bytesPerIteration) +
+                         std::to_string(bytesPerState) +
                          " bytes per iteration and program, in scratch memory the launcher "
-                         "allocates), read back by the reverse: no replay");
+                         "allocates; where that would not fit, only every k-th iteration's, "
+                         "and the reverse replays the k/2 in between on average)");
   return true;
 }
 

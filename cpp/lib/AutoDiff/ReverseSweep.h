@@ -22,12 +22,16 @@ struct SweepHooks {
       special;
   /// Told how each loop was reversed (for the schedule people can inspect).
   std::function<void(mlir::Operation *, llvm::StringRef)> note;
-  /// Scratch memory for a loop's per-iteration carried state (a tape): given
-  /// the bytes the loop needs per program and per iteration, emits (at the
-  /// builder) the byte pointer of this program's region, or returns null when
-  /// there is no tape for it (then the loop is replayed).
-  std::function<mlir::Value(mlir::OpBuilder &, mlir::scf::ForOp, mlir::Value bytesPerProgram,
-                            int64_t bytesPerIteration)>
+  /// Scratch memory for a loop's carried state (a tape): emits (at the
+  /// builder) the byte pointer of this program's region, given the bytes the
+  /// loop needs per program as a function of the kept-state interval (the
+  /// tape keeps every `every`-th iteration's state, `every` an i64 chosen at
+  /// launch), or returns null when there is no tape for this loop (then it is
+  /// replayed).
+  std::function<mlir::Value(mlir::OpBuilder &, mlir::scf::ForOp, int64_t bytesPerState,
+                            llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Value every)>
+                                bytesPerProgram,
+                            mlir::Value &every)>
       tapeRegion;
 };
 
