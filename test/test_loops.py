@@ -707,39 +707,12 @@ def test_interpreted(interpreted, name):
 def _interpret_main(argv):
     """Runs the interpreter checks (TRITON_INTERPRET=1 must be set); writes
     {name: {ok, error, seed, seconds}} to argv[0] (or prints it)."""
-    import time
-    import traceback
-
     import interpret_checks as ic
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise SystemExit("set TRITON_INTERPRET=1 before running this file")
-    out = argv[0] if argv else None
-    seed = int(argv[1]) if len(argv) > 1 else int.from_bytes(os.urandom(4), "little")
-    results = {}
-    for name in argv[2:] or sorted(INTERPRET_CHECKS):
-        ic.GEN.manual_seed(seed ^ zlib.crc32(name.encode()))
-        torch.manual_seed(seed)
-        start = time.perf_counter()
-        try:
-            INTERPRET_CHECKS[name]()
-            results[name] = {"ok": True}
-        except Exception as error:  # noqa: BLE001  (reported per check)
-            results[name] = {"ok": False, "error": f"{type(error).__name__}: {error}\n"
-                                                   f"{traceback.format_exc()[-3000:]}"}
-        results[name]["seconds"] = round(time.perf_counter() - start, 3)
-        results[name]["seed"] = seed
-    if out:
-        with open(out, "w") as f:
-            json.dump(results, f)
-    else:
-        for name, result in results.items():
-            print(("ok  " if result["ok"] else "FAIL") + f" {result['seconds']:6.2f}s {name}")
-            if not result["ok"]:
-                print("     " + result["error"].replace("\n", "\n     ")[:1500])
+    return ic.main(argv, INTERPRET_CHECKS)
 
 
-if __name__ == "__main__":
-    _interpret_main(sys.argv[1:])
 
 
 # ---------------------------------------------------------------------------
@@ -807,3 +780,7 @@ def test_tile_recurrence_is_taped(M, N):
                  BLOCK_N=BLOCK_N)
     assert "n(n-1)/2" in replay.schedule(), replay.schedule()
     torch.testing.assert_close(dx2, dx, rtol=1e-5, atol=1e-5)
+
+
+if __name__ == "__main__":
+    _interpret_main(sys.argv[1:])
