@@ -515,6 +515,15 @@ def test_concurrent_derivations_are_safe(monkeypatch):
     assert len(results) == 24 and all(r == expected for r in results)
 
 
+def test_binding_takes_accumulation_modes_by_name():
+    """The mode crosses into the core by name, the names of tritonad.grad's mode=."""
+    from tritonad import _C
+    with pytest.raises(ValueError, match="mode must be 'auto', 'atomic' or 'deterministic'"):
+        _C.differentiate_kernel("module {}", "", "bwd", [], "sometimes")
+    with pytest.raises(_C.MLIRError, match="no tt.func named @bwd"):
+        _C.differentiate_kernel("module {}", "", "bwd", [], "deterministic")
+
+
 # ---------------------------------------------------------------------------
 # Coverage gaps: tl.assume, tl.debug_barrier, fp8 pointers, tensor descriptors
 # ---------------------------------------------------------------------------

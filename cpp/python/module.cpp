@@ -108,10 +108,20 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "differentiate_kernel",
       [](const std::string &ir, const std::string &primal, const std::string &into,
-         const std::vector<std::pair<std::string, std::string>> &bindings, int mode,
-         bool overwrite, bool generic, bool debugInfo, const std::string &bufferName) {
-        if (mode < 0 || mode > 2)
-          throw py::value_error("mode must be 0 (auto), 1 (atomic) or 2 (deterministic)");
+         const std::vector<std::pair<std::string, std::string>> &bindings,
+         const std::string &modeName, bool overwrite, bool generic, bool debugInfo,
+         const std::string &bufferName) {
+        using tritonad::api::Accumulation;
+        Accumulation mode;
+        if (modeName == "auto")
+          mode = Accumulation::Auto;
+        else if (modeName == "atomic")
+          mode = Accumulation::Atomic;
+        else if (modeName == "deterministic")
+          mode = Accumulation::Deterministic;
+        else
+          throw py::value_error("mode must be 'auto', 'atomic' or 'deterministic', got '" +
+                                modeName + "'");
         tritonad::api::PrintOptions print;
         print.generic = generic;
         print.debugInfo = debugInfo;
@@ -131,9 +141,10 @@ PYBIND11_MODULE(_C, m) {
                               result.partialShadows, coverageToPython(result.coverage), tapes);
       },
       py::arg("ir"), py::arg("primal"), py::arg("into"), py::arg("bindings"),
-      py::arg("mode") = 0, py::arg("overwrite") = false, py::arg("generic") = false,
+      py::arg("mode") = "auto", py::arg("overwrite") = false, py::arg("generic") = false,
       py::arg("debug_info") = true, py::arg("buffer_name") = "<ttir>",
-      "Replace kernel @into's body with the backward of kernel @primal; returns (ir, report, "
+      "Replace kernel @into's body with the backward of kernel @primal (empty: the kernel "
+      "@into calls); returns (ir, report, "
       "names of the shadows it stores into, names of the shadows whose gradient it leaves in "
       "slots of its workspace, the coverage of the shadows it stores once per element: "
       "{shadow: {'digits', 'clamps', 'condition'}}, and its tapes: [(loop, bytes per "

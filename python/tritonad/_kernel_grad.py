@@ -15,13 +15,13 @@ from triton.runtime.jit import JITFunction
 from tritonad import _C, _partial
 from tritonad._core import MLIRError, locate_in_source
 from tritonad._hook import build_id, register_rewriter
-from tritonad._source import (CALL, constexpr_names, functions_in, jit_from_source,
-                              param_names, pointer_roles, strip_locations, symbol_name)
+from tritonad._source import (constexpr_names, functions_in, jit_from_source, param_names,
+                              pointer_roles, strip_locations)
 from tritonad._interpret import InterpretedBackward, is_interpreted, jit_twin
 from tritonad._render import header, render_record, source_of
 
 _BWD_MARKER = "__tritonad_bwd_"
-_MODES = {"auto": 0, "atomic": 1, "deterministic": 2}
+_MODES = ("auto", "atomic", "deterministic")
 
 
 class DifferentiationError(MLIRError):
@@ -324,14 +324,10 @@ def _materialize_backward(text: str, metadata: dict) -> str:
         spec = _spec_of(name)
         if spec is None:
             continue
-        call = CALL.search(body)
-        if call is None:
-            raise DifferentiationError(f"tritonad: backward placeholder {name} lost its call")
-        primal = symbol_name(call.group(1))
         try:
+            # (the core finds the forward kernel: the placeholder's only call)
             text, report, written, partial, coverage, tapes = _C.differentiate_kernel(
-                text, primal, name, spec.bindings, _MODES[spec.mode],
-                overwrite=not spec.accumulate)
+                text, "", name, spec.bindings, spec.mode, overwrite=not spec.accumulate)
         except MLIRError as error:
             raise DifferentiationError(
                 f"tritonad.grad({spec.primal.__name__}) failed:\n"
@@ -352,7 +348,8 @@ def _materialize_backward(text: str, metadata: dict) -> str:
                                            header=header("Backward", spec.primal))
         metadata.setdefault("tritonad_source", {})[name] = spec.sources[name]
         if os.environ.get("TRITONAD_DUMP"):
-            print(f"// tritonad: backward of {primal}\n// {report}\n{spec.derived[name]}",
+            print(f"// tritonad: backward of {spec.primal.__name__}\n// {report}\n"
+                  f"{spec.derived[name]}",
                   file=sys.stderr)
     return text
 

@@ -52,15 +52,15 @@ Result differentiateFunction(const std::string &ir, const std::string &primal,
                              const std::string &bufferName);
 
 /// Replaces the body of the kernel `into` (which calls the kernel `primal`)
-/// with the backward of `primal`. `bindings` pairs each shadow argument name
-/// of `into` with the pointer parameter name of `primal` it is the gradient
-/// of. `mode`: 0 auto, 1 always atomic, 2 deterministic (no atomics).
-/// `overwrite`: input shadows arrive zeroed, and elements with one writer are
-/// stored instead of accumulated.
+/// with the backward of `primal` (empty: the kernel `into` calls). `bindings`
+/// pairs each shadow argument name of `into` with the pointer parameter name
+/// of `primal` it is the gradient of. `overwrite`: input shadows arrive
+/// zeroed, and elements with one writer are stored instead of accumulated.
+enum class Accumulation { Auto, Atomic, Deterministic };
 Result differentiateKernel(const std::string &ir, const std::string &primal,
                            const std::string &into,
                            const std::vector<std::pair<std::string, std::string>> &bindings,
-                           int mode, bool overwrite, const PrintOptions &print,
+                           Accumulation mode, bool overwrite, const PrintOptions &print,
                            const std::string &bufferName);
 
 /// The functions of `ir` as JSON data (output): ops, values, structured

@@ -306,17 +306,24 @@ Result differentiateFunction(const std::string &ir, const std::string &primal,
 Result differentiateKernel(const std::string &ir, const std::string &primal,
                            const std::string &into,
                            const std::vector<std::pair<std::string, std::string>> &bindings,
-                           int mode, bool overwrite, const PrintOptions &print,
+                           Accumulation mode, bool overwrite, const PrintOptions &print,
                            const std::string &bufferName) {
   KernelBackwardReport report;
   Result result = transformModule(
       ir, print, bufferName,
       [&](ModuleOp module, std::string &fallback) {
-        fallback = "cannot derive the backward of kernel @" + primal;
+        fallback = "cannot derive the backward of kernel " +
+                   (primal.empty() ? "called by @" + into : "@" + primal);
         SmallVector<ShadowBinding> shadowBindings;
         for (const auto &[shadow, primalName] : bindings)
           shadowBindings.push_back({shadow, primalName});
-        KernelBackwardConfig options{static_cast<AccumulationMode>(mode), overwrite};
+        AccumulationMode accumulation = AccumulationMode::Auto;
+        switch (mode) {
+        case Accumulation::Auto: accumulation = AccumulationMode::Auto; break;
+        case Accumulation::Atomic: accumulation = AccumulationMode::Atomic; break;
+        case Accumulation::Deterministic: accumulation = AccumulationMode::Deterministic; break;
+        }
+        KernelBackwardConfig options{accumulation, overwrite};
         if (mlir::failed(differentiateKernelInto(module, primal, into, shadowBindings, options,
                                                  report)))
           return mlir::failure();

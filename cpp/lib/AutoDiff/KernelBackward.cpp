@@ -918,24 +918,31 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
                                       const KernelBackwardConfig &options,
                                       KernelBackwardReport &report) {
   module.getContext()->getOrLoadDialect<gpu::GPUDialect>(); // barriers between shadow accesses
-  auto primal = module.lookupSymbol<tt::FuncOp>(primalName);
   auto into = module.lookupSymbol<tt::FuncOp>(intoName);
-  if (!primal || !into)
-    return module.emitError("no tt.func named @") << (primal ? intoName : primalName);
+  if (!into)
+    return module.emitError("no tt.func named @") << intoName;
   if (into.isExternal())
     return into.emitError("@") << intoName << " has no body";
   if (into.getNumResults() != 0)
     return into.emitError("the backward kernel must return nothing");
 
-  // The placeholder calls the primal once: its operands say which backward
-  // arguments carry the primal's arguments.
+  // The placeholder calls the primal once (the one named, or its only call):
+  // its operands say which backward arguments carry the primal's arguments.
   tt::CallOp call;
+  unsigned calls = 0;
   into.walk([&](tt::CallOp candidate) {
-    if (candidate.getCallee() == primalName)
+    ++calls;
+    if (primalName.empty() || candidate.getCallee() == primalName)
       call = candidate;
   });
+  if (primalName.empty() && calls != 1)
+    return into.emitError("@") << intoName << " must call the forward kernel exactly once";
   if (!call)
     return into.emitError("@") << intoName << " does not call @" << primalName;
+  primalName = call.getCallee();
+  auto primal = module.lookupSymbol<tt::FuncOp>(primalName);
+  if (!primal)
+    return module.emitError("no tt.func named @") << primalName;
   SmallVector<BlockArgument> callArgs;
   for (Value operand : call.getOperands()) {
     auto arg = dyn_cast<BlockArgument>(operand);
