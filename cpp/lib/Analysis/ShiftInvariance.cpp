@@ -30,12 +30,14 @@ enum class Dependence {
 
 struct Shift {
   Dependence kind = Dependence::Free;
+  bool negative = false; // of an Infinite
   double prev = 0, cur = 0;
   // For each axis of the candidate, the axis of this value along which its
   // perturbation varies (-1 where the candidate's axis has size 1).
   SmallVector<int, 4> axes;
 
-  static Shift of(Dependence kind) { return Shift{kind, 0, 0, {}}; }
+  static Shift of(Dependence kind) { return Shift{kind, false, 0, 0, {}}; }
+  static Shift infinity(bool negative) { return Shift{Dependence::Infinite, negative, 0, 0, {}}; }
   bool isFree() const {
     return kind == Dependence::Free || kind == Dependence::Zero || kind == Dependence::Infinite;
   }
@@ -45,14 +47,16 @@ struct Shift {
            std::abs(cur - other.cur) < 1e-9;
   }
   bool operator==(const Shift &other) const {
-    return isTagged() ? sameForm(other) : kind == other.kind;
+    if (isTagged())
+      return sameForm(other);
+    return kind == other.kind && (kind != Dependence::Infinite || negative == other.negative);
   }
 };
 
 Shift tagged(Dependence kind, double prev, double cur, ArrayRef<int> axes) {
   if (std::abs(prev) < 1e-12 && std::abs(cur) < 1e-12)
     return Shift::of(Dependence::Free);
-  return Shift{kind, prev, cur, SmallVector<int, 4>(axes)};
+  return Shift{kind, false, prev, cur, SmallVector<int, 4>(axes)};
 }
 
 Shift unknown() { return Shift::of(Dependence::Unknown); }
@@ -63,7 +67,7 @@ Shift join(const Shift &a, const Shift &b) {
   if (a.kind == D::Unknown || b.kind == D::Unknown)
     return unknown();
   if (a.isFree() && b.isFree())
-    return Shift::of(a.kind == b.kind ? a.kind : D::Free);
+    return a == b ? a : Shift::of(D::Free);
   if (a.isTagged() && b.isTagged())
     return a.sameForm(b) ? a : unknown();
   const Shift &t = a.isTagged() ? a : b;
@@ -79,6 +83,16 @@ Shift addLike(const Shift &a, const Shift &b, double sign) {
   using D = Dependence;
   if (a.kind == D::Unknown || b.kind == D::Unknown)
     return unknown();
+  // +-inf plus anything finite (a perturbation included) stays +-inf.
+  bool aInf = a.kind == D::Infinite, bInf = b.kind == D::Infinite;
+  if (aInf || bInf) {
+    bool bNegative = sign > 0 ? b.negative : !b.negative;
+    if (aInf && bInf)
+      return a.negative == bNegative ? Shift::infinity(a.negative) : unknown(); // inf - inf
+    if (a.kind == D::Scaled || b.kind == D::Scaled)
+      return unknown();
+    return Shift::infinity(aInf ? a.negative : bNegative);
+  }
   if (a.isFree() && b.isFree())
     return Shift::of(a.kind == D::Zero && b.kind == D::Zero ? D::Zero : D::Free);
   if (a.kind == D::Shifted && b.kind == D::Shifted)
@@ -114,7 +128,7 @@ Shift ofConstant(Value value) {
   if (c && *c == 0.0)
     return Shift::of(Dependence::Zero);
   if (c && std::isinf(*c))
-    return Shift::of(Dependence::Infinite);
+    return Shift::infinity(*c < 0);
   return Shift::of(Dependence::Free);
 }
 
@@ -123,6 +137,8 @@ Shift multiplyLike(const Shift &a, const Shift &b, Value bValue, bool divide) {
   using D = Dependence;
   if (a.kind == D::Unknown || b.kind == D::Unknown)
     return unknown();
+  if ((a.kind == D::Zero && b.kind == D::Infinite) || (b.kind == D::Zero && a.kind == D::Infinite))
+    return unknown(); // 0 * inf
   if (a.kind == D::Zero)
     return a;
   if (b.kind == D::Zero && !divide)
@@ -309,7 +325,20 @@ private:
     if (isa<arith::ConstantOp>(op))
       return {ofConstant(op->getResult(0))};
     bool anyTagged = llvm::any_of(op->getOperands(), [&](Value v) { return !get(v).isFree(); });
-    if (!anyTagged && !(isa<tt::ReduceOp>(op) && capturesTagged(op)))
+    // Exact zeros and infinities matter to the arithmetic that carries them
+    // (exp(-inf - m) = 0 annihilates a rescaled carried value); elsewhere a
+    // value free of the perturbation gives results free of it.
+    bool exactConstants = llvm::any_of(op->getOperands(), [&](Value v) {
+      Dependence kind = get(v).kind;
+      return kind == Dependence::Zero || kind == Dependence::Infinite;
+    });
+    bool keepsConstants =
+        isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp, tt::PreciseDivFOp,
+            arith::NegFOp, arith::SelectOp, math::ExpOp, math::Exp2Op, math::LogOp,
+            math::Log2Op, arith::ExtFOp, arith::TruncFOp, tt::FpToFpOp, tt::BroadcastOp,
+            tt::SplatOp, tt::ExpandDimsOp, tt::TransOp>(op);
+    if (!anyTagged && !(exactConstants && keepsConstants) &&
+        !(isa<tt::ReduceOp>(op) && capturesTagged(op)))
       return none;
     if (isa<arith::AddFOp>(op))
       return {addLike(operand(0), operand(1), 1.0)};
@@ -324,6 +353,8 @@ private:
       return {multiplyLike(operand(0), operand(1), op->getOperand(1), true)};
     if (isa<arith::NegFOp>(op)) {
       Shift s = operand(0);
+      if (s.kind == Dependence::Infinite)
+        return {Shift::infinity(!s.negative)};
       return {s.kind == Dependence::Shifted ? tagged(s.kind, -s.prev, -s.cur, s.axes) : s};
     }
     if (isa<arith::MaxNumFOp, arith::MaximumFOp, arith::MinNumFOp, arith::MinimumFOp>(op))
@@ -337,6 +368,10 @@ private:
     }
     if (isa<math::ExpOp, math::Exp2Op>(op)) {
       Shift s = operand(0);
+      if (s.kind == Dependence::Infinite)
+        return {s.negative ? Shift::of(Dependence::Zero) : s};
+      if (s.isFree())
+        return {Shift::of(Dependence::Free)};
       if (s.kind != Dependence::Shifted)
         return all(unknown());
       double base = isa<math::Exp2Op>(op) ? std::log(2.0) : 1.0;
@@ -344,6 +379,10 @@ private:
     }
     if (isa<math::LogOp, math::Log2Op>(op)) {
       Shift s = operand(0);
+      if (s.kind == Dependence::Zero)
+        return {Shift::infinity(true)};
+      if (s.isFree())
+        return {Shift::of(Dependence::Free)};
       if (s.kind != Dependence::Scaled)
         return all(unknown());
       double base = isa<math::Log2Op>(op) ? 1.0 / std::log(2.0) : 1.0;
@@ -416,50 +455,108 @@ private:
     }
   }
 
-  // Carried values: a fixpoint over the back edge. In the loop that carries
-  // the candidate, the perturbation of the value an iteration computes is the
-  // next iteration's `prev`.
+  // The index of a carried value of `loop` that continues the candidate: it
+  // starts from the candidate's latest value (a previous loop's result) and is
+  // updated by max/min with its previous value (flash attention's two loops,
+  // off-diagonal then diagonal blocks, threading m, l and acc through).
+  std::optional<unsigned> continuationIndex(scf::ForOp loop, ArrayRef<Shift> entry) {
+    if (!candidate.loop || loop->getBlock() != candidate.loop->getBlock())
+      return std::nullopt;
+    Operation *terminator = loop.getBody()->getTerminator();
+    for (auto [j, arg] : llvm::enumerate(loop.getRegionIterArgs())) {
+      const Shift &start = entry[j];
+      Operation *def = terminator->getOperand(j).getDefiningOp();
+      if (start.kind == Dependence::Shifted && std::abs(start.prev) < 1e-12 &&
+          std::abs(start.cur - 1) < 1e-12 && start.axes == identityAxes(arg.getType()) &&
+          isExtremumOp(def) && def->getBlock() == loop.getBody() &&
+          llvm::is_contained(def->getOperands(), arg))
+        return j;
+    }
+    return std::nullopt;
+  }
+
+  // Tags in terms of the perturbation after the previous instance, seen from
+  // inside a loop: that instance is the loop's `prev` in its first iteration.
+  static Shift curToPrev(const Shift &shift) {
+    if (!shift.isTagged())
+      return shift;
+    if (std::abs(shift.prev) > 1e-12)
+      return unknown();
+    return tagged(shift.kind, shift.cur, 0, shift.axes);
+  }
+
+  // Runs `loop`'s body once with the carried values tagged `carried`; the
+  // carried candidate's update (`update`, if any) is the new perturbation.
+  void visitBody(scf::ForOp loop, ArrayRef<Shift> carried, Operation *update) {
+    set(loop.getInductionVar(), Shift::of(Dependence::Free));
+    for (auto [arg, shift] : llvm::zip(loop.getRegionIterArgs(), carried))
+      set(arg, shift);
+    for (Operation &op : loop.getBody()->without_terminator()) {
+      if (leaks)
+        return;
+      visit(&op);
+      if (&op == update)
+        set(op.getResult(0), perturbation(0, 1));
+    }
+  }
+
+  // Carried values: a fixpoint over the back edge. In a loop that carries the
+  // candidate (or continues it), the perturbation of the value an iteration
+  // computes is the next iteration's `prev`.
   void visitFor(scf::ForOp loop) {
     for (Value bound : {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
       requireFree(bound);
-    bool carriesCandidate = candidate.loop && loop == candidate.loop;
-    bool enclosesCandidate =
-        !carriesCandidate && loop->isProperAncestor(candidate.value.getDefiningOp());
     unsigned n = loop.getNumRegionIterArgs();
-    SmallVector<Shift> entry, carried;
+    SmallVector<Shift> entry;
     for (Value init : loop.getInitArgs())
       entry.push_back(get(init));
-    carried = entry;
-    if (carriesCandidate)
-      carried[candidate.carried] = perturbation(1, 0);
+    std::optional<unsigned> index;
+    if (candidate.loop && loop == candidate.loop)
+      index = candidate.carried;
+    bool continuation = false;
+    if (!index && (index = continuationIndex(loop, entry))) {
+      continuation = true;
+      continuations.push_back({loop.getBody()->getTerminator()->getOperand(*index), loop,
+                               *index});
+    }
+    bool carriesCandidate = index.has_value();
+    bool enclosesCandidate =
+        !carriesCandidate && loop->isProperAncestor(candidate.value.getDefiningOp());
     Operation *terminator = loop.getBody()->getTerminator();
+    Operation *update =
+        carriesCandidate ? terminator->getOperand(*index).getDefiningOp() : nullptr;
+    SmallVector<Shift> carried(entry);
+    if (continuation)
+      for (Shift &shift : carried)
+        shift = curToPrev(shift);
     SmallVector<Shift> yielded(n);
+    // Starting from max = -inf (or min = +inf), the first iteration rescales
+    // the other carried values by exp(-inf) = 0: whatever they start from
+    // (flash attention's l = 1) is gone after it. Run it apart, exactly.
+    bool peeled = carriesCandidate && entry[*index].kind == Dependence::Infinite;
+    if (peeled) {
+      visitBody(loop, entry, update);
+      if (leaks)
+        return;
+      for (unsigned j = 0; j < n; ++j)
+        carried[j] = curToPrev(get(terminator->getOperand(j)));
+    }
+    if (carriesCandidate)
+      carried[*index] = perturbation(1, 0);
     for (int round = 0; round < 6 && !leaks; ++round) {
-      set(loop.getInductionVar(), Shift::of(Dependence::Free));
-      for (auto [arg, shift] : llvm::zip(loop.getRegionIterArgs(), carried))
-        set(arg, shift);
-      for (Operation &op : loop.getBody()->without_terminator()) {
-        if (leaks)
-          return;
-        visit(&op);
-        if (carriesCandidate && &op == candidate.value.getDefiningOp())
-          set(candidate.value, perturbation(0, 1));
-      }
+      visitBody(loop, carried, update);
+      if (leaks)
+        return;
       bool changed = false;
       for (unsigned j = 0; j < n; ++j) {
         yielded[j] = get(terminator->getOperand(j));
-        if (carriesCandidate && j == candidate.carried)
+        if (carriesCandidate && j == *index)
           continue;
         Shift next = yielded[j];
-        if (carriesCandidate) {
-          // The next iteration starts from this one's value.
-          if (next.isTagged() && std::abs(next.prev) > 1e-12)
-            next = unknown();
-          else if (next.isTagged())
-            next = tagged(next.kind, next.cur, 0, next.axes);
-        } else if (enclosesCandidate && !next.isFree()) {
+        if (carriesCandidate)
+          next = curToPrev(next); // the next iteration starts from this one's value
+        else if (enclosesCandidate && !next.isFree())
           next = unknown(); // each iteration perturbs a different candidate value
-        }
         next = join(carried[j], next);
         if (round == 5 && !(next == carried[j]))
           next = unknown();
@@ -471,12 +568,22 @@ private:
     }
     for (unsigned j = 0; j < n; ++j) {
       Shift result = carried[j];
+      // After the loop `cur` is the latest instance of the candidate: this
+      // loop's last, or (no iteration) the one its carried values started
+      // from. A first loop that runs no iteration has none to perturb.
       if (carriesCandidate)
-        result = j == candidate.carried ? perturbation(0, 1) : join(entry[j], yielded[j]);
+        result = j == *index ? perturbation(0, 1)
+                 : peeled    ? yielded[j]
+                             : join(entry[j], yielded[j]);
       set(loop.getResult(j), result);
     }
   }
 
+public:
+  /// Loops found continuing the candidate, in program order.
+  SmallVector<Stabilizer> continuations;
+
+private:
   const DenseSet<Value> &held;
   Stabilizer candidate;
   DenseMap<Value, Shift> tags;
@@ -506,12 +613,12 @@ SmallVector<Stabilizer> candidatesOf(Operation *function) {
 
 } // namespace
 
-SmallVector<unsigned> Stabilizers::carriedBy(Operation *loop) const {
-  SmallVector<unsigned> indices;
+SmallVector<const Stabilizer *> Stabilizers::carriedBy(Operation *loop) const {
+  SmallVector<const Stabilizer *> carried;
   for (const Stabilizer &s : found)
     if (s.loop && static_cast<Operation *>(s.loop) == loop)
-      indices.push_back(s.carried);
-  return indices;
+      carried.push_back(&s);
+  return carried;
 }
 
 std::string Stabilizers::describe() const {
@@ -548,19 +655,31 @@ Stabilizers findStabilizers(Operation *function) {
   // later round.
   for (bool progress = true; progress && !pending.empty();) {
     progress = false;
-    for (auto it = pending.begin(); it != pending.end();) {
-      if (!ShiftInterpreter(result.heldConstant, *it).isInvariant(function)) {
-        ++it;
+    for (const Stabilizer &candidate : pending) {
+      ShiftInterpreter interpreter(result.heldConstant, candidate);
+      if (!interpreter.isInvariant(function))
         continue;
+      // The loops continuing it hold the same family of values: each loop's
+      // reverse uses the family's final value (the last loop's result).
+      SmallVector<Stabilizer> family{candidate};
+      family.append(interpreter.continuations.begin(), interpreter.continuations.end());
+      Stabilizer last = family.back();
+      Value final = last.loop ? last.loop.getResult(last.carried) : last.value;
+      DenseSet<Value> taken;
+      for (Stabilizer member : family) {
+        member.finalValue = final;
+        result.found.push_back(member);
+        taken.insert(member.value);
+        result.heldConstant.insert(member.value);
+        if (member.loop) {
+          result.heldConstant.insert(member.loop.getRegionIterArgs()[member.carried]);
+          result.heldConstant.insert(member.loop.getResult(member.carried));
+        }
       }
-      result.found.push_back(*it);
-      result.heldConstant.insert(it->value);
-      if (it->loop) {
-        result.heldConstant.insert(it->loop.getRegionIterArgs()[it->carried]);
-        result.heldConstant.insert(it->loop.getResult(it->carried));
-      }
-      it = pending.erase(it);
+      // (a continuation is no candidate of its own any more)
+      llvm::erase_if(pending, [&](const Stabilizer &other) { return taken.contains(other.value); });
       progress = true;
+      break;
     }
   }
   return result;

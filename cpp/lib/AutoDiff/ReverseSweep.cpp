@@ -12,6 +12,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/ScopeExit.h"
 
+#include <cmath>
+
 using namespace mlir;
 namespace tt = mlir::triton;
 
@@ -528,6 +530,18 @@ LogicalResult reverseAccumulatingFor(scf::ForOp loop, scf::ForOp original,
   return success();
 }
 
+// The value of a float constant (splat or scalar), if `value` is one.
+std::optional<double> splatFloat(Value value) {
+  Attribute attr;
+  if (!matchPattern(value, m_Constant(&attr)))
+    return std::nullopt;
+  if (auto splat = dyn_cast<SplatElementsAttr>(attr))
+    attr = splat.getSplatValue<Attribute>();
+  if (auto scalar = dyn_cast<FloatAttr>(attr))
+    return scalar.getValueAsDouble();
+  return std::nullopt;
+}
+
 // Folds what holding the stabilizers at their final value made constant:
 // m - m, exp(0), shape changes of splat constants, x * 1 and x + 0 (the
 // last ones by the ops' own folders). `origin` forgets erased values.
@@ -579,17 +593,31 @@ FailureOr<bool> reverseForWithFinalStabilizers(scf::ForOp loop, OpBuilder &build
                                                AdjointState &state, const SweepHooks &hooks) {
   if (!state.stabilizers())
     return false;
-  SmallVector<unsigned> held = state.stabilizers()->carriedBy(loop);
+  SmallVector<const Stabilizer *> stabilizers = state.stabilizers()->carriedBy(loop);
+  SmallVector<unsigned> held;
+  for (const Stabilizer *stabilizer : stabilizers)
+    held.push_back(stabilizer->carried);
   bool writes = false;
   loop.getBody()->walk([&](Operation *op) { writes |= writesMemory(op); });
   // A store's adjoint is keyed to the store op by the kernel driver.
   if (held.empty() || writes)
     return false;
+  // From max = -inf the first iteration rescales the other carried values by
+  // exp(-inf - m) = 0; with the final max it would rescale them by 1. Only
+  // the gradient of their starting values differs: they must carry none.
+  for (unsigned j : held) {
+    std::optional<double> init = splatFloat(loop.getInitArgs()[j]);
+    if (init && std::isinf(*init))
+      for (auto [k, start] : llvm::enumerate(loop.getInitArgs()))
+        if (state.isActive(start) && !llvm::is_contained(held, k))
+          return false;
+  }
 
-  // The rewritten body is a clone placed after the loop (the kernel driver's
-  // analyses of its loads need it inside the function), erased once reversed.
+  // The rewritten body is a clone placed at the end of the loop's block (the
+  // kernel driver's analyses of its loads need it inside the function, and a
+  // later loop of the family defines the final value), erased once reversed.
   OpBuilder primalBuilder(loop->getContext());
-  primalBuilder.setInsertionPointAfter(loop);
+  primalBuilder.setInsertionPoint(loop->getBlock()->getTerminator());
   IRMapping cloneMap;
   auto clone = cast<scf::ForOp>(primalBuilder.clone(*loop.getOperation(), cloneMap));
   auto eraseClone = llvm::make_scope_exit([&] { clone->erase(); });
@@ -599,8 +627,9 @@ FailureOr<bool> reverseForWithFinalStabilizers(scf::ForOp loop, OpBuilder &build
   for (auto [primal, copy] : llvm::zip(loop.getResults(), clone.getResults()))
     origin[copy] = primal;
   Operation *terminator = clone.getBody()->getTerminator();
-  for (unsigned j : held) {
-    Value final = loop.getResult(j);
+  for (const Stabilizer *stabilizer : stabilizers) {
+    unsigned j = stabilizer->carried;
+    Value final = stabilizer->finalValue;
     Value update = terminator->getOperand(j);
     clone.getRegionIterArgs()[j].replaceAllUsesWith(final);
     update.replaceAllUsesWith(final);

@@ -93,3 +93,61 @@ module {
     tt.return
   }
 }
+
+// -----
+
+// Two loops, the second continuing the first's running max and sum (flash
+// attention's off-diagonal then diagonal blocks), the sum starting at 1 (as in
+// Triton's tutorial: the first iteration rescales it by exp(-inf) = 0). The
+// two maxima are one family: both loops are reversed in one pass each, with
+// the family's final max (the second loop's).
+// REMARK-COUNT-2: remark: loop scf.for at {{.*}}: reversed in forward order: carried value #0 only stabilizes exponentials
+// CHECK-LABEL: tt.func public @bwd
+// CHECK: %[[FIRST:.+]]:2 = scf.for
+// CHECK: %[[SECOND:.+]]:2 = scf.for {{.*}} iter_args({{.*}} = %[[FIRST]]#0, {{.*}} = %[[FIRST]]#1)
+// CHECK: scf.for
+// CHECK:   arith.subf %{{.+}}, %[[SECOND]]#0
+// CHECK: scf.for
+// CHECK:   arith.subf %{{.+}}, %[[SECOND]]#0
+// CHECK: tt.return
+module {
+  tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %out: !tt.ptr<f32> loc("out"), %n: i32 loc("n")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %ninf = arith.constant 0xFF800000 : f32
+    %one = arith.constant 1.0 : f32
+    %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%m = %ninf, %s = %one) -> (f32, f32) : i32 {
+      %p = tt.addptr %x, %i : !tt.ptr<f32>, i32
+      %v = tt.load %p : !tt.ptr<f32>
+      %m_new = arith.maxnumf %m, %v : f32
+      %d = arith.subf %m, %m_new : f32
+      %alpha = math.exp %d : f32
+      %scaled = arith.mulf %s, %alpha : f32
+      %dv = arith.subf %v, %m_new : f32
+      %e = math.exp %dv : f32
+      %s_new = arith.addf %scaled, %e : f32
+      scf.yield %m_new, %s_new : f32, f32
+    }
+    %n2 = arith.addi %n, %n : i32
+    %t:2 = scf.for %i = %n to %n2 step %c1 iter_args(%m = %r#0, %s = %r#1) -> (f32, f32) : i32 {
+      %p = tt.addptr %x, %i : !tt.ptr<f32>, i32
+      %v = tt.load %p : !tt.ptr<f32>
+      %m_new = arith.maxnumf %m, %v : f32
+      %d = arith.subf %m, %m_new : f32
+      %alpha = math.exp %d : f32
+      %scaled = arith.mulf %s, %alpha : f32
+      %dv = arith.subf %v, %m_new : f32
+      %e = math.exp %dv : f32
+      %s_new = arith.addf %scaled, %e : f32
+      scf.yield %m_new, %s_new : f32, f32
+    }
+    %log = math.log %t#1 : f32
+    %lse = arith.addf %t#0, %log : f32
+    tt.store %out, %lse : !tt.ptr<f32>
+    tt.return
+  }
+  tt.func public @bwd(%x: !tt.ptr<f32> loc("x"), %out: !tt.ptr<f32> loc("out"), %n: i32 loc("n"), %dx: !tt.ptr<f32> loc("dx"), %dout: !tt.ptr<f32> loc("dout")) {
+    tt.call @fwd(%x, %out, %n) : (!tt.ptr<f32>, !tt.ptr<f32>, i32) -> ()
+    tt.return
+  }
+}

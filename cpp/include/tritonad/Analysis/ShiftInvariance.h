@@ -38,6 +38,10 @@ struct Stabilizer {
   mlir::scf::ForOp loop;
   /// Its index among `loop`'s carried values.
   unsigned carried = 0;
+  /// The value its loop's reverse holds it at: the last value of its family
+  /// (loops that continue one another hold one family: flash attention's
+  /// off-diagonal then diagonal loop).
+  mlir::Value finalValue;
 };
 
 struct Stabilizers {
@@ -46,8 +50,8 @@ struct Stabilizers {
   /// iteration argument and the loop result): held constant by the backward.
   llvm::DenseSet<mlir::Value> heldConstant;
 
-  /// The carried indices of `loop` that are stabilizers.
-  llvm::SmallVector<unsigned> carriedBy(mlir::Operation *loop) const;
+  /// The stabilizers `loop` carries.
+  llvm::SmallVector<const Stabilizer *> carriedBy(mlir::Operation *loop) const;
 
   /// One line per stabilizer, located, for the schedule people read.
   std::string describe() const;
