@@ -3,7 +3,9 @@
 Two workloads whose forward loop carries a running max used only to stabilize
 exponentials (the kernels are test/test_loops.py's):
 
-  attention      causal flash attention forward (causal_attention_fwd), fp16, head dim 64,
+  attention      causal flash attention forward (causal_attention_fwd, or with
+                 --attention-kernel two_stage_causal_attention_fwd the same in two loops
+                 as Triton's tutorial structures it), fp16, head dim 64,
                  L in 512 .. 8192, batch*heads 16 (L <= 2048) or 4 (L >= 4096),
                  BLOCK_M x BLOCK_N 64 x 64 by default. Backward of
                    tritonad  tritonad.grad(causal_attention_fwd) launched with zeroed
@@ -159,10 +161,11 @@ def attention_case(L, opts, failures):
     meta = dict(BLOCK_M=opts.block_m, BLOCK_N=opts.block_n, HEAD_DIM=D,
                 num_warps=opts.warps, num_stages=opts.stages)
     args = (q, k, v, out, lse, sm_scale, L, q.stride(0), q.stride(1))
-    tk.causal_attention_fwd[grid](*args, **meta)
+    kernel = getattr(tk, opts.attention_kernel)
+    kernel[grid](*args, **meta)
     dout = torch.randn_like(q)
 
-    bwd = tritonad.grad(tk.causal_attention_fwd)
+    bwd = tritonad.grad(kernel)
     dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
     upstream = dout.clone()
 
@@ -330,7 +333,8 @@ def report(attention_rows, ce_row, opts, failures) -> str:
         extra = " compile GPU us | tritonad/compile |" if opts.compile else ""
         header = ("| L | B*H | tritonad GPU us | flash GPU us | tritonad/flash |" + extra
                   + " tritonad wall us | flash wall us | loop | max diff vs SDPA (dQ, dK, dV) |")
-        lines += [f"Causal attention, fp16, D=64, BLOCK_M={opts.block_m}, "
+        lines += [f"Causal attention ({opts.attention_kernel}), fp16, D=64, "
+                  f"BLOCK_M={opts.block_m}, "
                   f"BLOCK_N={opts.block_n}, num_warps={opts.warps}, num_stages={opts.stages}:",
                   "", header, "|" + "---|" * (header.count("|") - 1)]
         for r in attention_rows:
@@ -389,6 +393,10 @@ def main():
     parser.add_argument("--block-n", type=int, default=64)
     parser.add_argument("--warps", type=int, default=4, help="attention num_warps")
     parser.add_argument("--stages", type=int, default=2, help="attention num_stages")
+    parser.add_argument("--attention-kernel", default="causal_attention_fwd",
+                        choices=["causal_attention_fwd", "two_stage_causal_attention_fwd"],
+                        help="one key loop, or two as in Triton's tutorial (off-diagonal "
+                             "blocks, then the diagonal)")
     parser.add_argument("--ce-warps", type=int, default=8, help="cross-entropy num_warps")
     opts = parser.parse_args()
     try:
