@@ -1178,8 +1178,9 @@ def _two_stage_inner(acc, l_i, m_i, q, K, V, offs_m, offs_d, start, end, seq_len
 
 
 @triton.jit
-def two_stage_attention(Q, K, V, O, M, seq_len, qk_scale, BLOCK_M: tl.constexpr,
-                        BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr):
+def two_stage_attention(Q, K, V, O, M, L0, seq_len, qk_scale, BLOCK_M: tl.constexpr,
+                        BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
+                        LOADED_L: tl.constexpr):
     start_m = tl.program_id(0)
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
@@ -1187,6 +1188,8 @@ def two_stage_attention(Q, K, V, O, M, seq_len, qk_scale, BLOCK_M: tl.constexpr,
                 other=0.0)
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32) + 1.0
+    if LOADED_L:
+        l_i = l_i * tl.load(L0)  # (rescaled by 0 in the first iteration: no gradient)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     acc, l_i, m_i = _two_stage_inner(acc, l_i, m_i, q, K, V, offs_m, offs_d, 0,
                                      start_m * BLOCK_M, seq_len, qk_scale, False, BLOCK_N,
@@ -1213,15 +1216,21 @@ def _():
         lse2 = torch.logsumexp(scores / log2e, -1) * log2e
         return {"O": torch.softmax(scores / log2e, -1) @ V, "M": lse2}
 
-    bwd = kernel_gradients(
-        two_stage_attention, (triton.cdiv(L, BLOCK),), {"Q": randn(L, D), "K": randn(L, D),
-                                                        "V": randn(L, D)},
-        {"O": torch.empty(L, D), "M": torch.empty(L)}, {"seq_len": L, "qk_scale": scale * log2e},
-        {"BLOCK_M": BLOCK, "BLOCK_N": BLOCK, "HEAD_DIM": D}, reference, rtol=1e-4, atol=1e-4,
-        pointers=("Q", "K", "V", "O", "M"))  # (the loads are in a helper the interpreter hides)
-    notes = [line for line in bwd.schedule().splitlines() if line.startswith("loop ")]
-    stabilized = all("only stabilizes exponentials" in note for note in notes)
-    assert len(notes) == 2 and stabilized, bwd.schedule()
+    # With l starting from a loaded value the family is refused (its gradient
+    # would pass through the first iteration's rescaling by 0 turned into 1):
+    # both loops are replayed, and the loaded value gets no gradient.
+    for loaded in (False, True):
+        bwd = kernel_gradients(
+            two_stage_attention, (triton.cdiv(L, BLOCK),),
+            {"Q": randn(L, D), "K": randn(L, D), "V": randn(L, D), "L0": randn(1).abs() + 1},
+            {"O": torch.empty(L, D), "M": torch.empty(L)},
+            {"seq_len": L, "qk_scale": scale * log2e},
+            {"BLOCK_M": BLOCK, "BLOCK_N": BLOCK, "HEAD_DIM": D, "LOADED_L": loaded},
+            lambda Q, K, V, L0: reference(Q, K, V), rtol=1e-4, atol=1e-4,
+            pointers=("Q", "K", "V", "O", "M", "L0"))  # (loads in a helper the interpreter hides)
+        notes = [line for line in bwd.schedule().splitlines() if line.startswith("loop ")]
+        stabilized = [("only stabilizes exponentials" in note) for note in notes]
+        assert stabilized == [not loaded] * 2, bwd.schedule()
 
 
 def main(argv, checks=None):

@@ -647,6 +647,47 @@ std::string Stabilizers::describe() const {
   return text;
 }
 
+// Whether `value` is computed from constants only (tl.zeros(...) + 1.0): no
+// argument, no memory, no program id.
+static bool isConstantExpression(Value value) {
+  SmallVector<Value> worklist{value};
+  DenseSet<Value> seen;
+  while (!worklist.empty()) {
+    Value current = worklist.pop_back_val();
+    if (!seen.insert(current).second)
+      continue;
+    Operation *def = current.getDefiningOp();
+    if (!def || def->getNumRegions() != 0 || !isMemoryEffectFree(def) ||
+        isa<tt::GetProgramIdOp, tt::GetNumProgramsOp>(def))
+      return false;
+    llvm::append_range(worklist, def->getOperands());
+  }
+  return true;
+}
+
+// The loops of a family are reversed together, each with the family's final
+// value: none may fall back to another strategy (their adjoints would be of
+// other values). Refused here what would make one fall back: a store in a
+// body, and a first loop from max = -inf whose other carried values start
+// from anything but constants (the first iteration's rescaling by 0, which the
+// final value turns into 1, would pass their gradient on).
+static bool reversibleAsFamily(ArrayRef<Stabilizer> family) {
+  for (Stabilizer member : family) {
+    bool writes = false;
+    member.loop.getBody()->walk([&](Operation *op) { writes |= writesMemoryOrUnknown(op); });
+    if (writes)
+      return false;
+  }
+  Stabilizer root = family.front();
+  scf::ForOp first = root.loop;
+  std::optional<double> start = splatConstant(first.getInitArgs()[root.carried]);
+  if (start && std::isinf(*start))
+    for (Value init : first.getInitArgs())
+      if (!isConstantExpression(init))
+        return false;
+  return true;
+}
+
 Stabilizers findStabilizers(Operation *function) {
   Stabilizers result;
   SmallVector<Stabilizer> pending = candidatesOf(function);
@@ -663,11 +704,14 @@ Stabilizers findStabilizers(Operation *function) {
       // reverse uses the family's final value (the last loop's result).
       SmallVector<Stabilizer> family{candidate};
       family.append(interpreter.continuations.begin(), interpreter.continuations.end());
+      if (family.size() > 1 && !reversibleAsFamily(family))
+        continue;
       Stabilizer last = family.back();
       Value final = last.loop ? last.loop.getResult(last.carried) : last.value;
       DenseSet<Value> taken;
       for (Stabilizer member : family) {
         member.finalValue = final;
+        member.familySize = family.size();
         result.found.push_back(member);
         taken.insert(member.value);
         result.heldConstant.insert(member.value);

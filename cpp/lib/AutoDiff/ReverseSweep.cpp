@@ -700,6 +700,15 @@ LogicalResult reverseFor(scf::ForOp loop, OpBuilder &builder, AdjointState &stat
       return failure();
     if (*stabilized)
       return success();
+    // A loop of a family must be reversed with the family's final value, as
+    // the others are (their adjoints are of the values that makes).
+    if (state.stabilizers())
+      for (const Stabilizer *stabilizer : state.stabilizers()->carriedBy(loop))
+        if (stabilizer->familySize > 1)
+          return loop.emitError("cannot differentiate this loop: its running max continues "
+                                "another loop's (one stabilizer family), but its other carried "
+                                "values do not become accumulations when the max is held at "
+                                "its final value; write the loops as one loop");
     FailureOr<bool> taped = reverseForByTape(loop, builder, state, hooks);
     if (failed(taped))
       return failure();

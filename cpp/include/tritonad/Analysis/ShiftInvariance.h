@@ -42,6 +42,8 @@ struct Stabilizer {
   /// (loops that continue one another hold one family: flash attention's
   /// off-diagonal then diagonal loop).
   mlir::Value finalValue;
+  /// How many loops hold its family (1: it alone).
+  unsigned familySize = 1;
 };
 
 struct Stabilizers {
