@@ -112,19 +112,9 @@ Shift addLike(const Shift &a, const Shift &b, double sign) {
   return unknown();
 }
 
-std::optional<double> splatConstant(Value value) {
-  Attribute attr;
-  if (!matchPattern(value, m_Constant(&attr)))
-    return std::nullopt;
-  if (auto splat = dyn_cast<SplatElementsAttr>(attr))
-    attr = splat.getSplatValue<Attribute>();
-  if (auto f = dyn_cast<FloatAttr>(attr))
-    return f.getValueAsDouble();
-  return std::nullopt;
-}
 
 Shift ofConstant(Value value) {
-  std::optional<double> c = splatConstant(value);
+  std::optional<double> c = floatConstant(value);
   if (c && *c == 0.0)
     return Shift::of(Dependence::Zero);
   if (c && std::isinf(*c))
@@ -156,7 +146,7 @@ Shift multiplyLike(const Shift &a, const Shift &b, Value bValue, bool divide) {
                : unknown();
   // (v + d) * k = v * k + k * d for a constant k.
   if (a.kind == D::Shifted && b.kind == D::Free)
-    if (std::optional<double> k = splatConstant(bValue); k && *k != 0.0 && std::isfinite(*k)) {
+    if (std::optional<double> k = floatConstant(bValue); k && *k != 0.0 && std::isfinite(*k)) {
       double factor = divide ? 1.0 / *k : *k;
       return tagged(D::Shifted, a.prev * factor, a.cur * factor, a.axes);
     }
@@ -613,6 +603,17 @@ SmallVector<Stabilizer> candidatesOf(Operation *function) {
 
 } // namespace
 
+std::optional<double> floatConstant(Value value) {
+  Attribute attr;
+  if (!matchPattern(value, m_Constant(&attr)))
+    return std::nullopt;
+  if (auto splat = dyn_cast<SplatElementsAttr>(attr))
+    attr = splat.getSplatValue<Attribute>();
+  if (auto scalar = dyn_cast<FloatAttr>(attr))
+    return scalar.getValueAsDouble();
+  return std::nullopt;
+}
+
 SmallVector<const Stabilizer *> Stabilizers::carriedBy(Operation *loop) const {
   SmallVector<const Stabilizer *> carried;
   for (const Stabilizer &s : found)
@@ -680,7 +681,7 @@ static bool reversibleAsFamily(ArrayRef<Stabilizer> family) {
   }
   Stabilizer root = family.front();
   scf::ForOp first = root.loop;
-  std::optional<double> start = splatConstant(first.getInitArgs()[root.carried]);
+  std::optional<double> start = floatConstant(first.getInitArgs()[root.carried]);
   if (start && std::isinf(*start))
     for (Value init : first.getInitArgs())
       if (!isConstantExpression(init))

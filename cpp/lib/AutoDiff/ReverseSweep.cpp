@@ -530,18 +530,6 @@ LogicalResult reverseAccumulatingFor(scf::ForOp loop, scf::ForOp original,
   return success();
 }
 
-// The value of a float constant (splat or scalar), if `value` is one.
-std::optional<double> splatFloat(Value value) {
-  Attribute attr;
-  if (!matchPattern(value, m_Constant(&attr)))
-    return std::nullopt;
-  if (auto splat = dyn_cast<SplatElementsAttr>(attr))
-    attr = splat.getSplatValue<Attribute>();
-  if (auto scalar = dyn_cast<FloatAttr>(attr))
-    return scalar.getValueAsDouble();
-  return std::nullopt;
-}
-
 // Folds what holding the stabilizers at their final value made constant:
 // m - m, exp(0), shape changes of splat constants, x * 1 and x + 0 (the
 // last ones by the ops' own folders). `origin` forgets erased values.
@@ -606,7 +594,7 @@ FailureOr<bool> reverseForWithFinalStabilizers(scf::ForOp loop, OpBuilder &build
   // exp(-inf - m) = 0; with the final max it would rescale them by 1. Only
   // the gradient of their starting values differs: they must carry none.
   for (unsigned j : held) {
-    std::optional<double> init = splatFloat(loop.getInitArgs()[j]);
+    std::optional<double> init = floatConstant(loop.getInitArgs()[j]);
     if (init && std::isinf(*init))
       for (auto [k, start] : llvm::enumerate(loop.getInitArgs()))
         if (state.isActive(start) && !llvm::is_contained(held, k))

@@ -27,6 +27,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <optional>
 #include <string>
 
 namespace tritonad {
@@ -62,6 +63,9 @@ struct Stabilizers {
 /// The stabilizers of `function` (a tt.func), proven one at a time with the
 /// ones already found held constant.
 Stabilizers findStabilizers(mlir::Operation *function);
+
+/// The value of a float constant (scalar or splat), if `value` is one.
+std::optional<double> floatConstant(mlir::Value value);
 
 } // namespace tritonad
 
