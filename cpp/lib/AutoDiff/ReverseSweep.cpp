@@ -8,7 +8,6 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/ScopeExit.h"
 
@@ -530,6 +529,27 @@ LogicalResult reverseAccumulatingFor(scf::ForOp loop, scf::ForOp original,
   return success();
 }
 
+// The carried arguments of `loop` that carry gradients (by `active`), and
+// whether each of them is a pure accumulation.
+struct CarriedGradients {
+  DenseSet<Value> args;
+  bool accumulateOnly = true;
+};
+
+CarriedGradients carriedGradients(scf::ForOp loop, const DenseSet<Value> &active) {
+  CarriedGradients carried;
+  for (auto [j, arg] : llvm::enumerate(loop.getRegionIterArgs()))
+    if (active.contains(arg) || active.contains(loop.getResult(j)))
+      carried.args.insert(arg);
+  Operation *terminator = loop.getBody()->getTerminator();
+  for (BlockArgument arg : loop.getRegionIterArgs())
+    if (carried.args.contains(arg) &&
+        !isPureAccumulation(loop, loop.getBody(), arg,
+                            terminator->getOperand(arg.getArgNumber() - 1), carried.args))
+      carried.accumulateOnly = false;
+  return carried;
+}
+
 // Folds what holding the stabilizers at their final value made constant:
 // m - m, exp(0), shape changes of splat constants, x * 1 and x + 0 (the
 // last ones by the ops' own folders). `origin` forgets erased values.
@@ -543,16 +563,11 @@ void foldSubstitutedBody(Block &body, DenseMap<Value, Value> &origin) {
     OpBuilder builder(op);
     Value replacement;
     auto sub = dyn_cast<arith::SubFOp>(op);
-    Attribute constant;
     if (sub && sub.getLhs() == sub.getRhs()) {
       replacement = createZero(builder, op->getLoc(), result.getType());
-    } else if (isa<tt::ExpandDimsOp, tt::BroadcastOp, tt::SplatOp, tt::ReshapeOp>(op) &&
-               matchPattern(op->getOperand(0), m_Constant(&constant))) {
-      if (auto splat = dyn_cast<SplatElementsAttr>(constant))
-        constant = splat.getSplatValue<Attribute>();
-      if (auto scalar = dyn_cast<FloatAttr>(constant))
-        replacement = createFloatConstant(builder, op->getLoc(), result.getType(),
-                                          scalar.getValueAsDouble());
+    } else if (isa<tt::ExpandDimsOp, tt::BroadcastOp, tt::SplatOp, tt::ReshapeOp>(op)) {
+      if (std::optional<double> constant = floatConstant(op->getOperand(0)))
+        replacement = createFloatConstant(builder, op->getLoc(), result.getType(), *constant);
     } else {
       SmallVector<OpFoldResult> folded;
       if (succeeded(op->fold(folded)) && folded.size() == 1) {
@@ -642,15 +657,8 @@ FailureOr<bool> reverseForWithFinalStabilizers(scf::ForOp loop, OpBuilder &build
         for (Value arg : block.getArguments())
           addIfActive(arg);
   });
-  DenseSet<Value> carried;
-  for (auto [j, arg] : llvm::enumerate(clone.getRegionIterArgs()))
-    if (active.contains(arg) || active.contains(clone.getResult(j)))
-      carried.insert(arg);
-  for (BlockArgument arg : clone.getRegionIterArgs())
-    if (carried.contains(arg) &&
-        !isPureAccumulation(clone, clone.getBody(), arg,
-                            terminator->getOperand(arg.getArgNumber() - 1), carried))
-      return false;
+  if (!carriedGradients(clone, active).accumulateOnly)
+    return false;
 
   if (failed(reverseAccumulatingFor(clone, loop, active, builder, state, hooks)))
     return failure();
@@ -672,17 +680,7 @@ FailureOr<bool> reverseForWithFinalStabilizers(scf::ForOp loop, OpBuilder &build
 LogicalResult reverseFor(scf::ForOp loop, OpBuilder &builder, AdjointState &state,
                          const SweepHooks &hooks) {
   const DenseSet<Value> &active = state.activeSet();
-  unsigned n = loop.getNumRegionIterArgs();
-  DenseSet<Value> carried;
-  for (unsigned j = 0; j < n; ++j)
-    if (active.contains(loop.getRegionIterArgs()[j]) || active.contains(loop.getResult(j)))
-      carried.insert(loop.getRegionIterArgs()[j]);
-  for (unsigned j = 0; j < n; ++j) {
-    BlockArgument arg = loop.getRegionIterArgs()[j];
-    if (!carried.contains(arg) ||
-        isPureAccumulation(loop, loop.getBody(), arg,
-                           loop.getBody()->getTerminator()->getOperand(j), carried))
-      continue;
+  if (!carriedGradients(loop, active).accumulateOnly) {
     FailureOr<bool> stabilized = reverseForWithFinalStabilizers(loop, builder, state, hooks);
     if (failed(stabilized))
       return failure();
