@@ -1,5 +1,7 @@
 #include "tritonad/Analysis/ShiftInvariance.h"
 
+#include "tritonad/Analysis/CombineRegion.h"
+
 #include "tritonad/Dialect/Triton/Dialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -184,17 +186,12 @@ Shift reduceAlong(const Shift &input, int axis, bool isSum) {
   return result;
 }
 
-// The single op of a single-operand combine region: addf (a sum) or a max/min.
+// The op of a single-operand combine region: addf (a sum) or a max/min.
 Operation *combinerOp(tt::ReduceOp reduce) {
   if (reduce.getNumOperands() != 1)
     return nullptr;
-  Block &block = reduce.getCombineOp().front();
-  Operation *def = block.getTerminator()->getOperand(0).getDefiningOp();
-  if (!def || def->getNumOperands() != 2 || def->getBlock() != &block)
-    return nullptr;
-  bool usesBoth = llvm::is_contained(def->getOperands(), block.getArgument(0)) &&
-                  llvm::is_contained(def->getOperands(), block.getArgument(1));
-  return usesBoth ? def : nullptr;
+  return matchCombiner<arith::AddFOp, arith::MaxNumFOp, arith::MaximumFOp, arith::MinNumFOp,
+                       arith::MinimumFOp>(reduce.getCombineOp().front(), 0, 1);
 }
 
 bool isExtremumOp(Operation *op) {
@@ -347,7 +344,7 @@ private:
         return {Shift::infinity(!s.negative)};
       return {s.kind == Dependence::Shifted ? tagged(s.kind, -s.prev, -s.cur, s.axes) : s};
     }
-    if (isa<arith::MaxNumFOp, arith::MaximumFOp, arith::MinNumFOp, arith::MinimumFOp>(op))
+    if (isExtremumOp(op))
       return {extremum(operand(0), operand(1))};
     if (isa<arith::CmpFOp>(op))
       return {compare(operand(0), operand(1))};
@@ -403,7 +400,7 @@ private:
     }
     if (auto reduce = dyn_cast<tt::ReduceOp>(op)) {
       Operation *combiner = combinerOp(reduce);
-      if (!combiner || !(isa<arith::AddFOp>(combiner) || isExtremumOp(combiner)))
+      if (!combiner)
         return all(unknown());
       return {reduceAlong(operand(0), reduce.getAxis(), isa<arith::AddFOp>(combiner))};
     }

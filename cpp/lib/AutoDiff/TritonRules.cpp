@@ -4,6 +4,7 @@
 #include "ElementwiseRules.h"
 #include "TensorBuilders.h"
 
+#include "tritonad/Analysis/CombineRegion.h"
 #include "tritonad/Dialect/Triton/Dialect.h"
 
 #include <cmath>
@@ -285,20 +286,6 @@ struct DotModel : public ReverseModeOpInterface::ExternalModel<DotModel, tt::Dot
 //===----------------------------------------------------------------------===//
 // tt.reduce and tt.scan: the combine region decides the rule
 //===----------------------------------------------------------------------===//
-
-// The op returned for result `i` of a combine region, if it is `OpT(lhs_i,
-// rhs_i)` in either order.
-template <typename... OpTs>
-Operation *matchCombiner(Block &block, unsigned i, unsigned numOperands) {
-  Operation *terminator = block.getTerminator();
-  Operation *def = terminator->getOperand(i).getDefiningOp();
-  if (!def || !isa<OpTs...>(def) || def->getNumOperands() != 2)
-    return nullptr;
-  Value lhs = block.getArgument(i), rhs = block.getArgument(numOperands + i);
-  bool direct = def->getOperand(0) == lhs && def->getOperand(1) == rhs;
-  bool swapped = def->getOperand(0) == rhs && def->getOperand(1) == lhs;
-  return direct || swapped ? def : nullptr;
-}
 
 // Whether every result of the combine region selects, under one shared
 // condition, between the lhs and rhs element of its operand: the reduction
