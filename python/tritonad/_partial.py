@@ -126,7 +126,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
     # Whether the kernel keeps a tape is decided when it is derived: compile it
     # (or take it from the cache) with a placeholder first.
     with_tape = tape is not False and any_tensor is not None
-    kwargs.update(tritonad_tape=_placeholder_tape(any_tensor) if with_tape else None,
+    kwargs.update(tritonad_tape=_placeholder_tape(any_tensor.device) if with_tape else None,
                   tritonad_tape_every=1)
     if not partial_possible:
         kwargs.update(tritonad_workspace=None, tritonad_slot=0, tritonad_programs=programs)
@@ -189,13 +189,11 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
 
 
 @functools.lru_cache(maxsize=None)
-def _placeholder_on(device):
+def _placeholder_tape(device):
+    """16 bytes on `device` that the kernel never touches unless it keeps a tape,
+    which _allocate_tape replaces before the launch."""
     import torch
     return torch.empty(16, dtype=torch.int8, device=device)
-
-
-def _placeholder_tape(like):
-    return _placeholder_on(like.device)
 
 
 def _tape_budget(device) -> int:
