@@ -867,7 +867,7 @@ def test_signature_is_the_positional_order():
     # (then the workspace parameters, which the launch path fills)
     assert list(bwd.arg_names) == list(bwd.launch_signature) + [
         "tritonad_workspace", "tritonad_slot", "tritonad_programs", "tritonad_tape",
-        "tritonad_tape_every"]
+        "tritonad_tape_every", "tritonad_regrid"]
 
 
 def test_autotuned_backward_accepts_none_shadows():

@@ -12,7 +12,7 @@ struct MLIRError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// ("const", v) | ("arg", name) | ("programs", axis) | (op, operand, ...):
+// ("const", v) | ("arg", name) | ("programs", axis) | ("pid", axis) | (op, operand, ...):
 // nested tuples, so they survive Triton's JSON metadata as lists.
 py::tuple symbolicToPython(const tritonad::SymbolicInt &symbol) {
   using Op = tritonad::SymbolicInt::Op;
@@ -20,9 +20,10 @@ py::tuple symbolicToPython(const tritonad::SymbolicInt &symbol) {
   case Op::Constant: return py::make_tuple("const", symbol.value);
   case Op::Argument: return py::make_tuple("arg", symbol.name);
   case Op::NumPrograms: return py::make_tuple("programs", symbol.value);
+  case Op::ProgramId: return py::make_tuple("pid", symbol.value);
   default: break;
   }
-  static const char *names[] = {"", "", "", "add", "sub", "mul", "divs", "rems", "min", "max",
+  static const char *names[] = {"", "", "", "", "add", "sub", "mul", "divs", "rems", "min", "max",
                                 "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "xor",
                                 "select"};
   py::list items;
@@ -137,8 +138,29 @@ PYBIND11_MODULE(_C, m) {
         for (const auto &tape : result.tapes)
           tapes.append(py::make_tuple(tape.loop, tape.bytesPerIteration,
                                       symbolicToPython(tape.trips)));
+        py::object regrid = py::none();
+        if (!result.regrid.parts.empty()) {
+          py::list parts;
+          for (const auto &part : result.regrid.parts) {
+            py::list key;
+            for (const auto &component : part.key)
+              key.append(symbolicToPython(component));
+            py::dict entry;
+            entry["shadow"] = part.shadow;
+            entry["key"] = key;
+            entry["lower"] = symbolicToPython(part.lower);
+            entry["upper"] = symbolicToPython(part.upper);
+            entry["step"] = symbolicToPython(part.step);
+            parts.append(entry);
+          }
+          py::dict record;
+          record["main"] = result.regrid.mainPart;
+          record["parts"] = parts;
+          regrid = record;
+        }
         return py::make_tuple(result.output, result.report, result.writtenShadows,
-                              result.partialShadows, coverageToPython(result.coverage), tapes);
+                              result.partialShadows, coverageToPython(result.coverage), tapes,
+                              regrid);
       },
       py::arg("ir"), py::arg("primal"), py::arg("into"), py::arg("bindings"),
       py::arg("mode") = "auto", py::arg("overwrite") = false, py::arg("generic") = false,
@@ -148,7 +170,9 @@ PYBIND11_MODULE(_C, m) {
       "names of the shadows it stores into, names of the shadows whose gradient it leaves in "
       "slots of its workspace, the coverage of the shadows it stores once per element: "
       "{shadow: {'digits', 'clamps', 'condition'}}, and its tapes: [(loop, bytes per "
-      "iteration, trips)], scratch of bytes * trips per program passed as tritonad_tape).");
+      "iteration, trips)], scratch of bytes * trips per program passed as tritonad_tape, and "
+      "its re-parallelized shadows: None or {'main': bool, 'parts': [{'shadow', 'key', "
+      "'lower', 'upper', 'step'}]}, the grouping passed as tritonad_regrid).");
 
   m.def(
       "describe",

@@ -343,9 +343,10 @@ class InterpretedBackward:
         kernel = _render.load(_for_interpreter(_render.source_of(record)),
                               namespace=_INTERPRETER_NAMESPACE)
         params = [p for p in inspect.signature(kernel.fn).parameters]
-        tapes = {name: value for name, value in metadata.get("tritonad_tapes", {}).items()
-                 if _BWD_MARKER in name}
-        return kernel, params, {"tritonad_tapes": tapes}
+        recorded = {key: {name: value for name, value in metadata.get(key, {}).items()
+                          if _BWD_MARKER in name}
+                    for key in ("tritonad_tapes", "tritonad_regrid")}
+        return kernel, params, recorded
 
 
 def _dims(value) -> tuple:

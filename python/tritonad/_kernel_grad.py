@@ -41,6 +41,7 @@ class _KernelSpec:
     partial: Dict[str, List[str]] = field(default_factory=dict)  # shadows in workspace slots
     coverage: Dict[str, dict] = field(default_factory=dict)  # shadows stored once per element
     tapes: Dict[str, list] = field(default_factory=dict)  # [(loop, bytes/iteration, trips)]
+    regrid: Dict[str, Optional[dict]] = field(default_factory=dict)  # see _regrid.py
     sources: Dict[str, dict] = field(default_factory=dict)  # rendered Python (_render records)
 
 
@@ -326,7 +327,7 @@ def _materialize_backward(text: str, metadata: dict) -> str:
             continue
         try:
             # (the core finds the forward kernel: the placeholder's only call)
-            text, report, written, partial, coverage, tapes = _C.differentiate_kernel(
+            text, report, written, partial, coverage, tapes, regrid = _C.differentiate_kernel(
                 text, "", name, spec.bindings, spec.mode, overwrite=not spec.accumulate)
         except MLIRError as error:
             raise DifferentiationError(
@@ -338,12 +339,14 @@ def _materialize_backward(text: str, metadata: dict) -> str:
         spec.partial[name] = list(partial)
         spec.coverage[name] = coverage
         spec.tapes[name] = [list(tape) for tape in tapes]
+        spec.regrid[name] = regrid
         metadata.setdefault("tritonad_derived", {})[name] = spec.derived[name]
         metadata.setdefault("tritonad_schedule", {})[name] = report
         metadata.setdefault("tritonad_written", {})[name] = list(written)
         metadata.setdefault("tritonad_partial", {})[name] = list(partial)
         metadata.setdefault("tritonad_coverage", {})[name] = coverage
         metadata.setdefault("tritonad_tapes", {})[name] = spec.tapes[name]
+        metadata.setdefault("tritonad_regrid", {})[name] = regrid
         spec.sources[name] = render_record(text, name, name=f"{spec.primal.__name__}_backward",
                                            header=header("Backward", spec.primal))
         metadata.setdefault("tritonad_source", {})[name] = spec.sources[name]
@@ -361,7 +364,7 @@ def _restore_backward(metadata: dict) -> None:
     for key, into in (("tritonad_derived", "derived"), ("tritonad_schedule", "schedules"),
                       ("tritonad_written", "written"), ("tritonad_partial", "partial"),
                       ("tritonad_coverage", "coverage"), ("tritonad_tapes", "tapes"),
-                      ("tritonad_source", "sources")):
+                      ("tritonad_regrid", "regrid"), ("tritonad_source", "sources")):
         for name, text in metadata.get(key, {}).items():
             spec = _spec_of(name)
             if spec is not None:

@@ -17,6 +17,10 @@ iterations (an expression of the arguments); the launch path allocates that
 much for each program of the launch, or, where that exceeds the budget, keeps
 only every k-th iteration's state (`tritonad_tape_every` = k, the smallest that
 fits; the reverse replays the iterations in between).
+
+The sixth, `tritonad_regrid`, is the grouping of the forward's programs for
+gradients re-parallelized into programs of their own (see _regrid.py); such a
+kernel is launched on a grid of its own.
 """
 
 from __future__ import annotations
@@ -28,10 +32,10 @@ import functools
 import triton
 import triton.language as tl
 
-from tritonad import _coverage
+from tritonad import _coverage, _regrid
 
 WORKSPACE_PARAMS = ("tritonad_workspace", "tritonad_slot", "tritonad_programs", "tritonad_tape",
-                    "tritonad_tape_every")
+                    "tritonad_tape_every", "tritonad_regrid")
 _PROGRAMS_PER_SM = 2
 _SUM_ROWS, _SUM_COLS = 64, 32  # (many narrow column blocks: one program per 32 columns)
 
@@ -127,15 +131,15 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
     # (or take it from the cache) with a placeholder first.
     with_tape = tape is not False and any_tensor is not None
     kwargs.update(tritonad_tape=_placeholder_tape(any_tensor.device) if with_tape else None,
-                  tritonad_tape_every=1)
+                  tritonad_tape_every=1,
+                  tritonad_regrid=_regrid.placeholder(any_tensor.device)
+                  if any_tensor is not None else None)
     if not partial_possible:
         kwargs.update(tritonad_workspace=None, tritonad_slot=0, tritonad_programs=programs)
         kernel = run(grid=grid, warmup=True, **kwargs)
         if warmup:
             return kernel
-        kernel = _allocate_tape(run, grid, kernel, kwargs, grid_now, grid_now, tape)
-        _initialize(garbage, kernel, kwargs, grid_now)
-        return run(grid=grid, warmup=False, **kwargs)
+        return _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape)
     # The workspace's dtype is part of the kernel's signature: fp64 slots for
     # fp64 gradients (gradcheck), fp32 otherwise.
     wide = any(isinstance(kwargs.get(s), torch.Tensor) and kwargs[s].dtype == torch.float64
@@ -153,9 +157,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
     if warmup:
         return kernel
     if not partial:
-        kernel = _allocate_tape(run, grid, kernel, kwargs, grid_now, grid_now, tape)
-        _initialize(garbage, kernel, kwargs, grid_now)
-        return run(grid=grid, warmup=False, **kwargs)
+        return _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape)
 
     targets = [kwargs[name] for name in partial]
     slot = max(_span(t) for t in targets)
@@ -186,6 +188,17 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
             shadow.copy_(summed) if name in overwrite else shadow.add_(summed)
     _mark_initialized(overwrite, kwargs)
     return kernel
+
+
+def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape):
+    """Launches a kernel without partial buffers: on the forward's grid, or,
+    where gradients were re-parallelized, on the grid their grouping needs."""
+    kernel = _allocate_tape(run, grid, kernel, kwargs, grid_now, grid_now, tape)
+    _initialize(garbage, kernel, kwargs, grid_now)
+    own = _regrid.prepare(kernel, kwargs, grid_now) if grid_now else None
+    if own is not None and own[0] == 0:
+        return kernel  # (nothing to do: an empty grid or loop)
+    return run(grid=own or grid, warmup=False, **kwargs)
 
 
 @functools.lru_cache(maxsize=None)

@@ -18,6 +18,7 @@ struct SymbolicInt {
     Constant,    // value
     Argument,    // name: a scalar parameter of the kernel
     NumPrograms, // value: the grid along that axis
+    ProgramId,   // value: the axis; only in expressions evaluated per program
     Add, Sub, Mul, DivS, RemS, Min, Max,
     Lt, Le, Gt, Ge, Eq, Ne, // signed comparisons: 1 or 0
     And, Or, Xor,
@@ -57,6 +58,31 @@ struct LoopTape {
   std::string loop; // where, for people
   int64_t bytesPerIteration = 0;
   SymbolicInt trips;
+};
+
+/// A gradient the backward accumulates in programs of its own (a second
+/// schedule in the same launch) instead of atomically from the forward's:
+/// where a forward program at iteration i of a loop adds a tile to this
+/// shadow, the tile's addresses depend on the program only through `key`, so
+/// the programs sharing a key value add to the same tile. The launch path
+/// evaluates `key` for every forward program, groups the programs by it, and
+/// launches one extra program per (group, iteration) that sums the group's
+/// contributions in registers and adds the sum once.
+struct RegridPart {
+  std::string shadow;
+  std::vector<SymbolicInt> key;    // per program: ProgramId leaves
+  SymbolicInt lower, upper, step;  // the loop's bounds, the same for every program
+};
+
+/// The layout of `tritonad_regrid` (int32), which the launch path fills:
+/// [mainPrograms, gridX, gridY, gridZ, parts, then per part: programs,
+/// groups, trips, members offset, group starts offset], then the arrays.
+/// Programs [0, mainPrograms) of the launch run the forward's schedule
+/// (mainPrograms = the forward's grid when `mainPart`, else 0), the next
+/// ones the parts in order.
+struct Regrid {
+  bool mainPart = true;
+  std::vector<RegridPart> parts;
 };
 
 } // namespace tritonad

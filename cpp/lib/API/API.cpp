@@ -4,6 +4,7 @@
 
 #include "tritonad/AutoDiff/Differentiate.h"
 #include "tritonad/AutoDiff/KernelBackward.h"
+#include "tritonad/AutoDiff/Regrid.h"
 #include "tritonad/InitAll.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -272,6 +273,25 @@ LogicalResult cleanUp(ModuleOp module, StringRef name) {
   return pm.run(function);
 }
 
+// The schedule's line for `name` ("name: how"): replaced by `how` where the
+// shadow was re-parallelized, else `how` (why not) appended.
+std::string amendScheduleLine(const std::string &text, const std::string &name,
+                              const std::string &how) {
+  std::string out;
+  std::string prefix = name + ": ";
+  bool replace = StringRef(how).starts_with("re-parallelized");
+  for (StringRef line : llvm::split(StringRef(text), '\n')) {
+    if (line.empty())
+      continue;
+    if (line.starts_with(prefix))
+      out += replace ? prefix + how : line.str() + "; " + how;
+    else
+      out += line.str();
+    out += "\n";
+  }
+  return out;
+}
+
 } // namespace
 
 Result runPipeline(const std::string &ir, const std::string &pipeline,
@@ -309,6 +329,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
                            Accumulation mode, bool overwrite, const PrintOptions &print,
                            const std::string &bufferName) {
   KernelBackwardReport report;
+  Regrid regrid;
   Result result = transformModule(
       ir, print, bufferName,
       [&](ModuleOp module, std::string &fallback) {
@@ -325,11 +346,40 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
         }
         KernelBackwardConfig options{accumulation, overwrite};
         if (mlir::failed(differentiateKernelInto(module, primal, into, shadowBindings, options,
-                                                 report)))
+                                                 report)) ||
+            mlir::failed(cleanUp(module, into)))
           return mlir::failure();
+        // Re-parallelization replaces atomics, which only the automatic mode
+        // chooses; it does not compose with partial buffers or tapes yet (both
+        // address scratch by the launch's program id).
+        if (accumulation != AccumulationMode::Auto || !report.partialShadows.empty() ||
+            !report.tapes.empty())
+          return mlir::success();
+        std::vector<std::string> shadowNames;
+        for (const auto &[shadow, primalName] : bindings)
+          if (!shadow.empty())
+            shadowNames.push_back(shadow);
+        auto function = module.lookupSymbol<mlir::triton::FuncOp>(into);
+        if (!function)
+          return mlir::success();
+        RegridReport regridReport;
+        regridAccumulations(function, shadowNames, regridReport);
+        regrid = regridReport.regrid;
+        for (const auto &[shadow, how] : regridReport.notes)
+          for (const auto &[bound, primalName] : bindings)
+            if (bound == shadow)
+              report.text = amendScheduleLine(report.text, primalName, how);
+        if (regrid.parts.empty())
+          return mlir::success();
+        if (mlir::failed(mlir::verify(function))) {
+          fallback = "internal error: the re-parallelized backward of @" + into +
+                     " does not verify (please report it; mode=\"atomic\" avoids it)";
+          return mlir::failure();
+        }
         return cleanUp(module, into);
       },
       &report.text);
+  result.regrid = std::move(regrid);
   result.writtenShadows = report.writtenShadows;
   result.partialShadows = report.partialShadows;
   result.coverage = report.coverage;

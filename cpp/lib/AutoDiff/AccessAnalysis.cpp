@@ -700,7 +700,23 @@ bool collectClamps(InductionVariables &ivs, Value mask,
 
 } // namespace
 
-std::optional<SymbolicInt> symbolize(Value scalar) {
+std::string argumentName(BlockArgument arg) {
+  if (auto name = dyn_cast<NameLoc>(arg.getLoc()))
+    return name.getName().str();
+  return "";
+}
+
+BlockArgument baseArgument(Value ptr) {
+  while (Operation *def = ptr.getDefiningOp()) {
+    if (!isa<tt::SplatOp, tt::AddPtrOp, tt::BroadcastOp, tt::ExpandDimsOp, tt::ReshapeOp,
+             tt::TransOp>(def))
+      return {};
+    ptr = def->getOperand(0);
+  }
+  return dyn_cast<BlockArgument>(ptr);
+}
+
+std::optional<SymbolicInt> symbolize(Value scalar, bool programIds) {
   using Op = SymbolicInt::Op;
   if (auto splat = scalar.getDefiningOp<tt::SplatOp>())
     scalar = splat.getSrc();
@@ -726,8 +742,14 @@ std::optional<SymbolicInt> symbolize(Value scalar) {
     result.value = static_cast<int64_t>(programs.getAxis());
     return result;
   }
+  if (auto pid = dyn_cast<tt::GetProgramIdOp>(def); pid && programIds) {
+    SymbolicInt result;
+    result.op = Op::ProgramId;
+    result.value = static_cast<int64_t>(pid.getAxis());
+    return result;
+  }
   if (isa<arith::ExtSIOp, arith::TruncIOp>(def))
-    return symbolize(def->getOperand(0));
+    return symbolize(def->getOperand(0), programIds);
   std::optional<Op> op;
   if (auto cmp = dyn_cast<arith::CmpIOp>(def)) {
     switch (cmp.getPredicate()) {
@@ -754,7 +776,7 @@ std::optional<SymbolicInt> symbolize(Value scalar) {
     return std::nullopt;
   std::vector<SymbolicInt> operands;
   for (Value operand : def->getOperands()) {
-    std::optional<SymbolicInt> symbol = symbolize(operand);
+    std::optional<SymbolicInt> symbol = symbolize(operand, programIds);
     if (!symbol)
       return std::nullopt;
     operands.push_back(std::move(*symbol));

@@ -24,23 +24,6 @@ namespace tt = mlir::triton;
 namespace tritonad {
 namespace {
 
-std::string argumentName(BlockArgument arg) {
-  if (auto name = dyn_cast<NameLoc>(arg.getLoc()))
-    return name.getName().str();
-  return "";
-}
-
-// The function argument a pointer value is computed from, if any.
-BlockArgument baseArgument(Value ptr) {
-  while (Operation *def = ptr.getDefiningOp()) {
-    if (!isa<tt::SplatOp, tt::AddPtrOp, tt::BroadcastOp, tt::ExpandDimsOp, tt::ReshapeOp,
-             tt::TransOp>(def))
-      return {};
-    ptr = def->getOperand(0);
-  }
-  return dyn_cast<BlockArgument>(ptr);
-}
-
 // Like baseArgument, but follows pointers carried through scf.for iter_args
 // back to their initial values.
 BlockArgument traceBase(Value ptr) {
@@ -80,16 +63,6 @@ Value convertForShadow(OpBuilder &builder, Location loc, Value g, Value shadowPt
 }
 
 // file:line:col of `loc`, for the schedule people read.
-std::string locationText(Location loc) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  if (auto file = loc->findInstanceOf<FileLineColLoc>())
-    os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
-  else
-    loc.print(os);
-  return text;
-}
-
 class KernelBackwardBuilder {
 public:
   KernelBackwardBuilder(tt::FuncOp primal, DenseMap<BlockArgument, Value> shadows,
@@ -1021,6 +994,16 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
       backward.setTape(tape, every);
   }
   return backward.build(into, primalArgsInBwd, report);
+}
+
+std::string locationText(Location loc) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (auto file = loc->findInstanceOf<FileLineColLoc>())
+    os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
+  else
+    loc.print(os);
+  return text;
 }
 
 } // namespace tritonad

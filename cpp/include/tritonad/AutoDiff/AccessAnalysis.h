@@ -47,10 +47,18 @@ ExclusiveAccess analyzeExclusiveAccess(mlir::OpBuilder &builder, mlir::Location 
 /// addresses, as for the lanes of any store).
 bool iterationsTouchDisjointAddresses(mlir::Value ptr, mlir::scf::ForOp loop);
 
+/// The name an argument has in the source (its NameLoc), or "".
+std::string argumentName(mlir::BlockArgument arg);
+
+/// The block argument a pointer (or tensor of pointers) is computed from by
+/// address arithmetic and reshapes; null where it comes from anything else.
+mlir::BlockArgument baseArgument(mlir::Value ptr);
+
 /// A uniform scalar (constants, the kernel's scalar arguments by name,
 /// tt.get_num_programs, integer arith on those) as an expression the launch
-/// path can evaluate; nullopt for anything else (a loaded value, a program id).
-std::optional<SymbolicInt> symbolize(mlir::Value scalar);
+/// path can evaluate; nullopt for anything else (a loaded value, a program id
+/// unless `programIds`: then tt.get_program_id is a ProgramId leaf).
+std::optional<SymbolicInt> symbolize(mlir::Value scalar, bool programIds = false);
 
 /// The elements the primal access `ptr` under `mask` touches, over all
 /// programs, lanes and iterations (`condition` left for the caller); nullopt

@@ -42,6 +42,9 @@ struct KernelBackwardReport {
   std::vector<LoopTape> tapes; // at most one, for now
 };
 
+/// `file:line:col` of the innermost file location in `loc`, for reports.
+std::string locationText(mlir::Location loc);
+
 struct ShadowBinding {
   std::string shadow; // name of the backward kernel's argument (e.g. "dx_ptr")
   std::string primal; // name of the forward kernel's pointer parameter ("x_ptr")

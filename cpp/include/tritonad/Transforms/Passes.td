@@ -58,6 +58,24 @@ def KernelBackward : Pass<"tritonad-kernel-backward", "mlir::ModuleOp"> {
                            "mlir::scf::SCFDialect", "mlir::gpu::GPUDialect"];
 }
 
+def Regrid : Pass<"tritonad-regrid", "mlir::triton::FuncOp"> {
+  let summary = "Give a backward's atomic dot-product accumulations programs of their own";
+  let description = [{
+    Runs on a derived backward kernel with a `tritonad_regrid` argument
+    (`!tt.ptr<i32>`). Each `tt.atomic_rmw fadd` into one of `shadows` in a
+    top-level scf.for whose added value is computed with a tt.dot moves into
+    programs of its own: one per (group of forward programs whose addresses
+    agree, loop iteration), summing the group's contributions in registers and
+    adding the sum once. The forward's schedule keeps the rest. Remarks say,
+    per shadow, what was done or why not, and the key each part groups by.
+  }];
+  let options = [
+    ListOption<"shadows", "shadows", "std::string", "names of the shadow arguments">,
+  ];
+  let dependentDialects = ["mlir::triton::TritonDialect", "mlir::arith::ArithDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
 def PointerInduction : Pass<"tritonad-pointer-induction", "mlir::triton::FuncOp"> {
   let summary = "Express pointers advanced in scf.for iter_args through the induction variable";
   let description = [{

@@ -1,0 +1,45 @@
+// Re-parallelization: a derived backward that adds a product of tiles into a
+// gradient from every program of the forward (dA[m, k] += dC[m, n] B[k, n]^T
+// in program (m, n) at iteration k) gets programs of its own for that
+// gradient, one per (tile, iteration), each looping over the forward programs
+// that share the tile and adding their sum once: the schedule of a
+// hand-written matmul backward, derived from the IR.
+#ifndef TRITONAD_AUTODIFF_REGRID_H
+#define TRITONAD_AUTODIFF_REGRID_H
+
+#include "tritonad/Coverage.h"
+#include "tritonad/Dialect/Triton/Dialect.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tritonad {
+
+/// The name of the kernel argument (`!tt.ptr<i32>`) through which the launch
+/// path passes the grouping (layout: `Regrid` in Coverage.h).
+inline constexpr const char *kRegridArgument = "tritonad_regrid";
+
+struct RegridReport {
+  Regrid regrid;
+  /// (shadow argument, how) for each shadow re-parallelized, and for each
+  /// shadow left with atomics in a loop whose gradient is a dot product: why.
+  std::vector<std::pair<std::string, std::string>> notes;
+};
+
+/// Moves the atomic accumulations into `shadows` (argument names) that qualify
+/// into programs of their own (see Regrid in Coverage.h): each is a
+/// `tt.atomic_rmw fadd` directly in a top-level scf.for of `kernel`, of a value
+/// computed with a tt.dot from the program, the induction variable and memory
+/// nothing in the kernel writes, at addresses and under a mask that depend on
+/// the program only through integer scalars the launch path can evaluate. The
+/// forward's schedule stays, for everything else, in programs
+/// [0, mainPrograms). Does nothing where `kernel` has no `tritonad_regrid`
+/// argument or nothing qualifies. Never fails: what does not qualify keeps its
+/// atomics, and `report.notes` says why.
+void regridAccumulations(mlir::triton::FuncOp kernel, llvm::ArrayRef<std::string> shadows,
+                         RegridReport &report);
+
+} // namespace tritonad
+
+#endif

@@ -1,0 +1,492 @@
+#include "tritonad/AutoDiff/Regrid.h"
+
+#include "TensorBuilders.h"
+#include "tritonad/AutoDiff/AccessAnalysis.h"
+#include "tritonad/AutoDiff/AdjointState.h"
+#include "tritonad/AutoDiff/KernelBackward.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+namespace tt = mlir::triton;
+
+namespace tritonad {
+namespace {
+
+constexpr int kHeader = 5;       // mainPrograms, gridX, gridY, gridZ, parts
+constexpr int kPartHeader = 5;   // programs, groups, trips, members at, group starts at
+
+std::string where(Operation *op) {
+  return op->getName().getStringRef().str() + " at " + locationText(op->getLoc());
+}
+
+// One accumulation that gets programs of its own.
+struct Part {
+  tt::AtomicRMWOp atomic;
+  scf::ForOp loop;
+  std::string shadow;
+  SmallVector<Operation *> valueOps;   // the contribution, in program order
+  SmallVector<Operation *> addressOps; // addresses and mask, in program order
+  SmallVector<Operation *> boundOps;   // the loop's bounds
+  RegridPart data;
+};
+
+// The ops that compute `roots` from the kernel's arguments, program ids and
+// the induction variable of `loop`: ops of the entry block and of the loop's
+// body, side-effect free or loads, no results of loops or branches.
+LogicalResult collectSlice(ArrayRef<Value> roots, Block &entry, scf::ForOp loop,
+                           llvm::SetVector<Operation *> &ops, std::string &why) {
+  SmallVector<Value> work(roots.begin(), roots.end());
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value value = work.pop_back_val();
+    if (!value || !seen.insert(value).second)
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(value)) {
+      if (arg.getOwner() == &entry || arg == loop.getInductionVar())
+        continue;
+      why = "its contribution depends on a value the loop carries";
+      return failure();
+    }
+    Operation *def = value.getDefiningOp();
+    if (def->getBlock() != &entry && def->getBlock() != loop.getBody()) {
+      why = "its contribution is computed inside a nested region (" + where(def) + ")";
+      return failure();
+    }
+    if (def->getNumRegions() && !isa<tt::ReduceOp, tt::ScanOp>(def)) {
+      why = "its contribution depends on the result of " + where(def);
+      return failure();
+    }
+    if (!isa<tt::LoadOp>(def) && !isMemoryEffectFree(def)) {
+      why = "its contribution depends on " + where(def) + ", which has side effects";
+      return failure();
+    }
+    ops.insert(def);
+    def->walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands())
+        if (inner == def || !def->isAncestor(operand.getParentRegion()->getParentOp()))
+          work.push_back(operand);
+    });
+  }
+  return success();
+}
+
+SmallVector<Operation *> inProgramOrder(const llvm::SetVector<Operation *> &ops, Block &entry) {
+  SmallVector<Operation *> sorted(ops.begin(), ops.end());
+  llvm::sort(sorted, [&](Operation *a, Operation *b) {
+    bool aEntry = a->getBlock() == &entry, bEntry = b->getBlock() == &entry;
+    if (aEntry != bEntry)
+      return aEntry; // (the entry block's ops in a slice all precede the loop)
+    return a->isBeforeInBlock(b);
+  });
+  return sorted;
+}
+
+// The integer scalars through which the addresses and mask of `atomic` depend
+// on the program: the first pid-dependent scalars met walking back from them.
+LogicalResult collectKey(ArrayRef<Value> roots, ArrayRef<Operation *> sliceInOrder,
+                         llvm::SetVector<Value> &key, std::string &why) {
+  DenseSet<Operation *> onProgram;
+  for (Operation *op : sliceInOrder) {
+    bool depends = isa<tt::GetProgramIdOp>(op);
+    op->walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          depends |= onProgram.contains(def);
+    });
+    if (depends)
+      onProgram.insert(op);
+  }
+  SmallVector<Value> work(roots.begin(), roots.end());
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value value = work.pop_back_val();
+    if (!value || !seen.insert(value).second)
+      continue;
+    Operation *def = value.getDefiningOp();
+    if (!def || !onProgram.contains(def))
+      continue;
+    if (isa<IntegerType>(value.getType())) {
+      key.insert(value);
+      continue;
+    }
+    if (isa<tt::LoadOp>(def)) {
+      why = "its addresses depend on data the program loads (" + where(def) + ")";
+      return failure();
+    }
+    def->walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands())
+        work.push_back(operand);
+    });
+  }
+  return success();
+}
+
+// Reads header word `index` (an i32 value or constant) of the table.
+Value readTable(OpBuilder &b, Location loc, Value table, Value index) {
+  Value at = tt::AddPtrOp::create(b, loc, table.getType(), table, index);
+  return createLoad(b, loc, at, Value(), Value());
+}
+
+Value i32(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(value));
+}
+
+Value readTable(OpBuilder &b, Location loc, Value table, int64_t index) {
+  return readTable(b, loc, table, i32(b, loc, index));
+}
+
+struct Grid {
+  Value x, y, z;
+};
+
+// Program ids (x, y, z) of the forward's linear program `linear`, x fastest.
+std::array<Value, 3> programIdsOf(OpBuilder &b, Location loc, Value linear, const Grid &grid) {
+  Value x = arith::RemSIOp::create(b, loc, linear, grid.x);
+  Value rest = arith::DivSIOp::create(b, loc, linear, grid.x);
+  Value y = arith::RemSIOp::create(b, loc, rest, grid.y);
+  Value z = arith::DivSIOp::create(b, loc, rest, grid.y);
+  return {x, y, z};
+}
+
+// Clones `ops` (program order) with program ids and grid sizes replaced.
+void cloneWithPrograms(OpBuilder &b, ArrayRef<Operation *> ops, IRMapping &mapping,
+                       const std::array<Value, 3> &ids, const Grid &grid,
+                       ArrayRef<Operation *> skip = {}) {
+  Value sizes[3] = {grid.x, grid.y, grid.z};
+  for (Operation *op : ops) {
+    if (llvm::is_contained(skip, op))
+      continue;
+    if (auto pid = dyn_cast<tt::GetProgramIdOp>(op)) {
+      mapping.map(pid.getResult(), ids[static_cast<int>(pid.getAxis())]);
+      continue;
+    }
+    if (auto count = dyn_cast<tt::GetNumProgramsOp>(op)) {
+      mapping.map(count.getResult(), sizes[static_cast<int>(count.getAxis())]);
+      continue;
+    }
+    b.clone(*op, mapping);
+  }
+}
+
+// Float type the part sums in: fp32 for narrower gradients, else the gradient's.
+Type accumulatorElement(Type gradient, OpBuilder &b) {
+  return gradient.getIntOrFloatBitWidth() < 32 ? b.getF32Type() : gradient;
+}
+
+// Emits part `index`: program `q` of it owns (group q / trips, iteration
+// q % trips), loops over the group's forward programs summing their
+// contributions, and adds the sum once.
+void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value table,
+              const Grid &grid) {
+  int at = kHeader + kPartHeader * index;
+  Value trips = readTable(b, loc, table, at + 2);
+  Value membersAt = readTable(b, loc, table, at + 3);
+  Value startsAt = readTable(b, loc, table, at + 4);
+  Value iteration = arith::RemSIOp::create(b, loc, q, trips);
+  Value group = arith::DivSIOp::create(b, loc, q, trips);
+
+  // The loop's bounds are the same for every program (checked): clone them
+  // with any program's ids.
+  IRMapping bounds;
+  Value zero = i32(b, loc, 0);
+  cloneWithPrograms(b, part.boundOps, bounds, {zero, zero, zero}, grid);
+  Value lower = bounds.lookupOrDefault(part.loop.getLowerBound());
+  Value step = bounds.lookupOrDefault(part.loop.getStep());
+  Type ivType = part.loop.getInductionVar().getType();
+  Value k = iteration;
+  if (ivType != k.getType())
+    k = arith::ExtSIOp::create(b, loc, ivType, k);
+  Value iv = arith::AddIOp::create(b, loc, lower, arith::MulIOp::create(b, loc, k, step));
+
+  Value groupAt = arith::AddIOp::create(b, loc, startsAt, group);
+  Value first = readTable(b, loc, table, groupAt);
+  Value last = readTable(b, loc, table, arith::AddIOp::create(b, loc, groupAt, i32(b, loc, 1)));
+
+  // The contribution, summed over the group in registers. A dot of zeros
+  // plus a rounding (`truncf(dot(a, b, 0))`) becomes `dot(a, b, acc)`.
+  Value contribution = part.atomic.getVal();
+  auto gradientType = cast<RankedTensorType>(contribution.getType());
+  Type element = accumulatorElement(gradientType.getElementType(), b);
+  SmallVector<Operation *, 2> skip; // (the rounding and the dot, emitted here)
+  if (auto trunc = contribution.getDefiningOp<arith::TruncFOp>();
+      trunc && getElementTypeOrSelf(trunc.getIn().getType()) == element &&
+      contribution.hasOneUse()) {
+    skip.push_back(trunc);
+    contribution = trunc.getIn();
+  }
+  auto fused = contribution.getDefiningOp<tt::DotOp>();
+  if (fused && !(matchPattern(fused.getC(), m_AnyZeroFloat()) && contribution.hasOneUse() &&
+                 getElementTypeOrSelf(fused.getType()) == element))
+    fused = nullptr;
+  if (fused)
+    skip.push_back(fused);
+  auto accumulatorType = gradientType.clone(element);
+  Value initial = createZero(b, loc, accumulatorType);
+  auto loop = scf::ForOp::create(b, loc, first, last, i32(b, loc, 1), ValueRange{initial});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value accumulator = loop.getRegionIterArgs()[0];
+    Value member = readTable(b, loc, table,
+                             arith::AddIOp::create(b, loc, membersAt, loop.getInductionVar()));
+    IRMapping mapping;
+    mapping.map(part.loop.getInductionVar(), iv);
+    cloneWithPrograms(b, part.valueOps, mapping, programIdsOf(b, loc, member, grid), grid,
+                      skip);
+    Value next;
+    if (fused) {
+      Operation *dot = b.clone(*fused, mapping);
+      dot->setOperand(2, accumulator);
+      next = dot->getResult(0);
+    } else {
+      Value value = castFloat(b, loc, mapping.lookupOrDefault(contribution), element);
+      next = arith::AddFOp::create(b, loc, accumulator, value);
+    }
+    scf::YieldOp::create(b, loc, next);
+  }
+  // Addresses and mask depend on the program only through the key, which
+  // every member shares: take the group's first.
+  IRMapping mapping;
+  mapping.map(part.loop.getInductionVar(), iv);
+  Value member = readTable(b, loc, table, arith::AddIOp::create(b, loc, membersAt, first));
+  cloneWithPrograms(b, part.addressOps, mapping, programIdsOf(b, loc, member, grid), grid);
+  Value sum = castFloat(b, loc, loop.getResult(0), gradientType.getElementType());
+  Value mask = part.atomic.getMask() ? mapping.lookupOrDefault(part.atomic.getMask()) : Value();
+  createAtomicAdd(b, loc, mapping.lookupOrDefault(part.atomic.getPtr()), sum, mask);
+}
+
+// scf.if (q < programs of part i) { part i } else { the next parts, q - programs }
+void emitParts(OpBuilder &b, Location loc, MutableArrayRef<Part> parts, int index, Value q, Value table,
+               const Grid &grid) {
+  Value programs = readTable(b, loc, table, kHeader + kPartHeader * index);
+  Value inPart = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, q, programs);
+  bool last = index + 1 == static_cast<int>(parts.size());
+  auto branch = scf::IfOp::create(b, loc, inPart, /*withElseRegion=*/!last);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(branch.thenBlock()->getTerminator());
+    emitPart(b, loc, parts[index], index, q, table, grid);
+    if (!last) {
+      b.setInsertionPoint(branch.elseBlock()->getTerminator());
+      emitParts(b, loc, parts, index + 1, arith::SubIOp::create(b, loc, q, programs), table,
+                grid);
+    }
+  }
+}
+
+// What the kernel writes: the argument each store or atomic goes through
+// (`plain` for stores and non-add atomics); false where a write cannot be
+// traced to an argument.
+bool collectWrites(tt::FuncOp kernel, DenseSet<BlockArgument> &written,
+                   DenseSet<BlockArgument> &plain, std::string &why) {
+  bool known = true;
+  kernel.walk([&](Operation *op) {
+    if (op->getNumRegions() || isMemoryEffectFree(op) ||
+        isa<tt::LoadOp, tt::PrintOp, tt::AssertOp, gpu::BarrierOp>(op))
+      return;
+    BlockArgument base;
+    bool adds = false;
+    if (auto store = dyn_cast<tt::StoreOp>(op))
+      base = baseArgument(store.getPtr());
+    else if (auto rmw = dyn_cast<tt::AtomicRMWOp>(op)) {
+      base = baseArgument(rmw.getPtr());
+      adds = rmw.getAtomicRmwOp() == tt::RMWOp::FADD;
+    } else if (auto cas = dyn_cast<tt::AtomicCASOp>(op))
+      base = baseArgument(cas.getPtr());
+    if (!base || !isa<tt::FuncOp>(base.getOwner()->getParentOp())) {
+      if (known)
+        why = "the backward writes memory through " + where(op) +
+              ", which tritonad cannot trace to an argument";
+      known = false;
+      return;
+    }
+    written.insert(base);
+    if (!adds)
+      plain.insert(base);
+  });
+  return known;
+}
+
+} // namespace
+
+void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows,
+                         RegridReport &report) {
+  Block &entry = kernel.getBody().front();
+  Value table;
+  for (BlockArgument arg : entry.getArguments())
+    if (argumentName(arg) == kRegridArgument)
+      table = arg;
+  if (!table || !llvm::hasSingleElement(kernel.getBody()))
+    return;
+
+  // Candidates: atomic adds of a dot product into a shadow, in a top-level loop.
+  std::vector<Part> parts;
+  DenseSet<BlockArgument> written, plain;
+  std::string unknownWrite;
+  bool writesKnown = collectWrites(kernel, written, plain, unknownWrite);
+  for (auto loop : entry.getOps<scf::ForOp>()) {
+    for (auto atomic : loop.getBody()->getOps<tt::AtomicRMWOp>()) {
+      BlockArgument base = baseArgument(atomic.getPtr());
+      std::string name = base ? argumentName(base) : "";
+      if (!base || !llvm::is_contained(shadows, name) ||
+          atomic.getAtomicRmwOp() != tt::RMWOp::FADD || !atomic.getResult().use_empty() ||
+          !isa<RankedTensorType>(atomic.getVal().getType()))
+        continue;
+      Part part{atomic, loop, name};
+      llvm::SetVector<Operation *> valueSlice, addressSlice, boundSlice;
+      std::string why;
+      bool ok = succeeded(collectSlice({atomic.getVal()}, entry, loop, valueSlice, why));
+      bool hasDot = llvm::any_of(valueSlice, [](Operation *op) { return isa<tt::DotOp>(op); });
+      if (!ok && !hasDot)
+        continue;
+      if (ok && !hasDot)
+        continue; // not a product of tiles: partial buffers or atomics suit it
+      auto refuse = [&](std::string reason) {
+        report.notes.push_back({name, "not re-parallelized: " + reason});
+      };
+      if (!ok) {
+        refuse(why);
+        continue;
+      }
+      if (!writesKnown) {
+        refuse(unknownWrite);
+        continue;
+      }
+      if (plain.contains(base)) {
+        refuse("the backward also stores into it directly");
+        continue;
+      }
+      SmallVector<Value> addressRoots{atomic.getPtr()};
+      if (atomic.getMask())
+        addressRoots.push_back(atomic.getMask());
+      if (failed(collectSlice(addressRoots, entry, loop, addressSlice, why))) {
+        refuse(why);
+        continue;
+      }
+      std::string readsWritten;
+      for (Operation *op : llvm::concat<Operation *const>(valueSlice, addressSlice))
+        if (auto load = dyn_cast<tt::LoadOp>(op)) {
+          BlockArgument from = baseArgument(load.getPtr());
+          if (!from || !isa<tt::FuncOp>(from.getOwner()->getParentOp()))
+            readsWritten = "it loads through a pointer tritonad cannot trace to an argument (" +
+                           where(op) + ")";
+          else if (written.contains(from))
+            readsWritten = "its contribution reads '" + argumentName(from) +
+                           "', which the backward writes";
+        }
+      if (!readsWritten.empty()) {
+        refuse(readsWritten);
+        continue;
+      }
+      part.valueOps = inProgramOrder(valueSlice, entry);
+      part.addressOps = inProgramOrder(addressSlice, entry);
+      llvm::SetVector<Value> key;
+      if (failed(collectKey(addressRoots, part.addressOps, key, why))) {
+        refuse(why);
+        continue;
+      }
+      bool symbolic = true;
+      for (Value component : key) {
+        std::optional<SymbolicInt> symbol = symbolize(component, /*programIds=*/true);
+        if (!symbol) {
+          refuse("its addresses depend on the program through " +
+                 where(component.getDefiningOp()) + ", which the launch cannot evaluate");
+          symbolic = false;
+          break;
+        }
+        part.data.key.push_back(std::move(*symbol));
+      }
+      if (!symbolic)
+        continue;
+      std::optional<SymbolicInt> lower = symbolize(loop.getLowerBound());
+      std::optional<SymbolicInt> upper = symbolize(loop.getUpperBound());
+      std::optional<SymbolicInt> step = symbolize(loop.getStep());
+      if (!lower || !upper || !step ||
+          failed(collectSlice({loop.getLowerBound(), loop.getUpperBound(), loop.getStep()},
+                              entry, loop, boundSlice, why))) {
+        refuse("the trip count of the loop at " + where(loop) +
+               " depends on the program or on loaded data");
+        continue;
+      }
+      part.boundOps = inProgramOrder(boundSlice, entry);
+      part.data.shadow = name;
+      part.data.lower = std::move(*lower);
+      part.data.upper = std::move(*upper);
+      part.data.step = std::move(*step);
+      parts.push_back(std::move(part));
+    }
+  }
+  if (parts.empty())
+    return;
+
+  // The launch: programs [0, mainPrograms) run the forward's schedule with
+  // their ids decoded from the linear id; the rest run the parts.
+  Location loc = kernel.getLoc();
+  SmallVector<Operation *> original;
+  for (Operation &op : entry.without_terminator())
+    original.push_back(&op);
+  OpBuilder b(&entry, entry.begin());
+  auto xAxis = tt::ProgramIDDimAttr::get(b.getContext(), tt::ProgramIDDim::X);
+  Value linear = tt::GetProgramIdOp::create(b, loc, b.getI32Type(), xAxis);
+  Value mainPrograms = readTable(b, loc, table, 0);
+  Grid grid{readTable(b, loc, table, 1), readTable(b, loc, table, 2),
+            readTable(b, loc, table, 3)};
+  Value inMain = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, linear, mainPrograms);
+  auto branch = scf::IfOp::create(b, loc, inMain, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(branch.elseBlock()->getTerminator());
+    emitParts(b, loc, parts, 0, arith::SubIOp::create(b, loc, linear, mainPrograms), table, grid);
+  }
+  Operation *thenEnd = branch.thenBlock()->getTerminator();
+  for (Operation *op : original)
+    op->moveBefore(thenEnd);
+  for (Part &part : parts)
+    part.atomic.erase();
+  b.setInsertionPointToStart(branch.thenBlock());
+  std::array<Value, 3> ids = programIdsOf(b, loc, linear, grid);
+  Value sizes[3] = {grid.x, grid.y, grid.z};
+  branch.thenBlock()->walk([&](Operation *op) {
+    if (auto pid = dyn_cast<tt::GetProgramIdOp>(op)) {
+      pid.replaceAllUsesWith(ids[static_cast<int>(pid.getAxis())]);
+      pid.erase();
+    } else if (auto count = dyn_cast<tt::GetNumProgramsOp>(op)) {
+      count.replaceAllUsesWith(sizes[static_cast<int>(count.getAxis())]);
+      count.erase();
+    }
+  });
+
+  // The forward's schedule is still needed where something there writes.
+  report.regrid.mainPart = branch.thenBlock()
+                               ->walk([&](Operation *op) {
+                                 return op->getNumRegions() || isMemoryEffectFree(op) ||
+                                                isa<tt::LoadOp>(op)
+                                            ? WalkResult::advance()
+                                            : WalkResult::interrupt();
+                               })
+                               .wasInterrupted();
+  for (Part &part : parts) {
+    report.notes.push_back(
+        {part.shadow,
+         "re-parallelized (programs of its own, one per tile of the gradient and iteration of "
+         "the loop at " + locationText(part.loop.getLoc()) +
+             ": each sums the contributions of the forward programs sharing the tile in "
+             "registers (" +
+             (accumulatorElement(getElementTypeOrSelf(part.atomic.getVal().getType()), b)
+                      .isF32()
+                  ? std::string("fp32")
+                  : std::string("the gradient's type")) +
+             ") and adds the sum once: one atomic add per element, uncontended)"});
+    report.regrid.parts.push_back(std::move(part.data));
+  }
+}
+
+} // namespace tritonad

@@ -1,0 +1,33 @@
+#include "tritonad/AutoDiff/Regrid.h"
+#include "tritonad/Transforms/Passes.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace tritonad {
+#define GEN_PASS_DEF_REGRID
+#include "tritonad/Transforms/Passes.h.inc"
+
+namespace {
+
+struct RegridPass : public impl::RegridBase<RegridPass> {
+  using RegridBase::RegridBase;
+
+  void runOnOperation() override {
+    RegridReport report;
+    std::vector<std::string> names(shadows.begin(), shadows.end());
+    regridAccumulations(getOperation(), names, report);
+    mlir::Location loc = getOperation().getLoc();
+    for (const auto &[shadow, how] : report.notes)
+      mlir::emitRemark(loc) << shadow << ": " << how;
+    for (const RegridPart &part : report.regrid.parts)
+      mlir::emitRemark(loc) << "part " << part.shadow << ": grouped by "
+                            << part.key.size() << " key value(s)";
+    if (!report.regrid.parts.empty())
+      mlir::emitRemark(loc) << (report.regrid.mainPart ? "the forward's schedule remains"
+                                                       : "nothing remains in the forward's "
+                                                         "schedule");
+  }
+};
+
+} // namespace
+} // namespace tritonad

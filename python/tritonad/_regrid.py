@@ -1,0 +1,205 @@
+"""Re-parallelized gradients: how a derived backward is launched when some of
+its gradients get programs of their own (cpp/lib/AutoDiff/Regrid.cpp).
+
+A matmul program (m, n) at iteration k adds dC[m, n] B[k, n]^T to dA[m, k]:
+every program of row m adds to the same tile. The derived kernel instead has
+extra programs, one per (tile, iteration), that loop over the forward programs
+sharing the tile, sum their contributions in registers and add the sum once.
+Which forward programs share a tile is what the compiled kernel's metadata
+records, per re-parallelized shadow, as data: a *key*, integer expressions of
+the program ids, the scalar arguments and the grid, that the tile's addresses
+depend on the program through. This module evaluates the key for every
+program of the forward's grid (vectorized, on the host), groups the programs
+by it (each group in increasing program order: a fixed summation order), and
+passes the grouping to the kernel as ``tritonad_regrid`` (int32; layout in
+cpp/include/tritonad/Coverage.h, ``Regrid``). The launch then has
+``mainPrograms + sum(groups * trips)`` programs along axis 0.
+
+Tables are cached by the arguments the expressions read and the grid, so a
+training loop pays for the grouping once per shape.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Dict, Optional, Sequence, Tuple
+
+from tritonad import _coverage
+
+_HEADER, _PART_HEADER = 5, 5
+_CACHE: Dict[tuple, tuple] = {}
+_CACHE_LIMIT = 256
+
+
+def _divs(a, b):
+    import torch
+
+    if isinstance(a, int) and isinstance(b, int):
+        return _coverage._divs(a, b)
+    if bool((torch.as_tensor(b) == 0).any()):
+        raise ZeroDivisionError("division by zero in a program's key")
+    return torch.div(torch.as_tensor(a), b, rounding_mode="trunc")
+
+
+def _as_int(flag):
+    return int(flag) if isinstance(flag, bool) else flag.to(dtype=_int64())
+
+
+def _int64():
+    import torch
+
+    return torch.int64
+
+
+def _minimum(a, b):
+    import torch
+
+    if isinstance(a, int) and isinstance(b, int):
+        return min(a, b)
+    return torch.minimum(torch.as_tensor(a), torch.as_tensor(b))
+
+
+def _maximum(a, b):
+    import torch
+
+    if isinstance(a, int) and isinstance(b, int):
+        return max(a, b)
+    return torch.maximum(torch.as_tensor(a), torch.as_tensor(b))
+
+
+_VECTOR = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "divs": _divs,
+    "rems": lambda a, b: a - b * _divs(a, b),
+    "min": _minimum,
+    "max": _maximum,
+    "lt": lambda a, b: _as_int(a < b),
+    "le": lambda a, b: _as_int(a <= b),
+    "gt": lambda a, b: _as_int(a > b),
+    "ge": lambda a, b: _as_int(a >= b),
+    "eq": lambda a, b: _as_int(a == b),
+    "ne": lambda a, b: _as_int(a != b),
+    "and": lambda a, b: a & b,
+    "or": lambda a, b: a | b,
+    "xor": lambda a, b: a ^ b,
+}
+
+
+def per_program(expression, arguments, grid, ids):
+    """The value of a recorded expression for every program: `ids` are the
+    programs' ids along axes 0..2 (int64 tensors); an int where the expression
+    does not depend on them."""
+    import torch
+
+    op = expression[0]
+    if op == "pid":
+        return ids[int(expression[1])]
+    if op in ("const", "arg", "programs"):
+        return _coverage.evaluate(expression, arguments, grid)
+    values = [per_program(e, arguments, grid, ids) for e in expression[1:]]
+    if op == "select":
+        if isinstance(values[0], int):
+            return values[1] if values[0] else values[2]
+        return torch.where(values[0] != 0, torch.as_tensor(values[1]),
+                           torch.as_tensor(values[2]))
+    return _VECTOR[op](*values)
+
+
+def _arguments_read(expression, names):
+    if expression[0] == "arg":
+        names.add(expression[1])
+    elif expression[0] not in ("const", "programs", "pid"):
+        for operand in expression[1:]:
+            _arguments_read(operand, names)
+    return names
+
+
+def record_of(kernel) -> Optional[dict]:
+    """The compiled kernel's re-parallelization record, or None."""
+    recorded = getattr(getattr(kernel, "metadata", None), "tritonad_regrid", None) or {}
+    for record in recorded.values():
+        if record:
+            return record
+    return None
+
+
+def _table(record, arguments, grid) -> Tuple[list, int]:
+    """(the int32 words of tritonad_regrid, the number of programs to launch)."""
+    import torch
+
+    gx, gy, gz = (list(grid) + [1, 1, 1])[:3]
+    programs = gx * gy * gz
+    linear = torch.arange(programs, dtype=torch.int64)
+    ids = (linear % gx, (linear // gx) % gy, linear // (gx * gy))
+    parts = record["parts"]
+    header = [programs if record["main"] else 0, gx, gy, gz, len(parts)]
+    part_headers, arrays = [], []
+    offset = _HEADER + _PART_HEADER * len(parts)
+    total = header[0]
+    for part in parts:
+        try:
+            lower, upper, step = (_coverage.evaluate(part[b], arguments, grid)
+                                  for b in ("lower", "upper", "step"))
+            keys = [per_program(k, arguments, grid, ids) for k in part["key"]]
+        except (KeyError, TypeError, ZeroDivisionError) as error:
+            raise RuntimeError(f"tritonad: cannot group the programs that add to "
+                               f"{part['shadow']} with this launch's arguments ({error})") from None
+        if step <= 0:
+            raise RuntimeError(f"tritonad: the loop adding to {part['shadow']} has step {step}")
+        trips = max(0, -(-(upper - lower) // step))
+        columns = [torch.as_tensor(k, dtype=torch.int64).expand(programs) for k in keys]
+        stacked = torch.stack(columns, dim=1) if columns else torch.zeros(programs, 1,
+                                                                          dtype=torch.int64)
+        if programs:
+            _, inverse = torch.unique(stacked, dim=0, return_inverse=True)
+            groups = int(inverse.max()) + 1
+        else:
+            inverse, groups = torch.zeros(0, dtype=torch.int64), 0
+        members = torch.argsort(inverse, stable=True)
+        starts = torch.zeros(groups + 1, dtype=torch.int64)
+        starts[1:] = torch.cumsum(torch.bincount(inverse, minlength=groups), 0)
+        part_headers += [groups * trips, groups, trips, offset, offset + programs]
+        arrays += [members, starts]
+        offset += programs + groups + 1
+        total += groups * trips
+    words = torch.cat([torch.tensor(header + part_headers, dtype=torch.int64), *arrays])
+    if total >= 2**31 or (words.numel() and int(words.max()) >= 2**31):
+        raise RuntimeError("tritonad: the re-parallelized launch needs more than 2**31 programs")
+    return words.to(torch.int32), total
+
+
+def prepare(kernel, kwargs, grid: Sequence[int]) -> Optional[Tuple[int]]:
+    """For a kernel with re-parallelized shadows: puts the grouping into
+    kwargs['tritonad_regrid'] and returns the grid to launch (one axis);
+    None for any other kernel (launched on the forward's grid)."""
+    record = record_of(kernel)
+    if record is None:
+        return None
+    placeholder = kwargs["tritonad_regrid"]
+    names = set()
+    for part in record["parts"]:
+        for expression in [*part["key"], part["lower"], part["upper"], part["step"]]:
+            _arguments_read(expression, names)
+    values = tuple((n, kwargs.get(n)) for n in sorted(names))
+    key = (json.dumps(record, sort_keys=True), tuple(int(g) for g in grid), values,
+           str(placeholder.device))
+    cached = _CACHE.get(key)
+    if cached is None:
+        words, total = _table(record, kwargs, tuple(int(g) for g in grid))
+        if len(_CACHE) >= _CACHE_LIMIT:
+            _CACHE.pop(next(iter(_CACHE)))
+        cached = _CACHE[key] = (words.to(placeholder.device), total)
+    kwargs["tritonad_regrid"] = cached[0]
+    return (cached[1],)
+
+
+@functools.lru_cache(maxsize=None)
+def placeholder(device):
+    """A table the kernel reads only if it was re-parallelized, which `prepare`
+    replaces before the launch."""
+    import torch
+
+    return torch.zeros(16, dtype=torch.int32, device=device)
