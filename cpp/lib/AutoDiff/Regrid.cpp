@@ -412,7 +412,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows,
       if (!lower || !upper || !step ||
           failed(collectSlice({loop.getLowerBound(), loop.getUpperBound(), loop.getStep()},
                               entry, loop, boundSlice, why))) {
-        refuse("the trip count of the loop at " + where(loop) +
+        refuse("the trip count of the loop at " + locationText(loop.getLoc()) +
                " depends on the program or on loaded data");
         continue;
       }

@@ -1,0 +1,191 @@
+// Re-parallelization: in program (m, n) of a matmul backward, iteration i adds
+// dot(dC[m, n], B[i, n]^T) to dA[m, i]: every program of row m adds to the
+// same tile, with atomics. tritonad-regrid moves that accumulation into
+// programs of its own: one per (group of programs sharing the tile's
+// addresses, iteration), reading the grouping from `tritonad_regrid`, summing
+// the group's dot products in the dot's accumulator and adding once. The
+// grouping key is the pid-dependent scalar the addresses are built from.
+// Accumulations that do not qualify keep their atomics and say why.
+
+// RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da" | FileCheck %s
+// RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
+
+// REMARK: remark: da: re-parallelized (programs of its own, one per tile of the gradient and iteration of the loop
+// REMARK: remark: part da: grouped by 1 key value(s)
+// REMARK: remark: nothing remains in the forward's schedule
+
+// CHECK-LABEL: tt.func public @bwd
+// CHECK-SAME: %{{[^:]+}}: !tt.ptr<i32>)
+// CHECK: %[[LIN:.+]] = tt.get_program_id x
+// CHECK: %[[MAIN:.+]] = tt.load {{.*}} : !tt.ptr<i32>
+// CHECK: %[[IN:.+]] = arith.cmpi slt, %[[LIN]], %[[MAIN]]
+// CHECK: scf.if %[[IN]] {
+// The forward's schedule, its ids decoded from the linear id, without the atomic.
+// CHECK-NOT: tt.atomic_rmw
+// CHECK: } else {
+// CHECK: %[[Q:.+]] = arith.subi %[[LIN]], %[[MAIN]]
+// CHECK: scf.if
+// CHECK: %[[ITER:.+]] = arith.remsi %[[Q]], %[[TRIPS:.+]] : i32
+// CHECK: %[[GROUP:.+]] = arith.divsi %[[Q]], %[[TRIPS]] : i32
+// CHECK: %[[SUM:.+]] = scf.for %[[J:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[ACC:.+]] = %{{.+}}) -> (tensor<16x16xf32>)
+// CHECK:   %[[MEMBER:.+]] = tt.load {{.*}} : !tt.ptr<i32>
+// CHECK:   tt.load {{.*}} : tensor<16x16x!tt.ptr<f32>>
+// CHECK-NOT: tt.atomic_rmw
+// CHECK:   %[[D:.+]] = tt.dot %{{.+}}, %{{.+}}, %[[ACC]]
+// CHECK:   scf.yield %[[D]]
+// CHECK: tt.atomic_rmw fadd, relaxed, gpu, %{{.+}}, %[[SUM]]
+// CHECK-NOT: tt.atomic_rmw
+// CHECK: tt.return
+module {
+  tt.func public @bwd(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %dc: !tt.ptr<f32> loc("dc"), %n: i32 loc("n"), %k: i32 loc("k"), %table: !tt.ptr<i32> loc("tritonad_regrid")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c16 = arith.constant 16 : i32
+    %zero = arith.constant dense<0.000000e+00> : tensor<16x16xf32>
+    %pid = tt.get_program_id x : i32
+    %ntiles = arith.divsi %n, %c16 : i32
+    %pm = arith.divsi %pid, %ntiles : i32
+    %pn = arith.remsi %pid, %ntiles : i32
+    %r = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+    %m0 = arith.muli %pm, %c16 : i32
+    %m0s = tt.splat %m0 : i32 -> tensor<16xi32>
+    %rows = arith.addi %m0s, %r : tensor<16xi32>
+    %rows2 = tt.expand_dims %rows {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+    %n0 = arith.muli %pn, %c16 : i32
+    %n0s = tt.splat %n0 : i32 -> tensor<16xi32>
+    %cols = arith.addi %n0s, %r : tensor<16xi32>
+    %cols2 = tt.expand_dims %cols {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+    %cols16 = tt.broadcast %cols2 : tensor<1x16xi32> -> tensor<16x16xi32>
+    %ns = tt.splat %n : i32 -> tensor<16x1xi32>
+    %rown = arith.muli %rows2, %ns : tensor<16x1xi32>
+    %rown16 = tt.broadcast %rown : tensor<16x1xi32> -> tensor<16x16xi32>
+    %coff = arith.addi %rown16, %cols16 : tensor<16x16xi32>
+    %dcs = tt.splat %dc : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %dcp = tt.addptr %dcs, %coff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+    %g = tt.load %dcp : tensor<16x16x!tt.ptr<f32>>
+    %ks = tt.splat %k : i32 -> tensor<16x1xi32>
+    %rowk = arith.muli %rows2, %ks : tensor<16x1xi32>
+    %rowk16 = tt.broadcast %rowk : tensor<16x1xi32> -> tensor<16x16xi32>
+    %kt = arith.divsi %k, %c16 : i32
+    %bs = tt.splat %b : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %das = tt.splat %da : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    scf.for %i = %c0 to %kt step %c1 : i32 {
+      %k0 = arith.muli %i, %c16 : i32
+      %k0s = tt.splat %k0 : i32 -> tensor<16xi32>
+      %kr = arith.addi %k0s, %r : tensor<16xi32>
+      %kr2 = tt.expand_dims %kr {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+      %krn = arith.muli %kr2, %ns : tensor<16x1xi32>
+      %krn16 = tt.broadcast %krn : tensor<16x1xi32> -> tensor<16x16xi32>
+      %boff = arith.addi %krn16, %cols16 : tensor<16x16xi32>
+      %bp = tt.addptr %bs, %boff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %bv = tt.load %bp : tensor<16x16x!tt.ptr<f32>>
+      %bt = tt.trans %bv {order = array<i32: 1, 0>} : tensor<16x16xf32> -> tensor<16x16xf32>
+      %d = tt.dot %g, %bt, %zero : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
+      %kc = tt.expand_dims %kr {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+      %kc16 = tt.broadcast %kc : tensor<1x16xi32> -> tensor<16x16xi32>
+      %aoff = arith.addi %rowk16, %kc16 : tensor<16x16xi32>
+      %ap = tt.addptr %das, %aoff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %old = tt.atomic_rmw fadd, relaxed, gpu, %ap, %d : (tensor<16x16x!tt.ptr<f32>>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    }
+    tt.return
+  }
+}
+
+// -----
+
+// The addresses come from loaded indices (a gather): no key to group by.
+// REMARK: remark: da: not re-parallelized: its addresses depend on data the program loads
+// CHECK-LABEL: tt.func public @gather
+// CHECK-NOT: scf.if
+// CHECK: tt.atomic_rmw
+module {
+  tt.func public @gather(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %idx: !tt.ptr<i32> loc("idx"), %k: i32 loc("k"), %table: !tt.ptr<i32> loc("tritonad_regrid")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %zero = arith.constant dense<0.000000e+00> : tensor<16x16xf32>
+    %pid = tt.get_program_id x : i32
+    %r = tt.make_range {end = 256 : i32, start = 0 : i32} : tensor<256xi32>
+    %ps = tt.splat %pid : i32 -> tensor<256xi32>
+    %ri = arith.addi %ps, %r : tensor<256xi32>
+    %is = tt.splat %idx : !tt.ptr<i32> -> tensor<256x!tt.ptr<i32>>
+    %ip = tt.addptr %is, %ri : tensor<256x!tt.ptr<i32>>, tensor<256xi32>
+    %rows = tt.load %ip : tensor<256x!tt.ptr<i32>>
+    %rows2 = tt.reshape %rows : tensor<256xi32> -> tensor<16x16xi32>
+    %bs = tt.splat %b : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %bp = tt.addptr %bs, %rows2 : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+    %das = tt.splat %da : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    scf.for %i = %c0 to %k step %c1 : i32 {
+      %bv = tt.load %bp : tensor<16x16x!tt.ptr<f32>>
+      %d = tt.dot %bv, %bv, %zero : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
+      %is2 = tt.splat %i : i32 -> tensor<16x16xi32>
+      %aoff = arith.addi %rows2, %is2 : tensor<16x16xi32>
+      %ap = tt.addptr %das, %aoff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %old = tt.atomic_rmw fadd, relaxed, gpu, %ap, %d : (tensor<16x16x!tt.ptr<f32>>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    }
+    tt.return
+  }
+}
+
+// -----
+
+// The trip count depends on the program (a causal loop): not yet.
+// REMARK: remark: da: not re-parallelized: the trip count of the loop at
+// CHECK-LABEL: tt.func public @causal
+// CHECK-NOT: scf.if
+// CHECK: tt.atomic_rmw
+module {
+  tt.func public @causal(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %table: !tt.ptr<i32> loc("tritonad_regrid")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %zero = arith.constant dense<0.000000e+00> : tensor<16x16xf32>
+    %pid = tt.get_program_id x : i32
+    %r = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+    %r2 = tt.expand_dims %r {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+    %r16 = tt.broadcast %r2 : tensor<16x1xi32> -> tensor<16x16xi32>
+    %bs = tt.splat %b : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %bp = tt.addptr %bs, %r16 : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+    %das = tt.splat %da : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    scf.for %i = %c0 to %pid step %c1 : i32 {
+      %bv = tt.load %bp : tensor<16x16x!tt.ptr<f32>>
+      %d = tt.dot %bv, %bv, %zero : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
+      %is2 = tt.splat %i : i32 -> tensor<16x16xi32>
+      %aoff = arith.addi %r16, %is2 : tensor<16x16xi32>
+      %ap = tt.addptr %das, %aoff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %old = tt.atomic_rmw fadd, relaxed, gpu, %ap, %d : (tensor<16x16x!tt.ptr<f32>>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    }
+    tt.return
+  }
+}
+
+// -----
+
+// The contribution reads a buffer the backward also writes: the parts would
+// race with the forward's schedule.
+// REMARK: remark: da: not re-parallelized: its contribution reads 'db', which the backward writes
+// CHECK-LABEL: tt.func public @hazard
+// CHECK-NOT: scf.if
+// CHECK: tt.atomic_rmw
+module {
+  tt.func public @hazard(%db: !tt.ptr<f32> loc("db"), %da: !tt.ptr<f32> loc("da"), %k: i32 loc("k"), %table: !tt.ptr<i32> loc("tritonad_regrid")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %zero = arith.constant dense<0.000000e+00> : tensor<16x16xf32>
+    %pid = tt.get_program_id x : i32
+    %r = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+    %r2 = tt.expand_dims %r {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+    %r16 = tt.broadcast %r2 : tensor<16x1xi32> -> tensor<16x16xi32>
+    %bs = tt.splat %db : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %bp = tt.addptr %bs, %r16 : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+    %das = tt.splat %da : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    scf.for %i = %c0 to %k step %c1 : i32 {
+      %bv = tt.load %bp : tensor<16x16x!tt.ptr<f32>>
+      %d = tt.dot %bv, %bv, %zero : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
+      %is2 = tt.splat %i : i32 -> tensor<16x16xi32>
+      %aoff = arith.addi %r16, %is2 : tensor<16x16xi32>
+      %ap = tt.addptr %das, %aoff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %old = tt.atomic_rmw fadd, relaxed, gpu, %ap, %d : (tensor<16x16x!tt.ptr<f32>>, tensor<16x16xf32>) -> tensor<16x16xf32>
+      tt.store %bp, %d : tensor<16x16x!tt.ptr<f32>>
+    }
+    tt.return
+  }
+}
