@@ -303,7 +303,7 @@ def matmul_fwd(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, st
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-    tl.store(c_ptrs, acc.to(tl.float16), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
 MM_BLOCKS = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8)

@@ -1233,6 +1233,70 @@ def _():
         assert stabilized == [not loaded] * 2, bwd.schedule()
 
 
+# ---------------------------------------------------------------------------
+# Re-parallelized gradients: matmul-class kernels whose dA/dB tiles are shared
+# by a row/column of programs get programs of their own (cpp/lib/AutoDiff/
+# Regrid.cpp), grouped on the host (python/tritonad/_regrid.py)
+# ---------------------------------------------------------------------------
+
+def _regridded(schedule, *names):
+    lines = dict(line.split(": ", 1) for line in schedule.splitlines() if ": " in line)
+    for name in names:
+        assert lines[name].startswith("re-parallelized"), schedule
+
+
+@check("regrid_matmul_random")
+def _():
+    """Random sizes, tiles, group sizes and operand layouts (transposed views
+    included) for the tutorial's grouped matmul and a batched 3-D-grid one:
+    gradients against fp64 torch (tl.dot of fp32 is tf32: tolerances for an
+    11-bit mantissa over K <= 70), and the schedule must say re-parallelized."""
+    from corpus.kernels import batched_matmul_kernel, matmul_kernel
+
+    for case in range(4):
+        M, N, K = (int(v) for v in torch.randint(5, 70, (3,), generator=GEN))
+        BM, BN, BK = (16 * int(v) for v in torch.randint(1, 3, (3,), generator=GEN))
+        transposed = bool(torch.randint(0, 2, (1,), generator=GEN))
+        a = randn(K, M).t() if transposed else randn(M, K)
+        b = randn(K, N)
+        if case % 2 == 0:
+            group = int(torch.randint(1, 4, (1,), generator=GEN))
+            c = torch.empty(M, N)
+            grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
+            bwd = kernel_gradients(
+                matmul_kernel, grid, {"a_ptr": a, "b_ptr": b}, {"c_ptr": c},
+                dict(M=M, N=N, K=K, stride_am=a.stride(0), stride_ak=a.stride(1),
+                     stride_bk=b.stride(0), stride_bn=b.stride(1), stride_cm=c.stride(0),
+                     stride_cn=c.stride(1)),
+                dict(BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=group),
+                lambda a_ptr, b_ptr: {"c_ptr": a_ptr @ b_ptr}, rtol=1e-2, atol=2e-2)
+        else:
+            batches = int(torch.randint(1, 4, (1,), generator=GEN))
+            a = torch.stack([a] * batches) + randn(batches, M, K)
+            b = randn(batches, K, N)
+            c = torch.empty(batches, M, N)
+            grid = (triton.cdiv(M, BM), triton.cdiv(N, BN), batches)
+            bwd = kernel_gradients(
+                batched_matmul_kernel, grid, {"a_ptr": a, "b_ptr": b}, {"c_ptr": c},
+                dict(M=M, N=N, K=K, stride_ab=a.stride(0), stride_am=a.stride(1),
+                     stride_ak=a.stride(2), stride_bb=b.stride(0), stride_bk=b.stride(1),
+                     stride_bn=b.stride(2), stride_cb=c.stride(0), stride_cm=c.stride(1),
+                     stride_cn=c.stride(2)),
+                dict(BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK),
+                lambda a_ptr, b_ptr: {"c_ptr": a_ptr @ b_ptr}, rtol=1e-2, atol=2e-2)
+        _regridded(bwd.schedule(), "a_ptr", "b_ptr")
+    # The atomic mode keeps the forward's schedule.
+    bwd = tritonad.grad(matmul_kernel, mode="atomic")
+    a, b, c = randn(20, 30), randn(30, 40), torch.empty(20, 40)
+    dc = randn(20, 40)
+    da, db = torch.zeros_like(a), torch.zeros_like(b)
+    bwd[(2 * 3,)](a, b, c, 20, 40, 30, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                  c.stride(0), c.stride(1), da, db, dc.clone(), BLOCK_M=16, BLOCK_N=16,
+                  BLOCK_K=16, GROUP_M=1)
+    assert "re-parallelized" not in bwd.schedule()
+    assert_close("a (atomic mode)", da, dc.double() @ b.double().t(), 1e-2, 2e-2)
+
+
 def main(argv, checks=None):
     """Runs `checks` (name -> check; this module's by default)."""
     checks = CHECKS if checks is None else checks

@@ -1,0 +1,242 @@
+"""Backward of matmul-class kernels: tritonad's re-parallelized schedule against
+cuBLAS, torch.compile and the hand-written Triton backward.
+
+Workloads (fp16 and bf16 inputs, fp32 accumulation):
+
+  matmul    the tutorial's grouped matmul (benchmarks/bench.py matmul_fwd), square
+            sizes 1024 .. 8192, tiles BLOCK_M x BLOCK_N x BLOCK_K (default 128 x 128 x 64,
+            GROUP_M 8, 8 warps, 3 stages). Backward of
+              tritonad  tritonad.grad(matmul_fwd) launched on the forward's grid with the
+                        upstream gradient, into dA/dB as the launch path needs them
+                        (zero-filled unless the kernel's stores cover them: fills timed)
+              hand      the forward kernel on transposed views, same tiles:
+                        dA = dC @ B^T, dB = A^T @ dC (two launches)
+              cuBLAS    torch.autograd.grad of a @ b
+              compile   torch.compile of (dc @ b.T, a.T @ dc)
+  batched   a batched matmul with a 3-D grid (m tiles, n tiles, batch), 8 x 1024^3.
+
+Before timing: dA and dB are compared with an fp32 reference (max abs error / max |ref|)
+for tritonad, cuBLAS and hand; tritonad's result must be bitwise the same in two runs; the
+atomics left in the derived IR are counted.
+
+GPU time: the torch profiler's device time of every kernel, copy and fill of a call
+(benchmarks/user_level.py); wall time: triton.testing.do_bench.
+
+    python3 benchmarks/matmul.py [--out benchmarks/matmul.md] [--sizes 1024,2048]
+                                 [--dtypes fp16,bf16] [--blocks 128,128,64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+
+import torch
+import triton
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
+import bench  # noqa: E402  (matmul_fwd)
+import loops  # noqa: E402  (timing helpers)
+
+sys.path.insert(0, loops._TEST)
+from corpus.kernels import batched_matmul_kernel  # noqa: E402
+
+import tritonad  # noqa: E402
+
+DEVICE = "cuda"
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+matmul_bwd = tritonad.grad(bench.matmul_fwd)
+batched_bwd = tritonad.grad(batched_matmul_kernel)
+
+
+def atomics(bwd) -> int:
+    return (bwd.derived_ir() or "").count("tt.atomic_rmw")
+
+
+def matmul_case(n, dtype_name, blocks, opts, failures):
+    dtype = DTYPES[dtype_name]
+    BM, BN, BK = blocks
+    meta = dict(BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8)
+    launch = dict(num_warps=opts.warps, num_stages=opts.stages)
+    a = torch.randn(n, n, device=DEVICE, dtype=dtype)
+    b = torch.randn(n, n, device=DEVICE, dtype=dtype)
+    c = torch.empty(n, n, device=DEVICE, dtype=dtype)
+    dc = torch.randn(n, n, device=DEVICE, dtype=dtype)
+
+    def mm(x, y, out):
+        grid = (triton.cdiv(x.shape[0], BM) * triton.cdiv(y.shape[1], BN),)
+        bench.matmul_fwd[grid](x, y, out, x.shape[0], y.shape[1], x.shape[1], x.stride(0),
+                               x.stride(1), y.stride(0), y.stride(1), out.stride(0),
+                               out.stride(1), **meta, **launch)
+
+    mm(a, b, c)
+    grid = (triton.cdiv(n, BM) * triton.cdiv(n, BN),)
+    da, db = torch.empty_like(a), torch.empty_like(b)
+
+    def derived():
+        da.zero_()
+        db.zero_()
+        matmul_bwd[grid](a, b, c, n, n, n, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                         c.stride(0), c.stride(1), da, db, dc, **meta, **launch)
+
+    da_hand, db_hand = torch.empty_like(a), torch.empty_like(b)
+
+    def hand():
+        mm(dc, b.t(), da_hand)
+        mm(a.t(), dc, db_hand)
+
+    at, bt = a.clone().requires_grad_(), b.clone().requires_grad_()
+    ct = at @ bt
+    got = {}
+
+    def cublas():
+        got["da"], got["db"] = torch.autograd.grad(ct, (at, bt), dc, retain_graph=True)
+
+    compiled = torch.compile(lambda x, y, g: (g @ y.t(), x.t() @ g))
+
+    def compile_bwd():
+        return compiled(a, b, dc)
+
+    derived()
+    hand()
+    cublas()
+    torch.cuda.synchronize()
+    ref_a = dc.float() @ b.float().t()
+    ref_b = a.float().t() @ dc.float()
+    errors = {who: max(loops.rel_err(x, ref_a), loops.rel_err(y, ref_b))
+              for who, (x, y) in {"tritonad": (da, db), "hand": (da_hand, db_hand),
+                                  "cuBLAS": (got["da"], got["db"])}.items()}
+    first = (da.clone(), db.clone())
+    derived()
+    reproducible = torch.equal(first[0], da) and torch.equal(first[1], db)
+    if errors["tritonad"] > max(2 * errors["cuBLAS"], 1e-2):
+        failures.append(f"matmul {dtype_name} {n}: tritonad error {errors['tritonad']:.2e} vs "
+                        f"cuBLAS {errors['cuBLAS']:.2e}")
+    print(f"matmul {dtype_name} {n}^3, tiles {BM}x{BN}x{BK}: errors "
+          + ", ".join(f"{k} {v:.2e}" for k, v in errors.items())
+          + f"; reproducible {reproducible}; atomics in IR {atomics(matmul_bwd)}", flush=True)
+    loops.print_schedule(matmul_bwd)
+    times, parts = loops.time_calls([("tritonad", derived), ("hand", hand), ("cuBLAS", cublas),
+                                     ("compile", compile_bwd)])
+    return dict(workload=f"matmul {dtype_name}", size=f"{n}^3", tiles=f"{BM}x{BN}x{BK}",
+                times=times, parts=parts, errors=errors, reproducible=reproducible,
+                atomics=atomics(matmul_bwd))
+
+
+def batched_case(dtype_name, blocks, opts, failures, batches=8, n=1024):
+    dtype = DTYPES[dtype_name]
+    BM, BN, BK = blocks
+    meta = dict(BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK)
+    launch = dict(num_warps=opts.warps, num_stages=opts.stages)
+    a = torch.randn(batches, n, n, device=DEVICE, dtype=dtype)
+    b = torch.randn(batches, n, n, device=DEVICE, dtype=dtype)
+    c = torch.empty(batches, n, n, device=DEVICE, dtype=dtype)
+    dc = torch.randn_like(c)
+    grid = (triton.cdiv(n, BM), triton.cdiv(n, BN), batches)
+    strides = lambda t: (t.stride(0), t.stride(1), t.stride(2))  # noqa: E731
+    batched_matmul_kernel[grid](a, b, c, n, n, n, *strides(a), *strides(b), *strides(c), **meta,
+                             **launch)
+    da, db = torch.empty_like(a), torch.empty_like(b)
+
+    def derived():
+        da.zero_()
+        db.zero_()
+        batched_bwd[grid](a, b, c, n, n, n, *strides(a), *strides(b), *strides(c), da, db, dc,
+                          **meta, **launch)
+
+    at, bt = a.clone().requires_grad_(), b.clone().requires_grad_()
+    ct = torch.bmm(at, bt)
+    got = {}
+
+    def cublas():
+        got["da"], got["db"] = torch.autograd.grad(ct, (at, bt), dc, retain_graph=True)
+
+    derived()
+    cublas()
+    ref_a = torch.bmm(dc.float(), b.float().transpose(1, 2))
+    ref_b = torch.bmm(a.float().transpose(1, 2), dc.float())
+    errors = {"tritonad": max(loops.rel_err(da, ref_a), loops.rel_err(db, ref_b)),
+              "cuBLAS": max(loops.rel_err(got["da"], ref_a), loops.rel_err(got["db"], ref_b))}
+    if errors["tritonad"] > max(2 * errors["cuBLAS"], 1e-2):
+        failures.append(f"batched {dtype_name}: tritonad error {errors['tritonad']:.2e}")
+    print(f"batched matmul {dtype_name} {batches}x{n}^3: errors "
+          + ", ".join(f"{k} {v:.2e}" for k, v in errors.items()), flush=True)
+    loops.print_schedule(batched_bwd)
+    times, parts = loops.time_calls([("tritonad", derived), ("cuBLAS", cublas)])
+    return dict(workload=f"batched matmul {dtype_name}", size=f"{batches}x{n}^3",
+                tiles=f"{BM}x{BN}x{BK}", times=times, parts=parts, errors=errors,
+                reproducible=None, atomics=atomics(batched_bwd))
+
+
+def report(rows, opts, failures) -> str:
+    device = torch.cuda.get_device_name()
+    lines = [
+        "# Matmul-class backward: re-parallelized schedule",
+        "",
+        f"{device}; torch {torch.__version__}; triton {triton.__version__}. Command: "
+        f"`python3 benchmarks/matmul.py --out benchmarks/matmul.md` (warps {opts.warps}, "
+        f"stages {opts.stages}). GPU time per backward (torch profiler: kernels, copies, "
+        "fills) and wall time (do_bench), in us. Error: max |grad - fp32 reference| / "
+        "max |reference| over dA and dB.",
+        "",
+        "| workload | size | tiles | tritonad GPU | hand GPU | cuBLAS GPU | compile GPU | "
+        "tritonad / cuBLAS | tritonad / hand | tritonad wall | error tritonad / cuBLAS | "
+        "atomics | bitwise reproducible |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        t = row["times"]
+        gpu = lambda who: t[who][0] if who in t else float("nan")  # noqa: E731
+        lines.append(
+            f"| {row['workload']} | {row['size']} | {row['tiles']} | {gpu('tritonad'):.1f} | "
+            f"{gpu('hand'):.1f} | {gpu('cuBLAS'):.1f} | {gpu('compile'):.1f} | "
+            f"{gpu('tritonad') / gpu('cuBLAS'):.2f} | {gpu('tritonad') / gpu('hand'):.2f} | "
+            f"{t['tritonad'][1]:.1f} | {row['errors']['tritonad']:.2e} / "
+            f"{row['errors']['cuBLAS']:.2e} | {row['atomics']} | {row['reproducible']} |")
+    lines += ["", "Where tritonad's GPU time goes (us per call, largest first):", ""]
+    for row in rows:
+        lines.append(f"- {row['workload']} {row['size']}: {loops.top(row['parts']['tritonad'])}")
+    if failures:
+        lines += ["", "Failures:", ""] + [f"- {f}" for f in failures]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out")
+    parser.add_argument("--sizes", default="1024,2048,4096,8192")
+    parser.add_argument("--dtypes", default="fp16,bf16")
+    parser.add_argument("--blocks", default="128,128,64")
+    parser.add_argument("--warps", type=int, default=8)
+    parser.add_argument("--stages", type=int, default=3)
+    parser.add_argument("--no-batched", action="store_true")
+    opts = parser.parse_args()
+    blocks = tuple(int(v) for v in opts.blocks.split(","))
+    rows, failures = [], []
+    for dtype_name in opts.dtypes.split(","):
+        for n in (int(v) for v in opts.sizes.split(",")):
+            try:
+                rows.append(matmul_case(n, dtype_name, blocks, opts, failures))
+            except Exception:  # noqa: BLE001  (reported, the other rows still run)
+                failures.append(f"matmul {dtype_name} {n}: {traceback.format_exc()[-1500:]}")
+                print(failures[-1], flush=True)
+        if not opts.no_batched:
+            try:
+                rows.append(batched_case(dtype_name, blocks, opts, failures))
+            except Exception:  # noqa: BLE001
+                failures.append(f"batched {dtype_name}: {traceback.format_exc()[-1500:]}")
+                print(failures[-1], flush=True)
+    text = report(rows, opts, failures)
+    print(text)
+    if opts.out:
+        with open(opts.out, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
