@@ -1248,18 +1248,28 @@ def _regridded(schedule, *names):
 @check("regrid_matmul_random")
 def _():
     """Random sizes, tiles, group sizes and operand layouts (transposed views
-    included) for the tutorial's grouped matmul and a batched 3-D-grid one:
+    included) for the tutorial's grouped matmul, a batched 3-D-grid one, and
+    the batched one with its n tiles in a permuted program order (the launch
+    then reads each member's program id instead of computing its values):
     gradients against fp64 torch (tl.dot of fp32 is tf32: tolerances for an
-    11-bit mantissa over K <= 70), and the schedule must say re-parallelized."""
-    from corpus.kernels import batched_matmul_kernel, matmul_kernel
+    11-bit mantissa over K <= 70); the schedule must say re-parallelized."""
+    import inspect
 
-    for case in range(4):
+    from corpus.kernels import batched_matmul_kernel, matmul_kernel
+    from tritonad import _regrid
+
+    source = inspect.getsource(batched_matmul_kernel.fn).replace("@triton.jit\n", "")
+    source = source.replace("def batched_matmul_kernel(", "def permuted_matmul_kernel(")
+    source = source.replace("pid_n = tl.program_id(1)", "pid_n = tl.program_id(1)\n"
+                            "    pid_n = tl.where((pid_n ^ 1) < tl.cdiv(N, BLOCK_N), pid_n ^ 1, pid_n)")
+    permuted = jit_from_source(source, "permuted_matmul_kernel", {"tl": tl, "triton": triton})
+    for case in range(6):
         M, N, K = (int(v) for v in torch.randint(5, 70, (3,), generator=GEN))
         BM, BN, BK = (16 * int(v) for v in torch.randint(1, 3, (3,), generator=GEN))
         transposed = bool(torch.randint(0, 2, (1,), generator=GEN))
         a = randn(K, M).t() if transposed else randn(M, K)
         b = randn(K, N)
-        if case % 2 == 0:
+        if case % 3 == 0:
             group = int(torch.randint(1, 4, (1,), generator=GEN))
             c = torch.empty(M, N)
             grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
@@ -1270,21 +1280,28 @@ def _():
                      stride_cn=c.stride(1)),
                 dict(BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=group),
                 lambda a_ptr, b_ptr: {"c_ptr": a_ptr @ b_ptr}, rtol=1e-2, atol=2e-2)
+            expect_affine = True
         else:
+            kernel = batched_matmul_kernel if case % 3 == 1 else permuted
             batches = int(torch.randint(1, 4, (1,), generator=GEN))
             a = torch.stack([a] * batches) + randn(batches, M, K)
             b = randn(batches, K, N)
             c = torch.empty(batches, M, N)
             grid = (triton.cdiv(M, BM), triton.cdiv(N, BN), batches)
             bwd = kernel_gradients(
-                batched_matmul_kernel, grid, {"a_ptr": a, "b_ptr": b}, {"c_ptr": c},
+                kernel, grid, {"a_ptr": a, "b_ptr": b}, {"c_ptr": c},
                 dict(M=M, N=N, K=K, stride_ab=a.stride(0), stride_am=a.stride(1),
                      stride_ak=a.stride(2), stride_bb=b.stride(0), stride_bk=b.stride(1),
                      stride_bn=b.stride(2), stride_cb=c.stride(0), stride_cm=c.stride(1),
                      stride_cn=c.stride(2)),
                 dict(BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK),
                 lambda a_ptr, b_ptr: {"c_ptr": a_ptr @ b_ptr}, rtol=1e-2, atol=2e-2)
+            # (permuted n tiles: dA's members are not affine once there are 3 or more)
+            expect_affine = kernel is batched_matmul_kernel or triton.cdiv(N, BN) < 3
         _regridded(bwd.schedule(), "a_ptr", "b_ptr")
+        parts = _regrid.describe(_regrid.last_table)
+        assert len(parts) == 2 and all(p["programs"] > 0 for p in parts), parts
+        assert all(p["affine"] for p in parts) == expect_affine, (case, parts)
     # The atomic mode keeps the forward's schedule.
     bwd = tritonad.grad(matmul_kernel, mode="atomic")
     a, b, c = randn(20, 30), randn(30, 40), torch.empty(20, 40)

@@ -151,6 +151,11 @@ PYBIND11_MODULE(_C, m) {
             entry["lower"] = symbolicToPython(part.lower);
             entry["upper"] = symbolicToPython(part.upper);
             entry["step"] = symbolicToPython(part.step);
+            py::list frontier;
+            for (const auto &value : part.frontier)
+              frontier.append(symbolicToPython(value));
+            entry["affine"] = part.affine;
+            entry["frontier"] = frontier;
             parts.append(entry);
           }
           py::dict record;

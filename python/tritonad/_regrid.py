@@ -10,8 +10,12 @@ records, per re-parallelized shadow, as data: a *key*, integer expressions of
 the program ids, the scalar arguments and the grid, that the tile's addresses
 depend on the program through. This module evaluates the key for every
 program of the forward's grid (vectorized, on the host), groups the programs
-by it (each group in increasing program order: a fixed summation order), and
-passes the grouping to the kernel as ``tritonad_regrid`` (int32; layout in
+by it (each group in increasing program order: a fixed summation order),
+checks whether the values each member's contribution takes from its program
+are affine in its index within the group (then the kernel computes them, and
+the loads of its loop are affine in the loop's index, as in a hand-written
+one), and
+passes the grouping to the kernel as ``tritonad_regrid`` (int64; layout in
 cpp/include/tritonad/Coverage.h, ``Regrid``). The launch then has
 ``mainPrograms + sum(groups * trips)`` programs along axis 0.
 
@@ -27,7 +31,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 from tritonad import _coverage
 
-_HEADER, _PART_HEADER = 5, 5
+_HEADER, _PART_HEADER = 5, 9  # (cpp/lib/AutoDiff/Regrid.cpp: kHeader, PartWord)
 _CACHE: Dict[tuple, tuple] = {}
 _CACHE_LIMIT = 256
 
@@ -126,8 +130,39 @@ def record_of(kernel) -> Optional[dict]:
     return None
 
 
-def _table(record, arguments, grid) -> Tuple[list, int]:
-    """(the int32 words of tritonad_regrid, the number of programs to launch)."""
+def _affine(values, members, starts):
+    """(bases, deltas) where, in every group, the j-th member's values (one
+    column each) are base + j * delta; None otherwise."""
+    import torch
+
+    if values.shape[1] == 0:
+        return torch.zeros(len(starts) - 1, 0, dtype=torch.int64), []
+    ordered = values[members]
+    counts = starts[1:] - starts[:-1]
+    group_of = torch.repeat_interleave(torch.arange(len(counts)), counts)
+    index = torch.arange(len(members)) - starts[:-1][group_of]
+    bases = ordered[starts[:-1]]
+    pairs = counts >= 2
+    if bool(pairs.any()):
+        seconds = ordered[starts[:-1][pairs] + 1] - bases[pairs]
+        deltas = seconds[0]
+        if not bool((seconds == deltas).all()):
+            return None
+    else:
+        deltas = torch.zeros(values.shape[1], dtype=torch.int64)
+    if not bool((ordered == bases[group_of] + index[:, None] * deltas).all()):
+        return None
+    return bases, deltas.tolist()
+
+
+def _column(values, programs):
+    import torch
+
+    return torch.as_tensor(values, dtype=torch.int64).expand(programs)
+
+
+def _table(record, arguments, grid) -> Tuple["torch.Tensor", int]:
+    """(the int64 words of tritonad_regrid, the number of programs to launch)."""
     import torch
 
     gx, gy, gz = (list(grid) + [1, 1, 1])[:3]
@@ -139,36 +174,51 @@ def _table(record, arguments, grid) -> Tuple[list, int]:
     part_headers, arrays = [], []
     offset = _HEADER + _PART_HEADER * len(parts)
     total = header[0]
+
+    def place(array):
+        nonlocal offset
+        at = offset
+        arrays.append(array.reshape(-1))
+        offset += arrays[-1].numel()
+        return at
+
     for part in parts:
         try:
             lower, upper, step = (_coverage.evaluate(part[b], arguments, grid)
                                   for b in ("lower", "upper", "step"))
-            keys = [per_program(k, arguments, grid, ids) for k in part["key"]]
+            key = [_column(per_program(k, arguments, grid, ids), programs) for k in part["key"]]
+            frontier = [_column(per_program(v, arguments, grid, ids), programs)
+                        for v in part.get("frontier", [])]
         except (KeyError, TypeError, ZeroDivisionError) as error:
             raise RuntimeError(f"tritonad: cannot group the programs that add to "
                                f"{part['shadow']} with this launch's arguments ({error})") from None
         if step <= 0:
             raise RuntimeError(f"tritonad: the loop adding to {part['shadow']} has step {step}")
         trips = max(0, -(-(upper - lower) // step))
-        columns = [torch.as_tensor(k, dtype=torch.int64).expand(programs) for k in keys]
-        stacked = torch.stack(columns, dim=1) if columns else torch.zeros(programs, 1,
-                                                                          dtype=torch.int64)
-        if programs:
-            _, inverse = torch.unique(stacked, dim=0, return_inverse=True)
-            groups = int(inverse.max()) + 1
+        keys = torch.stack(key, dim=1) if key else torch.zeros(programs, 0, dtype=torch.int64)
+        if programs and key:
+            unique, inverse = torch.unique(keys, dim=0, return_inverse=True)
         else:
-            inverse, groups = torch.zeros(0, dtype=torch.int64), 0
+            unique = keys[:1]
+            inverse = torch.zeros(programs, dtype=torch.int64)
+        groups = len(unique)
         members = torch.argsort(inverse, stable=True)
         starts = torch.zeros(groups + 1, dtype=torch.int64)
         starts[1:] = torch.cumsum(torch.bincount(inverse, minlength=groups), 0)
-        part_headers += [groups * trips, groups, trips, offset, offset + programs]
-        arrays += [members, starts]
-        offset += programs + groups + 1
+        values = torch.stack(frontier, dim=1) if frontier else \
+            torch.zeros(programs, 0, dtype=torch.int64)
+        affine = _affine(values, members, starts) if part.get("affine") and groups else None
+        bases, deltas = affine if affine is not None else \
+            (torch.zeros(groups, 0, dtype=torch.int64), [])
+        at = [place(members), place(starts), place(unique), place(bases),
+              place(torch.tensor(deltas, dtype=torch.int64))]
+        part_headers += [groups * trips, groups, trips, at[0], at[1], at[2],
+                         int(affine is not None), at[3], at[4]]
         total += groups * trips
     words = torch.cat([torch.tensor(header + part_headers, dtype=torch.int64), *arrays])
-    if total >= 2**31 or (words.numel() and int(words.max()) >= 2**31):
+    if total >= 2**31 or offset >= 2**31:
         raise RuntimeError("tritonad: the re-parallelized launch needs more than 2**31 programs")
-    return words.to(torch.int32), total
+    return words, total
 
 
 def prepare(kernel, kwargs, grid: Sequence[int]) -> Optional[Tuple[int]]:
@@ -181,7 +231,8 @@ def prepare(kernel, kwargs, grid: Sequence[int]) -> Optional[Tuple[int]]:
     placeholder = kwargs["tritonad_regrid"]
     names = set()
     for part in record["parts"]:
-        for expression in [*part["key"], part["lower"], part["upper"], part["step"]]:
+        for expression in [*part["key"], *part.get("frontier", []), part["lower"],
+                           part["upper"], part["step"]]:
             _arguments_read(expression, names)
     values = tuple((n, kwargs.get(n)) for n in sorted(names))
     key = (json.dumps(record, sort_keys=True), tuple(int(g) for g in grid), values,
@@ -193,7 +244,21 @@ def prepare(kernel, kwargs, grid: Sequence[int]) -> Optional[Tuple[int]]:
             _CACHE.pop(next(iter(_CACHE)))
         cached = _CACHE[key] = (words.to(placeholder.device), total)
     kwargs["tritonad_regrid"] = cached[0]
+    global last_table
+    last_table = cached[0]
     return (cached[1],)
+
+
+last_table = None  # the table of the latest re-parallelized launch (for describe)
+
+
+def describe(words) -> list:
+    """Per part of a table: {'programs', 'groups', 'trips', 'affine'} (how the
+    part sums its groups: computed member values, or each member's id read)."""
+    words = [int(w) for w in words[:_HEADER + _PART_HEADER * int(words[4])]]
+    return [dict(programs=h[0], groups=h[1], trips=h[2], affine=bool(h[6]))
+            for h in (words[_HEADER + _PART_HEADER * i:_HEADER + _PART_HEADER * (i + 1)]
+                      for i in range(words[4]))]
 
 
 @functools.lru_cache(maxsize=None)
@@ -202,4 +267,4 @@ def placeholder(device):
     replaces before the launch."""
     import torch
 
-    return torch.zeros(16, dtype=torch.int32, device=device)
+    return torch.zeros(16, dtype=torch.int64, device=device)

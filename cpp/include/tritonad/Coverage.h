@@ -70,16 +70,24 @@ struct LoopTape {
 /// contributions in registers and adds the sum once.
 struct RegridPart {
   std::string shadow;
-  std::vector<SymbolicInt> key;    // per program: ProgramId leaves
-  SymbolicInt lower, upper, step;  // the loop's bounds, the same for every program
+  std::vector<SymbolicInt> key;   // per program: ProgramId leaves
+  SymbolicInt lower, upper, step; // the loop's bounds, the same for every program
+  /// Where `affine`: the values the contribution takes from the program; when,
+  /// in every group, the j-th member's are base + j * delta (one delta per
+  /// value), the part computes them instead of reading each member's id.
+  bool affine = false;
+  std::vector<SymbolicInt> frontier;
 };
 
-/// The layout of `tritonad_regrid` (int32), which the launch path fills:
-/// [mainPrograms, gridX, gridY, gridZ, parts, then per part: programs,
-/// groups, trips, members offset, group starts offset], then the arrays.
-/// Programs [0, mainPrograms) of the launch run the forward's schedule
-/// (mainPrograms = the forward's grid when `mainPart`, else 0), the next
-/// ones the parts in order.
+/// The layout of `tritonad_regrid` (int64 words), which the launch path fills:
+/// [mainPrograms, gridX, gridY, gridZ, parts], then per part [programs,
+/// groups, trips, members at, group starts at, keys at, affine (0/1), bases at,
+/// deltas at], then the arrays: members (program ids, grouped, increasing
+/// within a group), group starts (groups + 1), keys (groups x key values),
+/// bases (groups x frontier values of the first member), deltas (one per
+/// frontier value). Programs [0, mainPrograms) of the launch run the
+/// forward's schedule (mainPrograms = the forward's grid when `mainPart`,
+/// else 0), the next ones the parts in order.
 struct Regrid {
   bool mainPart = true;
   std::vector<RegridPart> parts;

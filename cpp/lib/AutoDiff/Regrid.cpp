@@ -20,8 +20,12 @@ namespace tt = mlir::triton;
 namespace tritonad {
 namespace {
 
-constexpr int kHeader = 5;       // mainPrograms, gridX, gridY, gridZ, parts
-constexpr int kPartHeader = 5;   // programs, groups, trips, members at, group starts at
+// The table's layout (int64 words), which python/tritonad/_regrid.py writes.
+constexpr int kHeader = 5; // mainPrograms, gridX, gridY, gridZ, parts
+enum PartWord {
+  kPrograms, kGroups, kTrips, kMembersAt, kStartsAt, kKeysAt, kAffine, kBasesAt, kDeltasAt,
+  kPartHeader
+};
 
 std::string where(Operation *op) {
   return op->getName().getStringRef().str() + " at " + locationText(op->getLoc());
@@ -33,8 +37,17 @@ struct Part {
   scf::ForOp loop;
   std::string shadow;
   SmallVector<Operation *> valueOps;   // the contribution, in program order
-  SmallVector<Operation *> addressOps; // addresses and mask, in program order
   SmallVector<Operation *> boundOps;   // the loop's bounds
+  // Addresses and mask from the key (the group's words of the table).
+  SmallVector<Value> key;
+  SmallVector<Operation *> addressOps;
+  // The contribution from the frontier (a member's values, base + j * delta
+  // when the launch finds them affine in the member's index j); empty
+  // `frontierOps` and `affine` false where some frontier value cannot be
+  // evaluated on the host.
+  SmallVector<Value> frontier;
+  SmallVector<Operation *> frontierOps;
+  bool affine = false;
   RegridPart data;
 };
 
@@ -42,9 +55,10 @@ struct Part {
 // the induction variable of `loop`: ops of the entry block and of the loop's
 // body, side-effect free or loads, no results of loops or branches.
 LogicalResult collectSlice(ArrayRef<Value> roots, Block &entry, scf::ForOp loop,
-                           llvm::SetVector<Operation *> &ops, std::string &why) {
+                           llvm::SetVector<Operation *> &ops, std::string &why,
+                           ArrayRef<Value> leaves = {}) {
   SmallVector<Value> work(roots.begin(), roots.end());
-  DenseSet<Value> seen;
+  DenseSet<Value> seen(leaves.begin(), leaves.end());
   while (!work.empty()) {
     Value value = work.pop_back_val();
     if (!value || !seen.insert(value).second)
@@ -89,10 +103,13 @@ SmallVector<Operation *> inProgramOrder(const llvm::SetVector<Operation *> &ops,
   return sorted;
 }
 
-// The integer scalars through which the addresses and mask of `atomic` depend
-// on the program: the first pid-dependent scalars met walking back from them.
-LogicalResult collectKey(ArrayRef<Value> roots, ArrayRef<Operation *> sliceInOrder,
-                         llvm::SetVector<Value> &key, std::string &why) {
+// The integer scalars through which `roots` depend on the program: walking
+// back from them, the first pid-dependent integer scalars met. A load whose
+// addresses depend on the program is walked through (`throughLoads`: the copy
+// recomputes its addresses) or refused (a key must not depend on data).
+LogicalResult collectFrontier(ArrayRef<Value> roots, ArrayRef<Operation *> sliceInOrder,
+                              bool throughLoads, llvm::SetVector<Value> &frontier,
+                              std::string &why) {
   DenseSet<Operation *> onProgram;
   for (Operation *op : sliceInOrder) {
     bool depends = isa<tt::GetProgramIdOp>(op);
@@ -114,10 +131,10 @@ LogicalResult collectKey(ArrayRef<Value> roots, ArrayRef<Operation *> sliceInOrd
     if (!def || !onProgram.contains(def))
       continue;
     if (isa<IntegerType>(value.getType())) {
-      key.insert(value);
+      frontier.insert(value);
       continue;
     }
-    if (isa<tt::LoadOp>(def)) {
+    if (isa<tt::LoadOp>(def) && !throughLoads) {
       why = "its addresses depend on data the program loads (" + where(def) + ")";
       return failure();
     }
@@ -129,18 +146,33 @@ LogicalResult collectKey(ArrayRef<Value> roots, ArrayRef<Operation *> sliceInOrd
   return success();
 }
 
-// Reads header word `index` (an i32 value or constant) of the table.
-Value readTable(OpBuilder &b, Location loc, Value table, Value index) {
-  Value at = tt::AddPtrOp::create(b, loc, table.getType(), table, index);
-  return createLoad(b, loc, at, Value(), Value());
-}
-
 Value i32(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(value));
 }
 
-Value readTable(OpBuilder &b, Location loc, Value table, int64_t index) {
-  return readTable(b, loc, table, i32(b, loc, index));
+// Word `index` (i32) of the int64 table.
+Value readWord(OpBuilder &b, Location loc, Value table, Value index) {
+  Value at = tt::AddPtrOp::create(b, loc, table.getType(), table, index);
+  return createLoad(b, loc, at, Value(), Value());
+}
+
+// A word as a value of integer type `type` (i1: nonzero).
+Value wordAs(OpBuilder &b, Location loc, Value word, Type type) {
+  if (type.isInteger(1))
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, word,
+                                 arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)));
+  if (type.getIntOrFloatBitWidth() < 64)
+    return arith::TruncIOp::create(b, loc, type, word);
+  return word;
+}
+
+// A header word (counts and offsets: i32).
+Value readI32(OpBuilder &b, Location loc, Value table, Value index) {
+  return wordAs(b, loc, readWord(b, loc, table, index), b.getI32Type());
+}
+
+Value readI32(OpBuilder &b, Location loc, Value table, int64_t index) {
+  return readI32(b, loc, table, i32(b, loc, index));
 }
 
 struct Grid {
@@ -181,15 +213,57 @@ Type accumulatorElement(Type gradient, OpBuilder &b) {
   return gradient.getIntOrFloatBitWidth() < 32 ? b.getF32Type() : gradient;
 }
 
+// The contribution of one member, added to `accumulator`: `contribution`'s
+// ops cloned with `mapping`; a dot of zeros plus a rounding
+// (`truncf(dot(a, b, 0))`) becomes `dot(a, b, accumulator)`.
+struct Summand {
+  Value contribution; // the value to sum (the rounding stripped)
+  tt::DotOp fused;    // or null
+  SmallVector<Operation *, 2> skip;
+  Type element; // what the sum is kept in
+};
+
+Summand summandOf(OpBuilder &b, tt::AtomicRMWOp atomic) {
+  Summand summand;
+  summand.contribution = atomic.getVal();
+  Type gradient = getElementTypeOrSelf(summand.contribution.getType());
+  summand.element = accumulatorElement(gradient, b);
+  if (auto trunc = summand.contribution.getDefiningOp<arith::TruncFOp>();
+      trunc && getElementTypeOrSelf(trunc.getIn().getType()) == summand.element &&
+      summand.contribution.hasOneUse()) {
+    summand.skip.push_back(trunc);
+    summand.contribution = trunc.getIn();
+  }
+  auto dot = summand.contribution.getDefiningOp<tt::DotOp>();
+  if (dot && matchPattern(dot.getC(), m_AnyZeroFloat()) && summand.contribution.hasOneUse() &&
+      getElementTypeOrSelf(dot.getType()) == summand.element) {
+    summand.fused = dot;
+    summand.skip.push_back(dot);
+  }
+  return summand;
+}
+
+Value addSummand(OpBuilder &b, Location loc, const Summand &summand, IRMapping &mapping,
+                 Value accumulator) {
+  if (summand.fused) {
+    Operation *dot = b.clone(*summand.fused, mapping);
+    dot->setOperand(2, accumulator);
+    return dot->getResult(0);
+  }
+  Value value = castFloat(b, loc, mapping.lookupOrDefault(summand.contribution), summand.element);
+  return arith::AddFOp::create(b, loc, accumulator, value);
+}
+
 // Emits part `index`: program `q` of it owns (group q / trips, iteration
 // q % trips), loops over the group's forward programs summing their
 // contributions, and adds the sum once.
 void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value table,
               const Grid &grid) {
   int at = kHeader + kPartHeader * index;
-  Value trips = readTable(b, loc, table, at + 2);
-  Value membersAt = readTable(b, loc, table, at + 3);
-  Value startsAt = readTable(b, loc, table, at + 4);
+  auto word = [&](PartWord w) { return readI32(b, loc, table, at + w); };
+  auto add = [&](Value x, Value y) { return arith::AddIOp::create(b, loc, x, y).getResult(); };
+  auto mul = [&](Value x, Value y) { return arith::MulIOp::create(b, loc, x, y).getResult(); };
+  Value trips = word(kTrips);
   Value iteration = arith::RemSIOp::create(b, loc, q, trips);
   Value group = arith::DivSIOp::create(b, loc, q, trips);
 
@@ -206,59 +280,80 @@ void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value 
     k = arith::ExtSIOp::create(b, loc, ivType, k);
   Value iv = arith::AddIOp::create(b, loc, lower, arith::MulIOp::create(b, loc, k, step));
 
-  Value groupAt = arith::AddIOp::create(b, loc, startsAt, group);
-  Value first = readTable(b, loc, table, groupAt);
-  Value last = readTable(b, loc, table, arith::AddIOp::create(b, loc, groupAt, i32(b, loc, 1)));
+  Value groupAt = add(word(kStartsAt), group);
+  Value first = readI32(b, loc, table, groupAt);
+  Value last = readI32(b, loc, table, add(groupAt, i32(b, loc, 1)));
 
-  // The contribution, summed over the group in registers. A dot of zeros
-  // plus a rounding (`truncf(dot(a, b, 0))`) becomes `dot(a, b, acc)`.
-  Value contribution = part.atomic.getVal();
-  auto gradientType = cast<RankedTensorType>(contribution.getType());
-  Type element = accumulatorElement(gradientType.getElementType(), b);
-  SmallVector<Operation *, 2> skip; // (the rounding and the dot, emitted here)
-  if (auto trunc = contribution.getDefiningOp<arith::TruncFOp>();
-      trunc && getElementTypeOrSelf(trunc.getIn().getType()) == element &&
-      contribution.hasOneUse()) {
-    skip.push_back(trunc);
-    contribution = trunc.getIn();
-  }
-  auto fused = contribution.getDefiningOp<tt::DotOp>();
-  if (fused && !(matchPattern(fused.getC(), m_AnyZeroFloat()) && contribution.hasOneUse() &&
-                 getElementTypeOrSelf(fused.getType()) == element))
-    fused = nullptr;
-  if (fused)
-    skip.push_back(fused);
-  auto accumulatorType = gradientType.clone(element);
+  Summand summand = summandOf(b, part.atomic);
+  auto gradientType = cast<RankedTensorType>(part.atomic.getVal().getType());
+  auto accumulatorType = gradientType.clone(summand.element);
   Value initial = createZero(b, loc, accumulatorType);
-  auto loop = scf::ForOp::create(b, loc, first, last, i32(b, loc, 1), ValueRange{initial});
-  {
+
+  // Member j's frontier values are base + j * delta: the addresses of its
+  // loads are affine in j, as in a hand-written loop.
+  auto sumAffine = [&]() -> Value {
+    int count = part.frontier.size();
+    Value basesAt = add(word(kBasesAt), mul(group, i32(b, loc, count)));
+    Value deltasAt = word(kDeltasAt);
+    SmallVector<Value> bases, deltas;
+    for (int i = 0; i < count; ++i) {
+      bases.push_back(readWord(b, loc, table, add(basesAt, i32(b, loc, i))));
+      deltas.push_back(readWord(b, loc, table, add(deltasAt, i32(b, loc, i))));
+    }
+    auto loop = scf::ForOp::create(b, loc, i32(b, loc, 0), arith::SubIOp::create(b, loc, last, first),
+                                   i32(b, loc, 1), ValueRange{initial});
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
-    Value accumulator = loop.getRegionIterArgs()[0];
-    Value member = readTable(b, loc, table,
-                             arith::AddIOp::create(b, loc, membersAt, loop.getInductionVar()));
+    Value j = arith::ExtSIOp::create(b, loc, b.getI64Type(), loop.getInductionVar());
+    IRMapping mapping;
+    mapping.map(part.loop.getInductionVar(), iv);
+    for (auto [value, base, delta] : llvm::zip(part.frontier, bases, deltas)) {
+      Value word = arith::AddIOp::create(b, loc, base, arith::MulIOp::create(b, loc, j, delta));
+      mapping.map(value, wordAs(b, loc, word, value.getType()));
+    }
+    cloneWithPrograms(b, part.frontierOps, mapping, {zero, zero, zero}, grid, summand.skip);
+    scf::YieldOp::create(b, loc, addSummand(b, loc, summand, mapping, loop.getRegionIterArgs()[0]));
+    return loop.getResult(0);
+  };
+  // Any grouping: each member's program id from the table, and the kernel's
+  // own arithmetic from it.
+  auto sumMembers = [&]() -> Value {
+    Value membersAt = word(kMembersAt);
+    auto loop = scf::ForOp::create(b, loc, first, last, i32(b, loc, 1), ValueRange{initial});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value member = readI32(b, loc, table, add(membersAt, loop.getInductionVar()));
     IRMapping mapping;
     mapping.map(part.loop.getInductionVar(), iv);
     cloneWithPrograms(b, part.valueOps, mapping, programIdsOf(b, loc, member, grid), grid,
-                      skip);
-    Value next;
-    if (fused) {
-      Operation *dot = b.clone(*fused, mapping);
-      dot->setOperand(2, accumulator);
-      next = dot->getResult(0);
-    } else {
-      Value value = castFloat(b, loc, mapping.lookupOrDefault(contribution), element);
-      next = arith::AddFOp::create(b, loc, accumulator, value);
-    }
-    scf::YieldOp::create(b, loc, next);
+                      summand.skip);
+    scf::YieldOp::create(b, loc, addSummand(b, loc, summand, mapping, loop.getRegionIterArgs()[0]));
+    return loop.getResult(0);
+  };
+  Value sum;
+  if (part.affine) {
+    Value affine = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, word(kAffine), zero);
+    auto branch = scf::IfOp::create(b, loc, TypeRange{accumulatorType}, affine,
+                                    /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(branch.thenBlock());
+    scf::YieldOp::create(b, loc, sumAffine());
+    b.setInsertionPointToStart(branch.elseBlock());
+    scf::YieldOp::create(b, loc, sumMembers());
+    sum = branch.getResult(0);
+  } else {
+    sum = sumMembers();
   }
-  // Addresses and mask depend on the program only through the key, which
-  // every member shares: take the group's first.
+
+  // Addresses and mask from the group's key.
   IRMapping mapping;
   mapping.map(part.loop.getInductionVar(), iv);
-  Value member = readTable(b, loc, table, arith::AddIOp::create(b, loc, membersAt, first));
-  cloneWithPrograms(b, part.addressOps, mapping, programIdsOf(b, loc, member, grid), grid);
-  Value sum = castFloat(b, loc, loop.getResult(0), gradientType.getElementType());
+  Value keysAt = add(word(kKeysAt), mul(group, i32(b, loc, part.key.size())));
+  for (auto [i, value] : llvm::enumerate(part.key))
+    mapping.map(value, wordAs(b, loc, readWord(b, loc, table, add(keysAt, i32(b, loc, i))),
+                              value.getType()));
+  cloneWithPrograms(b, part.addressOps, mapping, {zero, zero, zero}, grid);
+  sum = castFloat(b, loc, sum, gradientType.getElementType());
   Value mask = part.atomic.getMask() ? mapping.lookupOrDefault(part.atomic.getMask()) : Value();
   createAtomicAdd(b, loc, mapping.lookupOrDefault(part.atomic.getPtr()), sum, mask);
 }
@@ -266,7 +361,7 @@ void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value 
 // scf.if (q < programs of part i) { part i } else { the next parts, q - programs }
 void emitParts(OpBuilder &b, Location loc, MutableArrayRef<Part> parts, int index, Value q, Value table,
                const Grid &grid) {
-  Value programs = readTable(b, loc, table, kHeader + kPartHeader * index);
+  Value programs = readI32(b, loc, table, kHeader + kPartHeader * index + kPrograms);
   Value inPart = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, q, programs);
   bool last = index + 1 == static_cast<int>(parts.size());
   auto branch = scf::IfOp::create(b, loc, inPart, /*withElseRegion=*/!last);
@@ -322,7 +417,8 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows,
   Block &entry = kernel.getBody().front();
   Value table;
   for (BlockArgument arg : entry.getArguments())
-    if (argumentName(arg) == kRegridArgument)
+    if (auto type = dyn_cast<tt::PointerType>(arg.getType());
+        type && type.getPointeeType().isInteger(64) && argumentName(arg) == kRegridArgument)
       table = arg;
   if (!table || !llvm::hasSingleElement(kernel.getBody()))
     return;
@@ -387,9 +483,9 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows,
         continue;
       }
       part.valueOps = inProgramOrder(valueSlice, entry);
-      part.addressOps = inProgramOrder(addressSlice, entry);
-      llvm::SetVector<Value> key;
-      if (failed(collectKey(addressRoots, part.addressOps, key, why))) {
+      SmallVector<Operation *> addressOps = inProgramOrder(addressSlice, entry);
+      llvm::SetVector<Value> key, frontier;
+      if (failed(collectFrontier(addressRoots, addressOps, /*throughLoads=*/false, key, why))) {
         refuse(why);
         continue;
       }
@@ -404,6 +500,37 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows,
         }
         part.data.key.push_back(std::move(*symbol));
       }
+      part.key.assign(key.begin(), key.end());
+      llvm::SetVector<Operation *> fromKey, fromFrontier;
+      if (symbolic && failed(collectSlice(addressRoots, entry, loop, fromKey, why, part.key))) {
+        refuse(why);
+        continue;
+      }
+      part.addressOps = inProgramOrder(fromKey, entry);
+      // The fast path needs every value the contribution takes from the
+      // program to be computable on the host.
+      if (symbolic &&
+          succeeded(collectFrontier({atomic.getVal()}, part.valueOps, /*throughLoads=*/true,
+                                    frontier, why))) {
+        part.affine = true;
+        for (Value value : frontier) {
+          std::optional<SymbolicInt> symbol = symbolize(value, /*programIds=*/true);
+          part.affine &= symbol.has_value();
+          if (symbol)
+            part.data.frontier.push_back(std::move(*symbol));
+        }
+        part.frontier.assign(frontier.begin(), frontier.end());
+        part.affine = part.affine &&
+                      succeeded(collectSlice({atomic.getVal()}, entry, loop, fromFrontier, why,
+                                             part.frontier));
+        part.frontierOps = inProgramOrder(fromFrontier, entry);
+        if (!part.affine) {
+          part.data.frontier.clear();
+          part.frontier.clear();
+          part.frontierOps.clear();
+        }
+      }
+      part.data.affine = part.affine;
       if (!symbolic)
         continue;
       std::optional<SymbolicInt> lower = symbolize(loop.getLowerBound());
@@ -436,9 +563,8 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows,
   OpBuilder b(&entry, entry.begin());
   auto xAxis = tt::ProgramIDDimAttr::get(b.getContext(), tt::ProgramIDDim::X);
   Value linear = tt::GetProgramIdOp::create(b, loc, b.getI32Type(), xAxis);
-  Value mainPrograms = readTable(b, loc, table, 0);
-  Grid grid{readTable(b, loc, table, 1), readTable(b, loc, table, 2),
-            readTable(b, loc, table, 3)};
+  Value mainPrograms = readI32(b, loc, table, 0);
+  Grid grid{readI32(b, loc, table, 1), readI32(b, loc, table, 2), readI32(b, loc, table, 3)};
   Value inMain = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, linear, mainPrograms);
   auto branch = scf::IfOp::create(b, loc, inMain, /*withElseRegion=*/true);
   {

@@ -15,9 +15,10 @@
 // REMARK: remark: nothing remains in the forward's schedule
 
 // CHECK-LABEL: tt.func public @bwd
-// CHECK-SAME: %{{[^:]+}}: !tt.ptr<i32>)
+// CHECK-SAME: %{{[^:]+}}: !tt.ptr<i64>)
 // CHECK: %[[LIN:.+]] = tt.get_program_id x
-// CHECK: %[[MAIN:.+]] = tt.load {{.*}} : !tt.ptr<i32>
+// CHECK: %[[MAIN64:.+]] = tt.load {{.*}} : !tt.ptr<i64>
+// CHECK: %[[MAIN:.+]] = arith.trunci %[[MAIN64]]
 // CHECK: %[[IN:.+]] = arith.cmpi slt, %[[LIN]], %[[MAIN]]
 // CHECK: scf.if %[[IN]] {
 // The forward's schedule, its ids decoded from the linear id, without the atomic.
@@ -27,17 +28,27 @@
 // CHECK: scf.if
 // CHECK: %[[ITER:.+]] = arith.remsi %[[Q]], %[[TRIPS:.+]] : i32
 // CHECK: %[[GROUP:.+]] = arith.divsi %[[Q]], %[[TRIPS]] : i32
-// CHECK: %[[SUM:.+]] = scf.for %[[J:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[ACC:.+]] = %{{.+}}) -> (tensor<16x16xf32>)
-// CHECK:   %[[MEMBER:.+]] = tt.load {{.*}} : !tt.ptr<i32>
-// CHECK:   tt.load {{.*}} : tensor<16x16x!tt.ptr<f32>>
-// CHECK-NOT: tt.atomic_rmw
+// When the launch finds every member's values affine in its index j (the
+// table's affine word), the loop computes them: no table read inside it.
+// CHECK: %[[SUM:.+]] = scf.if %{{.+}} -> (tensor<16x16xf32>) {
+// CHECK: scf.for %[[J:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[ACC:.+]] = %{{.+}}) -> (tensor<16x16xf32>)
+// CHECK:   %[[J64:.+]] = arith.extsi %[[J]] : i32 to i64
+// CHECK:   arith.muli %[[J64]], %{{.+}} : i64
+// CHECK-NOT: !tt.ptr<i64>
 // CHECK:   %[[D:.+]] = tt.dot %{{.+}}, %{{.+}}, %[[ACC]]
 // CHECK:   scf.yield %[[D]]
+// Otherwise each member's program id is read and decoded.
+// CHECK: } else {
+// CHECK: scf.for %{{.+}} iter_args(%[[ACC2:.+]] = %{{.+}}) -> (tensor<16x16xf32>)
+// CHECK:   %[[MEMBER:.+]] = tt.load {{.*}} : !tt.ptr<i64>
+// CHECK-NOT: tt.atomic_rmw
+// CHECK:   tt.dot %{{.+}}, %{{.+}}, %[[ACC2]]
+// The tile's addresses from the group's key, one add per element.
 // CHECK: tt.atomic_rmw fadd, relaxed, gpu, %{{.+}}, %[[SUM]]
 // CHECK-NOT: tt.atomic_rmw
 // CHECK: tt.return
 module {
-  tt.func public @bwd(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %dc: !tt.ptr<f32> loc("dc"), %n: i32 loc("n"), %k: i32 loc("k"), %table: !tt.ptr<i32> loc("tritonad_regrid")) {
+  tt.func public @bwd(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %dc: !tt.ptr<f32> loc("dc"), %n: i32 loc("n"), %k: i32 loc("k"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
     %c0 = arith.constant 0 : i32
     %c1 = arith.constant 1 : i32
     %c16 = arith.constant 16 : i32
@@ -99,7 +110,7 @@ module {
 // CHECK-NOT: scf.if
 // CHECK: tt.atomic_rmw
 module {
-  tt.func public @gather(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %idx: !tt.ptr<i32> loc("idx"), %k: i32 loc("k"), %table: !tt.ptr<i32> loc("tritonad_regrid")) {
+  tt.func public @gather(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %idx: !tt.ptr<i32> loc("idx"), %k: i32 loc("k"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
     %c0 = arith.constant 0 : i32
     %c1 = arith.constant 1 : i32
     %zero = arith.constant dense<0.000000e+00> : tensor<16x16xf32>
@@ -134,7 +145,7 @@ module {
 // CHECK-NOT: scf.if
 // CHECK: tt.atomic_rmw
 module {
-  tt.func public @causal(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %table: !tt.ptr<i32> loc("tritonad_regrid")) {
+  tt.func public @causal(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
     %c0 = arith.constant 0 : i32
     %c1 = arith.constant 1 : i32
     %zero = arith.constant dense<0.000000e+00> : tensor<16x16xf32>
@@ -166,7 +177,7 @@ module {
 // CHECK-NOT: scf.if
 // CHECK: tt.atomic_rmw
 module {
-  tt.func public @hazard(%db: !tt.ptr<f32> loc("db"), %da: !tt.ptr<f32> loc("da"), %k: i32 loc("k"), %table: !tt.ptr<i32> loc("tritonad_regrid")) {
+  tt.func public @hazard(%db: !tt.ptr<f32> loc("db"), %da: !tt.ptr<f32> loc("da"), %k: i32 loc("k"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
     %c0 = arith.constant 0 : i32
     %c1 = arith.constant 1 : i32
     %zero = arith.constant dense<0.000000e+00> : tensor<16x16xf32>

@@ -16,7 +16,7 @@
 
 namespace tritonad {
 
-/// The name of the kernel argument (`!tt.ptr<i32>`) through which the launch
+/// The name of the kernel argument (`!tt.ptr<i64>`) through which the launch
 /// path passes the grouping (layout: `Regrid` in Coverage.h).
 inline constexpr const char *kRegridArgument = "tritonad_regrid";
 
