@@ -166,6 +166,52 @@ Value wordAs(OpBuilder &b, Location loc, Value word, Type type) {
   return word;
 }
 
+// The largest power of two (at most 2^16) that divides every value `value`
+// can take, from its arithmetic (Triton's AxisInfo reasons the same way): a
+// value read from the table keeps what the expression it replaces guaranteed,
+// so the loads it addresses stay vectorizable (and pipelineable).
+int64_t divisibilityOf(Value value, int depth = 0) {
+  constexpr int64_t kMost = 1 << 16;
+  if (depth > 32)
+    return 1;
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto function = dyn_cast<tt::FuncOp>(arg.getOwner()->getParentOp());
+    if (!function)
+      return 1;
+    auto hint = function.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), "tt.divisibility");
+    return hint ? std::min<int64_t>(hint.getInt(), kMost) : 1;
+  }
+  APInt constant;
+  if (matchPattern(value, m_ConstantInt(&constant))) {
+    int64_t c = constant.getSExtValue();
+    return c == 0 ? kMost : std::min<int64_t>(c & -c, kMost);
+  }
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return 1;
+  auto of = [&](int i) { return divisibilityOf(def->getOperand(i), depth + 1); };
+  if (isa<arith::MulIOp>(def))
+    return std::min<int64_t>(of(0) * of(1), kMost);
+  if (isa<arith::AddIOp, arith::SubIOp>(def))
+    return std::min(of(0), of(1));
+  if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp>(def))
+    return of(0);
+  if (isa<arith::SelectOp>(def))
+    return std::min(of(1), of(2));
+  return 1;
+}
+
+// `word` (mapped for `original`) with `original`'s divisibility as Triton's hint.
+Value withDivisibility(OpBuilder &b, Value word, Value original) {
+  int64_t divisibility = divisibilityOf(original);
+  Operation *def = word.getDefiningOp();
+  if (divisibility > 1 && def && !original.getType().isInteger(1))
+    def->setDiscardableAttr("tt.divisibility",
+                            DenseElementsAttr::get(RankedTensorType::get({1}, b.getI32Type()),
+                                                   {static_cast<int32_t>(divisibility)}));
+  return word;
+}
+
 // A header word (counts and offsets: i32).
 Value readI32(OpBuilder &b, Location loc, Value table, Value index) {
   return wordAs(b, loc, readWord(b, loc, table, index), b.getI32Type());
@@ -309,7 +355,7 @@ void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value 
     mapping.map(part.loop.getInductionVar(), iv);
     for (auto [value, base, delta] : llvm::zip(part.frontier, bases, deltas)) {
       Value word = arith::AddIOp::create(b, loc, base, arith::MulIOp::create(b, loc, j, delta));
-      mapping.map(value, wordAs(b, loc, word, value.getType()));
+      mapping.map(value, withDivisibility(b, wordAs(b, loc, word, value.getType()), value));
     }
     cloneWithPrograms(b, part.frontierOps, mapping, {zero, zero, zero}, grid, summand.skip);
     scf::YieldOp::create(b, loc, addSummand(b, loc, summand, mapping, loop.getRegionIterArgs()[0]));
@@ -350,8 +396,11 @@ void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value 
   mapping.map(part.loop.getInductionVar(), iv);
   Value keysAt = add(word(kKeysAt), mul(group, i32(b, loc, part.key.size())));
   for (auto [i, value] : llvm::enumerate(part.key))
-    mapping.map(value, wordAs(b, loc, readWord(b, loc, table, add(keysAt, i32(b, loc, i))),
-                              value.getType()));
+    mapping.map(value, withDivisibility(
+                           b,
+                           wordAs(b, loc, readWord(b, loc, table, add(keysAt, i32(b, loc, i))),
+                                  value.getType()),
+                           value));
   cloneWithPrograms(b, part.addressOps, mapping, {zero, zero, zero}, grid);
   sum = castFloat(b, loc, sum, gradientType.getElementType());
   Value mask = part.atomic.getMask() ? mapping.lookupOrDefault(part.atomic.getMask()) : Value();

@@ -34,6 +34,8 @@
 // CHECK: scf.for %[[J:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[ACC:.+]] = %{{.+}}) -> (tensor<16x16xf32>)
 // CHECK:   %[[J64:.+]] = arith.extsi %[[J]] : i32 to i64
 // CHECK:   arith.muli %[[J64]], %{{.+}} : i64
+// (what the replaced pid * 16 guaranteed, for Triton's vectorization)
+// CHECK:   arith.trunci %{{.+}} {tt.divisibility = dense<16> : tensor<1xi32>} : i64 to i32
 // CHECK-NOT: !tt.ptr<i64>
 // CHECK:   %[[D:.+]] = tt.dot %{{.+}}, %{{.+}}, %[[ACC]]
 // CHECK:   scf.yield %[[D]]
