@@ -11,6 +11,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 
 #include "llvm/ADT/SetVector.h"
 
@@ -300,6 +302,120 @@ Value addSummand(OpBuilder &b, Location loc, const Summand &summand, IRMapping &
   return arith::AddFOp::create(b, loc, accumulator, value);
 }
 
+// A value of a loop as base + j * step (j the induction variable), base and
+// step defined before the loop; a null step is zero.
+struct Linear {
+  Value base, step;
+};
+
+Value zeroLike(OpBuilder &b, Location loc, Type type) {
+  Type element = getElementTypeOrSelf(type);
+  Attribute zero = b.getIntegerAttr(element, 0);
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    zero = SplatElementsAttr::get(tensor, zero);
+  return arith::ConstantOp::create(b, loc, cast<TypedAttr>(zero));
+}
+
+// The linear form of `op`'s result from its operands' (`linear`; a value
+// defined before the loop is its own base), built before the loop; nullopt
+// where `op` is not one the form goes through or the result is not linear.
+std::optional<Linear> linearResult(OpBuilder &before, Operation *op, scf::ForOp loop,
+                                   const DenseMap<Value, Linear> &linear) {
+  SmallVector<Linear> operands;
+  bool varies = false;
+  for (Value operand : op->getOperands()) {
+    if (auto known = linear.find(operand); known != linear.end()) {
+      operands.push_back(known->second);
+      varies |= static_cast<bool>(known->second.step);
+    } else if (!loop->isAncestor(operand.getParentRegion()->getParentOp())) {
+      operands.push_back({operand, Value()});
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!varies || op->getNumResults() != 1 || op->getNumRegions())
+    return std::nullopt;
+  Location loc = op->getLoc();
+  // Applies `op` to the bases, or to the steps (null steps stay null).
+  auto apply = [&](bool steps) -> Value {
+    IRMapping mapping;
+    for (auto [operand, form] : llvm::zip(op->getOperands(), operands))
+      mapping.map(operand, steps ? form.step : form.base);
+    return before.clone(*op, mapping)->getResult(0);
+  };
+  if (isa<tt::SplatOp, tt::ExpandDimsOp, tt::BroadcastOp, arith::ExtSIOp, arith::TruncIOp>(op))
+    return Linear{apply(false), apply(true)};
+  Type type = op->getResult(0).getType();
+  if (isa<arith::AddIOp, arith::SubIOp>(op)) {
+    bool add = isa<arith::AddIOp>(op);
+    auto combine = [&](Value lhs, Value rhs) -> Value {
+      return add ? arith::AddIOp::create(before, loc, lhs, rhs).getResult()
+                 : arith::SubIOp::create(before, loc, lhs, rhs).getResult();
+    };
+    Value lhs = operands[0].step, rhs = operands[1].step;
+    Value step = lhs && rhs ? combine(lhs, rhs)
+                 : lhs      ? lhs
+                 : add      ? rhs
+                            : combine(zeroLike(before, loc, type), rhs);
+    return Linear{combine(operands[0].base, operands[1].base), step};
+  }
+  if (isa<arith::MulIOp>(op)) {
+    int varying = operands[0].step ? 0 : 1;
+    if (operands[1 - varying].step)
+      return std::nullopt; // (j * j)
+    Value factor = operands[1 - varying].base;
+    return Linear{arith::MulIOp::create(before, loc, operands[varying].base, factor),
+                  arith::MulIOp::create(before, loc, operands[varying].step, factor)};
+  }
+  if (auto add = dyn_cast<tt::AddPtrOp>(op)) {
+    Value step = operands[1].step;
+    if (operands[0].step && step)
+      return std::nullopt; // (two steps of possibly different offset types)
+    if (!step)
+      step = operands[0].step;
+    Value base = tt::AddPtrOp::create(before, loc, type, operands[0].base, operands[1].base);
+    return Linear{base, step};
+  }
+  return std::nullopt;
+}
+
+// Loads of `loop` whose addresses are linear in its induction variable get a
+// pointer the loop carries, advanced by the step, as a hand-written loop's
+// `ptrs += BLOCK * stride`: the per-iteration address arithmetic of a tile
+// (thousands of lanes) becomes one add per lane. `seeds`: values of the body
+// known linear (a member's frontier values).
+void carryLinearPointers(scf::ForOp &loop, DenseMap<Value, Linear> linear) {
+  moveLoopInvariantCode(cast<LoopLikeOpInterface>(loop.getOperation()));
+  OpBuilder before(loop);
+  SmallVector<tt::LoadOp> loads;
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    if (auto form = linearResult(before, &op, loop, linear))
+      linear[op.getResult(0)] = *form;
+    if (auto load = dyn_cast<tt::LoadOp>(op))
+      if (auto it = linear.find(load.getPtr()); it != linear.end() && it->second.step)
+        loads.push_back(load);
+  }
+  if (loads.empty())
+    return;
+  SmallVector<Value> initial;
+  for (tt::LoadOp load : loads)
+    initial.push_back(linear[load.getPtr()].base);
+  IRRewriter rewriter(loop.getContext());
+  auto grown = loop.replaceWithAdditionalYields(
+      rewriter, initial, /*replaceInitOperandUsesInLoop=*/false,
+      [&](OpBuilder &b, Location loc, ArrayRef<BlockArgument> carried) {
+        SmallVector<Value> next;
+        for (auto [load, pointer] : llvm::zip(loads, carried)) {
+          Value step = linear[load.getPtr()].step;
+          load.getPtrMutable().assign(pointer);
+          next.push_back(tt::AddPtrOp::create(b, loc, pointer.getType(), pointer, step));
+        }
+        return next;
+      });
+  if (succeeded(grown))
+    loop = cast<scf::ForOp>(grown->getOperation());
+}
+
 // Emits part `index`: program `q` of it owns (group q / trips, iteration
 // q % trips), loops over the group's forward programs summing their
 // contributions, and adds the sum once.
@@ -348,17 +464,29 @@ void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value 
     }
     auto loop = scf::ForOp::create(b, loc, i32(b, loc, 0), arith::SubIOp::create(b, loc, last, first),
                                    i32(b, loc, 1), ValueRange{initial});
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value j = arith::ExtSIOp::create(b, loc, b.getI64Type(), loop.getInductionVar());
-    IRMapping mapping;
-    mapping.map(part.loop.getInductionVar(), iv);
-    for (auto [value, base, delta] : llvm::zip(part.frontier, bases, deltas)) {
-      Value word = arith::AddIOp::create(b, loc, base, arith::MulIOp::create(b, loc, j, delta));
-      mapping.map(value, withDivisibility(b, wordAs(b, loc, word, value.getType()), value));
+    DenseMap<Value, Linear> linear; // (the frontier values: base + j * delta)
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value j = arith::ExtSIOp::create(b, loc, b.getI64Type(), loop.getInductionVar());
+      IRMapping mapping;
+      mapping.map(part.loop.getInductionVar(), iv);
+      for (auto [value, base, delta] : llvm::zip(part.frontier, bases, deltas)) {
+        Value word = arith::AddIOp::create(b, loc, base, arith::MulIOp::create(b, loc, j, delta));
+        Value mapped = withDivisibility(b, wordAs(b, loc, word, value.getType()), value);
+        mapping.map(value, mapped);
+        if (!value.getType().isInteger(1)) {
+          OpBuilder::InsertionGuard outside(b);
+          b.setInsertionPoint(loop);
+          linear[mapped] = {withDivisibility(b, wordAs(b, loc, base, value.getType()), value),
+                            withDivisibility(b, wordAs(b, loc, delta, value.getType()), value)};
+        }
+      }
+      cloneWithPrograms(b, part.frontierOps, mapping, {zero, zero, zero}, grid, summand.skip);
+      scf::YieldOp::create(b, loc,
+                           addSummand(b, loc, summand, mapping, loop.getRegionIterArgs()[0]));
     }
-    cloneWithPrograms(b, part.frontierOps, mapping, {zero, zero, zero}, grid, summand.skip);
-    scf::YieldOp::create(b, loc, addSummand(b, loc, summand, mapping, loop.getRegionIterArgs()[0]));
+    carryLinearPointers(loop, std::move(linear));
     return loop.getResult(0);
   };
   // Any grouping: each member's program id from the table, and the kernel's

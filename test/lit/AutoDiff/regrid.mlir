@@ -7,7 +7,7 @@
 // grouping key is the pid-dependent scalar the addresses are built from.
 // Accumulations that do not qualify keep their atomics and say why.
 
-// RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da" | FileCheck %s
+// RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da" --canonicalize | FileCheck %s
 // RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 
 // REMARK: remark: da: re-parallelized (programs of its own, one per tile of the gradient and iteration of the loop
@@ -29,16 +29,20 @@
 // CHECK: %[[ITER:.+]] = arith.remsi %[[Q]], %[[TRIPS:.+]] : i32
 // CHECK: %[[GROUP:.+]] = arith.divsi %[[Q]], %[[TRIPS]] : i32
 // When the launch finds every member's values affine in its index j (the
-// table's affine word), the loop computes them: no table read inside it.
+// table's affine word), the loop computes them: no table read inside it, and
+// the loads' pointers start at member 0's addresses and advance by a constant
+// step, as a hand-written loop's do.
 // CHECK: %[[SUM:.+]] = scf.if %{{.+}} -> (tensor<16x16xf32>) {
-// CHECK: scf.for %[[J:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[ACC:.+]] = %{{.+}}) -> (tensor<16x16xf32>)
-// CHECK:   %[[J64:.+]] = arith.extsi %[[J]] : i32 to i64
-// CHECK:   arith.muli %[[J64]], %{{.+}} : i64
 // (what the replaced pid * 16 guaranteed, for Triton's vectorization)
-// CHECK:   arith.trunci %{{.+}} {tt.divisibility = dense<16> : tensor<1xi32>} : i64 to i32
+// CHECK: arith.trunci %{{.+}} {tt.divisibility = dense<16> : tensor<1xi32>} : i64 to i32
+// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[ACC:.+]] = %{{.+}}, %[[P:.+]] = %{{.+}}, %[[Q:.+]] = %{{.+}}) -> (tensor<16x16xf32>, tensor<16x16x!tt.ptr<f32>>, tensor<16x16x!tt.ptr<f32>>)
 // CHECK-NOT: !tt.ptr<i64>
-// CHECK:   %[[D:.+]] = tt.dot %{{.+}}, %{{.+}}, %[[ACC]]
-// CHECK:   scf.yield %[[D]]
+// CHECK:   %[[G:.+]] = tt.load %[[P]]
+// CHECK:   tt.load %[[Q]]
+// CHECK:   %[[D:.+]] = tt.dot %[[G]], %{{.+}}, %[[ACC]]
+// CHECK:   %[[P1:.+]] = tt.addptr %[[P]], %{{.+}}
+// CHECK:   %[[Q1:.+]] = tt.addptr %[[Q]], %{{.+}}
+// CHECK:   scf.yield %[[D]], %[[P1]], %[[Q1]]
 // Otherwise each member's program id is read and decoded.
 // CHECK: } else {
 // CHECK: scf.for %{{.+}} iter_args(%[[ACC2:.+]] = %{{.+}}) -> (tensor<16x16xf32>)
