@@ -337,11 +337,22 @@ std::optional<Linear> linearResult(OpBuilder &before, Operation *op, scf::ForOp 
     return std::nullopt;
   Location loc = op->getLoc();
   // Applies `op` to the bases, or to the steps (null steps stay null).
+  // (the step of a pointer is an offset: the op applied to it yields offsets)
   auto apply = [&](bool steps) -> Value {
-    IRMapping mapping;
-    for (auto [operand, form] : llvm::zip(op->getOperands(), operands))
-      mapping.map(operand, steps ? form.step : form.base);
-    return before.clone(*op, mapping)->getResult(0);
+    Value operand = steps ? operands[0].step : operands[0].base;
+    if (!operand)
+      return Value();
+    Type type = op->getResult(0).getType();
+    if (steps && isa<tt::PointerType>(getElementTypeOrSelf(type))) {
+      Type offset = getElementTypeOrSelf(operand.getType());
+      auto tensor = dyn_cast<RankedTensorType>(type);
+      type = tensor ? Type(tensor.clone(offset)) : offset;
+    }
+    OperationState state(loc, op->getName());
+    state.addOperands(operand);
+    state.addAttributes(op->getAttrs());
+    state.addTypes(type);
+    return before.create(state)->getResult(0);
   };
   if (isa<tt::SplatOp, tt::ExpandDimsOp, tt::BroadcastOp, arith::ExtSIOp, arith::TruncIOp>(op))
     return Linear{apply(false), apply(true)};
