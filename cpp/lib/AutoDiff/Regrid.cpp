@@ -379,11 +379,18 @@ std::optional<Linear> linearResult(OpBuilder &before, Operation *op, scf::ForOp 
                   arith::MulIOp::create(before, loc, operands[varying].step, factor)};
   }
   if (auto add = dyn_cast<tt::AddPtrOp>(op)) {
-    Value step = operands[1].step;
-    if (operands[0].step && step)
-      return std::nullopt; // (two steps of possibly different offset types)
-    if (!step)
-      step = operands[0].step;
+    Value step = operands[1].step, pointerStep = operands[0].step;
+    if (pointerStep && step) {
+      // (offsets of two widths: the narrower one sign-extended, as addptr does)
+      auto widthOf = [](Value v) { return getElementTypeOrSelf(v.getType()).getIntOrFloatBitWidth(); };
+      if (widthOf(pointerStep) < widthOf(step))
+        std::swap(pointerStep, step);
+      if (widthOf(step) < widthOf(pointerStep))
+        step = arith::ExtSIOp::create(before, loc, pointerStep.getType(), step);
+      step = arith::AddIOp::create(before, loc, pointerStep, step);
+    } else if (!step) {
+      step = pointerStep;
+    }
     Value base = tt::AddPtrOp::create(before, loc, type, operands[0].base, operands[1].base);
     return Linear{base, step};
   }
