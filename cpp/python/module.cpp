@@ -155,6 +155,7 @@ PYBIND11_MODULE(_C, m) {
             for (const auto &value : part.frontier)
               frontier.append(symbolicToPython(value));
             entry["affine"] = part.affine;
+            entry["coarsening"] = part.coarsening;
             entry["frontier"] = frontier;
             parts.append(entry);
           }

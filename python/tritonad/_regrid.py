@@ -212,9 +212,10 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int]:
             (torch.zeros(groups, 0, dtype=torch.int64), [])
         at = [place(members), place(starts), place(unique), place(bases),
               place(torch.tensor(deltas, dtype=torch.int64))]
-        part_headers += [groups * trips, groups, trips, at[0], at[1], at[2],
+        programs_of_part = groups * -(-trips // int(part.get("coarsening", 1)))
+        part_headers += [programs_of_part, groups, trips, at[0], at[1], at[2],
                          int(affine is not None), at[3], at[4]]
-        total += groups * trips
+        total += programs_of_part
     words = torch.cat([torch.tensor(header + part_headers, dtype=torch.int64), *arrays])
     if total >= 2**31 or offset >= 2**31:
         raise RuntimeError("tritonad: the re-parallelized launch needs more than 2**31 programs")

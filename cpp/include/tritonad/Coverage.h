@@ -77,6 +77,9 @@ struct RegridPart {
   /// value), the part computes them instead of reading each member's id.
   bool affine = false;
   std::vector<SymbolicInt> frontier;
+  /// Iterations each program of the part handles (its programs: groups x
+  /// ceil(trips / coarsening)).
+  int coarsening = 1;
 };
 
 /// The layout of `tritonad_regrid` (int64 words), which the launch path fills:

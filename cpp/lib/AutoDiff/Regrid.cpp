@@ -434,18 +434,54 @@ void carryLinearPointers(scf::ForOp &loop, DenseMap<Value, Linear> linear) {
     loop = cast<scf::ForOp>(grown->getOperation());
 }
 
-// Emits part `index`: program `q` of it owns (group q / trips, iteration
-// q % trips), loops over the group's forward programs summing their
-// contributions, and adds the sum once.
+// Clones `ops` once per iteration of `ivs`: the first copy whole, the others
+// only the ops that depend on the induction variable (loads of the member's
+// own tiles are shared between the iterations).
+SmallVector<IRMapping> cloneForIterations(OpBuilder &b, ArrayRef<Operation *> ops, Value iv,
+                                          ArrayRef<Value> ivs, IRMapping shared,
+                                          const std::array<Value, 3> &ids, const Grid &grid,
+                                          ArrayRef<Operation *> skip) {
+  DenseSet<Operation *> onIv;
+  for (Operation *op : ops) {
+    bool depends = false;
+    op->walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands())
+        depends |= operand == iv || (operand.getDefiningOp() && onIv.contains(operand.getDefiningOp()));
+    });
+    if (depends)
+      onIv.insert(op);
+  }
+  SmallVector<IRMapping> mappings;
+  for (auto [c, value] : llvm::enumerate(ivs)) {
+    IRMapping mapping = c == 0 ? shared : mappings.front();
+    mapping.map(iv, value);
+    SmallVector<Operation *> todo;
+    for (Operation *op : ops)
+      if (c == 0 || onIv.contains(op))
+        todo.push_back(op);
+    cloneWithPrograms(b, todo, mapping, ids, grid, skip);
+    mappings.push_back(std::move(mapping));
+  }
+  return mappings;
+}
+
+// Emits part `index`: program `q` of it owns (group q / tiles, iterations
+// C * (q % tiles) + c for c < C: `part.coarsening`), loops over the group's
+// forward programs summing their contributions to each of its iterations,
+// and adds each sum once.
 void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value table,
               const Grid &grid) {
   int at = kHeader + kPartHeader * index;
+  int coarsening = part.data.coarsening;
   auto word = [&](PartWord w) { return readI32(b, loc, table, at + w); };
   auto add = [&](Value x, Value y) { return arith::AddIOp::create(b, loc, x, y).getResult(); };
   auto mul = [&](Value x, Value y) { return arith::MulIOp::create(b, loc, x, y).getResult(); };
   Value trips = word(kTrips);
-  Value iteration = arith::RemSIOp::create(b, loc, q, trips);
-  Value group = arith::DivSIOp::create(b, loc, q, trips);
+  // (trips >= 0; divsi and not ceildivsi, which Triton's Python has no spelling for)
+  Value tiles = arith::DivSIOp::create(b, loc, add(trips, i32(b, loc, coarsening - 1)),
+                                       i32(b, loc, coarsening));
+  Value tile = arith::RemSIOp::create(b, loc, q, tiles);
+  Value group = arith::DivSIOp::create(b, loc, q, tiles);
 
   // The loop's bounds are the same for every program (checked): clone them
   // with any program's ids.
@@ -455,10 +491,18 @@ void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value 
   Value lower = bounds.lookupOrDefault(part.loop.getLowerBound());
   Value step = bounds.lookupOrDefault(part.loop.getStep());
   Type ivType = part.loop.getInductionVar().getType();
-  Value k = iteration;
-  if (ivType != k.getType())
-    k = arith::ExtSIOp::create(b, loc, ivType, k);
-  Value iv = arith::AddIOp::create(b, loc, lower, arith::MulIOp::create(b, loc, k, step));
+  // Iterations past the trip count (the last tile's) compute the last one
+  // again and add nothing.
+  SmallVector<Value> ivs, inRange;
+  Value lastIteration = arith::SubIOp::create(b, loc, trips, i32(b, loc, 1));
+  for (int c = 0; c < coarsening; ++c) {
+    Value k = add(mul(tile, i32(b, loc, coarsening)), i32(b, loc, c));
+    inRange.push_back(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, k, trips));
+    k = arith::MinSIOp::create(b, loc, k, lastIteration);
+    if (ivType != k.getType())
+      k = arith::ExtSIOp::create(b, loc, ivType, k);
+    ivs.push_back(arith::AddIOp::create(b, loc, lower, arith::MulIOp::create(b, loc, k, step)));
+  }
 
   Value groupAt = add(word(kStartsAt), group);
   Value first = readI32(b, loc, table, groupAt);
@@ -467,11 +511,20 @@ void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value 
   Summand summand = summandOf(b, part.atomic);
   auto gradientType = cast<RankedTensorType>(part.atomic.getVal().getType());
   auto accumulatorType = gradientType.clone(summand.element);
-  Value initial = createZero(b, loc, accumulatorType);
+  SmallVector<Value> initial(coarsening, createZero(b, loc, accumulatorType));
+  Value iv = part.loop.getInductionVar();
+  auto accumulate = [&](scf::ForOp loop, ArrayRef<IRMapping> mappings) {
+    SmallVector<Value> next;
+    for (auto [c, mapping] : llvm::enumerate(mappings)) {
+      IRMapping copy = mapping;
+      next.push_back(addSummand(b, loc, summand, copy, loop.getRegionIterArgs()[c]));
+    }
+    scf::YieldOp::create(b, loc, next);
+  };
 
   // Member j's frontier values are base + j * delta: the addresses of its
   // loads are affine in j, as in a hand-written loop.
-  auto sumAffine = [&]() -> Value {
+  auto sumAffine = [&]() -> SmallVector<Value> {
     int count = part.frontier.size();
     Value basesAt = add(word(kBasesAt), mul(group, i32(b, loc, count)));
     Value deltasAt = word(kDeltasAt);
@@ -481,14 +534,13 @@ void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value 
       deltas.push_back(readWord(b, loc, table, add(deltasAt, i32(b, loc, i))));
     }
     auto loop = scf::ForOp::create(b, loc, i32(b, loc, 0), arith::SubIOp::create(b, loc, last, first),
-                                   i32(b, loc, 1), ValueRange{initial});
+                                   i32(b, loc, 1), initial);
     DenseMap<Value, Linear> linear; // (the frontier values: base + j * delta)
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
       Value j = arith::ExtSIOp::create(b, loc, b.getI64Type(), loop.getInductionVar());
       IRMapping mapping;
-      mapping.map(part.loop.getInductionVar(), iv);
       for (auto [value, base, delta] : llvm::zip(part.frontier, bases, deltas)) {
         Value word = arith::AddIOp::create(b, loc, base, arith::MulIOp::create(b, loc, j, delta));
         Value mapped = withDivisibility(b, wordAs(b, loc, word, value.getType()), value);
@@ -500,57 +552,57 @@ void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value 
                             withDivisibility(b, wordAs(b, loc, delta, value.getType()), value)};
         }
       }
-      cloneWithPrograms(b, part.frontierOps, mapping, {zero, zero, zero}, grid, summand.skip);
-      scf::YieldOp::create(b, loc,
-                           addSummand(b, loc, summand, mapping, loop.getRegionIterArgs()[0]));
+      accumulate(loop, cloneForIterations(b, part.frontierOps, iv, ivs, mapping,
+                                          {zero, zero, zero}, grid, summand.skip));
     }
     carryLinearPointers(loop, std::move(linear));
-    return loop.getResult(0);
+    return SmallVector<Value>(loop.getResults().take_front(coarsening));
   };
   // Any grouping: each member's program id from the table, and the kernel's
   // own arithmetic from it.
-  auto sumMembers = [&]() -> Value {
+  auto sumMembers = [&]() -> SmallVector<Value> {
     Value membersAt = word(kMembersAt);
-    auto loop = scf::ForOp::create(b, loc, first, last, i32(b, loc, 1), ValueRange{initial});
+    auto loop = scf::ForOp::create(b, loc, first, last, i32(b, loc, 1), initial);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value member = readI32(b, loc, table, add(membersAt, loop.getInductionVar()));
-    IRMapping mapping;
-    mapping.map(part.loop.getInductionVar(), iv);
-    cloneWithPrograms(b, part.valueOps, mapping, programIdsOf(b, loc, member, grid), grid,
-                      summand.skip);
-    scf::YieldOp::create(b, loc, addSummand(b, loc, summand, mapping, loop.getRegionIterArgs()[0]));
-    return loop.getResult(0);
+    accumulate(loop, cloneForIterations(b, part.valueOps, iv, ivs, IRMapping(),
+                                        programIdsOf(b, loc, member, grid), grid, summand.skip));
+    return loop.getResults();
   };
-  Value sum;
+  SmallVector<Value> sums;
   if (part.affine) {
     Value affine = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, word(kAffine), zero);
-    auto branch = scf::IfOp::create(b, loc, TypeRange{accumulatorType}, affine,
-                                    /*withElseRegion=*/true);
+    SmallVector<Type> types(coarsening, accumulatorType);
+    auto branch = scf::IfOp::create(b, loc, types, affine, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(branch.thenBlock());
     scf::YieldOp::create(b, loc, sumAffine());
     b.setInsertionPointToStart(branch.elseBlock());
     scf::YieldOp::create(b, loc, sumMembers());
-    sum = branch.getResult(0);
+    sums.assign(branch.getResults().begin(), branch.getResults().end());
   } else {
-    sum = sumMembers();
+    sums = sumMembers();
   }
 
   // Addresses and mask from the group's key.
-  IRMapping mapping;
-  mapping.map(part.loop.getInductionVar(), iv);
+  IRMapping keyed;
   Value keysAt = add(word(kKeysAt), mul(group, i32(b, loc, part.key.size())));
   for (auto [i, value] : llvm::enumerate(part.key))
-    mapping.map(value, withDivisibility(
-                           b,
-                           wordAs(b, loc, readWord(b, loc, table, add(keysAt, i32(b, loc, i))),
-                                  value.getType()),
-                           value));
-  cloneWithPrograms(b, part.addressOps, mapping, {zero, zero, zero}, grid);
-  sum = castFloat(b, loc, sum, gradientType.getElementType());
-  Value mask = part.atomic.getMask() ? mapping.lookupOrDefault(part.atomic.getMask()) : Value();
-  createAtomicAdd(b, loc, mapping.lookupOrDefault(part.atomic.getPtr()), sum, mask);
+    keyed.map(value, withDivisibility(
+                         b,
+                         wordAs(b, loc, readWord(b, loc, table, add(keysAt, i32(b, loc, i))),
+                                value.getType()),
+                         value));
+  SmallVector<IRMapping> mappings = cloneForIterations(b, part.addressOps, iv, ivs, keyed,
+                                                       {zero, zero, zero}, grid, {});
+  for (auto [c, mapping] : llvm::enumerate(mappings)) {
+    Value sum = castFloat(b, loc, sums[c], gradientType.getElementType());
+    Value mask = part.atomic.getMask() ? mapping.lookupOrDefault(part.atomic.getMask()) : Value();
+    if (coarsening > 1)
+      mask = predicate(b, loc, mask, inRange[c], gradientType);
+    createAtomicAdd(b, loc, mapping.lookupOrDefault(part.atomic.getPtr()), sum, mask);
+  }
 }
 
 // scf.if (q < programs of part i) { part i } else { the next parts, q - programs }
@@ -726,6 +778,14 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows,
         }
       }
       part.data.affine = part.affine;
+      // Iterations per program: a gradient tile smaller than a hand-written
+      // kernel's output tile (128 x 128) takes several iterations, which
+      // share each member's loads of tiles that do not depend on the iteration.
+      auto tileType = cast<RankedTensorType>(atomic.getVal().getType());
+      part.data.coarsening = static_cast<int>(
+          std::clamp<int64_t>(llvm::PowerOf2Ceil(std::max<int64_t>(
+                                  1, (128 * 128) / std::max<int64_t>(1, tileType.getNumElements()))),
+                              1, 4));
       if (!symbolic)
         continue;
       std::optional<SymbolicInt> lower = symbolize(loop.getLowerBound());
@@ -797,8 +857,11 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows,
   for (Part &part : parts) {
     report.notes.push_back(
         {part.shadow,
-         "re-parallelized (programs of its own, one per tile of the gradient and iteration of "
-         "the loop at " + locationText(part.loop.getLoc()) +
+         "re-parallelized (programs of its own, one per tile of the gradient and " +
+             (part.data.coarsening > 1
+                  ? std::to_string(part.data.coarsening) + " iterations"
+                  : std::string("iteration")) +
+             " of the loop at " + locationText(part.loop.getLoc()) +
              ": each sums the contributions of the forward programs sharing the tile in "
              "registers (" +
              (accumulatorElement(getElementTypeOrSelf(part.atomic.getVal().getType()), b)

@@ -10,7 +10,7 @@
 // RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da" --canonicalize | FileCheck %s
 // RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 
-// REMARK: remark: da: re-parallelized (programs of its own, one per tile of the gradient and iteration of the loop
+// REMARK: remark: da: re-parallelized (programs of its own, one per tile of the gradient and 4 iterations of the loop
 // REMARK: remark: part da: grouped by 1 key value(s)
 // REMARK: remark: nothing remains in the forward's schedule
 
@@ -26,31 +26,33 @@
 // CHECK: } else {
 // CHECK: %[[Q:.+]] = arith.subi %[[LIN]], %[[MAIN]]
 // CHECK: scf.if
-// CHECK: %[[ITER:.+]] = arith.remsi %[[Q]], %[[TRIPS:.+]] : i32
-// CHECK: %[[GROUP:.+]] = arith.divsi %[[Q]], %[[TRIPS]] : i32
+// A 16x16 gradient tile: each program takes 4 iterations (coarsening), so
+// each member's dC tile, which no iteration changes, is loaded once for 4 dots.
+// CHECK: %[[TILES:.+]] = arith.divsi %{{.+}}, %c4_i32
+// CHECK: %[[TILE:.+]] = arith.remsi %[[Q]], %[[TILES]]
+// CHECK: %[[GROUP:.+]] = arith.divsi %[[Q]], %[[TILES]]
 // When the launch finds every member's values affine in its index j (the
 // table's affine word), the loop computes them: no table read inside it, and
 // the loads' pointers start at member 0's addresses and advance by a constant
 // step, as a hand-written loop's do.
-// CHECK: %[[SUM:.+]] = scf.if %{{.+}} -> (tensor<16x16xf32>) {
+// CHECK: %[[SUMS:.+]]:4 = scf.if %{{.+}} -> (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) {
 // (what the replaced pid * 16 guaranteed, for Triton's vectorization)
 // CHECK: arith.trunci %{{.+}} {tt.divisibility = dense<16> : tensor<1xi32>} : i64 to i32
-// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[ACC:.+]] = %{{.+}}, %[[P:.+]] = %{{.+}}, %[[Q:.+]] = %{{.+}}) -> (tensor<16x16xf32>, tensor<16x16x!tt.ptr<f32>>, tensor<16x16x!tt.ptr<f32>>)
+// CHECK: scf.for {{.+}} -> (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16x!tt.ptr<f32>>, tensor<16x16x!tt.ptr<f32>>, tensor<16x16x!tt.ptr<f32>>, tensor<16x16x!tt.ptr<f32>>, tensor<16x16x!tt.ptr<f32>>)
 // CHECK-NOT: !tt.ptr<i64>
-// CHECK:   %[[G:.+]] = tt.load %[[P]]
-// CHECK:   tt.load %[[Q]]
-// CHECK:   %[[D:.+]] = tt.dot %[[G]], %{{.+}}, %[[ACC]]
-// CHECK:   %[[P1:.+]] = tt.addptr %[[P]], %{{.+}}
-// CHECK:   %[[Q1:.+]] = tt.addptr %[[Q]], %{{.+}}
-// CHECK:   scf.yield %[[D]], %[[P1]], %[[Q1]]
+// CHECK:   %[[G:.+]] = tt.load %arg
+// CHECK-COUNT-4: tt.dot %[[G]], %{{.+}}, %arg
+// CHECK-COUNT-5: tt.addptr %arg
+// CHECK:   scf.yield
 // Otherwise each member's program id is read and decoded.
 // CHECK: } else {
-// CHECK: scf.for %{{.+}} iter_args(%[[ACC2:.+]] = %{{.+}}) -> (tensor<16x16xf32>)
-// CHECK:   %[[MEMBER:.+]] = tt.load {{.*}} : !tt.ptr<i64>
+// CHECK: scf.for {{.+}} -> (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>)
+// CHECK:   tt.load {{.*}} : !tt.ptr<i64>
 // CHECK-NOT: tt.atomic_rmw
-// CHECK:   tt.dot %{{.+}}, %{{.+}}, %[[ACC2]]
-// The tile's addresses from the group's key, one add per element.
-// CHECK: tt.atomic_rmw fadd, relaxed, gpu, %{{.+}}, %[[SUM]]
+// CHECK-COUNT-4: tt.dot
+// The tiles' addresses from the group's key; an iteration past the trip
+// count adds nothing.
+// CHECK-COUNT-4: tt.atomic_rmw fadd, relaxed, gpu, %{{.+}}, %[[SUMS]]#{{[0-3]}}, %{{.+}}
 // CHECK-NOT: tt.atomic_rmw
 // CHECK: tt.return
 module {
