@@ -56,7 +56,7 @@ def compile_for_schedule(bwd, types_, constexprs):
     for ptr, shadow in bwd.shadows.items():
         types_.setdefault(shadow, types_[ptr])
     types_.update(tritonad_workspace="*fp32", tritonad_slot="i32", tritonad_programs="i32",
-                  tritonad_tape="*i8", tritonad_tape_every="i32", tritonad_regrid="*i32")
+                  tritonad_tape="*i8", tritonad_tape_every="i32", tritonad_regrid="*i64")
     signature = {n: "constexpr" if n in constexprs else types_[n] for n in bwd.arg_names}
     triton.compile(ASTSource(bwd, signature, dict(constexprs)), target=TARGET)
     return bwd.schedule()

@@ -33,27 +33,31 @@ py::tuple symbolicToPython(const tritonad::SymbolicInt &symbol) {
   return py::tuple(items);
 }
 
-// {shadow: {"digits": [(coefficient, extent)], "clamps": [([(digit, k)], bound)],
-//           "condition": expression}}
+// {"digits": [(coefficient, extent)], "clamps": [([(digit, k)], bound)],
+//  "condition": expression}
+py::dict shadowCoverageToPython(const tritonad::ShadowCoverage &shadow) {
+  py::list digits, clamps;
+  for (const auto &digit : shadow.digits)
+    digits.append(py::make_tuple(symbolicToPython(digit.coefficient),
+                                 symbolicToPython(digit.extent)));
+  for (const auto &clamp : shadow.clamps) {
+    py::list terms;
+    for (const auto &[digit, k] : clamp.terms)
+      terms.append(py::make_tuple(digit, k));
+    clamps.append(py::make_tuple(terms, symbolicToPython(clamp.bound)));
+  }
+  py::dict entry;
+  entry["digits"] = digits;
+  entry["clamps"] = clamps;
+  entry["condition"] = symbolicToPython(shadow.condition);
+  return entry;
+}
+
+// {shadow: its coverage}
 py::dict coverageToPython(const std::vector<tritonad::ShadowCoverage> &coverage) {
   py::dict result;
-  for (const auto &shadow : coverage) {
-    py::list digits, clamps;
-    for (const auto &digit : shadow.digits)
-      digits.append(py::make_tuple(symbolicToPython(digit.coefficient),
-                                   symbolicToPython(digit.extent)));
-    for (const auto &clamp : shadow.clamps) {
-      py::list terms;
-      for (const auto &[digit, k] : clamp.terms)
-        terms.append(py::make_tuple(digit, k));
-      clamps.append(py::make_tuple(terms, symbolicToPython(clamp.bound)));
-    }
-    py::dict entry;
-    entry["digits"] = digits;
-    entry["clamps"] = clamps;
-    entry["condition"] = symbolicToPython(shadow.condition);
-    result[py::str(shadow.shadow)] = entry;
-  }
+  for (const auto &shadow : coverage)
+    result[py::str(shadow.shadow)] = shadowCoverageToPython(shadow);
   return result;
 }
 } // namespace
@@ -156,6 +160,11 @@ PYBIND11_MODULE(_C, m) {
               frontier.append(symbolicToPython(value));
             entry["affine"] = part.affine;
             entry["coarsening"] = part.coarsening;
+            entry["coverage"] = part.hasCoverage ? py::object(shadowCoverageToPython(part.coverage))
+                                                 : py::object(py::none());
+            entry["key_digits"] = part.keyDigits;
+            entry["condition_keys"] = part.conditionKeys;
+            entry["store_only"] = part.storeOnly;
             entry["frontier"] = frontier;
             parts.append(entry);
           }

@@ -194,11 +194,11 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape):
     """Launches a kernel without partial buffers: on the forward's grid, or,
     where gradients were re-parallelized, on the grid their grouping needs."""
     kernel = _allocate_tape(run, grid, kernel, kwargs, grid_now, grid_now, tape)
-    _initialize(garbage, kernel, kwargs, grid_now)
     own = _regrid.prepare(kernel, kwargs, grid_now) if grid_now else None
-    if own is not None and own[0] == 0:
+    _initialize(garbage, kernel, kwargs, grid_now, stored=own[1] if own else ())
+    if own is not None and own[0][0] == 0:
         return kernel  # (nothing to do: an empty grid or loop)
-    return run(grid=own or grid, warmup=False, **kwargs)
+    return run(grid=own[0] if own else grid, warmup=False, **kwargs)
 
 
 @functools.lru_cache(maxsize=None)
@@ -282,9 +282,10 @@ def _covered(kernel, kwargs, grid, names):
             _coverage.covers(records[name], kwargs[name], kwargs, grid)}
 
 
-def _initialize(garbage, kernel, kwargs, grid):
-    """Zero-fills the uninitialized shadows the kernel does not wholly store."""
-    covered = _covered(kernel, kwargs, grid, garbage)
+def _initialize(garbage, kernel, kwargs, grid, stored=()):
+    """Zero-fills the uninitialized shadows the kernel does not wholly store
+    (`stored`: shadows its re-parallelized parts store whole at this launch)."""
+    covered = _covered(kernel, kwargs, grid, garbage) | set(stored)
     for name in garbage:
         if name not in covered:
             kwargs[name].zero_()

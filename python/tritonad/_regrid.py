@@ -31,7 +31,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 from tritonad import _coverage
 
-_HEADER, _PART_HEADER = 5, 9  # (cpp/lib/AutoDiff/Regrid.cpp: kHeader, PartWord)
+_HEADER, _PART_HEADER = 5, 10  # (cpp/lib/AutoDiff/Regrid.cpp: kHeader, PartWord)
 _CACHE: Dict[tuple, tuple] = {}
 _CACHE_LIMIT = 256
 
@@ -155,14 +155,55 @@ def _affine(values, members, starts):
     return bases, deltas.tolist()
 
 
+def _reaches_each_once(part, keys, arguments, grid) -> bool:
+    """Whether the part's writes reach every element of its shadow exactly once
+    at this launch: the groups' key values, per key used by the addresses,
+    must be 0, s, 2s, ... (one digit of the offsets, spacing s) in every
+    combination, and the digits then enumerate the tensor (_coverage.covers)."""
+    import torch
+
+    coverage = part.get("coverage")
+    tensor = arguments.get(part["shadow"])
+    if coverage is None or not isinstance(tensor, torch.Tensor):
+        return False
+    alive = torch.ones(len(keys), dtype=torch.bool)
+    for k in part["condition_keys"]:
+        alive &= keys[:, k] != 0
+    keys = keys[alive]
+    digits = [tuple(d) for d in coverage["digits"]]
+    clamps = [([[int(i), int(k)] for i, k in terms], bound) for terms, bound in coverage["clamps"]]
+    combinations = 1
+    for k, digit in enumerate(part["key_digits"]):
+        values = torch.unique(keys[:, k])
+        if digit < 0:
+            if len(values) > 1:
+                return False  # (groups apart in a key the addresses ignore write alike)
+            continue
+        spacing = int(values[1] - values[0]) if len(values) > 1 else 1
+        if int(values[0]) != 0 or spacing <= 0 or \
+                not torch.equal(values, torch.arange(len(values)) * spacing):
+            return False
+        combinations *= len(values)
+        digits[digit] = (("mul", digits[digit][0], ("const", spacing)), ("const", len(values)))
+        for terms, _ in clamps:
+            for term in terms:
+                if term[0] == digit:
+                    term[1] *= spacing
+    if combinations != len(keys):
+        return False
+    record = {"digits": digits, "clamps": clamps, "condition": ("const", 1)}
+    return _coverage.covers(record, tensor, arguments, grid)
+
+
 def _column(values, programs):
     import torch
 
     return torch.as_tensor(values, dtype=torch.int64).expand(programs)
 
 
-def _table(record, arguments, grid) -> Tuple["torch.Tensor", int]:
-    """(the int64 words of tritonad_regrid, the number of programs to launch)."""
+def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
+    """(the int64 words of tritonad_regrid, the number of programs to launch,
+    the shadows the launch overwrites whole)."""
     import torch
 
     gx, gy, gz = (list(grid) + [1, 1, 1])[:3]
@@ -171,7 +212,7 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int]:
     ids = (linear % gx, (linear // gx) % gy, linear // (gx * gy))
     parts = record["parts"]
     header = [programs if record["main"] else 0, gx, gy, gz, len(parts)]
-    part_headers, arrays = [], []
+    part_headers, arrays, stored = [], [], []
     offset = _HEADER + _PART_HEADER * len(parts)
     total = header[0]
 
@@ -213,19 +254,25 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int]:
         at = [place(members), place(starts), place(unique), place(bases),
               place(torch.tensor(deltas, dtype=torch.int64))]
         programs_of_part = groups * -(-trips // int(part.get("coarsening", 1)))
+        plain = _reaches_each_once(part, unique, arguments, grid)
+        if plain and part.get("store_only"):
+            stored.append(part["shadow"])
         part_headers += [programs_of_part, groups, trips, at[0], at[1], at[2],
-                         int(affine is not None), at[3], at[4]]
+                         int(affine is not None), at[3], at[4], int(plain)]
         total += programs_of_part
     words = torch.cat([torch.tensor(header + part_headers, dtype=torch.int64), *arrays])
     if total >= 2**31 or offset >= 2**31:
         raise RuntimeError("tritonad: the re-parallelized launch needs more than 2**31 programs")
-    return words, total
+    return words, total, stored
 
 
-def prepare(kernel, kwargs, grid: Sequence[int]) -> Optional[Tuple[int]]:
+def prepare(kernel, kwargs, grid: Sequence[int]):
     """For a kernel with re-parallelized shadows: puts the grouping into
-    kwargs['tritonad_regrid'] and returns the grid to launch (one axis);
-    None for any other kernel (launched on the forward's grid)."""
+    kwargs['tritonad_regrid'] and returns (the grid to launch, one axis; the
+    shadows the launch overwrites whole, which need no zero fill); None for any
+    other kernel (launched on the forward's grid)."""
+    import torch
+
     record = record_of(kernel)
     if record is None:
         return None
@@ -235,29 +282,39 @@ def prepare(kernel, kwargs, grid: Sequence[int]) -> Optional[Tuple[int]]:
         for expression in [*part["key"], *part.get("frontier", []), part["lower"],
                            part["upper"], part["step"]]:
             _arguments_read(expression, names)
+        if part.get("coverage"):
+            coverage = part["coverage"]
+            for coefficient, extent in coverage["digits"]:
+                _arguments_read(coefficient, names)
+                _arguments_read(extent, names)
+            for _, bound in coverage["clamps"]:
+                _arguments_read(bound, names)
     values = tuple((n, kwargs.get(n)) for n in sorted(names))
-    key = (json.dumps(record, sort_keys=True), tuple(int(g) for g in grid), values,
+    layouts = tuple((tuple(t.shape), tuple(t.stride())) if isinstance(t, torch.Tensor) else None
+                    for t in (kwargs.get(part["shadow"]) for part in record["parts"]))
+    key = (json.dumps(record, sort_keys=True), tuple(int(g) for g in grid), values, layouts,
            str(placeholder.device))
     cached = _CACHE.get(key)
     if cached is None:
-        words, total = _table(record, kwargs, tuple(int(g) for g in grid))
+        words, total, stored = _table(record, kwargs, tuple(int(g) for g in grid))
         if len(_CACHE) >= _CACHE_LIMIT:
             _CACHE.pop(next(iter(_CACHE)))
-        cached = _CACHE[key] = (words.to(placeholder.device), total)
+        cached = _CACHE[key] = (words.to(placeholder.device), total, stored)
     kwargs["tritonad_regrid"] = cached[0]
     global last_table
     last_table = cached[0]
-    return (cached[1],)
+    return (cached[1],), cached[2]
 
 
 last_table = None  # the table of the latest re-parallelized launch (for describe)
 
 
 def describe(words) -> list:
-    """Per part of a table: {'programs', 'groups', 'trips', 'affine'} (how the
-    part sums its groups: computed member values, or each member's id read)."""
+    """Per part of a table: {'programs', 'groups', 'trips', 'affine', 'plain'}
+    (how the part sums its groups: computed member values, or each member's id
+    read; whether it writes without atomics)."""
     words = [int(w) for w in words[:_HEADER + _PART_HEADER * int(words[4])]]
-    return [dict(programs=h[0], groups=h[1], trips=h[2], affine=bool(h[6]))
+    return [dict(programs=h[0], groups=h[1], trips=h[2], affine=bool(h[6]), plain=bool(h[9]))
             for h in (words[_HEADER + _PART_HEADER * i:_HEADER + _PART_HEADER * (i + 1)]
                       for i in range(words[4]))]
 

@@ -80,12 +80,25 @@ struct RegridPart {
   /// Iterations each program of the part handles (its programs: groups x
   /// ceil(trips / coarsening)).
   int coarsening = 1;
+  /// The elements the part's adds reach, for the launch to prove that each is
+  /// reached once (then the part writes without atomics): digits of the
+  /// lanes, the iteration and the keys. `keyDigits`: per key, its digit (its
+  /// coefficient per unit of the key's value; the extent is the launch's to
+  /// find from the groups' values) or -1; keys in `conditionKeys` (i1) are
+  /// whole conjuncts of the mask.
+  bool hasCoverage = false;
+  ShadowCoverage coverage;
+  std::vector<int> keyDigits, conditionKeys;
+  /// The part's adds are the only writes into the shadow, which the caller
+  /// passes to be overwritten: where each element is reached once, they are
+  /// stores (and the shadow needs no zero fill); else read-add-writes.
+  bool storeOnly = false;
 };
 
 /// The layout of `tritonad_regrid` (int64 words), which the launch path fills:
 /// [mainPrograms, gridX, gridY, gridZ, parts], then per part [programs,
 /// groups, trips, members at, group starts at, keys at, affine (0/1), bases at,
-/// deltas at], then the arrays: members (program ids, grouped, increasing
+/// deltas at, plain (0/1: each element reached once)], then the arrays: members (program ids, grouped, increasing
 /// within a group), group starts (groups + 1), keys (groups x key values),
 /// bases (groups x frontier values of the first member), deltas (one per
 /// frontier value). Programs [0, mainPrograms) of the launch run the

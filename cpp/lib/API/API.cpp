@@ -363,7 +363,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
         if (!function)
           return mlir::success();
         RegridReport regridReport;
-        regridAccumulations(function, shadowNames, regridReport);
+        regridAccumulations(function, shadowNames, overwrite, regridReport);
         regrid = regridReport.regrid;
         for (const auto &[shadow, how] : regridReport.notes)
           for (const auto &[bound, primalName] : bindings)

@@ -48,6 +48,17 @@ struct InductionVariables {
   scf::ForOp loopOf(Variable var) const {
     return cast<scf::ForOp>(cast<BlockArgument>(all[var - kFirstIv].first).getOwner()->getParentOp());
   }
+  // Scalars treated as variables (-1 - k for keys[k]): the values a
+  // re-parallelized accumulation's addresses take from its group's key.
+  ArrayRef<Value> keys;
+  // Keys (i1) met as whole conjuncts of a mask (`splat(key)`).
+  SmallVector<int> conditionKeys;
+  std::optional<Variable> keyVariable(Value value) const {
+    auto it = llvm::find(keys, value);
+    if (it == keys.end())
+      return std::nullopt;
+    return -1 - static_cast<Variable>(it - keys.begin());
+  }
 };
 
 // offset = sum(coefficient_v * v) + (uniform part, irrelevant to collisions).
@@ -164,6 +175,11 @@ std::optional<Affine> iterationNumber(InductionVariables &ivs, arith::DivSIOp di
 }
 
 std::optional<Affine> analyze(InductionVariables &ivs, Value value) {
+  if (std::optional<Variable> key = ivs.keyVariable(value)) {
+    Affine affine;
+    affine.terms[*key] = Coefficient{};
+    return affine;
+  }
   if (std::optional<Value> uniform = uniformScalar(value)) {
     Affine affine;
     std::optional<int64_t> c = constantInt(*uniform);
@@ -661,6 +677,11 @@ bool collectClamps(InductionVariables &ivs, Value mask,
   Operation *def = mask.getDefiningOp();
   if (!def)
     return false;
+  if (auto splat = dyn_cast<tt::SplatOp>(def))
+    if (std::optional<Variable> key = ivs.keyVariable(splat.getSrc())) {
+      ivs.conditionKeys.push_back(-1 - *key);
+      return true;
+    }
   if (auto andOp = dyn_cast<arith::AndIOp>(def))
     return collectClamps(ivs, andOp.getLhs(), clamps) && collectClamps(ivs, andOp.getRhs(), clamps);
   if (auto broadcast = dyn_cast<tt::BroadcastOp>(def))
@@ -692,6 +713,17 @@ bool collectClamps(InductionVariables &ivs, Value mask,
     return false;
   std::optional<Affine> affine = analyze(ivs, lhs);
   std::optional<Value> bound = uniformScalar(rhs);
+  if (affine && !bound) {
+    // lhs < u - x, as a loop's tail mask `offs < K - k * BLOCK`: lhs + x < u.
+    Value difference = rhs;
+    while (isa_and_nonnull<tt::SplatOp, tt::BroadcastOp>(difference.getDefiningOp()))
+      difference = difference.getDefiningOp()->getOperand(0);
+    if (auto sub = difference.getDefiningOp<arith::SubIOp>()) {
+      std::optional<Affine> moved = analyze(ivs, sub.getRhs());
+      bound = uniformScalar(sub.getLhs());
+      affine = moved && bound ? combine(*affine, *moved, 1) : std::nullopt;
+    }
+  }
   if (!affine || !bound || affine->hasUniform)
     return false;
   clamps.push_back({*affine, *bound});
@@ -784,7 +816,8 @@ std::optional<SymbolicInt> symbolize(Value scalar, bool programIds) {
   return symbolic(*op, std::move(operands));
 }
 
-std::optional<ShadowCoverage> analyzeCoverage(Operation *access, Value ptr, Value mask) {
+std::optional<ShadowCoverage> analyzeCoverage(Operation *access, Value ptr, Value mask,
+                                              ArrayRef<Value> keys, KeyedDigits *keyed) {
   using Op = SymbolicInt::Op;
   scf::ForOp programLoop;
   for (Operation *parent = access->getParentOp(); !isa<tt::FuncOp>(parent);
@@ -796,10 +829,13 @@ std::optional<ShadowCoverage> analyzeCoverage(Operation *access, Value ptr, Valu
       programLoop = loop;
   }
   InductionVariables ivs;
+  ivs.keys = keys;
   std::optional<Affine> offsets = pointerOffsets(ivs, ptr);
   if (!offsets || offsets->hasUniform)
     return std::nullopt;
   auto type = dyn_cast<RankedTensorType>(ptr.getType());
+  if (keyed)
+    keyed->digitOfKey.assign(keys.size(), -1);
 
   ShadowCoverage coverage;
   std::map<Variable, int> digitOf;
@@ -808,7 +844,12 @@ std::optional<ShadowCoverage> analyzeCoverage(Operation *access, Value ptr, Valu
     if (!factor)
       return std::nullopt;
     ShadowCoverage::Digit digit{*factor, symbolicConstant(1)};
-    if (var < kFirstLane) {
+    if (var < 0) {
+      // A key's values (their spacing and count) are the launch's to find.
+      if (!keyed)
+        return std::nullopt;
+      keyed->digitOfKey[-1 - var] = coverage.digits.size();
+    } else if (var < kFirstLane) {
       std::optional<SymbolicInt> programs;
       if (var == 0 && programLoop) {
         programs = symbolize(programLoop.getUpperBound());
@@ -870,6 +911,8 @@ std::optional<ShadowCoverage> analyzeCoverage(Operation *access, Value ptr, Valu
     }
     coverage.clamps.push_back(std::move(clamp));
   }
+  if (keyed)
+    keyed->conditionKeys.assign(ivs.conditionKeys.begin(), ivs.conditionKeys.end());
   return coverage;
 }
 

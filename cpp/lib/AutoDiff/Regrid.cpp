@@ -26,7 +26,7 @@ namespace {
 constexpr int kHeader = 5; // mainPrograms, gridX, gridY, gridZ, parts
 enum PartWord {
   kPrograms, kGroups, kTrips, kMembersAt, kStartsAt, kKeysAt, kAffine, kBasesAt, kDeltasAt,
-  kPartHeader
+  kPlain, kPartHeader
 };
 
 std::string where(Operation *op) {
@@ -596,12 +596,25 @@ void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value 
                          value));
   SmallVector<IRMapping> mappings = cloneForIterations(b, part.addressOps, iv, ivs, keyed,
                                                        {zero, zero, zero}, grid, {});
+  // Where the launch proved each element reached once, plain writes; else
+  // atomics (predicated, not branched: see KernelBackward's emitPlain).
+  Value plain = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, word(kPlain), zero);
+  Value atomic = arith::XOrIOp::create(
+      b, loc, plain, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
   for (auto [c, mapping] : llvm::enumerate(mappings)) {
     Value sum = castFloat(b, loc, sums[c], gradientType.getElementType());
     Value mask = part.atomic.getMask() ? mapping.lookupOrDefault(part.atomic.getMask()) : Value();
     if (coarsening > 1)
       mask = predicate(b, loc, mask, inRange[c], gradientType);
-    createAtomicAdd(b, loc, mapping.lookupOrDefault(part.atomic.getPtr()), sum, mask);
+    Value ptr = mapping.lookupOrDefault(part.atomic.getPtr());
+    Value plainMask = predicate(b, loc, mask, plain, gradientType);
+    if (part.data.storeOnly) {
+      createStore(b, loc, ptr, sum, plainMask);
+    } else {
+      Value old = createLoad(b, loc, ptr, plainMask, createZero(b, loc, gradientType));
+      createStore(b, loc, ptr, arith::AddFOp::create(b, loc, old, sum), plainMask);
+    }
+    createAtomicAdd(b, loc, ptr, sum, predicate(b, loc, mask, atomic, gradientType));
   }
 }
 
@@ -627,7 +640,7 @@ void emitParts(OpBuilder &b, Location loc, MutableArrayRef<Part> parts, int inde
 // What the kernel writes: the argument each store or atomic goes through
 // (`plain` for stores and non-add atomics); false where a write cannot be
 // traced to an argument.
-bool collectWrites(tt::FuncOp kernel, DenseSet<BlockArgument> &written,
+bool collectWrites(tt::FuncOp kernel, DenseMap<BlockArgument, int> &written,
                    DenseSet<BlockArgument> &plain, std::string &why) {
   bool known = true;
   kernel.walk([&](Operation *op) {
@@ -650,7 +663,7 @@ bool collectWrites(tt::FuncOp kernel, DenseSet<BlockArgument> &written,
       known = false;
       return;
     }
-    written.insert(base);
+    ++written[base];
     if (!adds)
       plain.insert(base);
   });
@@ -659,7 +672,7 @@ bool collectWrites(tt::FuncOp kernel, DenseSet<BlockArgument> &written,
 
 } // namespace
 
-void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows,
+void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool overwrite,
                          RegridReport &report) {
   Block &entry = kernel.getBody().front();
   Value table;
@@ -672,7 +685,8 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows,
 
   // Candidates: atomic adds of a dot product into a shadow, in a top-level loop.
   std::vector<Part> parts;
-  DenseSet<BlockArgument> written, plain;
+  DenseMap<BlockArgument, int> written;
+  DenseSet<BlockArgument> plain;
   std::string unknownWrite;
   bool writesKnown = collectWrites(kernel, written, plain, unknownWrite);
   for (auto loop : entry.getOps<scf::ForOp>()) {
@@ -778,6 +792,17 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows,
         }
       }
       part.data.affine = part.affine;
+      KeyedDigits keyed;
+      if (std::optional<ShadowCoverage> reached =
+              analyzeCoverage(atomic, atomic.getPtr(), atomic.getMask(), part.key, &keyed)) {
+        part.data.hasCoverage = true;
+        part.data.coverage = std::move(*reached);
+        part.data.coverage.shadow = name;
+        part.data.coverage.condition.value = 1;
+        part.data.keyDigits = keyed.digitOfKey;
+        part.data.conditionKeys = keyed.conditionKeys;
+      }
+      part.data.storeOnly = overwrite && written.lookup(base) == 1;
       // Iterations per program: a gradient tile smaller than a hand-written
       // kernel's output tile (128 x 128) takes several iterations, which
       // share each member's loads of tiles that do not depend on the iteration.
@@ -868,7 +893,12 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows,
                       .isF32()
                   ? std::string("fp32")
                   : std::string("the gradient's type")) +
-             ") and adds the sum once: one atomic add per element, uncontended)"});
+             ") and writes the sum once: " +
+             (part.data.hasCoverage
+                  ? std::string(part.data.storeOnly ? "stores" : "plain read-add-writes") +
+                        " where the launch finds each element reached once, else atomic adds"
+                  : std::string("one atomic add per element, uncontended")) +
+             ")"});
     report.regrid.parts.push_back(std::move(part.data));
   }
 }

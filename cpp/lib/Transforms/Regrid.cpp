@@ -15,7 +15,7 @@ struct RegridPass : public impl::RegridBase<RegridPass> {
   void runOnOperation() override {
     RegridReport report;
     std::vector<std::string> names(shadows.begin(), shadows.end());
-    regridAccumulations(getOperation(), names, report);
+    regridAccumulations(getOperation(), names, overwrite, report);
     mlir::Location loc = getOperation().getLoc();
     for (const auto &[shadow, how] : report.notes)
       mlir::emitRemark(loc) << shadow << ": " << how;

@@ -9,6 +9,7 @@
 
 // RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da" --canonicalize | FileCheck %s
 // RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
+// RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da overwrite=true" --canonicalize | FileCheck %s --check-prefix=STORE
 
 // REMARK: remark: da: re-parallelized (programs of its own, one per tile of the gradient and 4 iterations of the loop
 // REMARK: remark: part da: grouped by 1 key value(s)
@@ -51,9 +52,23 @@
 // CHECK-NOT: tt.atomic_rmw
 // CHECK-COUNT-4: tt.dot
 // The tiles' addresses from the group's key; an iteration past the trip
-// count adds nothing.
-// CHECK-COUNT-4: tt.atomic_rmw fadd, relaxed, gpu, %{{.+}}, %[[SUMS]]#{{[0-3]}}, %{{.+}}
+// count adds nothing. Where the launch found each element of dA reached once
+// (the table's plain word), a read-add-write; else an atomic add.
+// CHECK: %[[PLAIN:.+]] = arith.cmpi ne, %[[WORD:.+]], %c0_i32
+// CHECK: %[[ATOMIC:.+]] = arith.cmpi eq, %[[WORD]], %c0_i32
+// CHECK: %[[OLD:.+]] = tt.load %[[T0:[^,]+]], %{{.+}}, %cst
+// CHECK: %[[NEW:.+]] = arith.addf %[[OLD]], %[[SUMS]]#0
+// CHECK: tt.store %[[T0]], %[[NEW]]
+// CHECK: tt.atomic_rmw fadd, relaxed, gpu, %[[T0]], %[[SUMS]]#0, %{{.+}}
+// CHECK-COUNT-3: tt.atomic_rmw fadd, relaxed, gpu, %{{.+}}, %[[SUMS]]#{{[1-3]}}, %{{.+}}
 // CHECK-NOT: tt.atomic_rmw
+// The part is dA's only writer and dA is to be overwritten: plain writes are
+// stores, and the launch need not zero-fill dA.
+// STORE-LABEL: tt.func public @bwd
+// STORE: %[[SUMS:.+]]:4 = scf.if
+// STORE-NOT: arith.addf {{.*}}%[[SUMS]]#0
+// STORE: tt.store %[[T0:[^,]+]], %[[SUMS]]#0, %{{.+}}
+// STORE: tt.atomic_rmw fadd, relaxed, gpu, %[[T0]], %[[SUMS]]#0
 // CHECK: tt.return
 module {
   tt.func public @bwd(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %dc: !tt.ptr<f32> loc("dc"), %n: i32 loc("n"), %k: i32 loc("k"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {

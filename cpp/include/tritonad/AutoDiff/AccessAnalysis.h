@@ -65,8 +65,18 @@ std::optional<SymbolicInt> symbolize(mlir::Value scalar, bool programIds = false
 /// unless the offsets are affine in program ids, lanes and scf.for induction
 /// variables with symbolic coefficients, no constant part, and every conjunct
 /// of the mask a bound `affine < uniform` on them.
+///
+/// With `keys` (a re-parallelized accumulation's key values), each key is a
+/// digit too, whose extent the caller fills in (`keyed->digitOfKey`: its digit
+/// per key, -1 where the offsets do not use it), and a mask conjunct that is
+/// a key itself (i1) is a condition (`keyed->conditionKeys`).
+struct KeyedDigits {
+  std::vector<int> digitOfKey;
+  std::vector<int> conditionKeys;
+};
 std::optional<ShadowCoverage> analyzeCoverage(mlir::Operation *access, mlir::Value ptr,
-                                              mlir::Value mask);
+                                              mlir::Value mask, llvm::ArrayRef<mlir::Value> keys = {},
+                                              KeyedDigits *keyed = nullptr);
 
 } // namespace tritonad
 

@@ -37,8 +37,10 @@ struct RegridReport {
 /// [0, mainPrograms). Does nothing where `kernel` has no `tritonad_regrid`
 /// argument or nothing qualifies. Never fails: what does not qualify keeps its
 /// atomics, and `report.notes` says why.
+/// `overwrite`: the caller passes the shadows to be overwritten (see
+/// KernelBackwardConfig).
 void regridAccumulations(mlir::triton::FuncOp kernel, llvm::ArrayRef<std::string> shadows,
-                         RegridReport &report);
+                         bool overwrite, RegridReport &report);
 
 } // namespace tritonad
 

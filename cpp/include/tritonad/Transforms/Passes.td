@@ -71,6 +71,9 @@ def Regrid : Pass<"tritonad-regrid", "mlir::triton::FuncOp"> {
   }];
   let options = [
     ListOption<"shadows", "shadows", "std::string", "names of the shadow arguments">,
+    Option<"overwrite", "overwrite", "bool", /*default=*/"false",
+           "shadows arrive to be overwritten: a part that alone writes its shadow stores "
+           "where the launch finds each element reached once">,
   ];
   let dependentDialects = ["mlir::triton::TritonDialect", "mlir::arith::ArithDialect",
                            "mlir::scf::SCFDialect"];
