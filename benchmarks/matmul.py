@@ -6,9 +6,12 @@ Workloads (fp16 and bf16 inputs, fp32 accumulation):
   matmul    the tutorial's grouped matmul (benchmarks/bench.py matmul_fwd), square
             sizes 1024 .. 8192, tiles BLOCK_M x BLOCK_N x BLOCK_K (default 128 x 128 x 64,
             GROUP_M 8, 8 warps, 3 stages). Backward of
-              tritonad  tritonad.grad(matmul_fwd) launched on the forward's grid with the
-                        upstream gradient, into dA/dB as the launch path needs them
-                        (zero-filled unless the kernel's stores cover them: fills timed)
+              tritonad  tritonad.grad(matmul_fwd) (accumulating into the given shadows)
+                        launched on the forward's grid with the upstream gradient, into
+                        dA/dB zeroed by the caller (the fills timed)
+              tritonad.autograd  what a user pays: torch.autograd.grad through
+                        tritonad.autograd(matmul_fwd)'s op (fresh gradient buffers,
+                        overwritten: no fill where the launch proves them covered)
               hand      the forward kernel on transposed views, same tiles:
                         dA = dC @ B^T, dB = A^T @ dC (two launches)
               cuBLAS    torch.autograd.grad of a @ b
@@ -97,6 +100,16 @@ def matmul_case(n, dtype_name, blocks, opts, failures):
     def cublas():
         got["da"], got["db"] = torch.autograd.grad(ct, (at, bt), dc, retain_graph=True)
 
+    # What a user pays: tritonad.autograd's op, its backward through torch's
+    # autograd (gradient buffers allocated by the bridge, overwritten).
+    op = tritonad.autograd(bench.matmul_fwd, outputs=("c_ptr",))
+    au, bu = a.clone().requires_grad_(), b.clone().requires_grad_()
+    cu = op[grid](au, bu, torch.empty_like(c), n, n, n, au.stride(0), au.stride(1), bu.stride(0),
+                  bu.stride(1), c.stride(0), c.stride(1), **meta, **launch)
+
+    def user():
+        got["user"] = torch.autograd.grad(cu, (au, bu), dc, retain_graph=True)
+
     compiled = torch.compile(lambda x, y, g: (g @ y.t(), x.t() @ g))
 
     def compile_bwd():
@@ -105,24 +118,27 @@ def matmul_case(n, dtype_name, blocks, opts, failures):
     derived()
     hand()
     cublas()
+    user()
     torch.cuda.synchronize()
     ref_a = dc.float() @ b.float().t()
     ref_b = a.float().t() @ dc.float()
     errors = {who: max(loops.rel_err(x, ref_a), loops.rel_err(y, ref_b))
-              for who, (x, y) in {"tritonad": (da, db), "hand": (da_hand, db_hand),
+              for who, (x, y) in {"tritonad": (da, db), "tritonad.autograd": got["user"],
+                                  "hand": (da_hand, db_hand),
                                   "cuBLAS": (got["da"], got["db"])}.items()}
     first = (da.clone(), db.clone())
     derived()
     reproducible = torch.equal(first[0], da) and torch.equal(first[1], db)
-    if errors["tritonad"] > max(2 * errors["cuBLAS"], 1e-2):
-        failures.append(f"matmul {dtype_name} {n}: tritonad error {errors['tritonad']:.2e} vs "
-                        f"cuBLAS {errors['cuBLAS']:.2e}")
+    for who in ("tritonad", "tritonad.autograd"):
+        if errors[who] > max(2 * errors["cuBLAS"], 1e-2):
+            failures.append(f"matmul {dtype_name} {n}: {who} error {errors[who]:.2e} vs "
+                            f"cuBLAS {errors['cuBLAS']:.2e}")
     print(f"matmul {dtype_name} {n}^3, tiles {BM}x{BN}x{BK}: errors "
           + ", ".join(f"{k} {v:.2e}" for k, v in errors.items())
           + f"; reproducible {reproducible}; atomics in IR {atomics(matmul_bwd)}", flush=True)
     loops.print_schedule(matmul_bwd)
-    times, parts = loops.time_calls([("tritonad", derived), ("hand", hand), ("cuBLAS", cublas),
-                                     ("compile", compile_bwd)])
+    times, parts = loops.time_calls([("tritonad", derived), ("tritonad.autograd", user),
+                                     ("hand", hand), ("cuBLAS", cublas), ("compile", compile_bwd)])
     return dict(workload=f"matmul {dtype_name}", size=f"{n}^3", tiles=f"{BM}x{BN}x{BK}",
                 times=times, parts=parts, errors=errors, reproducible=reproducible,
                 atomics=atomics(matmul_bwd))
@@ -184,23 +200,28 @@ def report(rows, opts, failures) -> str:
         "fills) and wall time (do_bench), in us. Error: max |grad - fp32 reference| / "
         "max |reference| over dA and dB.",
         "",
-        "| workload | size | tiles | tritonad GPU | hand GPU | cuBLAS GPU | compile GPU | "
-        "tritonad / cuBLAS | tritonad / hand | tritonad wall | error tritonad / cuBLAS | "
-        "atomics | bitwise reproducible |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| workload | size | tiles | tritonad GPU | tritonad.autograd GPU | hand GPU | cuBLAS GPU | "
+        "compile GPU | tritonad / cuBLAS | tritonad / hand | autograd / cuBLAS | tritonad wall | "
+        "error tritonad / cuBLAS | atomics in IR | bitwise reproducible |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         t = row["times"]
         gpu = lambda who: t[who][0] if who in t else float("nan")  # noqa: E731
         lines.append(
             f"| {row['workload']} | {row['size']} | {row['tiles']} | {gpu('tritonad'):.1f} | "
-            f"{gpu('hand'):.1f} | {gpu('cuBLAS'):.1f} | {gpu('compile'):.1f} | "
-            f"{gpu('tritonad') / gpu('cuBLAS'):.2f} | {gpu('tritonad') / gpu('hand'):.2f} | "
+            f"{gpu('tritonad.autograd'):.1f} | {gpu('hand'):.1f} | {gpu('cuBLAS'):.1f} | "
+            f"{gpu('compile'):.1f} | {gpu('tritonad') / gpu('cuBLAS'):.2f} | "
+            f"{gpu('tritonad') / gpu('hand'):.2f} | "
+            f"{gpu('tritonad.autograd') / gpu('cuBLAS'):.2f} | "
             f"{t['tritonad'][1]:.1f} | {row['errors']['tritonad']:.2e} / "
             f"{row['errors']['cuBLAS']:.2e} | {row['atomics']} | {row['reproducible']} |")
     lines += ["", "Where tritonad's GPU time goes (us per call, largest first):", ""]
     for row in rows:
-        lines.append(f"- {row['workload']} {row['size']}: {loops.top(row['parts']['tritonad'])}")
+        for who in ("tritonad", "tritonad.autograd"):
+            if who in row["parts"]:
+                lines.append(f"- {row['workload']} {row['size']} {who}: "
+                             f"{loops.top(row['parts'][who])}")
     if failures:
         lines += ["", "Failures:", ""] + [f"- {f}" for f in failures]
     return "\n".join(lines) + "\n"
