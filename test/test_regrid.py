@@ -1,0 +1,152 @@
+"""Re-parallelized gradients: a matmul's dA and dB computed by programs of their
+own (one per gradient tile and group of iterations, looping over the forward
+programs that share the tile) instead of atomics from the forward's programs.
+
+CPU: the schedule, the IR, and what is refused with its reason. The numeric
+check in the CPU interpreter is interpret_checks.py's `regrid_matmul_random`
+(random sizes, tiles, group sizes, transposed operands, batched and permuted
+grids, the atomic fallback and the overwrite path). GPU: gradients against
+torch (fp16 and bf16, odd sizes, two tile configurations), through
+tritonad.grad and tritonad.autograd, bitwise reproducible.
+"""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+tritonad = pytest.importorskip("tritonad")
+
+import triton.language as tl  # noqa: E402
+
+from corpus.kernels import batched_matmul_kernel, matmul_kernel  # noqa: E402
+from gpu_util import requires_gpu  # noqa: E402
+from test_partial import always_compile, compile_for_schedule  # noqa: E402, F401
+
+MATMUL_TYPES = dict(a_ptr="*fp16", b_ptr="*fp16", c_ptr="*fp16", M="i32", N="i32", K="i32",
+                    stride_am="i32", stride_ak="i32", stride_bk="i32", stride_bn="i32",
+                    stride_cm="i32", stride_cn="i32")
+TILES = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8)
+
+
+@triton.jit
+def matmul_gelu_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                       stride_bn, stride_cm, stride_cn, BLOCK_M: tl.constexpr,
+                       BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    # An activation epilogue: dC's contribution needs the loop's result.
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        ks = k * BLOCK_K + offs_k
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + ks[None, :] * stride_ak,
+                    mask=(offs_m[:, None] < M) & (ks[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + ks[:, None] * stride_bk + offs_n[None, :] * stride_bn,
+                    mask=(ks[:, None] < K) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    y = acc * tl.sigmoid(acc)
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn,
+             y.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def _lines(schedule):
+    return dict(line.split(": ", 1) for line in schedule.strip().splitlines()
+                if not line.startswith(("loop ", "stabilizer ", "programs: ")))
+
+
+def test_matmul_gradients_get_programs_of_their_own(always_compile):
+    bwd = tritonad.grad(matmul_kernel)
+    lines = _lines(compile_for_schedule(bwd, MATMUL_TYPES, TILES))
+    for name in ("a_ptr", "b_ptr"):
+        assert lines[name].startswith("re-parallelized (programs of its own"), lines[name]
+        assert "4 iterations of the loop" in lines[name]  # (64x32 tiles: at most 4)
+        assert "plain read-add-writes where the launch finds each element reached once" in \
+            lines[name]
+    ir = bwd.derived_ir()
+    assert "tritonad_regrid" in ir and ir.count("tt.dot") >= 4
+
+
+def test_overwritten_shadows_get_stores(always_compile):
+    bwd = tritonad.grad(matmul_kernel, accumulate=False)
+    lines = _lines(compile_for_schedule(bwd, MATMUL_TYPES, TILES))
+    assert "stores where the launch finds each element reached once" in lines["a_ptr"]
+
+
+def test_atomic_mode_keeps_the_forward_schedule(always_compile):
+    bwd = tritonad.grad(matmul_kernel, mode="atomic")
+    schedule = compile_for_schedule(bwd, MATMUL_TYPES, TILES)
+    assert "re-parallelized" not in schedule
+    assert _lines(schedule)["a_ptr"].startswith("atomic (atomics requested)")
+
+
+def test_epilogue_from_the_loop_result_says_why(always_compile):
+    # dC * gelu'(acc) needs acc, the forward loop's result, in every member:
+    # recomputing it per member would replay the forward's loop; refused.
+    bwd = tritonad.grad(matmul_gelu_kernel)
+    lines = _lines(compile_for_schedule(bwd, MATMUL_TYPES, TILES))
+    for name in ("a_ptr", "b_ptr"):
+        assert lines[name].startswith("atomic")
+        assert "not re-parallelized: its contribution depends on the result of scf.for" in \
+            lines[name]
+
+
+def test_batched_grid_groups_by_batch_and_tile(always_compile):
+    types = dict(MATMUL_TYPES, stride_ab="i32", stride_bb="i32", stride_cb="i32")
+    bwd = tritonad.grad(batched_matmul_kernel)
+    lines = _lines(compile_for_schedule(bwd, types, dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=64)))
+    assert lines["a_ptr"].startswith("re-parallelized") and \
+        lines["b_ptr"].startswith("re-parallelized")
+
+
+# ---------------------------------------------------------------------------
+# GPU
+# ---------------------------------------------------------------------------
+
+def _grid(M, N, tiles):
+    return (triton.cdiv(M, tiles["BLOCK_M"]) * triton.cdiv(N, tiles["BLOCK_N"]),)
+
+
+def _args(a, b, c):
+    return [a, b, c, a.shape[0], b.shape[1], a.shape[1], a.stride(0), a.stride(1), b.stride(0),
+            b.stride(1), c.stride(0), c.stride(1)]
+
+
+def _assert_close(got, ref):
+    # fp16/bf16 results of fp32 sums: one rounding of the largest magnitude
+    scale = ref.abs().max().item()
+    tol = (1e-2 if got.dtype == torch.bfloat16 else 2e-3) * scale
+    assert (got.double() - ref.double()).abs().max().item() <= tol
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(200, 136, 328), (1, 70, 65), (513, 257, 129)])
+@pytest.mark.parametrize("tiles", [TILES, dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8)])
+def test_matmul_grads_match_torch(dtype, shape, tiles):
+    M, N, K = shape
+    a = torch.randn(M, K, device="cuda", dtype=dtype)
+    b = torch.randn(K, N, device="cuda", dtype=dtype).t().contiguous().t()  # column-major
+    dc = torch.randn(M, N, device="cuda", dtype=dtype)
+    ref_a = dc.double() @ b.double().t()
+    ref_b = a.double().t() @ dc.double()
+    # tritonad.grad, adding into given shadows (read-add-writes)
+    bwd = tritonad.grad(matmul_kernel)
+    da, db = torch.full_like(a, 0.5), torch.zeros_like(b)
+    bwd[_grid(M, N, tiles)](*_args(a, b, torch.empty(M, N, device="cuda", dtype=dtype)), da, db,
+                            dc, **tiles)
+    _assert_close(da - 0.5, ref_a)
+    _assert_close(db, ref_b)
+    assert "re-parallelized" in bwd.schedule()
+    # tritonad.autograd: fresh buffers, overwritten, bitwise the same twice
+    op = tritonad.autograd(matmul_kernel, outputs=("c_ptr",))
+    at, bt = a.clone().requires_grad_(), b.clone().requires_grad_()
+    c = op[_grid(M, N, tiles)](*_args(at, bt, torch.empty(M, N, device="cuda", dtype=dtype)),
+                               **tiles)
+    first = torch.autograd.grad(c, (at, bt), dc, retain_graph=True)
+    again = torch.autograd.grad(c, (at, bt), dc)
+    _assert_close(first[0], ref_a)
+    _assert_close(first[1], ref_b)
+    assert all(torch.equal(x, y) for x, y in zip(first, again))
