@@ -1304,34 +1304,30 @@ def _():
         assert all(p["affine"] for p in parts) == expect_affine, (case, parts)
         # (each element of dA and dB is reached once: plain writes, no atomics)
         assert all(p["plain"] for p in parts), (case, parts)
+    def small_matmul(M, N, K, programs, **options):
+        a, b, c = randn(M, K), randn(K, N), torch.empty(M, N)
+        return kernel_gradients(
+            matmul_kernel, (programs,), {"a_ptr": a, "b_ptr": b}, {"c_ptr": c},
+            dict(M=M, N=N, K=K, stride_am=a.stride(0), stride_ak=a.stride(1),
+                 stride_bk=b.stride(0), stride_bn=b.stride(1), stride_cm=c.stride(0),
+                 stride_cn=c.stride(1)),
+            dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, GROUP_M=2),
+            lambda a_ptr, b_ptr: {"c_ptr": a_ptr @ b_ptr}, rtol=1e-2, atol=2e-2, **options)
+
     # Where the launch cannot show each element reached once, the parts add
     # with atomics: the same gradients.
     reaches = _regrid._reaches_each_once
     _regrid._reaches_each_once = lambda *args: False
     _regrid._CACHE.clear()
     try:
-        a, b, c = randn(37, 29), randn(29, 45), torch.empty(37, 45)
-        bwd = kernel_gradients(
-            matmul_kernel, (3 * 3,), {"a_ptr": a, "b_ptr": b}, {"c_ptr": c},
-            dict(M=37, N=45, K=29, stride_am=a.stride(0), stride_ak=a.stride(1),
-                 stride_bk=b.stride(0), stride_bn=b.stride(1), stride_cm=c.stride(0),
-                 stride_cn=c.stride(1)),
-            dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, GROUP_M=2),
-            lambda a_ptr, b_ptr: {"c_ptr": a_ptr @ b_ptr}, rtol=1e-2, atol=2e-2)
+        small_matmul(37, 45, 29, 3 * 3)
         assert not any(p["plain"] for p in _regrid.describe(_regrid.last_table))
     finally:
         _regrid._reaches_each_once = reaches
         _regrid._CACHE.clear()
     # Shadows to be overwritten (accumulate=False, as tritonad.autograd passes
     # them): the parts store their sums.
-    a, b, c = randn(40, 33), randn(33, 21), torch.empty(40, 21)
-    bwd = kernel_gradients(
-        matmul_kernel, (3 * 2,), {"a_ptr": a, "b_ptr": b}, {"c_ptr": c},
-        dict(M=40, N=21, K=33, stride_am=a.stride(0), stride_ak=a.stride(1),
-             stride_bk=b.stride(0), stride_bn=b.stride(1), stride_cm=c.stride(0),
-             stride_cn=c.stride(1)),
-        dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, GROUP_M=2),
-        lambda a_ptr, b_ptr: {"c_ptr": a_ptr @ b_ptr}, rtol=1e-2, atol=2e-2, accumulate=False)
+    bwd = small_matmul(40, 21, 33, 3 * 2, accumulate=False)
     assert "stores where the launch finds each element reached once" in bwd.schedule()
     assert all(p["plain"] for p in _regrid.describe(_regrid.last_table))
     # The atomic mode keeps the forward's schedule.

@@ -23,9 +23,35 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 
-def _divs(a: int, b: int) -> int:  # arith.divsi: rounds towards zero
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
+def _divs(a, b):  # arith.divsi: rounds towards zero
+    if isinstance(a, int) and isinstance(b, int):
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b >= 0) else -q
+    import torch
+
+    if bool((torch.as_tensor(b) == 0).any()):
+        raise ZeroDivisionError("division by zero")
+    return torch.div(torch.as_tensor(a), b, rounding_mode="trunc")
+
+
+def _flag(condition):
+    """A comparison as arith.cmpi gives it: 1 or 0 (per program, for tensors)."""
+    if isinstance(condition, bool):
+        return int(condition)
+    import torch
+
+    return condition.to(torch.int64)
+
+
+def _extremum(pick):
+    def apply(a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return pick(a, b)
+        import torch
+
+        both = torch.as_tensor(a), torch.as_tensor(b)
+        return torch.minimum(*both) if pick is min else torch.maximum(*both)
+    return apply
 
 
 _BINARY = {
@@ -34,23 +60,25 @@ _BINARY = {
     "mul": lambda a, b: a * b,
     "divs": _divs,
     "rems": lambda a, b: a - b * _divs(a, b),
-    "min": min,
-    "max": max,
-    "lt": lambda a, b: int(a < b),
-    "le": lambda a, b: int(a <= b),
-    "gt": lambda a, b: int(a > b),
-    "ge": lambda a, b: int(a >= b),
-    "eq": lambda a, b: int(a == b),
-    "ne": lambda a, b: int(a != b),
+    "min": _extremum(min),
+    "max": _extremum(max),
+    "lt": lambda a, b: _flag(a < b),
+    "le": lambda a, b: _flag(a <= b),
+    "gt": lambda a, b: _flag(a > b),
+    "ge": lambda a, b: _flag(a >= b),
+    "eq": lambda a, b: _flag(a == b),
+    "ne": lambda a, b: _flag(a != b),
     "and": lambda a, b: a & b,
     "or": lambda a, b: a | b,
     "xor": lambda a, b: a ^ b,
 }
 
 
-def evaluate(expression, arguments: Dict[str, object], grid: Sequence[int]) -> int:
+def evaluate(expression, arguments: Dict[str, object], grid: Sequence[int], ids=None):
     """The value of a recorded expression; KeyError/TypeError/ZeroDivisionError
-    where the launch does not determine it."""
+    where the launch does not determine it. With `ids` (every program's ids
+    along axes 0..2, int64 tensors), program ids are allowed and the value is
+    per program (a tensor; an int where it does not depend on them)."""
     op = expression[0]
     if op == "const":
         return int(expression[1])
@@ -62,9 +90,18 @@ def evaluate(expression, arguments: Dict[str, object], grid: Sequence[int]) -> i
     if op == "programs":
         axis = int(expression[1])
         return int(grid[axis]) if axis < len(grid) else 1
-    values = [evaluate(e, arguments, grid) for e in expression[1:]]
+    if op == "pid":
+        if ids is None:
+            raise KeyError("a program id, in an expression for the whole launch")
+        return ids[int(expression[1])]
+    values = [evaluate(e, arguments, grid, ids) for e in expression[1:]]
     if op == "select":
-        return values[1] if values[0] else values[2]
+        if isinstance(values[0], int):
+            return values[1] if values[0] else values[2]
+        import torch
+
+        return torch.where(values[0] != 0, torch.as_tensor(values[1]),
+                           torch.as_tensor(values[2]))
     return _BINARY[op](*values)
 
 

@@ -36,80 +36,11 @@ _CACHE: Dict[tuple, tuple] = {}
 _CACHE_LIMIT = 256
 
 
-def _divs(a, b):
-    import torch
-
-    if isinstance(a, int) and isinstance(b, int):
-        return _coverage._divs(a, b)
-    if bool((torch.as_tensor(b) == 0).any()):
-        raise ZeroDivisionError("division by zero in a program's key")
-    return torch.div(torch.as_tensor(a), b, rounding_mode="trunc")
-
-
-def _as_int(flag):
-    return int(flag) if isinstance(flag, bool) else flag.to(dtype=_int64())
-
-
-def _int64():
-    import torch
-
-    return torch.int64
-
-
-def _minimum(a, b):
-    import torch
-
-    if isinstance(a, int) and isinstance(b, int):
-        return min(a, b)
-    return torch.minimum(torch.as_tensor(a), torch.as_tensor(b))
-
-
-def _maximum(a, b):
-    import torch
-
-    if isinstance(a, int) and isinstance(b, int):
-        return max(a, b)
-    return torch.maximum(torch.as_tensor(a), torch.as_tensor(b))
-
-
-_VECTOR = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-    "divs": _divs,
-    "rems": lambda a, b: a - b * _divs(a, b),
-    "min": _minimum,
-    "max": _maximum,
-    "lt": lambda a, b: _as_int(a < b),
-    "le": lambda a, b: _as_int(a <= b),
-    "gt": lambda a, b: _as_int(a > b),
-    "ge": lambda a, b: _as_int(a >= b),
-    "eq": lambda a, b: _as_int(a == b),
-    "ne": lambda a, b: _as_int(a != b),
-    "and": lambda a, b: a & b,
-    "or": lambda a, b: a | b,
-    "xor": lambda a, b: a ^ b,
-}
-
-
 def per_program(expression, arguments, grid, ids):
     """The value of a recorded expression for every program: `ids` are the
     programs' ids along axes 0..2 (int64 tensors); an int where the expression
     does not depend on them."""
-    import torch
-
-    op = expression[0]
-    if op == "pid":
-        return ids[int(expression[1])]
-    if op in ("const", "arg", "programs"):
-        return _coverage.evaluate(expression, arguments, grid)
-    values = [per_program(e, arguments, grid, ids) for e in expression[1:]]
-    if op == "select":
-        if isinstance(values[0], int):
-            return values[1] if values[0] else values[2]
-        return torch.where(values[0] != 0, torch.as_tensor(values[1]),
-                           torch.as_tensor(values[2]))
-    return _VECTOR[op](*values)
+    return _coverage.evaluate(expression, arguments, grid, ids)
 
 
 def _arguments_read(expression, names):
