@@ -598,15 +598,22 @@ void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value 
                                                        {zero, zero, zero}, grid, {});
   // Where the launch proved each element reached once, plain writes; else
   // atomics (predicated, not branched: see KernelBackward's emitPlain).
-  Value plain = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, word(kPlain), zero);
-  Value atomic = arith::XOrIOp::create(
-      b, loc, plain, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+  Value plain, atomic;
+  if (part.data.hasCoverage) {
+    plain = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, word(kPlain), zero);
+    atomic = arith::XOrIOp::create(b, loc, plain,
+                                   arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+  }
   for (auto [c, mapping] : llvm::enumerate(mappings)) {
     Value sum = castFloat(b, loc, sums[c], gradientType.getElementType());
     Value mask = part.atomic.getMask() ? mapping.lookupOrDefault(part.atomic.getMask()) : Value();
     if (coarsening > 1)
       mask = predicate(b, loc, mask, inRange[c], gradientType);
     Value ptr = mapping.lookupOrDefault(part.atomic.getPtr());
+    if (!plain) {
+      createAtomicAdd(b, loc, ptr, sum, mask);
+      continue;
+    }
     Value plainMask = predicate(b, loc, mask, plain, gradientType);
     if (part.data.storeOnly) {
       createStore(b, loc, ptr, sum, plainMask);
@@ -792,9 +799,14 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
         }
       }
       part.data.affine = part.affine;
+      // Plain writes need the part to be the shadow's only writer: another
+      // part or the forward's schedule may add to the same elements meanwhile.
+      bool soleWriter = written.lookup(base) == 1;
       KeyedDigits keyed;
       if (std::optional<ShadowCoverage> reached =
-              analyzeCoverage(atomic, atomic.getPtr(), atomic.getMask(), part.key, &keyed)) {
+              soleWriter ? analyzeCoverage(atomic, atomic.getPtr(), atomic.getMask(), part.key,
+                                           &keyed)
+                         : std::nullopt) {
         part.data.hasCoverage = true;
         part.data.coverage = std::move(*reached);
         part.data.coverage.shadow = name;
@@ -802,7 +814,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
         part.data.keyDigits = keyed.digitOfKey;
         part.data.conditionKeys = keyed.conditionKeys;
       }
-      part.data.storeOnly = overwrite && written.lookup(base) == 1;
+      part.data.storeOnly = overwrite && soleWriter;
       // Iterations per program: a gradient tile smaller than a hand-written
       // kernel's output tile (128 x 128) takes several iterations, which
       // share each member's loads of tiles that do not depend on the iteration.

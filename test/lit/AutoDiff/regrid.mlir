@@ -223,3 +223,39 @@ module {
     tt.return
   }
 }
+
+// -----
+
+// Two accumulations into one shadow (a matrix loaded twice): two parts, which
+// may add to the same elements at once, so neither writes plainly.
+// REMARK: remark: da: re-parallelized ({{.*}}one atomic add per element, uncontended)
+// REMARK: remark: da: re-parallelized ({{.*}}one atomic add per element, uncontended)
+// CHECK-LABEL: tt.func public @twice
+// CHECK-NOT: tt.store
+// CHECK: tt.return
+module {
+  tt.func public @twice(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %k: i32 loc("k"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c16 = arith.constant 16 : i32
+    %zero = arith.constant dense<0.000000e+00> : tensor<16x16xf32>
+    %pid = tt.get_program_id x : i32
+    %r = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+    %r2 = tt.expand_dims %r {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+    %r16 = tt.broadcast %r2 : tensor<16x1xi32> -> tensor<16x16xi32>
+    %bs = tt.splat %b : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %bp = tt.addptr %bs, %r16 : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+    %das = tt.splat %da : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    scf.for %i = %c0 to %k step %c1 : i32 {
+      %bv = tt.load %bp : tensor<16x16x!tt.ptr<f32>>
+      %d = tt.dot %bv, %bv, %zero : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
+      %i16 = arith.muli %i, %c16 : i32
+      %is2 = tt.splat %i16 : i32 -> tensor<16x16xi32>
+      %aoff = arith.addi %r16, %is2 : tensor<16x16xi32>
+      %ap = tt.addptr %das, %aoff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %old = tt.atomic_rmw fadd, relaxed, gpu, %ap, %d : (tensor<16x16x!tt.ptr<f32>>, tensor<16x16xf32>) -> tensor<16x16xf32>
+      %old2 = tt.atomic_rmw fadd, relaxed, gpu, %ap, %d : (tensor<16x16x!tt.ptr<f32>>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    }
+    tt.return
+  }
+}
