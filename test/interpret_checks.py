@@ -1239,8 +1239,12 @@ def _():
 # Regrid.cpp), grouped on the host (python/tritonad/_regrid.py)
 # ---------------------------------------------------------------------------
 
+def _lines_of(schedule):
+    return dict(line.split(": ", 1) for line in schedule.splitlines() if ": " in line)
+
+
 def _regridded(schedule, *names):
-    lines = dict(line.split(": ", 1) for line in schedule.splitlines() if ": " in line)
+    lines = _lines_of(schedule)
     for name in names:
         assert lines[name].startswith("re-parallelized"), schedule
 
@@ -1263,13 +1267,41 @@ def _():
     source = source.replace("pid_n = tl.program_id(1)", "pid_n = tl.program_id(1)\n"
                             "    pid_n = tl.where((pid_n ^ 1) < tl.cdiv(N, BLOCK_N), pid_n ^ 1, pid_n)")
     permuted = jit_from_source(source, "permuted_matmul_kernel", {"tl": tl, "triton": triton})
-    for case in range(6):
+    # A scaled, biased epilogue: dC * 0.5 feeds the parts; the bias's gradient
+    # (a column sum every row of programs adds to) stays in the forward's
+    # schedule, which runs beside the parts.
+    source = inspect.getsource(batched_matmul_kernel.fn).replace("@triton.jit\n", "")
+    source = source.replace("def batched_matmul_kernel(a_ptr, b_ptr, c_ptr,",
+                            "def biased_matmul_kernel(a_ptr, b_ptr, bias_ptr, c_ptr,")
+    source = source.replace("tl.store(c_ptrs, acc.to(", "tl.store(c_ptrs, (acc * 0.5 + tl.load("
+                            "bias_ptr + offs_n, mask=offs_n < N, other=0.0)[None, :]).to(")
+    biased = jit_from_source(source, "biased_matmul_kernel", {"tl": tl, "triton": triton})
+    for case in range(8):
         M, N, K = (int(v) for v in torch.randint(5, 70, (3,), generator=GEN))
         BM, BN, BK = (16 * int(v) for v in torch.randint(1, 3, (3,), generator=GEN))
         transposed = bool(torch.randint(0, 2, (1,), generator=GEN))
         a = randn(K, M).t() if transposed else randn(M, K)
         b = randn(K, N)
-        if case % 3 == 0:
+        if case % 4 == 3:
+            batches = int(torch.randint(1, 3, (1,), generator=GEN))
+            a = torch.stack([a] * batches) + randn(batches, M, K)
+            b, bias = randn(batches, K, N), randn(N)
+            c = torch.empty(batches, M, N)
+            bwd = kernel_gradients(
+                biased, (triton.cdiv(M, BM), triton.cdiv(N, BN), batches),
+                {"a_ptr": a, "b_ptr": b, "bias_ptr": bias}, {"c_ptr": c},
+                dict(M=M, N=N, K=K, stride_ab=a.stride(0), stride_am=a.stride(1),
+                     stride_ak=a.stride(2), stride_bb=b.stride(0), stride_bk=b.stride(1),
+                     stride_bn=b.stride(2), stride_cb=c.stride(0), stride_cm=c.stride(1),
+                     stride_cn=c.stride(2)),
+                dict(BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK),
+                lambda a_ptr, b_ptr, bias_ptr: {"c_ptr": 0.5 * (a_ptr @ b_ptr) + bias_ptr},
+                rtol=1e-2, atol=2e-2)
+            _regridded(bwd.schedule(), "a_ptr", "b_ptr")
+            assert "re-parallelized" not in _lines_of(bwd.schedule())["bias_ptr"]
+            assert int(_regrid.last_table[0]) > 0  # (the forward's programs ran too)
+            continue
+        if case % 4 == 0:
             group = int(torch.randint(1, 4, (1,), generator=GEN))
             c = torch.empty(M, N)
             grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
@@ -1282,7 +1314,7 @@ def _():
                 lambda a_ptr, b_ptr: {"c_ptr": a_ptr @ b_ptr}, rtol=1e-2, atol=2e-2)
             expect_affine = True
         else:
-            kernel = batched_matmul_kernel if case % 3 == 1 else permuted
+            kernel = batched_matmul_kernel if case % 4 == 1 else permuted
             batches = int(torch.randint(1, 4, (1,), generator=GEN))
             a = torch.stack([a] * batches) + randn(batches, M, K)
             b = randn(batches, K, N)
