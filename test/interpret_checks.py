@@ -1239,6 +1239,28 @@ def _():
 # Regrid.cpp), grouped on the host (python/tritonad/_regrid.py)
 # ---------------------------------------------------------------------------
 
+_BIASED = []
+
+
+def biased_matmul_kernel():
+    """The corpus's batched matmul with a scaled, biased epilogue (c = 0.5 * a @ b
+    + bias[n]): dC * 0.5 feeds the re-parallelized dA/dB; the bias's gradient
+    (a column sum every row of programs adds to) stays in the forward's
+    schedule, which runs beside them."""
+    import inspect
+
+    if not _BIASED:
+        from corpus.kernels import batched_matmul_kernel
+
+        source = inspect.getsource(batched_matmul_kernel.fn).replace("@triton.jit\n", "")
+        source = source.replace("def batched_matmul_kernel(a_ptr, b_ptr, c_ptr,",
+                                "def biased_matmul_kernel(a_ptr, b_ptr, bias_ptr, c_ptr,")
+        source = source.replace("tl.store(c_ptrs, acc.to(", "tl.store(c_ptrs, (acc * 0.5 + tl.load("
+                                "bias_ptr + offs_n, mask=offs_n < N, other=0.0)[None, :]).to(")
+        _BIASED.append(jit_from_source(source, "biased_matmul_kernel", {"tl": tl, "triton": triton}))
+    return _BIASED[0]
+
+
 def _lines_of(schedule):
     return dict(line.split(": ", 1) for line in schedule.splitlines() if ": " in line)
 
@@ -1267,15 +1289,7 @@ def _():
     source = source.replace("pid_n = tl.program_id(1)", "pid_n = tl.program_id(1)\n"
                             "    pid_n = tl.where((pid_n ^ 1) < tl.cdiv(N, BLOCK_N), pid_n ^ 1, pid_n)")
     permuted = jit_from_source(source, "permuted_matmul_kernel", {"tl": tl, "triton": triton})
-    # A scaled, biased epilogue: dC * 0.5 feeds the parts; the bias's gradient
-    # (a column sum every row of programs adds to) stays in the forward's
-    # schedule, which runs beside the parts.
-    source = inspect.getsource(batched_matmul_kernel.fn).replace("@triton.jit\n", "")
-    source = source.replace("def batched_matmul_kernel(a_ptr, b_ptr, c_ptr,",
-                            "def biased_matmul_kernel(a_ptr, b_ptr, bias_ptr, c_ptr,")
-    source = source.replace("tl.store(c_ptrs, acc.to(", "tl.store(c_ptrs, (acc * 0.5 + tl.load("
-                            "bias_ptr + offs_n, mask=offs_n < N, other=0.0)[None, :]).to(")
-    biased = jit_from_source(source, "biased_matmul_kernel", {"tl": tl, "triton": triton})
+    biased = biased_matmul_kernel()
     for case in range(8):
         M, N, K = (int(v) for v in torch.randint(5, 70, (3,), generator=GEN))
         BM, BN, BK = (16 * int(v) for v in torch.randint(1, 3, (3,), generator=GEN))

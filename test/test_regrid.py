@@ -150,3 +150,31 @@ def test_matmul_grads_match_torch(dtype, shape, tiles):
     _assert_close(first[0], ref_a)
     _assert_close(first[1], ref_b)
     assert all(torch.equal(x, y) for x, y in zip(first, again))
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_biased_epilogue_runs_beside_the_parts(dtype):
+    # dA/dB by the parts, the bias's column sums by the forward's programs,
+    # in one launch.
+    import interpret_checks
+
+    kernel = interpret_checks.biased_matmul_kernel()
+    batches, M, N, K = 3, 200, 136, 328
+    a = torch.randn(batches, M, K, device="cuda", dtype=dtype, requires_grad=True)
+    b = torch.randn(batches, K, N, device="cuda", dtype=dtype, requires_grad=True)
+    bias = torch.randn(N, device="cuda", dtype=torch.float32, requires_grad=True)
+    op = tritonad.autograd(kernel, outputs=("c_ptr",))
+    c = torch.empty(batches, M, N, device="cuda", dtype=dtype)
+    strides = lambda t: (t.stride(0), t.stride(1), t.stride(2))  # noqa: E731
+    tiles = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
+    y = op[(triton.cdiv(M, 64), triton.cdiv(N, 64), batches)](
+        a, b, bias, c, M, N, K, *strides(a), *strides(b), *strides(c), **tiles)
+    dy = torch.randn_like(y)
+    got = torch.autograd.grad(y, (a, b, bias), dy)
+    leaves = [t.detach().double().requires_grad_() for t in (a, b, bias)]
+    ref = torch.autograd.grad(0.5 * (leaves[0] @ leaves[1]) + leaves[2], leaves, dy.double())
+    for g, r in zip(got, ref):
+        _assert_close(g, r)
+    assert "re-parallelized" in op.backward_kernel.schedule()
