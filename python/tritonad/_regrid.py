@@ -101,6 +101,8 @@ def _reaches_each_once(part, keys, arguments, grid) -> bool:
     for k in part["condition_keys"]:
         alive &= keys[:, k] != 0
     keys = keys[alive]
+    if len(keys) == 0:
+        return False  # (no group writes: nothing to prove)
     digits = [tuple(d) for d in coverage["digits"]]
     clamps = [([[int(i), int(k)] for i, k in terms], bound) for terms, bound in coverage["clamps"]]
     combinations = 1
