@@ -130,9 +130,9 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
     # Whether the kernel keeps a tape is decided when it is derived: compile it
     # (or take it from the cache) with a placeholder first.
     with_tape = tape is not False and any_tensor is not None
-    kwargs.update(tritonad_tape=_placeholder_tape(any_tensor.device) if with_tape else None,
+    kwargs.update(tritonad_tape=_placeholder(any_tensor.device, "int8") if with_tape else None,
                   tritonad_tape_every=1,
-                  tritonad_regrid=_regrid.placeholder(any_tensor.device)
+                  tritonad_regrid=_placeholder(any_tensor.device, "int64")
                   if any_tensor is not None else None)
     if not partial_possible:
         kwargs.update(tritonad_workspace=None, tritonad_slot=0, tritonad_programs=programs)
@@ -202,11 +202,13 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape):
 
 
 @functools.lru_cache(maxsize=None)
-def _placeholder_tape(device):
-    """16 bytes on `device` that the kernel never touches unless it keeps a tape,
-    which _allocate_tape replaces before the launch."""
+def _placeholder(device, dtype: str):
+    """16 elements on `device` for a scratch argument the compiled kernel may not
+    use (a tape, a re-parallelization table): the warm-up compile sees them, and
+    the launch path replaces them where the kernel does use them
+    (_allocate_tape, _regrid.prepare)."""
     import torch
-    return torch.empty(16, dtype=torch.int8, device=device)
+    return torch.empty(16, dtype=getattr(torch, dtype), device=device)
 
 
 def _tape_budget(device) -> int:

@@ -25,7 +25,6 @@ training loop pays for the grouping once per shape.
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Dict, Optional, Sequence, Tuple
 
@@ -199,6 +198,27 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
     return words, total, stored
 
 
+_RECORDS: Dict[int, tuple] = {}
+
+
+def _record_info(record) -> Tuple[str, tuple]:
+    """(the record as text, the arguments its expressions read), computed once
+    per compiled kernel's record rather than on every launch."""
+    info = _RECORDS.get(id(record))
+    if info is None or info[0] is not record:
+        names = set()
+        for part in record["parts"]:
+            coverage = part.get("coverage") or {"digits": [], "clamps": []}
+            for expression in [*part["key"], *part.get("frontier", []), part["lower"],
+                               part["upper"], part["step"],
+                               *(e for digit in coverage["digits"] for e in digit),
+                               *(bound for _, bound in coverage["clamps"])]:
+                _arguments_read(expression, names)
+        info = _RECORDS[id(record)] = (record, json.dumps(record, sort_keys=True),
+                                       tuple(sorted(names)))
+    return info[1], info[2]
+
+
 def prepare(kernel, kwargs, grid: Sequence[int]):
     """For a kernel with re-parallelized shadows: puts the grouping into
     kwargs['tritonad_regrid'] and returns (the grid to launch, one axis; the
@@ -210,23 +230,11 @@ def prepare(kernel, kwargs, grid: Sequence[int]):
     if record is None:
         return None
     placeholder = kwargs["tritonad_regrid"]
-    names = set()
-    for part in record["parts"]:
-        for expression in [*part["key"], *part.get("frontier", []), part["lower"],
-                           part["upper"], part["step"]]:
-            _arguments_read(expression, names)
-        if part.get("coverage"):
-            coverage = part["coverage"]
-            for coefficient, extent in coverage["digits"]:
-                _arguments_read(coefficient, names)
-                _arguments_read(extent, names)
-            for _, bound in coverage["clamps"]:
-                _arguments_read(bound, names)
-    values = tuple((n, kwargs.get(n)) for n in sorted(names))
+    text, names = _record_info(record)
+    values = tuple((n, kwargs.get(n)) for n in names)
     layouts = tuple((tuple(t.shape), tuple(t.stride())) if isinstance(t, torch.Tensor) else None
                     for t in (kwargs.get(part["shadow"]) for part in record["parts"]))
-    key = (json.dumps(record, sort_keys=True), tuple(int(g) for g in grid), values, layouts,
-           str(placeholder.device))
+    key = (text, tuple(int(g) for g in grid), values, layouts, str(placeholder.device))
     cached = _CACHE.get(key)
     if cached is None:
         words, total, stored = _table(record, kwargs, tuple(int(g) for g in grid))
@@ -250,12 +258,3 @@ def describe(words) -> list:
     return [dict(programs=h[0], groups=h[1], trips=h[2], affine=bool(h[6]), plain=bool(h[9]))
             for h in (words[_HEADER + _PART_HEADER * i:_HEADER + _PART_HEADER * (i + 1)]
                       for i in range(words[4]))]
-
-
-@functools.lru_cache(maxsize=None)
-def placeholder(device):
-    """A table the kernel reads only if it was re-parallelized, which `prepare`
-    replaces before the launch."""
-    import torch
-
-    return torch.zeros(16, dtype=torch.int64, device=device)

@@ -45,11 +45,10 @@ struct Part {
   SmallVector<Operation *> addressOps;
   // The contribution from the frontier (a member's values, base + j * delta
   // when the launch finds them affine in the member's index j); empty
-  // `frontierOps` and `affine` false where some frontier value cannot be
+  // `frontierOps` and `data.affine` false where some frontier value cannot be
   // evaluated on the host.
   SmallVector<Value> frontier;
   SmallVector<Operation *> frontierOps;
-  bool affine = false;
   RegridPart data;
 };
 
@@ -308,14 +307,6 @@ struct Linear {
   Value base, step;
 };
 
-Value zeroLike(OpBuilder &b, Location loc, Type type) {
-  Type element = getElementTypeOrSelf(type);
-  Attribute zero = b.getIntegerAttr(element, 0);
-  if (auto tensor = dyn_cast<RankedTensorType>(type))
-    zero = SplatElementsAttr::get(tensor, zero);
-  return arith::ConstantOp::create(b, loc, cast<TypedAttr>(zero));
-}
-
 // The linear form of `op`'s result from its operands' (`linear`; a value
 // defined before the loop is its own base), built before the loop; nullopt
 // where `op` is not one the form goes through or the result is not linear.
@@ -367,7 +358,7 @@ std::optional<Linear> linearResult(OpBuilder &before, Operation *op, scf::ForOp 
     Value step = lhs && rhs ? combine(lhs, rhs)
                  : lhs      ? lhs
                  : add      ? rhs
-                            : combine(zeroLike(before, loc, type), rhs);
+                            : combine(arith::ConstantOp::create(before, loc, before.getZeroAttr(type)), rhs);
     return Linear{combine(operands[0].base, operands[1].base), step};
   }
   if (isa<arith::MulIOp>(op)) {
@@ -571,7 +562,7 @@ void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value 
     return loop.getResults();
   };
   SmallVector<Value> sums;
-  if (part.affine) {
+  if (part.data.affine) {
     Value affine = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, word(kAffine), zero);
     SmallVector<Type> types(coarsening, accumulatorType);
     auto branch = scf::IfOp::create(b, loc, types, affine, /*withElseRegion=*/true);
@@ -780,25 +771,24 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       if (symbolic &&
           succeeded(collectFrontier({atomic.getVal()}, part.valueOps, /*throughLoads=*/true,
                                     frontier, why))) {
-        part.affine = true;
+        bool &affine = part.data.affine;
+        affine = true;
         for (Value value : frontier) {
           std::optional<SymbolicInt> symbol = symbolize(value, /*programIds=*/true);
-          part.affine &= symbol.has_value();
+          affine &= symbol.has_value();
           if (symbol)
             part.data.frontier.push_back(std::move(*symbol));
         }
         part.frontier.assign(frontier.begin(), frontier.end());
-        part.affine = part.affine &&
-                      succeeded(collectSlice({atomic.getVal()}, entry, loop, fromFrontier, why,
-                                             part.frontier));
+        affine = affine && succeeded(collectSlice({atomic.getVal()}, entry, loop, fromFrontier,
+                                                  why, part.frontier));
         part.frontierOps = inProgramOrder(fromFrontier, entry);
-        if (!part.affine) {
+        if (!affine) {
           part.data.frontier.clear();
           part.frontier.clear();
           part.frontierOps.clear();
         }
       }
-      part.data.affine = part.affine;
       // Plain writes need the part to be the shadow's only writer: another
       // part or the forward's schedule may add to the same elements meanwhile.
       bool soleWriter = written.lookup(base) == 1;
