@@ -11,7 +11,7 @@ workspace parameters (WORKSPACE_PARAMS); whether it uses them is decided when
 it is derived, and read back from the compiled kernel's metadata.
 
 The fourth, `tritonad_tape`, is scratch memory for a loop whose carried state
-the backward keeps per iteration (a tape, see cpp/lib/AutoDiff/ReverseSweep.cpp):
+the backward keeps per iteration (a tape, see cpp/lib/AutoDiff/Rules/ScfRules.cpp):
 the compiled kernel's metadata says how many bytes per iteration and how many
 iterations (an expression of the arguments); the launch path allocates that
 much for each program of the launch, or, where that exceeds the budget, keeps

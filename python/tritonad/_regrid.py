@@ -1,5 +1,5 @@
 """Re-parallelized gradients: how a derived backward is launched when some of
-its gradients get programs of their own (cpp/lib/AutoDiff/Regrid.cpp).
+its gradients get programs of their own (cpp/lib/AutoDiff/Schedule/Regrid.cpp).
 
 A matmul program (m, n) at iteration k adds dC[m, n] B[k, n]^T to dA[m, k]:
 every program of row m adds to the same tile. The derived kernel instead has
@@ -30,7 +30,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 from tritonad import _coverage
 
-_HEADER, _PART_HEADER = 5, 10  # (cpp/lib/AutoDiff/Regrid.cpp: kHeader, PartWord)
+_HEADER, _PART_HEADER = 5, 10  # (cpp/lib/AutoDiff/Schedule/Regrid.cpp: kHeader, PartWord)
 _CACHE: Dict[tuple, tuple] = {}
 _CACHE_LIMIT = 256
 

@@ -1,6 +1,7 @@
 #include "tritonad/Analysis/ShiftInvariance.h"
 
 #include "tritonad/Analysis/CombineRegion.h"
+#include "tritonad/Analysis/Dependence.h"
 
 #include "tritonad/Dialect/Triton/Dialect.h"
 
@@ -199,12 +200,6 @@ bool isExtremumOp(Operation *op) {
       op);
 }
 
-bool writesMemoryOrUnknown(Operation *op) {
-  if (auto effects = dyn_cast<MemoryEffectOpInterface>(op))
-    return effects.hasEffect<MemoryEffects::Write>();
-  return op->getNumRegions() == 0 && !op->hasTrait<OpTrait::IsTerminator>();
-}
-
 SmallVector<int, 4> identityAxes(Type type) {
   SmallVector<int, 4> axes;
   if (auto tensor = dyn_cast<RankedTensorType>(type))
@@ -290,7 +285,7 @@ private:
           visitBlock(block);
       return;
     }
-    if (writesMemoryOrUnknown(op)) {
+    if (writesMemory(op)) {
       for (Value operand : op->getOperands())
         requireFree(operand);
       for (Value result : op->getResults())
@@ -672,7 +667,7 @@ static bool isConstantExpression(Value value) {
 static bool reversibleAsFamily(ArrayRef<Stabilizer> family) {
   for (Stabilizer member : family) {
     bool writes = false;
-    member.loop.getBody()->walk([&](Operation *op) { writes |= writesMemoryOrUnknown(op); });
+    member.loop.getBody()->walk([&](Operation *op) { writes |= writesMemory(op); });
     if (writes)
       return false;
   }

@@ -1,7 +1,7 @@
 #include "tritonad/AutoDiff/Differentiate.h"
 
 #include "tritonad/Analysis/ShiftInvariance.h"
-#include "tritonad/AutoDiff/Activity.h"
+#include "tritonad/Analysis/Activity.h"
 #include "tritonad/AutoDiff/Prepare.h"
 #include "tritonad/AutoDiff/ReverseModeInterface.h"
 

@@ -1,8 +1,8 @@
 #include "tritonad/AutoDiff/KernelBackward.h"
 
-#include "tritonad/AutoDiff/AccessAnalysis.h"
+#include "tritonad/Analysis/AccessAnalysis.h"
 #include "tritonad/Analysis/ShiftInvariance.h"
-#include "tritonad/AutoDiff/Activity.h"
+#include "tritonad/Analysis/Activity.h"
 #include "tritonad/AutoDiff/PointerInduction.h"
 #include "tritonad/AutoDiff/Prepare.h"
 #include "tritonad/AutoDiff/ProgramCoarsening.h"

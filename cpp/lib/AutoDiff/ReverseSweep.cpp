@@ -846,29 +846,6 @@ LogicalResult reverseIf(scf::IfOp branch, OpBuilder &builder, AdjointState &stat
 
 } // namespace
 
-bool computedFrom(Value value, Operation *scope, function_ref<bool(BlockArgument)> wanted) {
-  SmallVector<Value> worklist{value};
-  DenseSet<Value> seen;
-  while (!worklist.empty()) {
-    Value current = worklist.pop_back_val();
-    if (!current || !seen.insert(current).second)
-      continue;
-    if (auto arg = dyn_cast<BlockArgument>(current)) {
-      if (wanted(arg))
-        return true;
-      continue;
-    }
-    Operation *def = current.getDefiningOp();
-    if (scope && !scope->isAncestor(def))
-      continue;
-    def->walk([&](Operation *inner) {
-      for (Value operand : inner->getOperands())
-        worklist.push_back(operand);
-    });
-  }
-  return false;
-}
-
 Operation *cloneWithRegions(OpBuilder &builder, Operation &op, IRMapping &mapping) {
   op.walk([&](Block *block) {
     mapping.erase(block);
@@ -876,13 +853,6 @@ Operation *cloneWithRegions(OpBuilder &builder, Operation &op, IRMapping &mappin
       mapping.erase(arg);
   });
   return builder.clone(op, mapping);
-}
-
-bool writesMemory(Operation *op) {
-  if (auto effects = dyn_cast<MemoryEffectOpInterface>(op))
-    return effects.hasEffect<MemoryEffects::Write>();
-  // Unknown effects count as writes; region ops answer for their bodies.
-  return !op->hasTrait<OpTrait::HasRecursiveMemoryEffects>() && !op->hasTrait<OpTrait::IsTerminator>();
 }
 
 void cloneForRecompute(Operation &op, OpBuilder &builder, IRMapping &mapping) {

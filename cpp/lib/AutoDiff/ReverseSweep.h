@@ -4,7 +4,7 @@
 #ifndef TRITONAD_LIB_AUTODIFF_REVERSESWEEP_H
 #define TRITONAD_LIB_AUTODIFF_REVERSESWEEP_H
 
-#include "tritonad/AutoDiff/AdjointState.h"
+#include "tritonad/AutoDiff/GradientUtils.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Block.h"
@@ -35,21 +35,11 @@ struct SweepHooks {
       tapeRegion;
 };
 
-/// Whether `value` is computed from a block argument that `wanted` accepts,
-/// following operands (nested regions' included) through the ops inside
-/// `scope` (anywhere when null).
-bool computedFrom(mlir::Value value, mlir::Operation *scope,
-                  llvm::function_ref<bool(mlir::BlockArgument)> wanted);
-
 /// builder.clone(op, mapping), safe when `mapping` already maps the block
 /// arguments of op's regions (from an earlier clone of an enclosing op):
 /// Region::cloneInto would otherwise drop those arguments from the clone.
 mlir::Operation *cloneWithRegions(mlir::OpBuilder &builder, mlir::Operation &op,
                                   mlir::IRMapping &mapping);
-
-/// Whether `op` writes memory (stores, atomics, prints, asserts; unknown
-/// effects count as writes).
-bool writesMemory(mlir::Operation *op);
 
 /// Clones `op` into a recomputed forward without its side effects: ops that
 /// write memory, nested ones included, are left out (checkRecomputable has

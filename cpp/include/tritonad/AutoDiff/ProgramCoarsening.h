@@ -7,24 +7,12 @@
 #ifndef TRITONAD_AUTODIFF_PROGRAMCOARSENING_H
 #define TRITONAD_AUTODIFF_PROGRAMCOARSENING_H
 
+#include "tritonad/Analysis/Dependence.h"
 #include "tritonad/Dialect/Triton/Dialect.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace tritonad {
-
-/// Whether `loop` is the grid-stride loop coarsenPrograms made: its
-/// induction variable is a program id along axis 0 (distinct in every
-/// iteration of every program), which the access analysis treats as such.
-bool isProgramLoop(mlir::scf::ForOp loop);
-
-/// Whether `value` depends on the program id along `axis` (through any op,
-/// loop bounds and carried values included; a while loop's state counts).
-bool dependsOnProgramId(mlir::Value value, int axis);
-
-/// Whether `value` depends on the program id that the program loop `loop`
-/// iterates over (its induction variable), through any op.
-bool dependsOnProgramLoop(mlir::Value value, mlir::scf::ForOp loop);
 
 /// Rewrites the body of `function` (a kernel whose only program axis is 0) as
 /// `for v in range(program_id(0), programs, num_programs(0)): body[pid := v]`

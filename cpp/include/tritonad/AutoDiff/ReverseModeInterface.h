@@ -1,7 +1,7 @@
 #ifndef TRITONAD_AUTODIFF_REVERSEMODEINTERFACE_H
 #define TRITONAD_AUTODIFF_REVERSEMODEINTERFACE_H
 
-#include "tritonad/AutoDiff/AdjointState.h"
+#include "tritonad/AutoDiff/GradientUtils.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/OpDefinition.h"

@@ -1,8 +1,8 @@
 #include "tritonad/AutoDiff/Regrid.h"
 
-#include "TensorBuilders.h"
-#include "tritonad/AutoDiff/AccessAnalysis.h"
-#include "tritonad/AutoDiff/AdjointState.h"
+#include "../TensorBuilders.h"
+#include "tritonad/Analysis/AccessAnalysis.h"
+#include "tritonad/AutoDiff/GradientUtils.h"
 #include "tritonad/AutoDiff/KernelBackward.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

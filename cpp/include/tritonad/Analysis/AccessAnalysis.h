@@ -1,8 +1,8 @@
 // Which programs and lanes touch which addresses: decides whether a gradient
 // accumulation `shadow[ptr] += g` may be a plain read-add-write (every address
 // touched by one lane of one program) or needs an atomic add.
-#ifndef TRITONAD_AUTODIFF_ACCESSANALYSIS_H
-#define TRITONAD_AUTODIFF_ACCESSANALYSIS_H
+#ifndef TRITONAD_ANALYSIS_ACCESSANALYSIS_H
+#define TRITONAD_ANALYSIS_ACCESSANALYSIS_H
 
 #include "tritonad/Coverage.h"
 

@@ -2,8 +2,8 @@
 // varies with a differentiated input (forward dataflow) and is useful to a
 // differentiated output (backward dataflow), and its type is floating point.
 // Integers, booleans, pointers, masks and index arithmetic never are.
-#ifndef TRITONAD_AUTODIFF_ACTIVITY_H
-#define TRITONAD_AUTODIFF_ACTIVITY_H
+#ifndef TRITONAD_ANALYSIS_ACTIVITY_H
+#define TRITONAD_ANALYSIS_ACTIVITY_H
 
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"

@@ -1,6 +1,6 @@
-#include "tritonad/AutoDiff/AccessAnalysis.h"
+#include "tritonad/Analysis/AccessAnalysis.h"
 
-#include "tritonad/AutoDiff/ProgramCoarsening.h"
+#include "tritonad/Analysis/Dependence.h"
 #include "tritonad/Dialect/Triton/Dialect.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"

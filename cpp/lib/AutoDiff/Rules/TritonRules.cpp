@@ -2,7 +2,7 @@
 // device-library calls. Loads and stores are the kernel driver's business
 // (they need the shadow pointers), see KernelBackward.cpp.
 #include "ElementwiseRules.h"
-#include "TensorBuilders.h"
+#include "../TensorBuilders.h"
 
 #include "tritonad/Analysis/CombineRegion.h"
 #include "tritonad/Dialect/Triton/Dialect.h"

@@ -1,7 +1,9 @@
 // State of one reverse sweep: the map from primal values to their recomputed
 // forward values and to their accumulated adjoints.
-#ifndef TRITONAD_AUTODIFF_ADJOINTSTATE_H
-#define TRITONAD_AUTODIFF_ADJOINTSTATE_H
+#ifndef TRITONAD_AUTODIFF_GRADIENTUTILS_H
+#define TRITONAD_AUTODIFF_GRADIENTUTILS_H
+
+#include "tritonad/Analysis/Dependence.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -67,9 +69,6 @@ mlir::Value createZero(mlir::OpBuilder &builder, mlir::Location loc, mlir::Type 
 /// A float constant of `type` (splat for tensors).
 mlir::Value createFloatConstant(mlir::OpBuilder &builder, mlir::Location loc, mlir::Type type,
                                 double value);
-
-/// Whether values of `type` can carry gradients (floats and tensors of floats).
-bool isDifferentiableType(mlir::Type type);
 
 } // namespace tritonad
 

@@ -1,7 +1,7 @@
 #include "tritonad/AutoDiff/Prepare.h"
 
 #include "Inlining.h"
-#include "ReverseSweep.h"
+#include "../ReverseSweep.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 

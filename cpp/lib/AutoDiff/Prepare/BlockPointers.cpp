@@ -1,6 +1,6 @@
 #include "tritonad/AutoDiff/Prepare.h"
 
-#include "TensorBuilders.h"
+#include "../TensorBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"

@@ -1,6 +1,6 @@
-#include "tritonad/AutoDiff/Activity.h"
+#include "tritonad/Analysis/Activity.h"
 
-#include "tritonad/AutoDiff/AdjointState.h"
+#include "tritonad/Analysis/Dependence.h"
 #include "tritonad/Dialect/Triton/Dialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

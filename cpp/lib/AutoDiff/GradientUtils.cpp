@@ -1,4 +1,4 @@
-#include "tritonad/AutoDiff/AdjointState.h"
+#include "tritonad/AutoDiff/GradientUtils.h"
 
 #include "tritonad/Dialect/Triton/Dialect.h"
 
@@ -9,10 +9,6 @@
 using namespace mlir;
 
 namespace tritonad {
-
-bool isDifferentiableType(Type type) {
-  return isa<FloatType>(getElementTypeOrSelf(type));
-}
 
 Value createFloatConstant(OpBuilder &builder, Location loc, Type type, double value) {
   auto element = cast<FloatType>(getElementTypeOrSelf(type));
