@@ -69,28 +69,25 @@ LogicalResult buildFunctionVJP(tt::FuncOp primal, ArrayRef<unsigned> wrt, tt::Fu
   if (failed(active))
     return primal.emitError("activity analysis failed");
 
+  IRMapping forward;
+  GradientUtils state(forward, *active);
+  state.setStabilizers(&stabilizers);
   // Rules must exist for every op that carries a gradient: check them all
   // before emitting anything.
-  if (failed(checkRecomputable(primal)) ||
-      failed(checkDifferentiable(primalBody, *active, /*kernel=*/false)))
+  if (failed(checkRecomputable(primal)) || failed(checkDifferentiable(primalBody, state)))
     return failure();
 
   Block *body = vjp.addEntryBlock();
   OpBuilder builder = OpBuilder::atBlockEnd(body);
-  IRMapping forward;
   for (BlockArgument arg : primalBody.getArguments())
     forward.map(arg, body->getArgument(arg.getArgNumber()));
-  SweepHooks hooks;
-  hooks.cloneForward = cloneForRecompute;
   for (Operation &op : primalBody.without_terminator())
-    hooks.cloneForward(op, builder, forward);
+    cloneForRecompute(op, builder, forward);
 
-  AdjointState state(forward, *active);
-  state.setStabilizers(&stabilizers);
   unsigned numInputs = primal.getNumArguments();
   for (auto [index, returned] : llvm::enumerate(terminator->getOperands()))
     state.accumulate(builder, returned, body->getArgument(numInputs + index));
-  if (failed(reverseSweep(primalBody, builder, state, hooks)))
+  if (failed(reverseSweep(primalBody, builder, state)))
     return failure();
 
   SmallVector<Value> gradients;

@@ -23,7 +23,7 @@ Value createZero(OpBuilder &builder, Location loc, Type type) {
   return createFloatConstant(builder, loc, type, 0.0);
 }
 
-Value AdjointState::adjointOrZero(OpBuilder &builder, Value primal) {
+Value GradientUtils::adjointOrZero(OpBuilder &builder, Value primal) {
   if (Value existing = adjoint(primal))
     return existing;
   return createZero(builder, primal.getLoc(), primal.getType());
@@ -52,7 +52,7 @@ Value addFloats(OpBuilder &builder, Location loc, Value lhs, Value rhs) {
       .getResult();
 }
 
-void AdjointState::accumulate(OpBuilder &builder, Value primal, Value delta) {
+void GradientUtils::accumulate(OpBuilder &builder, Value primal, Value delta) {
   if (!delta || !isActive(primal))
     return;
   Value &slot = adjoints[primal];

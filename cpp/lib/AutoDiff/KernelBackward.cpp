@@ -63,7 +63,7 @@ Value convertForShadow(OpBuilder &builder, Location loc, Value g, Value shadowPt
 }
 
 // file:line:col of `loc`, for the schedule people read.
-class KernelBackwardBuilder {
+class KernelBackwardBuilder : public SweepDriver {
 public:
   KernelBackwardBuilder(tt::FuncOp primal, DenseMap<BlockArgument, Value> shadows,
                         DenseSet<BlockArgument> knownPointers, KernelBackwardConfig options,
@@ -75,10 +75,22 @@ public:
                       KernelBackwardReport &report);
 
 private:
-  bool isShadowed(Value ptr) {
+  bool isShadowed(Value ptr) const override {
     BlockArgument base = baseArgument(ptr);
     return base && shadows.count(base);
   }
+  LogicalResult emitLoadAdjoint(OpBuilder &builder, Operation *load,
+                                GradientUtils &gutils) override {
+    return emitLoadAdjoint(builder, cast<tt::LoadOp>(load), gutils);
+  }
+  LogicalResult emitStoreAdjoint(OpBuilder &builder, Operation *store,
+                                 GradientUtils &gutils) override {
+    return emitStoreAdjoint(builder, cast<tt::StoreOp>(store), gutils);
+  }
+  Value tapeRegion(OpBuilder &builder, scf::ForOp loop, int64_t bytesPerState,
+                   function_ref<Value(OpBuilder &, Value)> bytesPerProgram,
+                   Value &every) override;
+  void noteLoop(Operation *loop, StringRef how) override;
   LogicalResult validate();
   LogicalResult validateProvenance(Operation *access, Value ptr, bool carriesFloats);
   LogicalResult classifyStoreInLoops(tt::StoreOp store);
@@ -87,8 +99,8 @@ private:
   bool writtenOncePerProgram(tt::LoadOp load);
   Operation *loopRevisitingThroughOtherLanes(tt::LoadOp load);
   FailureOr<Value> shadowPointer(OpBuilder &builder, Value ptr, const IRMapping &forward);
-  LogicalResult emitStoreAdjoint(OpBuilder &builder, tt::StoreOp store, AdjointState &state);
-  LogicalResult emitLoadAdjoint(OpBuilder &builder, tt::LoadOp load, AdjointState &state);
+  LogicalResult emitStoreAdjoint(OpBuilder &builder, tt::StoreOp store, GradientUtils &state);
+  LogicalResult emitLoadAdjoint(OpBuilder &builder, tt::LoadOp load, GradientUtils &state);
   // i1: this program is the first along every axis the kernel never reads
   // (null when it reads them all).
   Value firstDuplicate(OpBuilder &builder, Location loc) {
@@ -119,6 +131,8 @@ public:
 private:
   Value tape, tapeEvery;
   bool tapeTaken = false; // one taped loop per kernel: its region is the program's
+  std::vector<LoopTape> tapes;
+  std::string loopNotes; // one line per reversed loop, for the schedule
 
   tt::FuncOp primal;
   DenseMap<BlockArgument, Value> shadows; // primal pointer argument -> shadow argument of bwd
@@ -445,7 +459,7 @@ FailureOr<Value> KernelBackwardBuilder::shadowPointer(OpBuilder &builder, Value 
 }
 
 LogicalResult KernelBackwardBuilder::emitStoreAdjoint(OpBuilder &builder, tt::StoreOp store,
-                                                      AdjointState &state) {
+                                                      GradientUtils &state) {
   // out[ptr] = v  =>  dv += dout[ptr] (masked lanes: 0)
   Value value = store.getValue();
   if (!state.isActive(value))
@@ -473,7 +487,7 @@ LogicalResult KernelBackwardBuilder::emitStoreAdjoint(OpBuilder &builder, tt::St
 }
 
 LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::LoadOp load,
-                                                     AdjointState &state) {
+                                                     GradientUtils &state) {
   // v = x[ptr]  =>  dx[ptr] += dv
   Value g = state.adjoint(load.getResult());
   if (!g)
@@ -641,6 +655,73 @@ void KernelBackwardBuilder::placePartialShadows(OpBuilder &builder, Location loc
   }
 }
 
+Value KernelBackwardBuilder::tapeRegion(OpBuilder &b, scf::ForOp loop, int64_t bytesPerState,
+                                        function_ref<Value(OpBuilder &, Value)> bytesPerProgram,
+                                        Value &every) {
+    if (!tape || tapeTaken)
+    return Value();
+  // The launcher sizes the tape: the trip count must follow from the
+  // arguments alone (not from a program id or an enclosing loop).
+  std::optional<SymbolicInt> lower = symbolize(loop.getLowerBound());
+  std::optional<SymbolicInt> upper = symbolize(loop.getUpperBound());
+  std::optional<SymbolicInt> step = symbolize(loop.getStep());
+  if (!lower || !upper || !step)
+    return Value();
+  auto node = [](SymbolicInt::Op op, std::vector<SymbolicInt> operands) {
+    SymbolicInt result;
+    result.op = op;
+    result.operands = std::move(operands);
+    return result;
+  };
+  auto constant = [](int64_t value) {
+    SymbolicInt result;
+    result.value = value;
+    return result;
+  };
+  using Op = SymbolicInt::Op;
+  SymbolicInt rounded = node(Op::Add, {node(Op::Sub, {*upper, *lower}),
+                                       node(Op::Sub, {*step, constant(1)})});
+  SymbolicInt trips = node(Op::Max, {node(Op::DivS, {rounded, *step}), constant(0)});
+  tapeTaken = true;
+  tapes.push_back({locationText(loop.getLoc()), bytesPerState, trips});
+  Location loc = loop.getLoc();
+  Type i64 = b.getI64Type();
+  // The interval of kept states, chosen at launch (1 without the argument).
+  every = tapeEvery ? arith::ExtSIOp::create(b, loc, i64, tapeEvery).getResult()
+                    : arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(1)).getResult();
+  every = arith::MaxSIOp::create(
+      b, loc, every, arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(1)));
+  // This program's region: programs are numbered x fastest.
+  Value program;
+  for (int axis = 2; axis >= 0; --axis) {
+    auto dim = tt::ProgramIDDimAttr::get(b.getContext(), static_cast<tt::ProgramIDDim>(axis));
+    Value pid = arith::ExtSIOp::create(
+        b, loc, i64, tt::GetProgramIdOp::create(b, loc, b.getI32Type(), dim));
+    if (!program) {
+      program = pid;
+      continue;
+    }
+    Value count = arith::ExtSIOp::create(
+        b, loc, i64, tt::GetNumProgramsOp::create(b, loc, b.getI32Type(), dim));
+    program = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, program, count), pid);
+  }
+  Value offset = arith::MulIOp::create(b, loc, program, bytesPerProgram(b, every));
+  return tt::AddPtrOp::create(b, loc, tape.getType(), tape, offset).getResult();
+}
+
+void KernelBackwardBuilder::noteLoop(Operation *loop, StringRef how) {
+  std::string where = locationText(loop->getLoc());
+  auto forLoop = dyn_cast<scf::ForOp>(loop);
+  if (forLoop && isProgramLoop(forLoop)) {
+    loopNotes += "programs: each program of the backward handles programs p, p + G, "
+                 "p + 2G, ... of the forward (G launched, a grid-stride loop), for the "
+                 "partial buffers\n";
+    return;
+  }
+  loopNotes += "loop " + loop->getName().getStringRef().str() + " at " + where + ": " +
+               how.str() + "\n";
+}
+
 LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> primalArgsInBwd,
                                            KernelBackwardReport &report) {
   if (failed(validate()))
@@ -673,104 +754,20 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
   if (failed(active))
     return primal.emitError("activity analysis failed");
 
-  if (failed(checkRecomputable(primal)) ||
-      failed(checkDifferentiable(primalBody, *active, /*kernel=*/true)))
-    return failure();
-
   Block *body = &bwd.getBody().front();
   OpBuilder builder = OpBuilder::atBlockEnd(body);
   IRMapping forward;
   for (auto [arg, value] : llvm::zip(primalBody.getArguments(), primalArgsInBwd))
     forward.map(arg, value);
-  placePartialShadows(builder, primal.getLoc());
-  SweepHooks hooks;
-  // Recompute the forward without its side effects: stores are not replayed.
-  hooks.cloneForward = cloneForRecompute;
-  hooks.special = [&](Operation &op, OpBuilder &b, AdjointState &state) -> FailureOr<bool> {
-    if (auto store = dyn_cast<tt::StoreOp>(op)) {
-      if (isShadowed(store.getPtr()) && failed(emitStoreAdjoint(b, store, state)))
-        return failure();
-      return true;
-    }
-    if (auto load = dyn_cast<tt::LoadOp>(op)) {
-      if (isShadowed(load.getPtr()) && failed(emitLoadAdjoint(b, load, state)))
-        return failure();
-      return true;
-    }
-    return false;
-  };
-  hooks.tapeRegion = [&](OpBuilder &b, scf::ForOp loop, int64_t bytesPerState,
-                         function_ref<Value(OpBuilder &, Value)> bytesPerProgram,
-                         Value &every) -> Value {
-    if (!tape || tapeTaken)
-      return Value();
-    // The launcher sizes the tape: the trip count must follow from the
-    // arguments alone (not from a program id or an enclosing loop).
-    std::optional<SymbolicInt> lower = symbolize(loop.getLowerBound());
-    std::optional<SymbolicInt> upper = symbolize(loop.getUpperBound());
-    std::optional<SymbolicInt> step = symbolize(loop.getStep());
-    if (!lower || !upper || !step)
-      return Value();
-    auto node = [](SymbolicInt::Op op, std::vector<SymbolicInt> operands) {
-      SymbolicInt result;
-      result.op = op;
-      result.operands = std::move(operands);
-      return result;
-    };
-    auto constant = [](int64_t value) {
-      SymbolicInt result;
-      result.value = value;
-      return result;
-    };
-    using Op = SymbolicInt::Op;
-    SymbolicInt rounded = node(Op::Add, {node(Op::Sub, {*upper, *lower}),
-                                         node(Op::Sub, {*step, constant(1)})});
-    SymbolicInt trips = node(Op::Max, {node(Op::DivS, {rounded, *step}), constant(0)});
-    tapeTaken = true;
-    report.tapes.push_back({locationText(loop.getLoc()), bytesPerState, trips});
-    Location loc = loop.getLoc();
-    Type i64 = b.getI64Type();
-    // The interval of kept states, chosen at launch (1 without the argument).
-    every = tapeEvery ? arith::ExtSIOp::create(b, loc, i64, tapeEvery).getResult()
-                      : arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(1)).getResult();
-    every = arith::MaxSIOp::create(
-        b, loc, every, arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(1)));
-    // This program's region: programs are numbered x fastest.
-    Value program;
-    for (int axis = 2; axis >= 0; --axis) {
-      auto dim = tt::ProgramIDDimAttr::get(b.getContext(), static_cast<tt::ProgramIDDim>(axis));
-      Value pid = arith::ExtSIOp::create(
-          b, loc, i64, tt::GetProgramIdOp::create(b, loc, b.getI32Type(), dim));
-      if (!program) {
-        program = pid;
-        continue;
-      }
-      Value count = arith::ExtSIOp::create(
-          b, loc, i64, tt::GetNumProgramsOp::create(b, loc, b.getI32Type(), dim));
-      program = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, program, count), pid);
-    }
-    Value offset = arith::MulIOp::create(b, loc, program, bytesPerProgram(b, every));
-    return tt::AddPtrOp::create(b, loc, tape.getType(), tape, offset).getResult();
-  };
-  std::string loopNotes;
-  hooks.note = [&](Operation *loop, StringRef how) {
-    std::string where = locationText(loop->getLoc());
-    auto forLoop = dyn_cast<scf::ForOp>(loop);
-    if (forLoop && isProgramLoop(forLoop)) {
-      loopNotes += "programs: each program of the backward handles programs p, p + G, "
-                   "p + 2G, ... of the forward (G launched, a grid-stride loop), for the "
-                   "partial buffers\n";
-      return;
-    }
-    loopNotes += "loop " + loop->getName().getStringRef().str() + " at " + where + ": " +
-                 how.str() + "\n";
-  };
-  for (Operation &op : primalBody.without_terminator())
-    hooks.cloneForward(op, builder, forward);
-
-  AdjointState state(forward, *active);
+  GradientUtils state(forward, *active, this);
   state.setStabilizers(&stabilizers);
-  if (failed(reverseSweep(primalBody, builder, state, hooks)))
+  if (failed(checkRecomputable(primal)) || failed(checkDifferentiable(primalBody, state)))
+    return failure();
+
+  placePartialShadows(builder, primal.getLoc());
+  for (Operation &op : primalBody.without_terminator())
+    cloneForRecompute(op, builder, forward);
+  if (failed(reverseSweep(primalBody, builder, state)))
     return failure();
   tt::ReturnOp::create(builder, primalBody.getTerminator()->getLoc(), TypeRange{}, ValueRange{});
 
@@ -804,6 +801,7 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
   }
   report.text += stabilizers.describe();
   report.text += loopNotes;
+  report.tapes = tapes;
   // Which shadows the backward writes (read from the IR it emitted).
   DenseSet<Value> shadowArgs;
   for (auto &[arg, shadow] : shadows)

@@ -1,5 +1,8 @@
-// State of one reverse sweep: the map from primal values to their recomputed
-// forward values and to their accumulated adjoints.
+// The gradient utilities of one reverse sweep (Enzyme's GradientUtils): the
+// map from primal values to their recomputed forward values and to their
+// accumulated adjoints, and the services of the driver that runs the sweep
+// (shadow memory, tapes, the schedule). Every rule, region and memory ops'
+// included, reaches the sweep through this object.
 #ifndef TRITONAD_AUTODIFF_GRADIENTUTILS_H
 #define TRITONAD_AUTODIFF_GRADIENTUTILS_H
 
@@ -10,10 +13,49 @@
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+namespace mlir::scf {
+class ForOp;
+}
 
 namespace tritonad {
 
 struct Stabilizers;
+class GradientUtils;
+
+/// What the driver of a sweep provides beyond the rules: a kernel's driver
+/// owns the shadows of pointer arguments and the scratch memory; a function's
+/// driver has none (then loads and stores carry no gradient).
+class SweepDriver {
+public:
+  virtual ~SweepDriver() = default;
+
+  /// Whether loads and stores through `ptr` have shadow memory.
+  virtual bool isShadowed(mlir::Value ptr) const = 0;
+  /// The adjoint of a load through a shadowed pointer: its result's adjoint
+  /// is accumulated into the shadow (by the strategy the driver chose).
+  virtual llvm::LogicalResult emitLoadAdjoint(mlir::OpBuilder &builder, mlir::Operation *load,
+                                              GradientUtils &gutils) = 0;
+  /// The adjoint of a store through a shadowed pointer: the stored value's
+  /// adjoint is read from the shadow.
+  virtual llvm::LogicalResult emitStoreAdjoint(mlir::OpBuilder &builder, mlir::Operation *store,
+                                               GradientUtils &gutils) = 0;
+  /// Scratch memory for a loop's carried state (a tape): emits (at the
+  /// builder) the byte pointer of this program's region, given the bytes the
+  /// loop needs per program as a function of the kept-state interval (the
+  /// tape keeps every `every`-th iteration's state, `every` an i64 chosen at
+  /// launch), or returns null when there is no tape for this loop (then it is
+  /// replayed).
+  virtual mlir::Value
+  tapeRegion(mlir::OpBuilder &builder, mlir::scf::ForOp loop, int64_t bytesPerState,
+             llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Value every)> bytesPerProgram,
+             mlir::Value &every) {
+    return mlir::Value();
+  }
+  /// Told how each loop was reversed (for the schedule people can inspect).
+  virtual void noteLoop(mlir::Operation *loop, llvm::StringRef how) {}
+};
 
 /// Whether Triton can do arithmetic on this float type (fp8 it cannot).
 bool hasArithmetic(mlir::Type type);
@@ -23,10 +65,22 @@ mlir::Value addFloats(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value 
                       mlir::Value rhs);
 
 
-class AdjointState {
+class GradientUtils {
 public:
-  AdjointState(mlir::IRMapping &forward, const llvm::DenseSet<mlir::Value> &active)
-      : forwardMap(forward), activeValues(active) {}
+  GradientUtils(mlir::IRMapping &forward, const llvm::DenseSet<mlir::Value> &active,
+                SweepDriver *driver = nullptr)
+      : forwardMap(forward), activeValues(active), sweepDriver(driver) {}
+
+  /// The utilities of a nested sweep (a region's body): the same driver and
+  /// stabilizers, its own forward mapping, activity and adjoints.
+  GradientUtils nested(mlir::IRMapping &forward, const llvm::DenseSet<mlir::Value> &active) const {
+    GradientUtils inner(forward, active, sweepDriver);
+    inner.stabilizerFacts = stabilizerFacts;
+    return inner;
+  }
+
+  /// The driver's services; null for a function (no memory, no tapes).
+  SweepDriver *driver() const { return sweepDriver; }
 
   /// The primal -> recomputed forward mapping.
   mlir::IRMapping &mapping() const { return forwardMap; }
@@ -60,6 +114,7 @@ private:
   mlir::IRMapping &forwardMap;
   const llvm::DenseSet<mlir::Value> &activeValues;
   llvm::DenseMap<mlir::Value, mlir::Value> adjoints;
+  SweepDriver *sweepDriver;
   const Stabilizers *stabilizerFacts = nullptr;
 };
 

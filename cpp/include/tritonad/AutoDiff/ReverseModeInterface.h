@@ -9,14 +9,16 @@
 #include "tritonad/AutoDiff/ReverseModeInterface.h.inc"
 
 namespace tritonad {
-/// Attaches the reverse-mode rules of arith, math and tt to their ops.
+/// Attaches the reverse-mode rules of arith, math, scf and tt to their ops.
 void registerArithReverseModeRules(mlir::DialectRegistry &registry);
 void registerMathReverseModeRules(mlir::DialectRegistry &registry);
+void registerScfReverseModeRules(mlir::DialectRegistry &registry);
 void registerTritonReverseModeRules(mlir::DialectRegistry &registry);
 
 inline void registerReverseModeRules(mlir::DialectRegistry &registry) {
   registerArithReverseModeRules(registry);
   registerMathReverseModeRules(registry);
+  registerScfReverseModeRules(registry);
   registerTritonReverseModeRules(registry);
 }
 } // namespace tritonad

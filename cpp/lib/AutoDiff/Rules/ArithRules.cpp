@@ -47,7 +47,7 @@ const RuleTable &arithRules() {
 // select(c, a, b): the gradient flows to the chosen side.
 struct SelectModel
     : public ReverseModeOpInterface::ExternalModel<SelectModel, arith::SelectOp> {
-  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, AdjointState &state) const {
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, GradientUtils &state) const {
     auto select = cast<arith::SelectOp>(op);
     Value g = state.adjoint(select.getResult());
     if (!g)
@@ -69,7 +69,7 @@ struct SelectModel
 template <typename OpT, typename InverseOpT>
 struct FloatCastModel
     : public ReverseModeOpInterface::ExternalModel<FloatCastModel<OpT, InverseOpT>, OpT> {
-  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, AdjointState &state) const {
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, GradientUtils &state) const {
     Value g = state.adjoint(op->getResult(0));
     Value source = op->getOperand(0);
     if (!g || !state.isActive(source))
@@ -90,5 +90,6 @@ void tritonad::registerArithReverseModeRules(DialectRegistry &registry) {
     arith::SelectOp::attachInterface<SelectModel>(*context);
     arith::ExtFOp::attachInterface<FloatCastModel<arith::ExtFOp, arith::TruncFOp>>(*context);
     arith::TruncFOp::attachInterface<FloatCastModel<arith::TruncFOp, arith::ExtFOp>>(*context);
+    arith::BitcastOp::attachInterface<BitcastModel<arith::BitcastOp>>(*context);
   });
 }

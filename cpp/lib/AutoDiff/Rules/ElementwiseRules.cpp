@@ -4,7 +4,7 @@ using namespace mlir;
 
 namespace tritonad::rules {
 
-LogicalResult emitElementwiseAdjoint(Operation *op, OpBuilder &builder, AdjointState &state,
+LogicalResult emitElementwiseAdjoint(Operation *op, OpBuilder &builder, GradientUtils &state,
                                      const Partials &partials) {
   Value resultAdjoint = state.adjoint(op->getResult(0));
   if (!resultAdjoint)

@@ -146,14 +146,14 @@ using RuleTable = llvm::StringMap<Partials>;
 
 /// Emits the operand adjoints of an elementwise op from its partials.
 llvm::LogicalResult emitElementwiseAdjoint(mlir::Operation *op, mlir::OpBuilder &builder,
-                                           AdjointState &state, const Partials &partials);
+                                           GradientUtils &state, const Partials &partials);
 
 /// External model serving every op declared in `Table()`.
 template <typename OpT, const RuleTable &(*Table)()>
 struct ElementwiseModel
     : public ReverseModeOpInterface::ExternalModel<ElementwiseModel<OpT, Table>, OpT> {
   llvm::LogicalResult emitAdjoint(mlir::Operation *op, mlir::OpBuilder &builder,
-                                  AdjointState &state) const {
+                                  GradientUtils &state) const {
     return emitElementwiseAdjoint(op, builder, state,
                                   Table().find(op->getName().getStringRef())->second);
   }
@@ -168,6 +168,21 @@ template <const RuleTable &(*Table)(), typename... OpTs>
 void attachElementwiseModels(mlir::MLIRContext *context) {
   (OpTs::template attachInterface<ElementwiseModel<OpTs, Table>>(*context), ...);
 }
+
+/// Reinterpreting a float's bits (as tl.sort and tl.topk do): no gradient
+/// can follow them.
+template <typename OpT>
+struct BitcastModel : public ReverseModeOpInterface::ExternalModel<BitcastModel<OpT>, OpT> {
+  llvm::LogicalResult verifyDifferentiable(mlir::Operation *op, const GradientUtils &) const {
+    return op->emitError("cannot differentiate '")
+           << op->getName() << "': a differentiated float passes through integer bits here "
+           << "(as tl.sort and tl.topk do), and its gradient cannot follow them";
+  }
+  llvm::LogicalResult emitAdjoint(mlir::Operation *op, mlir::OpBuilder &,
+                                  GradientUtils &gutils) const {
+    return verifyDifferentiable(op, gutils);
+  }
+};
 
 } // namespace tritonad::rules
 

@@ -97,7 +97,7 @@ const Partials *lookupLibdeviceRule(StringRef symbol) {
 struct ExternElementwiseModel
     : public ReverseModeOpInterface::ExternalModel<ExternElementwiseModel,
                                                    tt::ExternElementwiseOp> {
-  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, AdjointState &state) const {
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, GradientUtils &state) const {
     auto call = cast<tt::ExternElementwiseOp>(op);
     const Partials *partials = lookupLibdeviceRule(call.getSymbol());
     if (!partials)
@@ -114,7 +114,7 @@ struct ExternElementwiseModel
 /// Base for single-operand, single-result ops: `rule(g)` is the operand's adjoint.
 template <typename Derived, typename OpT>
 struct UnaryShapeModel : public ReverseModeOpInterface::ExternalModel<Derived, OpT> {
-  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, AdjointState &state) const {
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, GradientUtils &state) const {
     Value g = state.adjoint(op->getResult(0));
     Value source = op->getOperand(0);
     if (!g || !state.isActive(source))
@@ -129,19 +129,19 @@ struct UnaryShapeModel : public ReverseModeOpInterface::ExternalModel<Derived, O
 };
 
 struct SplatModel : UnaryShapeModel<SplatModel, tt::SplatOp> {
-  FailureOr<Value> rule(tt::SplatOp op, OpBuilder &builder, Value g, AdjointState &) const {
+  FailureOr<Value> rule(tt::SplatOp op, OpBuilder &builder, Value g, GradientUtils &) const {
     return sumAll(builder, op.getLoc(), g);
   }
 };
 
 struct BroadcastModel : UnaryShapeModel<BroadcastModel, tt::BroadcastOp> {
-  FailureOr<Value> rule(tt::BroadcastOp op, OpBuilder &builder, Value g, AdjointState &) const {
+  FailureOr<Value> rule(tt::BroadcastOp op, OpBuilder &builder, Value g, GradientUtils &) const {
     return sumToShape(builder, op.getLoc(), g, op.getSrc().getType().getShape());
   }
 };
 
 struct ExpandDimsModel : UnaryShapeModel<ExpandDimsModel, tt::ExpandDimsOp> {
-  FailureOr<Value> rule(tt::ExpandDimsOp op, OpBuilder &builder, Value g, AdjointState &) const {
+  FailureOr<Value> rule(tt::ExpandDimsOp op, OpBuilder &builder, Value g, GradientUtils &) const {
     return reshape(builder, op.getLoc(), g, op.getSrc().getType());
   }
 };
@@ -159,7 +159,7 @@ bool onlySummedWhole(tt::ReshapeOp op) {
 }
 
 struct ReshapeModel : UnaryShapeModel<ReshapeModel, tt::ReshapeOp> {
-  FailureOr<Value> rule(tt::ReshapeOp op, OpBuilder &builder, Value g, AdjointState &) const {
+  FailureOr<Value> rule(tt::ReshapeOp op, OpBuilder &builder, Value g, GradientUtils &) const {
     // A reordering flatten is fine when only full sums consume it (tl.sum(x)
     // without an axis): their adjoint is the same for every element.
     if (op.getAllowReorder() && !onlySummedWhole(op))
@@ -170,7 +170,7 @@ struct ReshapeModel : UnaryShapeModel<ReshapeModel, tt::ReshapeOp> {
 };
 
 struct TransModel : UnaryShapeModel<TransModel, tt::TransOp> {
-  FailureOr<Value> rule(tt::TransOp op, OpBuilder &builder, Value g, AdjointState &) const {
+  FailureOr<Value> rule(tt::TransOp op, OpBuilder &builder, Value g, GradientUtils &) const {
     ArrayRef<int32_t> order = op.getOrder();
     SmallVector<int32_t> inverse(order.size());
     for (auto [i, dim] : llvm::enumerate(order))
@@ -183,7 +183,7 @@ struct TransModel : UnaryShapeModel<TransModel, tt::TransOp> {
 };
 
 struct FpToFpModel : UnaryShapeModel<FpToFpModel, tt::FpToFpOp> {
-  FailureOr<Value> rule(tt::FpToFpOp op, OpBuilder &builder, Value g, AdjointState &) const {
+  FailureOr<Value> rule(tt::FpToFpOp op, OpBuilder &builder, Value g, GradientUtils &) const {
     Type srcType = op.getSrc().getType();
     SmallVector<NamedAttribute> attrs;
     if (getElementTypeOrSelf(srcType).getIntOrFloatBitWidth() <
@@ -196,7 +196,7 @@ struct FpToFpModel : UnaryShapeModel<FpToFpModel, tt::FpToFpOp> {
 };
 
 struct JoinModel : public ReverseModeOpInterface::ExternalModel<JoinModel, tt::JoinOp> {
-  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, AdjointState &state) const {
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, GradientUtils &state) const {
     auto join = cast<tt::JoinOp>(op);
     Value g = state.adjoint(join.getResult());
     if (!g)
@@ -210,7 +210,7 @@ struct JoinModel : public ReverseModeOpInterface::ExternalModel<JoinModel, tt::J
 };
 
 struct SplitModel : public ReverseModeOpInterface::ExternalModel<SplitModel, tt::SplitOp> {
-  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, AdjointState &state) const {
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, GradientUtils &state) const {
     auto split = cast<tt::SplitOp>(op);
     if (!state.adjoint(split.getOutLHS()) && !state.adjoint(split.getOutRHS()))
       return success();
@@ -224,7 +224,7 @@ struct SplitModel : public ReverseModeOpInterface::ExternalModel<SplitModel, tt:
 };
 
 struct CatModel : public ReverseModeOpInterface::ExternalModel<CatModel, tt::CatOp> {
-  LogicalResult emitAdjoint(Operation *op, OpBuilder &, AdjointState &) const {
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &, GradientUtils &) const {
     return op->emitError("cannot differentiate tt.cat: Triton may reorder the elements of its "
                          "result, so no element maps to a known operand element; use tl.join "
                          "(exact layout) instead");
@@ -251,7 +251,7 @@ struct DotModel : public ReverseModeOpInterface::ExternalModel<DotModel, tt::Dot
   // d = a x b + c:  da = g x b^T, db = a^T x g, dc = g. The products take the
   // operands' dtype (g is cast to it, as hand-written fp16 backward kernels do),
   // accumulate in d's element type and keep the input precision.
-  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, AdjointState &state) const {
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, GradientUtils &state) const {
     auto dot = cast<tt::DotOp>(op);
     Value g = state.adjoint(dot.getD());
     if (!g)
@@ -362,7 +362,7 @@ bool isSumReduce(tt::ReduceOp reduce) {
 }
 
 struct ReduceModel : public ReverseModeOpInterface::ExternalModel<ReduceModel, tt::ReduceOp> {
-  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, AdjointState &state) const {
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, GradientUtils &state) const {
     auto reduce = cast<tt::ReduceOp>(op);
     Block &combine = reduce.getCombineOp().front();
     unsigned n = reduce.getSrcs().size();
@@ -517,7 +517,7 @@ Value cumulativeProductAdjoint(OpBuilder &builder, Location loc, Value x, Value 
 }
 
 struct ScanModel : public ReverseModeOpInterface::ExternalModel<ScanModel, tt::ScanOp> {
-  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, AdjointState &state) const {
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, GradientUtils &state) const {
     auto scan = cast<tt::ScanOp>(op);
     Block &combine = scan.getCombineOp().front();
     unsigned n = scan.getSrcs().size();
@@ -550,6 +550,42 @@ struct ScanModel : public ReverseModeOpInterface::ExternalModel<ScanModel, tt::S
   }
 };
 
+//===----------------------------------------------------------------------===//
+// Memory: the driver owns the shadows and chooses how each access's gradient
+// moves (plain, atomic, partial buffer; see KernelBackward.cpp)
+//===----------------------------------------------------------------------===//
+
+/// A load through a shadowed pointer: its result's adjoint is accumulated
+/// into the shadow, at the same addresses under the same mask.
+struct LoadModel : public ReverseModeOpInterface::ExternalModel<LoadModel, tt::LoadOp> {
+  bool needsAdjoint(Operation *op, const GradientUtils &gutils) const {
+    return gutils.driver() && gutils.driver()->isShadowed(cast<tt::LoadOp>(op).getPtr());
+  }
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, GradientUtils &gutils) const {
+    return gutils.driver()->emitLoadAdjoint(builder, op, gutils);
+  }
+  LogicalResult verifyDifferentiable(Operation *op, const GradientUtils &gutils) const {
+    if (gutils.driver())
+      return success();
+    return op->emitError("cannot differentiate a load in a device function: memory has no "
+                         "shadow there; differentiate the kernel that loads it");
+  }
+};
+
+/// A store through a shadowed pointer: the stored value's adjoint is read
+/// from the shadow (the upstream gradient).
+struct StoreModel : public ReverseModeOpInterface::ExternalModel<StoreModel, tt::StoreOp> {
+  bool needsAdjoint(Operation *op, const GradientUtils &gutils) const {
+    return gutils.driver() && gutils.driver()->isShadowed(cast<tt::StoreOp>(op).getPtr());
+  }
+  bool passesGradientWithoutResults(Operation *op, const GradientUtils &gutils) const {
+    return gutils.isActive(cast<tt::StoreOp>(op).getValue());
+  }
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, GradientUtils &gutils) const {
+    return gutils.driver()->emitStoreAdjoint(builder, op, gutils);
+  }
+};
+
 } // namespace
 
 void tritonad::registerTritonReverseModeRules(DialectRegistry &registry) {
@@ -569,5 +605,8 @@ void tritonad::registerTritonReverseModeRules(DialectRegistry &registry) {
     tt::DotOp::attachInterface<DotModel>(*context);
     tt::ReduceOp::attachInterface<ReduceModel>(*context);
     tt::ScanOp::attachInterface<ScanModel>(*context);
+    tt::LoadOp::attachInterface<LoadModel>(*context);
+    tt::StoreOp::attachInterface<StoreModel>(*context);
+    tt::BitcastOp::attachInterface<BitcastModel<tt::BitcastOp>>(*context);
   });
 }
