@@ -12,14 +12,14 @@ namespace {
 const RuleTable &arithRules() {
   static const RuleTable table = [] {
     RuleTable t;
-    declare<arith::AddFOp>(t, {G, G});
-    declare<arith::SubFOp>(t, {G, -G});
-    declare<arith::MulFOp>(t, {G * X(1), G * X(0)});
-    declare<arith::DivFOp>(t, {safe(G / X(1), 1), safe(-G * Y / X(1), 1)});
-    declare<arith::NegFOp>(t, {-G});
+    t.declare<arith::AddFOp>({G, G});
+    t.declare<arith::SubFOp>({G, -G});
+    t.declare<arith::MulFOp>({G * X(1), G * X(0)});
+    t.declare<arith::DivFOp>(formulas::div());
+    t.declare<arith::NegFOp>({-G});
     // C fmod: y = a - trunc(a / b) * b, so trunc(a / b) = (a - y) / b (Triton
     // has no trunc op to lower).
-    declare<arith::RemFOp>(t, {G, safe(-G * (X(0) - Y) / X(1), 1)});
+    t.declare<arith::RemFOp>({G, safe(-G * (X(0) - Y) / X(1), 1)});
     // Ties split the gradient evenly, as torch.maximum / torch.minimum do.
     Expr onMax = select(X(0) > X(1), G, select(X(0) == X(1), G * 0.5, 0.0));
     Expr onMaxRhs = select(X(1) > X(0), G, select(X(0) == X(1), G * 0.5, 0.0));
@@ -33,11 +33,13 @@ const RuleTable &arithRules() {
     auto propagatingNaN = [](Expr mine, Expr other, Expr rule) {
       return select(isNaN(mine), G, select(isNaN(other), 0.0, rule));
     };
-    declare<arith::MaxNumFOp>(t, {ignoringNaN(X(0), X(1), onMax), ignoringNaN(X(1), X(0), onMaxRhs)});
-    declare<arith::MaximumFOp>(t, {propagatingNaN(X(0), X(1), onMax),
+    t.declare<arith::MaxNumFOp>(
+        {ignoringNaN(X(0), X(1), onMax), ignoringNaN(X(1), X(0), onMaxRhs)});
+    t.declare<arith::MaximumFOp>({propagatingNaN(X(0), X(1), onMax),
                                    propagatingNaN(X(1), X(0), onMaxRhs)});
-    declare<arith::MinNumFOp>(t, {ignoringNaN(X(0), X(1), onMin), ignoringNaN(X(1), X(0), onMinRhs)});
-    declare<arith::MinimumFOp>(t, {propagatingNaN(X(0), X(1), onMin),
+    t.declare<arith::MinNumFOp>(
+        {ignoringNaN(X(0), X(1), onMin), ignoringNaN(X(1), X(0), onMinRhs)});
+    t.declare<arith::MinimumFOp>({propagatingNaN(X(0), X(1), onMin),
                                    propagatingNaN(X(1), X(0), onMinRhs)});
     return t;
   }();
@@ -84,9 +86,7 @@ struct FloatCastModel
 
 void tritonad::registerArithReverseModeRules(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, arith::ArithDialect *) {
-    attachElementwiseModels<arithRules, arith::AddFOp, arith::SubFOp, arith::MulFOp,
-                            arith::DivFOp, arith::NegFOp, arith::RemFOp, arith::MaxNumFOp,
-                            arith::MaximumFOp, arith::MinNumFOp, arith::MinimumFOp>(context);
+    arithRules().attach(context);
     arith::SelectOp::attachInterface<SelectModel>(*context);
     arith::ExtFOp::attachInterface<FloatCastModel<arith::ExtFOp, arith::TruncFOp>>(*context);
     arith::TruncFOp::attachInterface<FloatCastModel<arith::TruncFOp, arith::ExtFOp>>(*context);

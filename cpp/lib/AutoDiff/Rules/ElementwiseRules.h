@@ -10,8 +10,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/IRMapping.h"
-#include "llvm/ADT/StringMap.h"
 
+#include <atomic>
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <vector>
@@ -142,32 +143,78 @@ inline Expr safe(Expr partial, unsigned risky) {
 /// One partial derivative per operand (already multiplied by G); nullopt for
 /// an operand that gets no gradient.
 using Partials = std::vector<std::optional<Expr>>;
-using RuleTable = llvm::StringMap<Partials>;
 
 /// Emits the operand adjoints of an elementwise op from its partials.
 llvm::LogicalResult emitElementwiseAdjoint(mlir::Operation *op, mlir::OpBuilder &builder,
                                            GradientUtils &state, const Partials &partials);
 
-/// External model serving every op declared in `Table()`.
-template <typename OpT, const RuleTable &(*Table)()>
+/// The model of an elementwise op declared with `declare<OpT>`: its partials
+/// are the declaration's (set once, when the rule is attached).
+template <typename OpT>
 struct ElementwiseModel
-    : public ReverseModeOpInterface::ExternalModel<ElementwiseModel<OpT, Table>, OpT> {
+    : public ReverseModeOpInterface::ExternalModel<ElementwiseModel<OpT>, OpT> {
+  static inline std::atomic<const Partials *> partials{nullptr};
   llvm::LogicalResult emitAdjoint(mlir::Operation *op, mlir::OpBuilder &builder,
                                   GradientUtils &state) const {
-    return emitElementwiseAdjoint(op, builder, state,
-                                  Table().find(op->getName().getStringRef())->second);
+    return emitElementwiseAdjoint(op, builder, state, *partials.load());
   }
 };
 
-template <typename OpT>
-void declare(RuleTable &table, Partials partials) {
-  table[OpT::getOperationName()] = std::move(partials);
-}
+/// A dialect's elementwise rules: each op is declared once, with its
+/// partials, and attaching the table attaches a model to every op declared.
+class RuleTable {
+public:
+  template <typename OpT>
+  void declare(Partials partials) {
+    rules.push_back({std::move(partials), [](mlir::MLIRContext *context, const Partials *own) {
+                       ElementwiseModel<OpT>::partials.store(own);
+                       OpT::template attachInterface<ElementwiseModel<OpT>>(*context);
+                     }});
+  }
+  /// Attaches the models; the table must outlive the context (a static).
+  void attach(mlir::MLIRContext *context) const {
+    for (const Rule &rule : rules)
+      rule.attach(context, &rule.partials);
+  }
 
-template <const RuleTable &(*Table)(), typename... OpTs>
-void attachElementwiseModels(mlir::MLIRContext *context) {
-  (OpTs::template attachInterface<ElementwiseModel<OpTs, Table>>(*context), ...);
+private:
+  struct Rule {
+    Partials partials;
+    void (*attach)(mlir::MLIRContext *, const Partials *);
+  };
+  std::vector<Rule> rules;
+};
+
+//===----------------------------------------------------------------------===//
+// Formulas shared by ops of several dialects and by libdevice functions
+//===----------------------------------------------------------------------===//
+
+namespace formulas {
+inline Partials exp() { return {G * Y}; }
+inline Partials exp2() { return {G * Y * std::log(2.0)}; }
+inline Partials expm1() { return {G * (Y + 1.0)}; }
+inline Partials log() { return {safe(G / X(0), 0)}; }
+inline Partials log2() { return {safe(G / (X(0) * std::log(2.0)), 0)}; }
+inline Partials log1p() { return {safe(G / (X(0) + 1.0), 0)}; }
+inline Partials sqrt() { return {safe(G * 0.5 / Y, 0)}; }
+inline Partials rsqrt() { return {safe(G * -0.5 * Y * Y * Y, 0)}; }
+inline Partials sin() { return {G * rules::cos(X(0))}; }
+inline Partials cos() { return {-G * rules::sin(X(0))}; }
+inline Partials tan() { return {G * (Y * Y + 1.0)}; }
+inline Partials tanh() { return {G * (1.0 - Y * Y)}; }
+inline Partials erf() { return {G * (2.0 / std::sqrt(M_PI)) * rules::exp(-(X(0) * X(0)))}; }
+// |x|' = sign(x), 0 at 0 (as torch).
+inline Partials abs() { return {select(X(0) > 0.0, G, select(X(0) < 0.0, -G, 0.0))}; }
+// b * x^(b-1) through pow itself: exp(log(x) * ...) would be NaN for x < 0.
+inline Partials pow() {
+  return {safe(G * X(1) * self(X(0), X(1) - 1.0), 0),
+          select(X(0) == 0.0, 0.0, safe(G * Y * rules::log(X(0)), 0))};
 }
+inline Partials fma() { return {G * X(1), G * X(0), G}; }
+inline Partials div() { return {safe(G / X(1), 1), safe(-G * Y / X(1), 1)}; }
+/// Piecewise constant (floor, ceil, trunc, round): zero almost everywhere.
+inline Partials stepFunction() { return {0.0}; }
+} // namespace formulas
 
 /// Reinterpreting a float's bits (as tl.sort and tl.topk do): no gradient
 /// can follow them.

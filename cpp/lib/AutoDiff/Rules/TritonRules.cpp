@@ -23,11 +23,11 @@ namespace {
 const RuleTable &tritonElementwiseRules() {
   static const RuleTable table = [] {
     RuleTable t;
-    declare<tt::PreciseSqrtOp>(t, {safe(G * 0.5 / Y, 0)});
-    declare<tt::PreciseDivFOp>(t, {safe(G / X(1), 1), safe(-G * Y / X(1), 1)});
+    t.declare<tt::PreciseSqrtOp>(formulas::sqrt());
+    t.declare<tt::PreciseDivFOp>(formulas::div());
     // torch.clamp: the gradient passes where min <= x <= max.
-    declare<tt::ClampFOp>(t, {select(X(0) < X(1), 0.0, select(X(0) > X(2), 0.0, G)),
-                              select(X(0) < X(1), G, 0.0), select(X(0) > X(2), G, 0.0)});
+    t.declare<tt::ClampFOp>({select(X(0) < X(1), 0.0, select(X(0) > X(2), 0.0, G)),
+                             select(X(0) < X(1), G, 0.0), select(X(0) > X(2), G, 0.0)});
     return t;
   }();
   return table;
@@ -35,51 +35,46 @@ const RuleTable &tritonElementwiseRules() {
 
 // Rules of tt.extern_elementwise, keyed by the libdevice function's name
 // without its `__nv_` prefix (a float variant's trailing `f` is also tried).
-const RuleTable &libdeviceRules() {
-  static const RuleTable table = [] {
-    const double ln2 = std::log(2.0), ln10 = std::log(10.0);
+// Functions that a math op also computes share its formula.
+const llvm::StringMap<Partials> &libdeviceRules() {
+  static const llvm::StringMap<Partials> table = [] {
+    const double ln10 = std::log(10.0);
     const double twoOverSqrtPi = 2.0 / std::sqrt(M_PI);
-    RuleTable t;
-    auto rule = [&](StringRef name, Partials partials) { t[name] = std::move(partials); };
-    rule("exp", {G * Y});
-    rule("fast_exp", {G * Y});
-    rule("exp2", {G * Y * ln2});
-    rule("exp10", {G * Y * ln10});
-    rule("expm1", {G * (Y + 1.0)});
-    rule("log", {safe(G / X(0), 0)});
-    rule("fast_log", {safe(G / X(0), 0)});
-    rule("log2", {safe(G / (X(0) * ln2), 0)});
-    rule("log10", {safe(G / (X(0) * ln10), 0)});
-    rule("log1p", {safe(G / (X(0) + 1.0), 0)});
-    rule("sqrt", {safe(G * 0.5 / Y, 0)});
-    rule("rsqrt", {safe(G * -0.5 * Y * Y * Y, 0)});
-    rule("sin", {G * cos(X(0))});
-    rule("cos", {-G * sin(X(0))});
-    rule("tan", {G * (Y * Y + 1.0)});
-    rule("tanh", {G * (1.0 - Y * Y)});
-    rule("sinh", {G * (exp(X(0)) + exp(-X(0))) * 0.5});
-    rule("cosh", {G * (exp(X(0)) - exp(-X(0))) * 0.5});
-    rule("asin", {safe(G / sqrt(1.0 - X(0) * X(0)), 0)});
-    rule("acos", {safe(-G / sqrt(1.0 - X(0) * X(0)), 0)});
-    rule("atan", {G / (X(0) * X(0) + 1.0)});
-    rule("asinh", {G / sqrt(X(0) * X(0) + 1.0)});
-    rule("acosh", {safe(G / sqrt(X(0) * X(0) - 1.0), 0)});
-    rule("atanh", {safe(G / (1.0 - X(0) * X(0)), 0)});
-    rule("erf", {G * twoOverSqrtPi * exp(-(X(0) * X(0)))});
-    rule("erfc", {-G * twoOverSqrtPi * exp(-(X(0) * X(0)))});
-    // b * x^(b-1) through pow itself: exp(log(x) * ...) would be NaN for x < 0.
-    rule("pow", {safe(G * X(1) * self(X(0), X(1) - 1.0), 0),
-                 select(X(0) == 0.0, 0.0, safe(G * Y * log(X(0)), 0))});
-    rule("fabs", {select(X(0) > 0.0, G, select(X(0) < 0.0, -G, 0.0))});
-    rule("floor", {0.0});
-    rule("ceil", {0.0});
-    rule("trunc", {0.0});
-    rule("round", {0.0});
-    rule("rint", {0.0});
-    rule("fdiv_rn", {safe(G / X(1), 1), safe(-G * Y / X(1), 1)});
-    rule("div_rn", {safe(G / X(1), 1), safe(-G * Y / X(1), 1)});
-    rule("fmaf", {G * X(1), G * X(0), G});
-    rule("fma", {G * X(1), G * X(0), G});
+    llvm::StringMap<Partials> t;
+    for (StringRef name : {"exp", "fast_exp"})
+      t[name] = formulas::exp();
+    t["exp2"] = formulas::exp2();
+    t["exp10"] = {G * Y * ln10};
+    t["expm1"] = formulas::expm1();
+    for (StringRef name : {"log", "fast_log"})
+      t[name] = formulas::log();
+    t["log2"] = formulas::log2();
+    t["log10"] = {safe(G / (X(0) * ln10), 0)};
+    t["log1p"] = formulas::log1p();
+    t["sqrt"] = formulas::sqrt();
+    t["rsqrt"] = formulas::rsqrt();
+    t["sin"] = formulas::sin();
+    t["cos"] = formulas::cos();
+    t["tan"] = formulas::tan();
+    t["tanh"] = formulas::tanh();
+    t["sinh"] = {G * (exp(X(0)) + exp(-X(0))) * 0.5};
+    t["cosh"] = {G * (exp(X(0)) - exp(-X(0))) * 0.5};
+    t["asin"] = {safe(G / sqrt(1.0 - X(0) * X(0)), 0)};
+    t["acos"] = {safe(-G / sqrt(1.0 - X(0) * X(0)), 0)};
+    t["atan"] = {G / (X(0) * X(0) + 1.0)};
+    t["asinh"] = {G / sqrt(X(0) * X(0) + 1.0)};
+    t["acosh"] = {safe(G / sqrt(X(0) * X(0) - 1.0), 0)};
+    t["atanh"] = {safe(G / (1.0 - X(0) * X(0)), 0)};
+    t["erf"] = formulas::erf();
+    t["erfc"] = {-G * twoOverSqrtPi * exp(-(X(0) * X(0)))};
+    t["pow"] = formulas::pow();
+    t["fabs"] = formulas::abs();
+    for (StringRef name : {"floor", "ceil", "trunc", "round", "rint"})
+      t[name] = formulas::stepFunction();
+    for (StringRef name : {"fdiv_rn", "div_rn"})
+      t[name] = formulas::div();
+    for (StringRef name : {"fmaf", "fma"})
+      t[name] = formulas::fma();
     return t;
   }();
   return table;
@@ -87,7 +82,7 @@ const RuleTable &libdeviceRules() {
 
 const Partials *lookupLibdeviceRule(StringRef symbol) {
   symbol.consume_front("__nv_");
-  const RuleTable &table = libdeviceRules();
+  const llvm::StringMap<Partials> &table = libdeviceRules();
   auto it = table.find(symbol);
   if (it == table.end() && symbol.ends_with("f"))
     it = table.find(symbol.drop_back());
@@ -590,8 +585,7 @@ struct StoreModel : public ReverseModeOpInterface::ExternalModel<StoreModel, tt:
 
 void tritonad::registerTritonReverseModeRules(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, tt::TritonDialect *) {
-    attachElementwiseModels<tritonElementwiseRules, tt::PreciseSqrtOp, tt::PreciseDivFOp,
-                            tt::ClampFOp>(context);
+    tritonElementwiseRules().attach(context);
     tt::ExternElementwiseOp::attachInterface<ExternElementwiseModel>(*context);
     tt::SplatOp::attachInterface<SplatModel>(*context);
     tt::BroadcastOp::attachInterface<BroadcastModel>(*context);
