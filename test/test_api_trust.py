@@ -626,8 +626,8 @@ except tritonad.DifferentiationError as error:
 print("RESULT " + json.dumps(result))
 '''
 
-_VJP_SCRIPT = _SCRIPT_HEAD + '''
-
+# A device function and a kernel calling its VJP (in both scripts below).
+_VJP_CALLER = '''
 @triton.jit
 def f(x, y):
     return tl.exp(x) * y
@@ -642,7 +642,9 @@ def f_backward(X, Y, DZ, DX, DY, N: tl.constexpr):
     dx, dy = f_vjp(tl.load(X + r), tl.load(Y + r), tl.load(DZ + r))
     tl.store(DX + r, dx)
     tl.store(DY + r, dy)
+'''
 
+_VJP_SCRIPT = _SCRIPT_HEAD + '\n' + _VJP_CALLER + '''
 
 signature = dict(X=F32, Y=F32, DZ=F32, DX=F32, DY=F32, N="constexpr")
 triton.compile(ASTSource(f_backward, signature, dict(N=16)), target=TARGET)
@@ -722,22 +724,7 @@ def gelu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 if sys.argv[1] == "backward_first":   # tritonad.grad of a kernel before the grad function
     tritonad.grad(gelu_kernel)
 
-
-@triton.jit
-def f(x, y):
-    return tl.exp(x) * y
-
-
-f_vjp = tritonad.grad(f)
-
-
-@triton.jit
-def f_backward(X, Y, DZ, DX, DY, N: tl.constexpr):
-    r = tl.arange(0, N)
-    dx, dy = f_vjp(tl.load(X + r), tl.load(Y + r), tl.load(DZ + r))
-    tl.store(DX + r, dx)
-    tl.store(DY + r, dy)
-
+''' + _VJP_CALLER + '''
 
 bwd = tritonad.grad(f_backward)
 compile_backward(bwd, dict(X=F32, Y=F32, DZ=F32, DX=F32, DY=F32), dict(N=16))
