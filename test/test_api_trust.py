@@ -28,7 +28,8 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 from gpu_util import requires_gpu  # noqa: E402
-from test_kernel_grad import layer_norm_kernel  # noqa: E402
+from corpus.kernels import gelu_kernel  # noqa: E402
+from test_kernel_grad import layer_norm_kernel, softmax_kernel  # noqa: E402
 from tritonad._source import pointer_params, pointer_roles  # noqa: E402
 from tritonad._torch import shadow_like  # noqa: E402
 
@@ -82,14 +83,6 @@ def f_two_returns(x, y):
 
 LN_TYPES = dict(X=F32, W=F32, B=F32, Y=F32, Mean=F32, Rstd=F32, stride="i32", N="i32",
                 eps="fp32")
-
-
-@triton.jit
-def gelu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
-    tl.store(y_ptr + offs, 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476)), mask=mask)
 
 
 @triton.jit
@@ -242,18 +235,6 @@ def scale_rows_kernel(x_ptr, y_ptr, unused_ptr, M, N, stride_x, stride_y,
     mask = cols < N
     x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0)
     tl.store(y_ptr + row * stride_y + cols, 3.0 * x, mask=mask)
-
-
-@triton.jit
-def softmax_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols,
-                   BLOCK_N: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK_N)
-    mask = cols < n_cols
-    x = tl.load(in_ptr + row * in_row_stride + cols, mask=mask, other=-float("inf"))
-    z = x - tl.max(x, axis=0)
-    num = tl.exp(z)
-    tl.store(out_ptr + row * out_row_stride + cols, num / tl.sum(num, axis=0), mask=mask)
 
 
 # ---------------------------------------------------------------------------
