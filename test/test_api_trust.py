@@ -37,10 +37,7 @@ TARGET = GPUTarget("cuda", 90, 32)
 F32 = "*fp32"
 
 
-@pytest.fixture(autouse=True)
-def _always_compile(monkeypatch):
-    # In-process tests read schedule() / derived_ir() of the compile they just did.
-    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+pytestmark = pytest.mark.usefixtures("always_compile")
 
 
 def compile_backward(bwd, types_, constexprs, none=()):

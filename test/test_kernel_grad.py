@@ -36,11 +36,7 @@ from gpu_util import requires_gpu  # noqa: E402
 TARGET = GPUTarget("cuda", 90, 32)
 
 
-@pytest.fixture(autouse=True)
-def _always_compile(monkeypatch):
-    # The derivation runs inside Triton's ttir stage: a kernel served from the
-    # on-disk cache would skip it (no derived_ir(), no schedule()).
-    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+pytestmark = pytest.mark.usefixtures("always_compile")
 
 
 # ---------------------------------------------------------------------------

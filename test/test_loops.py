@@ -61,11 +61,7 @@ LOG2E = 1.4426950408889634
 F32, F16, BF16 = "*fp32", "*fp16", "*bf16"
 
 
-@pytest.fixture(autouse=True)
-def _always_compile(monkeypatch):
-    # The derivation (and so schedule()) runs inside Triton's ttir stage: a kernel
-    # served from the on-disk cache would not be derived in this process.
-    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+pytestmark = pytest.mark.usefixtures("always_compile")
 
 
 # ---------------------------------------------------------------------------
