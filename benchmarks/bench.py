@@ -342,6 +342,12 @@ def launch_derived(bwd, grid, values: Dict[str, object], constexprs: Dict[str, o
     bwd[grid](*args, **constexprs, num_warps=num_warps)
 
 
+def row_block(n: int) -> tuple:
+    """(BLOCK_N, num_warps) for a kernel that holds a whole row of n values per program."""
+    block = triton.next_power_of_2(n)
+    return block, num_warps_for(block)
+
+
 # ---------------------------------------------------------------------------
 # Workloads: data, the four ways to compute the gradient, bytes, checks
 # ---------------------------------------------------------------------------
@@ -395,8 +401,7 @@ def gelu_case(n: int) -> Case:
 
 
 def softmax_case(m: int, n: int) -> Case:
-    BLOCK_N = triton.next_power_of_2(n)
-    nw = num_warps_for(BLOCK_N)
+    BLOCK_N, nw = row_block(n)
     x = torch.randn(m, n, device=DEVICE)
     y = torch.empty_like(x)
     grid = (m,)
@@ -428,8 +433,7 @@ def softmax_case(m: int, n: int) -> Case:
 
 
 def layernorm_case(m: int, n: int) -> Case:
-    BLOCK_N = triton.next_power_of_2(n)
-    nw = num_warps_for(BLOCK_N)
+    BLOCK_N, nw = row_block(n)
     x = torch.randn(m, n, device=DEVICE)
     w = 1.0 + 0.1 * torch.randn(n, device=DEVICE)
     b = 0.1 * torch.randn(n, device=DEVICE)
@@ -700,6 +704,29 @@ def run_benchmarks(out_path: Optional[str]) -> int:
 # --compile-only: every kernel compiled for sm_90 (no GPU needed)
 # ---------------------------------------------------------------------------
 
+def attempt(label: str, failed: List[str], action: Callable[[], None]) -> None:
+    """Runs action() (a compile); an error is printed and `label` added to `failed`, so
+    that the other kernels still compile. Shared with benchmarks/user_level.py."""
+    try:
+        action()
+    except Exception as error:  # noqa: BLE001
+        failed.append(label)
+        print(f"  {label}: FAILED: {type(error).__name__}: {error}")
+
+
+def with_none_shadows(constexprs: Dict[str, object], none_shadows) -> Dict[str, object]:
+    """A derived backward's constexprs: shadows without an upstream gradient are None."""
+    return {**constexprs, **{shadow: None for shadow in none_shadows}}
+
+
+def compile_exit_code(failed: List[str]) -> int:
+    if failed:
+        print("FAILED to compile: " + ", ".join(failed))
+        return 1
+    print("all kernels compiled")
+    return 0
+
+
 def compile_only() -> int:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -757,11 +784,7 @@ def compile_only() -> int:
     failed = []
     print(f"Compiling for {target} (no launch):")
     for fn, types, constexprs, nw in kernels:
-        try:
-            build(fn, types, constexprs, nw, fn.__name__)
-        except Exception as error:
-            failed.append(fn.__name__)
-            print(f"  {fn.__name__}: FAILED: {type(error).__name__}: {error}")
+        attempt(fn.__name__, failed, lambda: build(fn, types, constexprs, nw, fn.__name__))
         if fn in derived:
             bwd, none_shadows = derived[fn]
             label = f"tritonad.grad({fn.__name__})"
@@ -769,20 +792,13 @@ def compile_only() -> int:
             for ptr, shadow in bwd.shadows.items():
                 if shadow not in none_shadows:
                     bwd_types[shadow] = types[ptr]
-            ce = dict(constexprs)
-            ce.update({s: None for s in none_shadows})
-            try:
-                build(bwd, bwd_types, ce, nw, label)
+
+            def build_derived():
+                build(bwd, bwd_types, with_none_shadows(constexprs, none_shadows), nw, label)
                 print("    schedule: " + "\n              ".join(
                     schedule_lines(bwd.schedule())))
-            except Exception as error:
-                failed.append(label)
-                print(f"  {label}: FAILED: {type(error).__name__}: {error}")
-    if failed:
-        print("FAILED to compile: " + ", ".join(failed))
-        return 1
-    print("all kernels compiled")
-    return 0
+            attempt(label, failed, build_derived)
+    return compile_exit_code(failed)
 
 
 def main() -> int:

@@ -109,7 +109,8 @@ def time_calls(calls):
 
 
 def top(parts, n=4):
-    return ", ".join(f"{k} {v:.1f}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1])[:n])
+    import user_level
+    return user_level.top(parts, n)
 
 
 def rel_err(got, want):
@@ -429,16 +430,8 @@ def main():
             traceback.print_exc()
             failures.append(f"cross-entropy: {type(error).__name__}: {error}")
     text = report(attention_rows, ce_row, opts, failures)
-    print()
-    print(text)
-    print(f"(run took {time.perf_counter() - start:.0f} s)")
-    if opts.out:
-        with open(opts.out, "w") as f:
-            f.write(text)
-    if failures:
-        print("CHECKS FAILED:\n  " + "\n  ".join(failures), file=sys.stderr)
-        return 1
-    return 0
+    import user_level
+    return user_level.finish(text, opts.out, failures, start)
 
 
 if __name__ == "__main__":

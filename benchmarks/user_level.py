@@ -99,6 +99,11 @@ def randn(*shape, dtype, requires_grad=False):
     return torch.randn(*shape, device=DEVICE, dtype=dtype, requires_grad=requires_grad)
 
 
+def fp32_empty(*shape):
+    """Statistics and partial sums are kept in fp32 whatever the storage dtype."""
+    return torch.empty(*shape, device=DEVICE, dtype=torch.float32)
+
+
 def autograd_op(spec: Spec):
     kwargs = {} if spec.wrt is None else {"wrt": list(spec.wrt)}
     return tritonad.autograd(spec.fwd, outputs=tuple(spec.outputs), **kwargs)
@@ -145,8 +150,7 @@ def swiglu_make(spec, dtype, n):
 def softmax_make(spec, dtype, m, n):
     x = randn(m, n, dtype=dtype, requires_grad=True)
     op = autograd_op(spec)
-    block = triton.next_power_of_2(n)
-    nw = bench.num_warps_for(block)
+    block, nw = bench.row_block(n)
     y = op[(m,)](torch.empty_like(x), x, x.stride(0), x.stride(0), n, BLOCK_N=block,
                  num_warps=nw)
     yd = y.detach()
@@ -163,11 +167,10 @@ def layernorm_make(spec, dtype, m, n):
     w = randn(n, dtype=dtype, requires_grad=True)
     b = randn(n, dtype=dtype, requires_grad=True)
     op = autograd_op(spec)
-    block = triton.next_power_of_2(n)
-    nw = bench.num_warps_for(block)
+    block, nw = bench.row_block(n)
     # mean and rstd are kept in fp32 whatever the storage dtype
-    mean = torch.empty(m, device=DEVICE, dtype=torch.float32)
-    rstd = torch.empty(m, device=DEVICE, dtype=torch.float32)
+    mean = fp32_empty(m)
+    rstd = fp32_empty(m)
     y = op[(m,)](x, torch.empty_like(x), w, b, mean, rstd, x.stride(0), n, bench.LN_EPS,
                  BLOCK_N=block, num_warps=nw)
     xd, wd = x.detach(), w.detach()
@@ -175,8 +178,7 @@ def layernorm_make(spec, dtype, m, n):
 
     def hand(dy):
         dx = torch.empty_like(xd)
-        pdw = torch.empty(groups, n, device=DEVICE, dtype=torch.float32)
-        pdb = torch.empty(groups, n, device=DEVICE, dtype=torch.float32)
+        pdw, pdb = fp32_empty(groups, n), fp32_empty(groups, n)
         dw, db = torch.empty_like(wd), torch.empty_like(wd)
         bench.layernorm_bwd_hand_dx[(groups,)](xd, dy, dx, wd, mean, rstd, pdw, pdb,
                                                xd.stride(0), m, n, groups, BLOCK_N=block,
@@ -203,9 +205,8 @@ def rmsnorm_make(spec, dtype, m, n):
     x = randn(m, n, dtype=dtype, requires_grad=True)
     w = randn(n, dtype=dtype, requires_grad=True)
     op = autograd_op(spec)
-    block = triton.next_power_of_2(n)
-    nw = bench.num_warps_for(block)
-    rstd = torch.empty(m, device=DEVICE, dtype=torch.float32)
+    block, nw = bench.row_block(n)
+    rstd = fp32_empty(m)
     y = op[(m,)](x, torch.empty_like(x), w, rstd, x.stride(0), n, bench.LN_EPS,
                  BLOCK_N=block, num_warps=nw)
     xd, wd = x.detach(), w.detach()
@@ -213,7 +214,7 @@ def rmsnorm_make(spec, dtype, m, n):
 
     def hand(dy):
         dx = torch.empty_like(xd)
-        pdw = torch.empty(groups, n, device=DEVICE, dtype=torch.float32)
+        pdw = fp32_empty(groups, n)
         dw = torch.empty_like(wd)
         bench.rmsnorm_bwd_hand_dx[(groups,)](xd, dy, dx, wd, rstd, pdw, xd.stride(0), m, n,
                                              groups, BLOCK_N=block, num_warps=nw)
@@ -224,8 +225,7 @@ def rmsnorm_make(spec, dtype, m, n):
 
 
 def specs(n_ew: int = 16 << 20, m: int = 4096, n: int = 4096) -> List[Spec]:
-    block = triton.next_power_of_2(n)
-    nw = bench.num_warps_for(block)
+    block, nw = bench.row_block(n)
     P, F32, I = "P", "*fp32", "i32"  # P: a pointer to the storage dtype
     ew = dict(BLOCK=EW_BLOCK)
     rows = dict(BLOCK_N=block)
@@ -331,6 +331,26 @@ def wall_us(fn):
     return triton.testing.do_bench(fn, warmup=5, rep=50) * 1000.0
 
 
+def top(parts, n=4):
+    """The n kernels that take the most GPU time, as "name us, name us, ..."."""
+    return ", ".join(f"{k} {v:.1f}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1])[:n])
+
+
+def finish(text, out_path, failures, start) -> int:
+    """Prints the report (and writes it to out_path if given); the exit code: 1 when a
+    check failed. Shared with benchmarks/loops.py."""
+    print()
+    print(text)
+    print(f"(run took {time.perf_counter() - start:.0f} s)")
+    if out_path:
+        with open(out_path, "w") as f:
+            f.write(text)
+    if failures:
+        print("CHECKS FAILED:\n  " + "\n  ".join(failures), file=sys.stderr)
+        return 1
+    return 0
+
+
 def autograd_call(outputs, inputs, dy):
     def call():
         torch.autograd.grad(outputs, inputs, dy, retain_graph=True)
@@ -418,11 +438,7 @@ def compile_only(chosen: List[Spec], dtype_names: List[str]) -> int:
             for fn, types, constexprs, nw in spec.kernels:
                 types = {k: P if v == "P" else v for k, v in types.items()}
                 label = f"{fn.__name__} {dtype_name}"
-                try:
-                    build(fn, types, constexprs, nw, label)
-                except Exception as error:  # noqa: BLE001
-                    failed.append(label)
-                    print(f"  {label}: FAILED: {type(error).__name__}: {error}")
+                bench.attempt(label, failed, lambda: build(fn, types, constexprs, nw, label))
             # the derived backward, as tritonad.autograd launches it: accumulate=False,
             # its wrt=, workspace of partial buffers, None for shadows with no gradient
             fwd, types, constexprs, nw = spec.kernels[0]
@@ -432,25 +448,19 @@ def compile_only(chosen: List[Spec], dtype_names: List[str]) -> int:
             types.update(workspace)
             for pointer, shadow in bwd.shadows.items():
                 types[shadow] = types[pointer]
-            ce = dict(constexprs)
-            ce.update({s: None for s in spec.none_shadows})
             label = f"tritonad.autograd({fwd.__name__}) {dtype_name}"
-            try:
-                build(bwd, types, ce, nw, label)
+
+            def build_derived():
+                build(bwd, types, bench.with_none_shadows(constexprs, spec.none_shadows), nw,
+                      label)
                 ir = bwd.derived_ir()
                 atomics = "n/a" if ir is None else ir.count("tt.atomic_rmw")
                 print(f"    atomics (tt.atomic_rmw): {atomics}; "
                       f"partial shadows: {bwd.partial_shadows()}")
                 print("    schedule: " + "\n              ".join(
                     sorted((bwd.schedule() or "(none)").splitlines())))
-            except Exception as error:  # noqa: BLE001
-                failed.append(label)
-                print(f"  {label}: FAILED: {type(error).__name__}: {error}")
-    if failed:
-        print("FAILED to compile: " + ", ".join(failed))
-        return 1
-    print("all kernels compiled")
-    return 0
+            bench.attempt(label, failed, build_derived)
+    return bench.compile_exit_code(failed)
 
 
 # ---------------------------------------------------------------------------
@@ -524,22 +534,12 @@ def main():
     lines.append("")
     lines.append("GPU time per call by kernel (us):")
     for label, who, parts in breakdowns:
-        top = ", ".join(f"{k} {v:.1f}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1])[:5])
-        lines.append(f"- {label} / {who}: {top}")
+        lines.append(f"- {label} / {who}: {top(parts, 5)}")
     if failures:
         lines += ["", "FAILED: " + "; ".join(failures)]
     text = f"{torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}\n\n"
     text += "\n".join(lines) + "\n"
-    print()
-    print(text)
-    print(f"(run took {time.perf_counter() - start:.0f} s)")
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    if failures:
-        print("CHECKS FAILED:\n  " + "\n  ".join(failures), file=sys.stderr)
-        return 1
-    return 0
+    return finish(text, args.out, failures, start)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import json
 import linecache
 import math
 import os
+import subprocess
 import sys
 import time
 import traceback
@@ -558,17 +559,9 @@ def _(dtype):
     assert "while " in bwd.source(), bwd.source()
 
 
-@triton.jit
-def gelu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
-    tl.store(y_ptr + offs, 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476)), mask=mask)
-
-
 @check("autograd_gelu")
 def _():
-    gelu = tritonad.autograd(gelu_kernel, outputs=("y_ptr",))
+    gelu = tritonad.autograd(K.gelu_kernel, outputs=("y_ptr",))
     n = 301
     x = randn(n).requires_grad_()
     y = gelu[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, torch.empty(n), n, BLOCK=64)
@@ -1386,6 +1379,25 @@ def _():
                   BLOCK_K=16, GROUP_M=1)
     assert "re-parallelized" not in bwd.schedule()
     assert_close("a (atomic mode)", da, dc.double() @ b.double().t(), 1e-2, 2e-2)
+
+
+def run_in_interpreter(script, out):
+    """Runs `script` in a fresh Python under TRITON_INTERPRET=1 (Triton reads it when
+    ``@triton.jit`` runs); its main writes {name: {ok, error, seed, seconds}} to `out`,
+    which is returned. The seed is TRITONAD_TEST_SEED, or a random one. For the pytest
+    fixtures of test_interpret.py and test_loops.py."""
+    import pytest
+
+    seed = os.environ.get("TRITONAD_TEST_SEED") or str(int.from_bytes(os.urandom(4), "little"))
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITONAD_DUMP",)}
+    env["TRITON_INTERPRET"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    done = subprocess.run([sys.executable, script, str(out), seed],
+                          env=env, capture_output=True, text=True, timeout=600)
+    if not out.exists():
+        pytest.fail(f"the interpreter run crashed (seed {seed}, exit {done.returncode}):\n"
+                    f"{done.stderr[-6000:]}")
+    return json.loads(out.read_text())
 
 
 def main(argv, checks=None):

@@ -28,7 +28,8 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 from gpu_util import requires_gpu  # noqa: E402
-from test_kernel_grad import layer_norm_kernel  # noqa: E402
+from corpus.kernels import gelu_kernel  # noqa: E402
+from test_kernel_grad import layer_norm_kernel, softmax_kernel  # noqa: E402
 from tritonad._source import pointer_params, pointer_roles  # noqa: E402
 from tritonad._torch import shadow_like  # noqa: E402
 
@@ -36,10 +37,7 @@ TARGET = GPUTarget("cuda", 90, 32)
 F32 = "*fp32"
 
 
-@pytest.fixture(autouse=True)
-def _always_compile(monkeypatch):
-    # In-process tests read schedule() / derived_ir() of the compile they just did.
-    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+pytestmark = pytest.mark.usefixtures("always_compile")
 
 
 def compile_backward(bwd, types_, constexprs, none=()):
@@ -82,14 +80,6 @@ def f_two_returns(x, y):
 
 LN_TYPES = dict(X=F32, W=F32, B=F32, Y=F32, Mean=F32, Rstd=F32, stride="i32", N="i32",
                 eps="fp32")
-
-
-@triton.jit
-def gelu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
-    tl.store(y_ptr + offs, 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476)), mask=mask)
 
 
 @triton.jit
@@ -242,18 +232,6 @@ def scale_rows_kernel(x_ptr, y_ptr, unused_ptr, M, N, stride_x, stride_y,
     mask = cols < N
     x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0)
     tl.store(y_ptr + row * stride_y + cols, 3.0 * x, mask=mask)
-
-
-@triton.jit
-def softmax_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols,
-                   BLOCK_N: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK_N)
-    mask = cols < n_cols
-    x = tl.load(in_ptr + row * in_row_stride + cols, mask=mask, other=-float("inf"))
-    z = x - tl.max(x, axis=0)
-    num = tl.exp(z)
-    tl.store(out_ptr + row * out_row_stride + cols, num / tl.sum(num, axis=0), mask=mask)
 
 
 # ---------------------------------------------------------------------------
@@ -626,8 +604,8 @@ except tritonad.DifferentiationError as error:
 print("RESULT " + json.dumps(result))
 '''
 
-_VJP_SCRIPT = _SCRIPT_HEAD + '''
-
+# A device function and a kernel calling its VJP (in both scripts below).
+_VJP_CALLER = '''
 @triton.jit
 def f(x, y):
     return tl.exp(x) * y
@@ -642,7 +620,9 @@ def f_backward(X, Y, DZ, DX, DY, N: tl.constexpr):
     dx, dy = f_vjp(tl.load(X + r), tl.load(Y + r), tl.load(DZ + r))
     tl.store(DX + r, dx)
     tl.store(DY + r, dy)
+'''
 
+_VJP_SCRIPT = _SCRIPT_HEAD + '\n' + _VJP_CALLER + '''
 
 signature = dict(X=F32, Y=F32, DZ=F32, DX=F32, DY=F32, N="constexpr")
 triton.compile(ASTSource(f_backward, signature, dict(N=16)), target=TARGET)
@@ -722,22 +702,7 @@ def gelu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 if sys.argv[1] == "backward_first":   # tritonad.grad of a kernel before the grad function
     tritonad.grad(gelu_kernel)
 
-
-@triton.jit
-def f(x, y):
-    return tl.exp(x) * y
-
-
-f_vjp = tritonad.grad(f)
-
-
-@triton.jit
-def f_backward(X, Y, DZ, DX, DY, N: tl.constexpr):
-    r = tl.arange(0, N)
-    dx, dy = f_vjp(tl.load(X + r), tl.load(Y + r), tl.load(DZ + r))
-    tl.store(DX + r, dx)
-    tl.store(DY + r, dy)
-
+''' + _VJP_CALLER + '''
 
 bwd = tritonad.grad(f_backward)
 compile_backward(bwd, dict(X=F32, Y=F32, DZ=F32, DX=F32, DY=F32), dict(N=16))

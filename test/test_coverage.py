@@ -27,9 +27,7 @@ from test_kernel_grad import CASES, compile_backward, gelu_kernel, softmax_kerne
 from tritonad import _coverage, _partial  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _always_compile(monkeypatch):
-    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+pytestmark = pytest.mark.usefixtures("always_compile")
 
 
 def coverage_of(name):

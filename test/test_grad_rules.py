@@ -854,13 +854,6 @@ def _seed(case: Case) -> int:
 # Tests
 # ---------------------------------------------------------------------------
 
-@pytest.fixture
-def always_compile(monkeypatch):
-    """Bypass Triton's on-disk cache so the TTIR stage hook (and tritonad) runs."""
-    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
-    yield
-
-
 @pytest.mark.parametrize("case", _params())
 def test_rule_compiles_to_ptx(case: Case, always_compile):
     built = _build(case.id)

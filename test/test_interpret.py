@@ -12,11 +12,6 @@ inputs are fresh random numbers: a failure prints the seed, and
 TRITONAD_TEST_SEED=<seed> replays it.
 """
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
 pytest.importorskip("torch")
@@ -29,16 +24,7 @@ import interpret_checks  # noqa: E402
 @pytest.fixture(scope="module")
 def interpreted(tmp_path_factory):
     out = tmp_path_factory.mktemp("interpret") / "results.json"
-    seed = os.environ.get("TRITONAD_TEST_SEED") or str(int.from_bytes(os.urandom(4), "little"))
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITONAD_DUMP",)}
-    env["TRITON_INTERPRET"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    done = subprocess.run([sys.executable, interpret_checks.__file__, str(out), seed],
-                          env=env, capture_output=True, text=True, timeout=600)
-    if not out.exists():
-        pytest.fail(f"the interpreter run crashed (seed {seed}, exit {done.returncode}):\n"
-                    f"{done.stderr[-6000:]}")
-    return json.loads(out.read_text())
+    return interpret_checks.run_in_interpreter(interpret_checks.__file__, out)
 
 
 @pytest.mark.parametrize("name", sorted(interpret_checks.CHECKS))

@@ -1,7 +1,7 @@
 """tritonad.grad / tritonad.autograd on whole Triton kernels.
 
 GPU tests (marked ``gpu``) launch real forward kernels written here (tutorial style:
-GELU, SwiGLU, fused softmax, layer norm, RMSNorm, cross-entropy, a row-times-vector
+GELU (shared, in corpus/kernels.py), SwiGLU, fused softmax, layer norm, RMSNorm, cross-entropy, a row-times-vector
 "CustomLinear") and their derived backward, and compare the gradients with
 torch.autograd (fresh random inputs, sizes that are NOT multiples of the block, so
 the masked tails are exercised).
@@ -29,32 +29,19 @@ import triton.language as tl  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
+from corpus.kernels import gelu_kernel  # noqa: E402
 from corpus.kernels import matmul_kernel  # noqa: E402  (the tutorial's: a_ptrs += ...)
 from gpu_util import requires_gpu  # noqa: E402
 
 TARGET = GPUTarget("cuda", 90, 32)
 
 
-@pytest.fixture(autouse=True)
-def _always_compile(monkeypatch):
-    # The derivation runs inside Triton's ttir stage: a kernel served from the
-    # on-disk cache would skip it (no derived_ir(), no schedule()).
-    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+pytestmark = pytest.mark.usefixtures("always_compile")
 
 
 # ---------------------------------------------------------------------------
 # Forward kernels (dtype-agnostic: no casts, so fp64 works for gradcheck)
 # ---------------------------------------------------------------------------
-
-@triton.jit
-def gelu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
-    y = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
-    tl.store(y_ptr + offs, y, mask=mask)
-
 
 @triton.jit
 def swiglu_kernel(a_ptr, b_ptr, c_ptr, n, BLOCK: tl.constexpr):

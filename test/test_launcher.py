@@ -25,6 +25,7 @@ import triton.language as tl  # noqa: E402
 from triton.runtime.jit import JITFunction  # noqa: E402
 
 import tritonad._launcher as launcher_module  # noqa: E402
+from corpus.kernels import gelu_kernel  # noqa: E402  (also used by test_compile.py)
 from gpu_util import requires_gpu  # noqa: E402
 from tritonad._kernel_grad import unwrap  # noqa: E402
 
@@ -120,14 +121,6 @@ def bias_add_kernel(t_ptr, b_ptr, y_ptr, N, stride_t, stride_y, BLOCK_N: tl.cons
     t = tl.load(t_ptr + row * stride_t + cols, mask=m)
     b = tl.load(b_ptr + cols, mask=m)
     tl.store(y_ptr + row * stride_y + cols, t + b, mask=m)
-
-
-@triton.jit
-def gelu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    x = tl.load(x_ptr + offs, mask=m, other=0.0)
-    tl.store(y_ptr + offs, 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476)), mask=m)
 
 
 @triton.jit

@@ -35,10 +35,8 @@ fresh Python (as test_interpret.py does), this file being the script:
 """
 
 import inspect
-import json
 import os
 import re
-import subprocess
 import sys
 import zlib
 
@@ -63,11 +61,7 @@ LOG2E = 1.4426950408889634
 F32, F16, BF16 = "*fp32", "*fp16", "*bf16"
 
 
-@pytest.fixture(autouse=True)
-def _always_compile(monkeypatch):
-    # The derivation (and so schedule()) runs inside Triton's ttir stage: a kernel
-    # served from the on-disk cache would not be derived in this process.
-    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+pytestmark = pytest.mark.usefixtures("always_compile")
 
 
 # ---------------------------------------------------------------------------
@@ -753,17 +747,9 @@ def interpret_running_sum_stored():
 
 @pytest.fixture(scope="module")
 def interpreted(tmp_path_factory):
+    import interpret_checks as ic
     out = tmp_path_factory.mktemp("interpret_loops") / "results.json"
-    seed = os.environ.get("TRITONAD_TEST_SEED") or str(int.from_bytes(os.urandom(4), "little"))
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITONAD_DUMP",)}
-    env["TRITON_INTERPRET"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    done = subprocess.run([sys.executable, os.path.abspath(__file__), str(out), seed],
-                          env=env, capture_output=True, text=True, timeout=600)
-    if not out.exists():
-        pytest.fail(f"the interpreter run crashed (seed {seed}, exit {done.returncode}):\n"
-                    f"{done.stderr[-6000:]}")
-    return json.loads(out.read_text())
+    return ic.run_in_interpreter(os.path.abspath(__file__), out)
 
 
 @pytest.mark.parametrize("name", sorted(INTERPRET_CHECKS))

@@ -21,9 +21,7 @@ from test_kernel_grad import (CASES, compile_backward, gelu_kernel, layer_norm_k
                               overwrite_kernel, parse_schedule)
 
 
-@pytest.fixture(autouse=True)
-def _always_compile(monkeypatch):
-    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+pytestmark = pytest.mark.usefixtures("always_compile")
 
 
 def derive(name, **options):

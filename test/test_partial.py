@@ -62,11 +62,6 @@ def compile_for_schedule(bwd, types_, constexprs):
     return bwd.schedule()
 
 
-@pytest.fixture
-def always_compile(monkeypatch):
-    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
-
-
 NORM_TYPES = dict(X="*fp32", W="*fp32", B="*fp32", Y="*fp32", stride="i32", N="i32", eps="fp32")
 
 

@@ -20,7 +20,7 @@ import triton.language as tl  # noqa: E402
 
 from corpus.kernels import batched_matmul_kernel, matmul_kernel  # noqa: E402
 from gpu_util import requires_gpu  # noqa: E402
-from test_partial import always_compile, compile_for_schedule  # noqa: E402, F401
+from test_partial import compile_for_schedule  # noqa: E402
 
 MATMUL_TYPES = dict(a_ptr="*fp16", b_ptr="*fp16", c_ptr="*fp16", M="i32", N="i32", K="i32",
                     stride_am="i32", stride_ak="i32", stride_bk="i32", stride_bn="i32",

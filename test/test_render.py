@@ -38,10 +38,7 @@ TARGET = GPUTarget("cuda", 90, 32)
 _OPS = re.compile(r"\b(tt\.(?!bitcast)\w+|scf\.\w+|math\.\w+|arith\.(?!constant)\w+)\b")
 
 
-@pytest.fixture(autouse=True)
-def _always_compile(monkeypatch):
-    # (each test reads the source() of the compile it just did)
-    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+pytestmark = pytest.mark.usefixtures("always_compile")
 
 
 def ops(ttir: str) -> collections.Counter:

@@ -26,9 +26,7 @@ from test_kernel_grad import compile_backward  # noqa: E402
 HERE = os.path.basename(__file__)
 
 
-@pytest.fixture(autouse=True)
-def _always_compile(monkeypatch):
-    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+pytestmark = pytest.mark.usefixtures("always_compile")
 
 
 # ---------------------------------------------------------------------------

@@ -259,7 +259,23 @@ _LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_
                    "launch_cooperative_grid", "launch_pdl", "debug", "sanitize_overflow"}
 
 
-class InterpretedBackward:
+class _StandsForPlaceholder:
+    """A derived kernel or function under TRITON_INTERPRET=1: what it does not define
+    itself (``schedule()``, ``source()``, ``launch_signature`` ...) is its placeholder's."""
+
+    def __init__(self, placeholder: JITFunction, primal: JITFunction, constexprs):
+        self.placeholder = placeholder
+        self.primal = primal
+        self.constexpr_params = set(constexprs)
+        self.fn = placeholder.fn
+
+    def __getattr__(self, name):
+        if name == "placeholder":  # (not set yet: no recursion through the lookup below)
+            raise AttributeError(name)
+        return getattr(self.placeholder, name)
+
+
+class InterpretedBackward(_StandsForPlaceholder):
     """The backward kernel under TRITON_INTERPRET=1: launched like the JIT one
     (``bwd[grid](*args, *shadows, **constexprs)``), it derives the backward for
     the launch's argument types, renders it and interprets the rendering.
@@ -268,18 +284,10 @@ class InterpretedBackward:
 
     def __init__(self, placeholder: JITFunction, primal: JITFunction, shadows: List[str],
                  constexprs: List[str]):
-        self.placeholder = placeholder
-        self.primal = primal
+        super().__init__(placeholder, primal, constexprs)
         self.shadow_params = shadows
-        self.constexpr_params = set(constexprs)
-        self.fn = placeholder.fn
         self.arg_names = placeholder.arg_names
         self._kernels: Dict[tuple, tuple] = {}
-
-    def __getattr__(self, name):
-        if name == "placeholder":
-            raise AttributeError(name)
-        return getattr(self.placeholder, name)
 
     def __getitem__(self, grid):
         return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
@@ -353,23 +361,15 @@ def _dims(value) -> tuple:
     return tuple(int(getattr(d, "value", d)) for d in value.shape)
 
 
-class InterpretedVJP:
+class InterpretedVJP(_StandsForPlaceholder):
     """A function's VJP under TRITON_INTERPRET=1, called from an interpreted
     kernel: derived for the argument types of the call (a probe kernel calls the
     VJP placeholder with values of those types), rendered, and interpreted."""
 
     def __init__(self, placeholder: JITFunction, primal: JITFunction, owns, constexprs):
-        self.placeholder = placeholder
-        self.primal = primal
+        super().__init__(placeholder, primal, constexprs)
         self.owns = owns  # name of a derived function -> whether it is this VJP
-        self.constexpr_params = set(constexprs)
-        self.fn = placeholder.fn
         self._functions: Dict[tuple, tuple] = {}
-
-    def __getattr__(self, name):
-        if name == "placeholder":
-            raise AttributeError(name)
-        return getattr(self.placeholder, name)
 
     def __call__(self, *args, **kwargs):
         import triton.language as tl

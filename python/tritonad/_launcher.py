@@ -27,6 +27,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from tritonad._kernel_grad import unwrap
 from tritonad._source import function_def, param_names
+from tritonad._torch import overlaps
 
 _LAUNCHER_OPTIONS = ("mode",)
 
@@ -418,16 +419,6 @@ def views_overlap(a, b) -> bool:
     return bool(marks.as_strided(b.shape, b.stride(), b.storage_offset() - first).any())
 
 
-def overlapping(t) -> bool:
-    """Whether two elements of t share memory (conservative, as in _torch)."""
-    extent = 1
-    for stride, size in sorted((s, n) for n, s in zip(t.shape, t.stride()) if n > 1):
-        if stride < extent:
-            return True
-        extent += (size - 1) * stride
-    return False
-
-
 # ---------------------------------------------------------------------------
 # Watching torch ops inside the launcher
 # ---------------------------------------------------------------------------
@@ -649,7 +640,7 @@ class _Plan:
                                  f"{sorted(str(d) for d in dtypes)} (a .view(dtype)) where it "
                                  "needs a gradient; keep one dtype per buffer")
             for v in views:
-                if overlapping(v) and v.numel():
+                if overlaps(v) and v.numel():
                     owner = next((a for a in accesses if a.tensor is v), None)
                     where = owner.describe() if owner else self._tensor_name(v)
                     raise ValueError(

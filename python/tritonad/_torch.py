@@ -92,7 +92,7 @@ class _DifferentiableKernel:
             bound[key] = value
         tensors = {n: v for n, v in bound.items() if isinstance(v, torch.Tensor)}
         for name in self.outputs:
-            if name in tensors and _overlaps(tensors[name]):
+            if name in tensors and overlaps(tensors[name]):
                 raise ValueError(f"output {name!r} of {self.name}: its elements share memory "
                                  f"(strides {tensors[name].stride()}): pass a tensor that "
                                  "owns its elements, e.g. torch.empty(...)")
@@ -109,7 +109,7 @@ class _DifferentiableKernel:
         if not tensor.requires_grad:
             return
         fix = f"or pass {name}.detach() if it needs no gradient"
-        if _overlaps(tensor):
+        if overlaps(tensor):
             raise ValueError(
                 f"{name!r} of {self.name} requires grad but its elements share memory "
                 f"(strides {tensor.stride()}, e.g. from expand): its gradient would have to "
@@ -132,7 +132,7 @@ class _DifferentiableKernel:
         # roles is None, name never mentioned: the kernel never reads it, zero gradient.
 
 
-def _overlaps(t) -> bool:
+def overlaps(t) -> bool:
     """Whether two elements of t may share memory (conservative: an interleaving of
     dimensions that does not overlap is still reported)."""
     extent = 1

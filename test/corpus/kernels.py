@@ -1105,3 +1105,17 @@ def runtime_args_with_constexprs(entry, args):
     rest = list(it)
     assert not rest, f"{entry.name}: {len(rest)} extra runtime args"
     return full
+
+
+# ---------------------------------------------------------------------------
+# Kernels shared by test files, outside CORPUS
+# ---------------------------------------------------------------------------
+
+@triton.jit
+def gelu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    y = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
+    tl.store(y_ptr + offs, y, mask=mask)
