@@ -417,11 +417,10 @@ def run_one(spec: Spec, dtype_name: str, failures: List[str]):
 def compile_only(chosen: List[Spec], dtype_names: List[str]) -> int:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    from tritonad._partial import WORKSPACE_PARAMS
+    from tritonad._partial import WORKSPACE_TYPES
 
     target = GPUTarget("cuda", 90, 32)
     ptr = {"fp32": "*fp32", "bf16": "*bf16"}
-    workspace = dict(zip(WORKSPACE_PARAMS, ("*fp32", "i32", "i32")))
 
     def build(fn, types, constexprs, nw, label):
         signature = {name: "constexpr" if name in constexprs else types[name]
@@ -445,7 +444,7 @@ def compile_only(chosen: List[Spec], dtype_names: List[str]) -> int:
             types = {k: P if v == "P" else v for k, v in types.items()}
             op = autograd_op(spec)
             bwd = op.backward_kernel
-            types.update(workspace)
+            types.update(WORKSPACE_TYPES)
             for pointer, shadow in bwd.shadows.items():
                 types[shadow] = types[pointer]
             label = f"tritonad.autograd({fwd.__name__}) {dtype_name}"

@@ -18,6 +18,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 from gpu_util import requires_gpu  # noqa: E402
+from tritonad._partial import WORKSPACE_TYPES  # noqa: E402
 from test_kernel_grad import layer_norm_kernel, layer_norm_loop_kernel  # noqa: E402
 
 
@@ -55,8 +56,7 @@ def compile_for_schedule(bwd, types_, constexprs):
     types_ = dict(types_)
     for ptr, shadow in bwd.shadows.items():
         types_.setdefault(shadow, types_[ptr])
-    types_.update(tritonad_workspace="*fp32", tritonad_slot="i32", tritonad_programs="i32",
-                  tritonad_tape="*i8", tritonad_tape_every="i32", tritonad_regrid="*i64")
+    types_.update(WORKSPACE_TYPES)
     signature = {n: "constexpr" if n in constexprs else types_[n] for n in bwd.arg_names}
     triton.compile(ASTSource(bwd, signature, dict(constexprs)), target=TARGET)
     return bwd.schedule()

@@ -34,8 +34,11 @@ import triton.language as tl
 
 from tritonad import _coverage, _regrid
 
-WORKSPACE_PARAMS = ("tritonad_workspace", "tritonad_slot", "tritonad_programs", "tritonad_tape",
-                    "tritonad_tape_every", "tritonad_regrid")
+# The hidden parameters and their Triton types (the workspace holds fp32 slots).
+WORKSPACE_TYPES = {"tritonad_workspace": "*fp32", "tritonad_slot": "i32",
+                   "tritonad_programs": "i32", "tritonad_tape": "*i8",
+                   "tritonad_tape_every": "i32", "tritonad_regrid": "*i64"}
+WORKSPACE_PARAMS = tuple(WORKSPACE_TYPES)
 _PROGRAMS_PER_SM = 2
 _SUM_ROWS, _SUM_COLS = 64, 32  # (many narrow column blocks: one program per 32 columns)
 
