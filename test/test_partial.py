@@ -7,6 +7,8 @@ bf16, fewer and more programs than the backward launches), bitwise
 reproducibility, and accumulation into caller-provided shadows.
 """
 
+import pickle
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -77,6 +79,21 @@ def test_schedule_names_partial_buffers(always_compile):
     assert "scf.for" in ir and "tt.get_num_programs" in ir
     # (dX keeps its run-time branch: atomics only if rows overlap, stride < N)
     assert ir.count("tt.atomic_rmw") == 1
+
+
+def test_schedule_is_data(always_compile):
+    """The schedule crosses from the core as entries; its text is their lines."""
+    bwd = tritonad.grad(norm_kernel, accumulate=False)
+    schedule = compile_for_schedule(bwd, NORM_TYPES, dict(HAS_MEAN=True, BLOCK_N=256))
+    by_subject = {e.subject: e for e in schedule.entries if e.kind == "shadow"}
+    assert {by_subject[n].strategy for n in ("W", "B")} == {"partial-buffer"}
+    assert by_subject["X"].strategy == "overwrite-when-disjoint"
+    assert by_subject["Y"].strategy == "output"
+    assert any(n.startswith("no zero fill") for n in by_subject["X"].notes)
+    programs = [e for e in schedule.entries if e.kind == "programs"]
+    assert [e.strategy for e in programs] == ["grid-stride"]
+    assert schedule.splitlines() == [e.line() for e in schedule.entries]
+    assert pickle.loads(pickle.dumps(schedule)).entries == schedule.entries
 
 
 def test_atomic_mode_keeps_atomics(always_compile):

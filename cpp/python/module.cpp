@@ -173,7 +173,18 @@ PYBIND11_MODULE(_C, m) {
           record["parts"] = parts;
           regrid = record;
         }
-        return py::make_tuple(result.output, result.report, result.writtenShadows,
+        py::list schedule;
+        for (const tritonad::ScheduleEntry &entry : result.schedule.entries) {
+          py::dict item;
+          item["kind"] = tritonad::kindName(static_cast<int>(entry.kind));
+          item["subject"] = entry.subject;
+          item["location"] = entry.location;
+          item["strategy"] = tritonad::strategyName(entry.strategy);
+          item["how"] = entry.how;
+          item["notes"] = entry.notes;
+          schedule.append(item);
+        }
+        return py::make_tuple(result.output, schedule, result.writtenShadows,
                               result.partialShadows, coverageToPython(result.coverage), tapes,
                               regrid);
       },
@@ -181,7 +192,8 @@ PYBIND11_MODULE(_C, m) {
       py::arg("mode") = "auto", py::arg("overwrite") = false, py::arg("generic") = false,
       py::arg("debug_info") = true, py::arg("buffer_name") = "<ttir>",
       "Replace kernel @into's body with the backward of kernel @primal (empty: the kernel "
-      "@into calls); returns (ir, report, "
+      "@into calls); returns (ir, schedule: [{'kind', 'subject', 'location', 'strategy', "
+      "'how', 'notes'}], "
       "names of the shadows it stores into, names of the shadows whose gradient it leaves in "
       "slots of its workspace, the coverage of the shadows it stores once per element: "
       "{shadow: {'digits', 'clamps', 'condition'}}, and its tapes: [(loop, bytes per "

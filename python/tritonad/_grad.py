@@ -71,8 +71,9 @@ def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]
     then zeroes it under the store's mask) before earlier stores read it. Each accumulation is a plain read-add-write when the
     addressing proves every address belongs to one program (checked at run time
     when it depends on strides), an atomic add otherwise; ``bwd.schedule()``
-    says which, ``mode="deterministic"`` refuses atomics, ``mode="atomic"``
-    forces them. ``accumulate=False`` is the contract for fresh gradient
+    says which (its text, one line per shadow and loop; ``.entries`` holds the
+    same as data: kind, subject, location, strategy, how), ``mode="deterministic"``
+    refuses atomics, ``mode="atomic"`` forces them. ``accumulate=False`` is the contract for fresh gradient
     buffers: the input shadows arrive holding zeros and receive the gradient,
     so where tritonad proves that each element has one writer (one program,
     lane and iteration) it stores instead of reading and adding (``overwrite``

@@ -13,6 +13,7 @@ import triton.language as tl
 from triton.runtime.jit import JITFunction
 
 from tritonad import _C, _partial
+from tritonad._schedule import Schedule
 from tritonad._core import MLIRError, locate_in_source
 from tritonad._hook import build_id, register_rewriter
 from tritonad._source import (constexpr_names, functions_in, jit_from_source, param_names,
@@ -36,7 +37,7 @@ class _KernelSpec:
     mode: str
     accumulate: bool = True
     derived: Dict[str, str] = field(default_factory=dict)
-    schedules: Dict[str, str] = field(default_factory=dict)
+    schedules: Dict[str, list] = field(default_factory=dict)  # the core's schedule records
     written: Dict[str, List[str]] = field(default_factory=dict)  # shadows it stores into
     partial: Dict[str, List[str]] = field(default_factory=dict)  # shadows in workspace slots
     coverage: Dict[str, dict] = field(default_factory=dict)  # shadows stored once per element
@@ -208,7 +209,8 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     bwd.shadows = dict(zip(pointer_list, shadows))
     bwd.pointer_roles = {p: frozenset(roles[p]) for p in pointer_list}
     bwd.derived_ir = lambda: _recorded(spec.derived, bwd, "tritonad_derived")
-    bwd.schedule = lambda: _recorded(spec.schedules, bwd, "tritonad_schedule")
+    bwd.schedule = lambda: Schedule.from_records(
+        _recorded(spec.schedules, bwd, "tritonad_schedule"))
     bwd.written_shadows = lambda: _recorded(spec.written, bwd, "tritonad_written")
     bwd.partial_shadows = lambda: _recorded(spec.partial, bwd, "tritonad_partial")
     bwd.coverage = lambda: _recorded(spec.coverage, bwd, "tritonad_coverage")
@@ -327,21 +329,21 @@ def _materialize_backward(text: str, metadata: dict) -> str:
             continue
         try:
             # (the core finds the forward kernel: the placeholder's only call)
-            text, report, written, partial, coverage, tapes, regrid = _C.differentiate_kernel(
+            text, schedule, written, partial, coverage, tapes, regrid = _C.differentiate_kernel(
                 text, "", name, spec.bindings, spec.mode, overwrite=not spec.accumulate)
         except MLIRError as error:
             raise DifferentiationError(
                 f"tritonad.grad({spec.primal.__name__}) failed:\n"
             f"{locate_in_source(str(error), text)}") from None
         spec.derived[name] = strip_locations(dict(functions_in(text))[name]).rstrip() + "\n"
-        spec.schedules[name] = report
+        spec.schedules[name] = [dict(entry) for entry in schedule]
         spec.written[name] = list(written)
         spec.partial[name] = list(partial)
         spec.coverage[name] = coverage
         spec.tapes[name] = [list(tape) for tape in tapes]
         spec.regrid[name] = regrid
         metadata.setdefault("tritonad_derived", {})[name] = spec.derived[name]
-        metadata.setdefault("tritonad_schedule", {})[name] = report
+        metadata.setdefault("tritonad_schedule", {})[name] = spec.schedules[name]
         metadata.setdefault("tritonad_written", {})[name] = list(written)
         metadata.setdefault("tritonad_partial", {})[name] = list(partial)
         metadata.setdefault("tritonad_coverage", {})[name] = coverage
@@ -351,7 +353,8 @@ def _materialize_backward(text: str, metadata: dict) -> str:
                                            header=header("Backward", spec.primal))
         metadata.setdefault("tritonad_source", {})[name] = spec.sources[name]
         if os.environ.get("TRITONAD_DUMP"):
-            print(f"// tritonad: backward of {spec.primal.__name__}\n// {report}\n"
+            print(f"// tritonad: backward of {spec.primal.__name__}\n"
+                  f"// {Schedule.from_records(spec.schedules[name])}\n"
                   f"{spec.derived[name]}",
                   file=sys.stderr)
     return text

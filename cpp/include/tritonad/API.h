@@ -5,6 +5,7 @@
 #define TRITONAD_API_H
 
 #include "tritonad/Coverage.h"
+#include "tritonad/Schedule.h"
 
 #include <string>
 #include <utility>
@@ -16,7 +17,7 @@ struct Result {
   bool ok = false;
   std::string output;      // printed module when ok
   std::string diagnostics; // MLIR's diagnostics, "<file>:line:col: error: ..." each
-  std::string report;      // what a transformation chose (e.g. the accumulation per shadow)
+  Schedule schedule;       // kernel backward: what it chose, per shadow, loop and stabilizer
   std::vector<std::string> writtenShadows; // kernel backward: shadow arguments it stores into
   std::vector<std::string> partialShadows; // kernel backward: shadows left in workspace slots
   std::vector<ShadowCoverage> coverage;     // kernel backward: shadows stored once per element

@@ -221,8 +221,7 @@ namespace {
 // Parses and verifies `ir`, applies `transform`, prints the module.
 template <typename Transform>
 Result transformModule(const std::string &ir, const PrintOptions &print,
-                       const std::string &bufferName, Transform transform,
-                       std::string *report = nullptr) {
+                       const std::string &bufferName, Transform transform) {
   if (std::string error = checkBeforeParsing(ir, bufferName); !error.empty()) {
     Result result;
     result.diagnostics = error;
@@ -258,8 +257,6 @@ Result transformModule(const std::string &ir, const PrintOptions &print,
   module->print(os, flags);
   result.ok = true;
   result.diagnostics = diagnostics.take();
-  if (report)
-    result.report = *report;
   return result;
 }
 
@@ -271,25 +268,6 @@ LogicalResult cleanUp(ModuleOp module, StringRef name) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   return pm.run(function);
-}
-
-// The schedule's line for `name` ("name: how"): replaced by `how` where the
-// shadow was re-parallelized, else `how` (why not) appended.
-std::string amendScheduleLine(const std::string &text, const std::string &name,
-                              const std::string &how) {
-  std::string out;
-  std::string prefix = name + ": ";
-  bool replace = StringRef(how).starts_with("re-parallelized");
-  for (StringRef line : llvm::split(StringRef(text), '\n')) {
-    if (line.empty())
-      continue;
-    if (line.starts_with(prefix))
-      out += replace ? prefix + how : line.str() + "; " + how;
-    else
-      out += line.str();
-    out += "\n";
-  }
-  return out;
 }
 
 } // namespace
@@ -365,10 +343,20 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
         RegridReport regridReport;
         regridAccumulations(function, shadowNames, overwrite, regridReport);
         regrid = regridReport.regrid;
-        for (const auto &[shadow, how] : regridReport.notes)
-          for (const auto &[bound, primalName] : bindings)
-            if (bound == shadow)
-              report.text = amendScheduleLine(report.text, primalName, how);
+        for (const RegridNote &note : regridReport.notes)
+          for (const auto &[bound, primalName] : bindings) {
+            ScheduleEntry *entry = bound == note.shadow ? report.schedule.shadow(primalName)
+                                                        : nullptr;
+            if (!entry)
+              continue;
+            if (note.reparallelized) {
+              entry->strategy = Strategy::Reparallelized;
+              entry->how = note.how;
+              entry->notes.clear();
+            } else {
+              entry->notes.push_back(note.how);
+            }
+          }
         if (regrid.parts.empty())
           return mlir::success();
         if (mlir::failed(mlir::verify(function))) {
@@ -377,8 +365,8 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
           return mlir::failure();
         }
         return cleanUp(module, into);
-      },
-      &report.text);
+      });
+  result.schedule = std::move(report.schedule);
   result.regrid = std::move(regrid);
   result.writtenShadows = report.writtenShadows;
   result.partialShadows = report.partialShadows;

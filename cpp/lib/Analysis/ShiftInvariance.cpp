@@ -614,11 +614,14 @@ SmallVector<const Stabilizer *> Stabilizers::carriedBy(Operation *loop) const {
   return carried;
 }
 
-std::string Stabilizers::describe() const {
-  std::string text;
-  llvm::raw_string_ostream os(text);
+std::vector<ScheduleEntry> Stabilizers::describe() const {
+  std::vector<ScheduleEntry> entries;
   for (const Stabilizer &s : found) {
-    os << "stabilizer at ";
+    ScheduleEntry entry;
+    entry.kind = ScheduleEntry::Kind::Stabilizer;
+    entry.strategy = Strategy::Stabilizer;
+    bool isMin = isa<arith::MinNumFOp, arith::MinimumFOp>(s.value.getDefiningOp());
+    entry.subject = isMin ? "min" : "max";
     // The user's line, not the line of tl.max inside triton.language.
     Location loc = s.value.getLoc();
     loc->walk([&](Location inner) {
@@ -628,16 +631,17 @@ std::string Stabilizers::describe() const {
       }
       return WalkResult::advance();
     });
+    llvm::raw_string_ostream where(entry.location);
     if (auto file = loc->findInstanceOf<FileLineColLoc>())
-      os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
+      where << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
     else
-      loc.print(os);
-    os << ": " << (s.loop ? "a loop's running " : "a ")
-       << (isa<arith::MinNumFOp, arith::MinimumFOp>(s.value.getDefiningOp()) ? "min" : "max")
-       << " that only stabilizes exponentials carries no gradient (the results do not change "
-          "with its value; shift invariance checked on the IR)\n";
+      loc.print(where);
+    entry.how = std::string(s.loop ? "a loop's running " : "a ") + entry.subject +
+                " that only stabilizes exponentials carries no gradient (the results do not "
+                "change with its value; shift invariance checked on the IR)";
+    entries.push_back(std::move(entry));
   }
-  return text;
+  return entries;
 }
 
 // Whether `value` is computed from constants only (tl.zeros(...) + 1.0): no

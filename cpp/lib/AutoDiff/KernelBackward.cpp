@@ -90,7 +90,7 @@ private:
   Value tapeRegion(OpBuilder &builder, scf::ForOp loop, int64_t bytesPerState,
                    function_ref<Value(OpBuilder &, Value)> bytesPerProgram,
                    Value &every) override;
-  void noteLoop(Operation *loop, StringRef how) override;
+  void noteLoop(Operation *loop, Strategy strategy, StringRef how) override;
   LogicalResult validate();
   LogicalResult validateProvenance(Operation *access, Value ptr, bool carriesFloats);
   LogicalResult classifyStoreInLoops(tt::StoreOp store);
@@ -132,7 +132,7 @@ private:
   Value tape, tapeEvery;
   bool tapeTaken = false; // one taped loop per kernel: its region is the program's
   std::vector<LoopTape> tapes;
-  std::string loopNotes; // one line per reversed loop, for the schedule
+  std::vector<ScheduleEntry> loopNotes; // one per reversed loop, for the schedule
 
   tt::FuncOp primal;
   DenseMap<BlockArgument, Value> shadows; // primal pointer argument -> shadow argument of bwd
@@ -146,7 +146,8 @@ private:
   bool overwrite;
   PartialBuffers partial;
   DenseSet<BlockArgument> inPartialBuffer;
-  llvm::StringMap<std::string> schedule; // primal argument name -> how it is accumulated
+  // primal argument name -> how its gradient is accumulated
+  llvm::StringMap<std::pair<Strategy, std::string>> schedule;
   std::vector<ShadowCoverage> coverage;  // shadows stored once per element, and where
   DenseMap<BlockArgument, std::string> shadowNames; // primal pointer -> its shadow's name
   bool usedAxes[3] = {false, false, false};
@@ -539,7 +540,7 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   if (mode == AccumulationMode::Atomic) {
     if (failed(emitAtomic(builder, mask)))
       return failure();
-    schedule[name] = "atomic (atomics requested)";
+    schedule[name] = {Strategy::Atomic, "atomic (atomics requested)"};
     return success();
   }
   if (loadSites.lookup(base) > 1) {
@@ -551,8 +552,10 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
              << " places; accumulating their gradients into one shadow needs atomics";
     if (failed(emitAtomic(builder, mask)))
       return failure();
-    schedule[name] = "atomic (loaded at " + std::to_string(loadSites.lookup(base)) +
-                     " places: accumulations into one shadow are not ordered)";
+    schedule[name] = {Strategy::Atomic, "atomic (loaded at " +
+                                            std::to_string(loadSites.lookup(base)) +
+                                            " places: accumulations into one shadow are not "
+                                            "ordered)"};
     return success();
   }
   if (Operation *loop = loopRevisitingThroughOtherLanes(load)) {
@@ -565,8 +568,9 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
              << "lanes; accumulating its gradient needs atomics";
     if (failed(emitAtomic(builder, mask)))
       return failure();
-    schedule[name] = "atomic (a loop moves its addresses by less than the tile: iterations "
-                     "revisit addresses through other lanes)";
+    schedule[name] = {Strategy::Atomic,
+                      "atomic (a loop moves its addresses by less than the tile: iterations "
+                      "revisit addresses through other lanes)"};
     return success();
   }
   // Where every element is stored once, the caller may learn at launch time
@@ -589,11 +593,12 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     always.value = 1;
     recordCoverage(always);
     emitPlain(builder, mask);
-    schedule[name] = std::string("partial buffer (every program adds to it: each program of "
-                                 "the backward handles several of the forward's and ") +
-                     (storeOnly ? "stores" : "accumulates") +
-                     " their sum in its own slot; the slots are summed after the kernel: no "
-                     "atomics, deterministic)";
+    schedule[name] = {Strategy::PartialBuffer,
+                      std::string("partial buffer (every program adds to it: each program of "
+                                  "the backward handles several of the forward's and ") +
+                          (storeOnly ? "stores" : "accumulates") +
+                          " their sum in its own slot; the slots are summed after the kernel: "
+                          "no atomics, deterministic)"};
     return success();
   }
   ExclusiveAccess access = analyzeExclusiveAccess(builder, loc, load.getPtr(), load.getMask(),
@@ -604,7 +609,8 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     recordCoverage(always);
     emitPlain(builder, mask);
     if (!schedule.count(name))
-      schedule[name] = plainLabel(access.explanation);
+      schedule[name] = {storeOnly ? Strategy::Overwrite : Strategy::Plain,
+                        plainLabel(access.explanation)};
     return success();
   }
   if (mode == AccumulationMode::Deterministic)
@@ -614,7 +620,7 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   if (access.known && !*access.known) {
     if (failed(emitAtomic(builder, mask)))
       return failure();
-    schedule[name] = "atomic (" + access.explanation + ")";
+    schedule[name] = {Strategy::Atomic, "atomic (" + access.explanation + ")"};
     return success();
   }
   // Exclusive only for some launch configurations: check at run time.
@@ -624,9 +630,10 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   emitPlain(builder, predicate(builder, loc, mask, access.condition, g.getType()));
   if (failed(emitAtomic(builder, predicate(builder, loc, mask, otherwise, g.getType()))))
     return failure();
-  schedule[name] = (storeOnly ? "overwrite when " : "plain when ") +
-                   access.explanation.substr(access.explanation.find(':') + 2) +
-                   ", else atomic (predicated on a condition uniform over the program)";
+  schedule[name] = {storeOnly ? Strategy::OverwriteWhenDisjoint : Strategy::PlainWhenDisjoint,
+                    (storeOnly ? "overwrite when " : "plain when ") +
+                        access.explanation.substr(access.explanation.find(':') + 2) +
+                        ", else atomic (predicated on a condition uniform over the program)"};
   return success();
 }
 
@@ -709,17 +716,22 @@ Value KernelBackwardBuilder::tapeRegion(OpBuilder &b, scf::ForOp loop, int64_t b
   return tt::AddPtrOp::create(b, loc, tape.getType(), tape, offset).getResult();
 }
 
-void KernelBackwardBuilder::noteLoop(Operation *loop, StringRef how) {
-  std::string where = locationText(loop->getLoc());
+void KernelBackwardBuilder::noteLoop(Operation *loop, Strategy strategy, StringRef how) {
+  ScheduleEntry entry;
   auto forLoop = dyn_cast<scf::ForOp>(loop);
   if (forLoop && isProgramLoop(forLoop)) {
-    loopNotes += "programs: each program of the backward handles programs p, p + G, "
-                 "p + 2G, ... of the forward (G launched, a grid-stride loop), for the "
-                 "partial buffers\n";
-    return;
+    entry.kind = ScheduleEntry::Kind::Programs;
+    entry.strategy = Strategy::GridStride;
+    entry.how = "each program of the backward handles programs p, p + G, p + 2G, ... of the "
+                "forward (G launched, a grid-stride loop), for the partial buffers";
+  } else {
+    entry.kind = ScheduleEntry::Kind::Loop;
+    entry.subject = loop->getName().getStringRef().str();
+    entry.location = locationText(loop->getLoc());
+    entry.strategy = strategy;
+    entry.how = how.str();
   }
-  loopNotes += "loop " + loop->getName().getStringRef().str() + " at " + where + ": " +
-               how.str() + "\n";
+  loopNotes.push_back(std::move(entry));
 }
 
 LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> primalArgsInBwd,
@@ -778,29 +790,34 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
     return a.getArgNumber() < b.getArgNumber();
   });
   for (BlockArgument arg : shadowed) {
-    std::string name = argumentName(arg);
-    auto it = schedule.find(name);
-    std::string how;
-    if (it != schedule.end())
-      how = it->second;
-    else if (storeSites.lookup(arg))
-      how = "output: its shadow is read (the upstream gradient)" +
-            std::string(storeSites.lookup(arg) > 1 ? ", then zeroed where overwritten" : "");
-    else
-      how = "no gradient reaches it";
+    ScheduleEntry entry;
+    entry.subject = argumentName(arg);
+    auto it = schedule.find(entry.subject);
+    if (it != schedule.end()) {
+      std::tie(entry.strategy, entry.how) = it->second;
+    } else if (storeSites.lookup(arg)) {
+      entry.strategy = Strategy::Output;
+      entry.how = "output: its shadow is read (the upstream gradient)" +
+                  std::string(storeSites.lookup(arg) > 1 ? ", then zeroed where overwritten" : "");
+    } else {
+      entry.strategy = Strategy::NoGradient;
+      entry.how = "no gradient reaches it";
+    }
     std::string shadowName = shadowNames.lookup(arg);
     if (llvm::count_if(coverage, [&](const ShadowCoverage &c) { return c.shadow == shadowName; }) ==
         1) {
-      how += "; no zero fill where these stores reach every element of the tensor (checked at "
-             "launch)";
+      entry.notes.push_back("no zero fill where these stores reach every element of the tensor "
+                            "(checked at launch)");
       for (const ShadowCoverage &c : coverage)
         if (c.shadow == shadowName)
           report.coverage.push_back(c);
     }
-    report.text += name + ": " + how + "\n";
+    report.schedule.entries.push_back(std::move(entry));
   }
-  report.text += stabilizers.describe();
-  report.text += loopNotes;
+  for (ScheduleEntry &entry : stabilizers.describe())
+    report.schedule.entries.push_back(std::move(entry));
+  for (ScheduleEntry &entry : loopNotes)
+    report.schedule.entries.push_back(std::move(entry));
   report.tapes = tapes;
   // Which shadows the backward writes (read from the IR it emitted).
   DenseSet<Value> shadowArgs;

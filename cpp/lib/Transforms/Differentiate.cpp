@@ -49,11 +49,9 @@ struct KernelBackwardPass : public impl::KernelBackwardBase<KernelBackwardPass> 
       return signalPassFailure();
     // The schedule, for tests and people: one remark per shadow.
     Location loc = module.lookupSymbol(intoName)->getLoc();
-    for (StringRef line : llvm::split(StringRef(report.text).trim(), '\n')) {
-      bool shadowLine = !line.starts_with("loop ") && !line.starts_with("programs: ") &&
-                        !line.starts_with("stabilizer ");
-      mlir::emitRemark(loc) << (shadowLine ? "accumulation of " : "") << line;
-    }
+    for (const ScheduleEntry &entry : report.schedule.entries)
+      mlir::emitRemark(loc) << (entry.kind == ScheduleEntry::Kind::Shadow ? "accumulation of " : "")
+                            << entry.render();
   }
 };
 

@@ -17,8 +17,8 @@ struct RegridPass : public impl::RegridBase<RegridPass> {
     std::vector<std::string> names(shadows.begin(), shadows.end());
     regridAccumulations(getOperation(), names, overwrite, report);
     mlir::Location loc = getOperation().getLoc();
-    for (const auto &[shadow, how] : report.notes)
-      mlir::emitRemark(loc) << shadow << ": " << how;
+    for (const RegridNote &note : report.notes)
+      mlir::emitRemark(loc) << note.shadow << ": " << note.how;
     for (const RegridPart &part : report.regrid.parts)
       mlir::emitRemark(loc) << "part " << part.shadow << ": grouped by "
                             << part.key.size() << " key value(s)";

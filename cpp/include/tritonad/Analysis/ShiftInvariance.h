@@ -22,6 +22,8 @@
 #ifndef TRITONAD_ANALYSIS_SHIFTINVARIANCE_H
 #define TRITONAD_ANALYSIS_SHIFTINVARIANCE_H
 
+#include "tritonad/Schedule.h"
+
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/DenseSet.h"
@@ -29,6 +31,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tritonad {
 
@@ -56,8 +59,8 @@ struct Stabilizers {
   /// The stabilizers `loop` carries.
   llvm::SmallVector<const Stabilizer *> carriedBy(mlir::Operation *loop) const;
 
-  /// One line per stabilizer, located, for the schedule people read.
-  std::string describe() const;
+  /// One schedule entry per stabilizer, located, for the schedule people read.
+  std::vector<ScheduleEntry> describe() const;
 };
 
 /// The stabilizers of `function` (a tt.func), proven one at a time with the

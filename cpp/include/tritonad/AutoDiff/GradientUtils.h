@@ -7,6 +7,7 @@
 #define TRITONAD_AUTODIFF_GRADIENTUTILS_H
 
 #include "tritonad/Analysis/Dependence.h"
+#include "tritonad/Schedule.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -54,7 +55,7 @@ public:
     return mlir::Value();
   }
   /// Told how each loop was reversed (for the schedule people can inspect).
-  virtual void noteLoop(mlir::Operation *loop, llvm::StringRef how) {}
+  virtual void noteLoop(mlir::Operation *loop, Strategy strategy, llvm::StringRef how) {}
 };
 
 /// Whether Triton can do arithmetic on this float type (fp8 it cannot).

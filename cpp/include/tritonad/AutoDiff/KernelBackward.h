@@ -3,6 +3,7 @@
 #define TRITONAD_AUTODIFF_KERNELBACKWARD_H
 
 #include "tritonad/Coverage.h"
+#include "tritonad/Schedule.h"
 #include "tritonad/Dialect/Triton/Dialect.h"
 
 #include <string>
@@ -27,7 +28,7 @@ struct KernelBackwardConfig {
 
 /// What the pass decided, for people (`report`) and for the torch bridge.
 struct KernelBackwardReport {
-  std::string text; // one line per shadow, one per loop
+  Schedule schedule; // one entry per shadow, per loop, per stabilizer
   /// Shadow arguments the backward stores into (an output's shadow listed
   /// here is consumed: the caller must not pass a tensor it still needs).
   std::vector<std::string> writtenShadows;

@@ -20,11 +20,17 @@ namespace tritonad {
 /// path passes the grouping (layout: `Regrid` in Coverage.h).
 inline constexpr const char *kRegridArgument = "tritonad_regrid";
 
+/// What became of one shadow: re-parallelized (how), or left with atomics in
+/// a loop whose gradient is a dot product (why).
+struct RegridNote {
+  std::string shadow; // the backward's shadow argument
+  bool reparallelized = false;
+  std::string how;
+};
+
 struct RegridReport {
   Regrid regrid;
-  /// (shadow argument, how) for each shadow re-parallelized, and for each
-  /// shadow left with atomics in a loop whose gradient is a dot product: why.
-  std::vector<std::pair<std::string, std::string>> notes;
+  std::vector<RegridNote> notes;
 };
 
 /// Moves the atomic accumulations into `shadows` (argument names) that qualify

@@ -25,9 +25,9 @@ namespace tt = mlir::triton;
 namespace {
 
 // Tells the driver how a loop was reversed (functions keep no schedule).
-void noteLoop(const GradientUtils &state, Operation *loop, StringRef how) {
+void noteLoop(const GradientUtils &state, Operation *loop, Strategy strategy, StringRef how) {
   if (state.driver())
-    state.driver()->noteLoop(loop, how);
+    state.driver()->noteLoop(loop, strategy, how);
 }
 
 // Whether `value`, computed in `loop`'s body, depends on one of the `carried`
@@ -278,9 +278,10 @@ LogicalResult reverseForByRecomputation(scf::ForOp loop, OpBuilder &builder,
   };
   if (failed(reverseForLastToFirst(loop, builder, state, trips, replayTo)))
     return failure();
-  noteLoop(state, loop, "reversed last iteration first; the carried state of iteration i is "
-                     "recomputed by replaying iterations [0, i) (n(n-1)/2 extra iterations, "
-                     "no scratch memory)");
+  noteLoop(state, loop, Strategy::Replayed,
+           "reversed last iteration first; the carried state of iteration i is "
+           "recomputed by replaying iterations [0, i) (n(n-1)/2 extra iterations, "
+           "no scratch memory)");
   return success();
 }
 
@@ -448,12 +449,13 @@ FailureOr<bool> reverseForByTape(scf::ForOp loop, OpBuilder &builder, GradientUt
   };
   if (failed(reverseForLastToFirst(loop, builder, state, trips, readBack)))
     return failure();
-  noteLoop(state, loop, "reversed last iteration first; the recomputed forward tapes each "
-                     "iteration's carried state (" +
-                         std::to_string(bytesPerState) +
-                         " bytes per iteration and program, in scratch memory the launcher "
-                         "allocates; where that would not fit, only every k-th iteration's, "
-                         "and the reverse replays the k/2 in between on average)");
+  noteLoop(state, loop, Strategy::Taped,
+           "reversed last iteration first; the recomputed forward tapes each "
+           "iteration's carried state (" +
+               std::to_string(bytesPerState) +
+               " bytes per iteration and program, in scratch memory the launcher "
+               "allocates; where that would not fit, only every k-th iteration's, "
+               "and the reverse replays the k/2 in between on average)");
   return true;
 }
 
@@ -660,7 +662,7 @@ FailureOr<bool> reverseForWithFinalStabilizers(scf::ForOp loop, OpBuilder &build
            "invariance checked on the IR), so it carries no gradient and the reverse uses its "
            "final value; the other carried gradients are then pure accumulations (no cache, "
            "no recomputation)";
-    noteLoop(state, loop, how);
+    noteLoop(state, loop, Strategy::FinalStabilizers, how);
   }
   return true;
 }
@@ -689,8 +691,9 @@ LogicalResult reverseFor(scf::ForOp loop, OpBuilder &builder, GradientUtils &sta
       return success();
     return reverseForByRecomputation(loop, builder, state);
   }
-  noteLoop(state, loop, "reversed in forward order: its carried gradients are pure "
-                     "accumulations (no cache, no recomputation)");
+  noteLoop(state, loop, Strategy::ForwardOrder,
+           "reversed in forward order: its carried gradients are pure "
+           "accumulations (no cache, no recomputation)");
   return reverseAccumulatingFor(loop, loop, active, builder, state);
 }
 

@@ -705,7 +705,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       if (ok && !hasDot)
         continue; // not a product of tiles: partial buffers or atomics suit it
       auto refuse = [&](std::string reason) {
-        report.notes.push_back({name, "not re-parallelized: " + reason});
+        report.notes.push_back({name, false, "not re-parallelized: " + reason});
       };
       if (!ok) {
         refuse(why);
@@ -883,7 +883,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
                                .wasInterrupted();
   for (Part &part : parts) {
     report.notes.push_back(
-        {part.shadow,
+        {part.shadow, true,
          "re-parallelized (programs of its own, one per tile of the gradient and " +
              (part.data.coarsening > 1
                   ? std::to_string(part.data.coarsening) + " iterations"
