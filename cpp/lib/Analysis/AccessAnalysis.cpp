@@ -357,32 +357,35 @@ void collectLaneBounds(InductionVariables &ivs, Value mask, std::map<int, Value>
   bounds[var - kFirstLane] = *bound;
 }
 
-// Emits scalar i64 arithmetic in the backward function.
-struct Emitter {
-  OpBuilder &builder;
-  Location loc;
-  const IRMapping &forward;
-
-  Value constant(int64_t v) {
-    return arith::ConstantOp::create(builder, loc, builder.getI64IntegerAttr(v));
-  }
-  Value scalar(Value primal) {
-    if (auto splat = primal.getDefiningOp<tt::SplatOp>())
-      primal = splat.getSrc();
-    if (std::optional<int64_t> c = constantInt(primal))
-      return constant(*c);
-    Value value = forward.lookupOrDefault(primal);
-    if (value.getType().isInteger(64))
-      return value;
-    return arith::ExtSIOp::create(builder, loc, builder.getI64Type(), value);
-  }
-  Value coefficient(const Coefficient &c) {
-    Value result = constant(c.constant);
-    for (Value factor : c.factors)
-      result = arith::MulIOp::create(builder, loc, result, scalar(factor));
-    return result;
-  }
-};
+// i64 expressions of the condition, over the primal's uniform scalars.
+UniformExpr constantExpr(int64_t v) {
+  UniformExpr e;
+  e.op = UniformExpr::Op::Constant;
+  e.value = v;
+  return e;
+}
+UniformExpr scalarExpr(Value primal) {
+  if (auto splat = primal.getDefiningOp<tt::SplatOp>())
+    primal = splat.getSrc();
+  if (std::optional<int64_t> c = constantInt(primal))
+    return constantExpr(*c);
+  UniformExpr e;
+  e.op = UniformExpr::Op::Scalar;
+  e.scalar = primal;
+  return e;
+}
+UniformExpr binaryExpr(UniformExpr::Op op, UniformExpr lhs, UniformExpr rhs) {
+  UniformExpr e;
+  e.op = op;
+  e.operands = {std::move(lhs), std::move(rhs)};
+  return e;
+}
+UniformExpr coefficientExpr(const Coefficient &c) {
+  UniformExpr result = constantExpr(c.constant);
+  for (Value factor : c.factors)
+    result = binaryExpr(UniformExpr::Op::Mul, result, scalarExpr(factor));
+  return result;
+}
 
 // Strips a pointer chain down to its offsets: base + sum(offsets).
 std::optional<Affine> pointerOffsets(InductionVariables &ivs, Value ptr) {
@@ -408,8 +411,7 @@ std::optional<Affine> pointerOffsets(InductionVariables &ivs, Value ptr) {
 
 } // namespace
 
-ExclusiveAccess analyzeExclusiveAccess(OpBuilder &builder, Location loc, Value ptr, Value mask,
-                                       const IRMapping &forward, ArrayRef<bool> usedAxes) {
+ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> usedAxes) {
   ExclusiveAccess result;
   InductionVariables ivs;
   std::optional<Affine> offsets = pointerOffsets(ivs, ptr);
@@ -424,17 +426,17 @@ ExclusiveAccess analyzeExclusiveAccess(OpBuilder &builder, Location loc, Value p
   std::map<int, Value> bounds;
   collectLaneBounds(ivs, mask, bounds);
 
-  Emitter emit{builder, loc, forward};
+  using Op = UniformExpr::Op;
   // Digits of a mixed-radix number: (coefficient, extent). The address is
   // collision-free if, in order, each coefficient >= the span of the previous
   // digits: sum(coefficient_j * (extent_j - 1)) + 1.
   struct Digit {
     Coefficient coefficient;
-    Value extent; // i64 in the backward function
+    UniformExpr extent;
     std::optional<int64_t> constantExtent;
     int order;
-    bool sequential = false; // an induction variable: only widens the span
-    Value clampTo;           // after the sequential digits: span <= this bound
+    bool sequential = false;            // an induction variable: only widens the span
+    std::optional<UniformExpr> clampTo; // after the sequential digits: span <= this bound
   };
   SmallVector<Digit> digits;
   for (auto [dim, size] : llvm::enumerate(shape)) {
@@ -449,9 +451,9 @@ ExclusiveAccess analyzeExclusiveAccess(OpBuilder &builder, Location loc, Value p
     }
     if (size == 1)
       continue;
-    Digit digit{it->second, emit.constant(size), size, 0};
+    Digit digit{it->second, constantExpr(size), size, 0};
     if (auto bound = bounds.find(dim); bound != bounds.end()) {
-      digit.extent = arith::MinSIOp::create(builder, loc, digit.extent, emit.scalar(bound->second));
+      digit.extent = binaryExpr(Op::Min, digit.extent, scalarExpr(bound->second));
       digit.constantExtent = std::nullopt;
     }
     // Constant coefficients first (ascending), then runtime strides from the
@@ -474,10 +476,9 @@ ExclusiveAccess analyzeExclusiveAccess(OpBuilder &builder, Location loc, Value p
       result.explanation = "a loop moves the addresses by a runtime or negative stride";
       return result;
     }
-    Value trip = arith::SubIOp::create(builder, loc, emit.scalar(loop.getUpperBound()),
-                                       emit.scalar(loop.getLowerBound()));
-    Digit digit{coefficient, arith::AddIOp::create(builder, loc, trip, emit.constant(1)),
-                std::nullopt, 1500};
+    UniformExpr trip =
+        binaryExpr(Op::Sub, scalarExpr(loop.getUpperBound()), scalarExpr(loop.getLowerBound()));
+    Digit digit{coefficient, binaryExpr(Op::Add, trip, constantExpr(1)), std::nullopt, 1500};
     digit.sequential = true;
     digits.push_back(digit);
   }
@@ -493,8 +494,8 @@ ExclusiveAccess analyzeExclusiveAccess(OpBuilder &builder, Location loc, Value p
               it->second.constant == c.constant;
     }
     if (same) {
-      Digit clamp{Coefficient{}, Value(), std::nullopt, 1600};
-      clamp.clampTo = emit.scalar(range.bound);
+      Digit clamp{Coefficient{}, constantExpr(0), std::nullopt, 1600};
+      clamp.clampTo = scalarExpr(range.bound);
       digits.push_back(clamp);
       break;
     }
@@ -507,11 +508,9 @@ ExclusiveAccess analyzeExclusiveAccess(OpBuilder &builder, Location loc, Value p
   for (int axis = 0; axis < 3; ++axis) {
     if (!usedAxes[axis])
       continue;
-    Value programs = arith::ExtSIOp::create(
-        builder, loc, builder.getI64Type(),
-        tt::GetNumProgramsOp::create(builder, loc, builder.getI32Type(),
-                                     tt::ProgramIDDimAttr::get(builder.getContext(),
-                                                               static_cast<tt::ProgramIDDim>(axis))));
+    UniformExpr programs;
+    programs.op = Op::NumPrograms;
+    programs.value = axis;
     auto it = offsets->terms.find(axis);
     if (it == offsets->terms.end()) {
       // Programs along an axis the address ignores all touch the same memory
@@ -522,31 +521,29 @@ ExclusiveAccess analyzeExclusiveAccess(OpBuilder &builder, Location loc, Value p
     digits.push_back(Digit{it->second, programs, std::nullopt, 2000 + axis});
   }
 
-  Value ok = arith::ConstantOp::create(builder, loc, builder.getBoolAttr(true));
-  Value span = emit.constant(1);
+  UniformExpr ok;
+  ok.op = Op::True;
+  UniformExpr span = constantExpr(1);
   std::optional<int64_t> constantSpan = 1; // span of the digits so far, if static
   bool allStatic = true;
   for (const Digit &digit : digits) {
     if (digit.clampTo) {
-      span = arith::MinSIOp::create(builder, loc, span, digit.clampTo);
+      span = binaryExpr(Op::Min, span, *digit.clampTo);
       constantSpan = std::nullopt;
       continue;
     }
-    Value extentMinusOne = arith::SubIOp::create(builder, loc, digit.extent, emit.constant(1));
+    UniformExpr extentMinusOne = binaryExpr(Op::Sub, digit.extent, constantExpr(1));
     if (digit.sequential) {
-      Value grown = arith::MulIOp::create(builder, loc, emit.coefficient(digit.coefficient),
-                                          extentMinusOne);
-      span = arith::AddIOp::create(builder, loc, span, grown);
+      UniformExpr grown =
+          binaryExpr(Op::Mul, coefficientExpr(digit.coefficient), extentMinusOne);
+      span = binaryExpr(Op::Add, span, grown);
       constantSpan = std::nullopt;
       allStatic = false;
       continue;
     }
     if (digit.coefficient.isConstant() && digit.coefficient.constant == 0) {
       // A used program axis the address ignores: needs exactly one program.
-      ok = arith::AndIOp::create(
-          builder, loc, ok,
-          arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::sle, digit.extent,
-                                emit.constant(1)));
+      ok = binaryExpr(Op::And, ok, binaryExpr(Op::LessEqual, digit.extent, constantExpr(1)));
       allStatic = false;
       constantSpan = std::nullopt;
       continue;
@@ -560,15 +557,12 @@ ExclusiveAccess analyzeExclusiveAccess(OpBuilder &builder, Location loc, Value p
         return result;
       }
     } else {
-      Value coefficient = emit.coefficient(digit.coefficient);
-      ok = arith::AndIOp::create(
-          builder, loc, ok,
-          arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::sge, coefficient, span));
+      ok = binaryExpr(Op::And, ok,
+                      binaryExpr(Op::GreaterEqual, coefficientExpr(digit.coefficient), span));
       allStatic = false;
     }
-    Value coefficient = emit.coefficient(digit.coefficient);
-    span = arith::AddIOp::create(builder, loc, span,
-                                 arith::MulIOp::create(builder, loc, coefficient, extentMinusOne));
+    span = binaryExpr(Op::Add, span,
+                      binaryExpr(Op::Mul, coefficientExpr(digit.coefficient), extentMinusOne));
     if (constantSpan && digit.coefficient.isConstant() && digit.constantExtent)
       constantSpan = *constantSpan + digit.coefficient.constant * (*digit.constantExtent - 1);
     else

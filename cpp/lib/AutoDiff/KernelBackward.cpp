@@ -62,6 +62,47 @@ Value convertForShadow(OpBuilder &builder, Location loc, Value g, Value shadowPt
   return arith::ExtFOp::create(builder, loc, type, g);
 }
 
+// A condition of the access analysis, emitted in the backward (its scalars
+// are the recomputed forward's).
+Value emitUniform(OpBuilder &builder, Location loc, const UniformExpr &expr,
+                  const IRMapping &forward) {
+  using Op = UniformExpr::Op;
+  Type i64 = builder.getI64Type();
+  auto operand = [&](unsigned k) { return emitUniform(builder, loc, expr.operands[k], forward); };
+  switch (expr.op) {
+  case Op::True:
+    return arith::ConstantOp::create(builder, loc, builder.getBoolAttr(true));
+  case Op::Constant:
+    return arith::ConstantOp::create(builder, loc, builder.getI64IntegerAttr(expr.value));
+  case Op::Scalar: {
+    Value value = forward.lookupOrDefault(expr.scalar);
+    return value.getType().isInteger(64) ? value
+                                         : arith::ExtSIOp::create(builder, loc, i64, value);
+  }
+  case Op::NumPrograms: {
+    auto axis = tt::ProgramIDDimAttr::get(builder.getContext(),
+                                          static_cast<tt::ProgramIDDim>(expr.value));
+    return arith::ExtSIOp::create(
+        builder, loc, i64, tt::GetNumProgramsOp::create(builder, loc, builder.getI32Type(), axis));
+  }
+  case Op::Add:
+    return arith::AddIOp::create(builder, loc, operand(0), operand(1));
+  case Op::Sub:
+    return arith::SubIOp::create(builder, loc, operand(0), operand(1));
+  case Op::Mul:
+    return arith::MulIOp::create(builder, loc, operand(0), operand(1));
+  case Op::Min:
+    return arith::MinSIOp::create(builder, loc, operand(0), operand(1));
+  case Op::LessEqual:
+    return arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::sle, operand(0), operand(1));
+  case Op::GreaterEqual:
+    return arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::sge, operand(0), operand(1));
+  case Op::And:
+    return arith::AndIOp::create(builder, loc, operand(0), operand(1));
+  }
+  llvm_unreachable("unknown UniformExpr op");
+}
+
 // file:line:col of `loc`, for the schedule people read.
 class KernelBackwardBuilder : public SweepDriver {
 public:
@@ -601,8 +642,7 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
                           "no atomics, deterministic)"};
     return success();
   }
-  ExclusiveAccess access = analyzeExclusiveAccess(builder, loc, load.getPtr(), load.getMask(),
-                                                  forward, usedAxes);
+  ExclusiveAccess access = analyzeExclusiveAccess(load.getPtr(), load.getMask(), usedAxes);
   if (access.known && *access.known) {
     SymbolicInt always;
     always.value = 1;
@@ -624,10 +664,11 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     return success();
   }
   // Exclusive only for some launch configurations: check at run time.
-  recordCoverage(symbolize(access.condition));
+  Value exclusive = emitUniform(builder, loc, access.condition, forward);
+  recordCoverage(symbolize(exclusive));
   Value always = arith::ConstantOp::create(builder, loc, builder.getBoolAttr(true));
-  Value otherwise = arith::XOrIOp::create(builder, loc, access.condition, always);
-  emitPlain(builder, predicate(builder, loc, mask, access.condition, g.getType()));
+  Value otherwise = arith::XOrIOp::create(builder, loc, exclusive, always);
+  emitPlain(builder, predicate(builder, loc, mask, exclusive, g.getType()));
   if (failed(emitAtomic(builder, predicate(builder, loc, mask, otherwise, g.getType()))))
     return failure();
   schedule[name] = {storeOnly ? Strategy::OverwriteWhenDisjoint : Strategy::PlainWhenDisjoint,

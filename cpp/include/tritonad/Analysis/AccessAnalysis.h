@@ -7,20 +7,32 @@
 #include "tritonad/Coverage.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/Builders.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Value.h"
 
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace tritonad {
 
+/// A condition the launch decides, as data: i64 arithmetic on the primal's
+/// uniform scalars (arguments, constants, arithmetic on them) and the grid's
+/// sizes, compared and conjoined. The transform that wants it in the IR
+/// materializes it (the analysis writes no IR).
+struct UniformExpr {
+  enum class Op { True, Constant, Scalar, NumPrograms, Add, Sub, Mul, Min, LessEqual,
+                  GreaterEqual, And };
+  Op op = Op::True;
+  int64_t value = 0;   // Constant: the value; NumPrograms: the axis
+  mlir::Value scalar;  // Scalar: a primal value, uniform over programs and lanes
+  std::vector<UniformExpr> operands;
+};
+
 struct ExclusiveAccess {
-  /// i1 scalar, computed in the backward function: true when no two
-  /// (program, lane) pairs of the access can share an address. Null when the
-  /// addressing could not be analyzed (then the access is never exclusive).
-  mlir::Value condition;
-  /// Whether `condition` is known at compile time (a constant).
+  /// True when no two (program, lane) pairs of the access can share an
+  /// address. Meaningless when `known` says false.
+  UniformExpr condition;
+  /// Whether `condition` is known at compile time.
   std::optional<bool> known;
   /// Human-readable proof obligation, e.g. "stride >= N".
   std::string explanation;
@@ -28,14 +40,11 @@ struct ExclusiveAccess {
 
 /// Analyzes the primal pointer `ptr` (a tensor of pointers from one base
 /// pointer, offsets built from tt.get_program_id, tt.make_range and uniform
-/// scalars) under the primal `mask`, and emits the exclusivity condition with
-/// `builder`; `forward` maps primal values to their recomputed copies.
-/// Only the program axes in `usedAxes` (those the kernel reads with
-/// tt.get_program_id) count: programs along other axes are duplicates, and the
-/// caller lets only the first of them accumulate.
-ExclusiveAccess analyzeExclusiveAccess(mlir::OpBuilder &builder, mlir::Location loc,
-                                       mlir::Value ptr, mlir::Value mask,
-                                       const mlir::IRMapping &forward,
+/// scalars) under the primal `mask`: when exclusive, statically or under a
+/// run-time condition. Only the program axes in `usedAxes` (those the kernel
+/// reads with tt.get_program_id) count: programs along other axes are
+/// duplicates, and the caller lets only the first of them accumulate.
+ExclusiveAccess analyzeExclusiveAccess(mlir::Value ptr, mlir::Value mask,
                                        llvm::ArrayRef<bool> usedAxes);
 
 /// Whether the addresses `ptr` (a primal pointer inside `loop`) touches in
