@@ -1,15 +1,27 @@
+// The access analysis: which programs, lanes and iterations touch which
+// addresses. Its core is a sparse forward dataflow analysis in the style of
+// Triton's AxisInfo: the lattice of an integer value is its affine form in
+// the program ids, the lane indices and the loops' induction variables, with
+// coefficients that are constants times uniform scalars, and each op has a
+// visitor. Exclusivity, coverage and per-iteration disjointness are read from
+// the solved lattices; the analysis writes no IR.
 #include "tritonad/Analysis/AccessAnalysis.h"
 
 #include "tritonad/Analysis/Dependence.h"
 #include "tritonad/Dialect/Triton/Dialect.h"
 
+#include "mlir/Analysis/DataFlow/ConstantPropagationAnalysis.h"
+#include "mlir/Analysis/DataFlow/DeadCodeAnalysis.h"
+#include "mlir/Analysis/DataFlow/SparseAnalysis.h"
+#include "mlir/Analysis/DataFlowFramework.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
-
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <map>
 
 using namespace mlir;
+using namespace mlir::dataflow;
 namespace tt = mlir::triton;
 
 namespace tritonad {
@@ -21,50 +33,32 @@ struct Coefficient {
   int64_t constant = 1;
   SmallVector<Value, 2> factors;
   bool isConstant() const { return factors.empty(); }
+  bool operator==(const Coefficient &other) const {
+    return constant == other.constant && factors == other.factors;
+  }
 };
 
 // Variables an address depends on: the program id along axis k (0..2), or the
 // lane index along tensor dim d (3 + d).
 using Variable = int;
 constexpr Variable kFirstLane = 3;
-// Induction variables of enclosing scf.for loops: kFirstIv + position in
-// InductionVariables::all. Iterations of one program run in sequence, so they
-// may revisit addresses; only programs must stay apart.
+// Induction variables of scf.for loops: kFirstIv + 2 * (the loop's number in
+// the function) for the variable itself, + 1 for its zero-based iteration
+// number ((iv - lb) / step, as the pointer-induction rewrite computes it).
+// Iterations of one program run in sequence, so they may revisit addresses;
+// only programs must stay apart. Keys (scalars a re-parallelized
+// accumulation's addresses take from its group) are -1 - k.
 constexpr Variable kFirstIv = 1000;
 
-// The loop variables one analysis has met, passed explicitly through the
-// matcher (no global state: Triton compiles kernels on several threads).
-struct InductionVariables {
-  // An induction variable, or the zero-based iteration number of its loop
-  // ((iv - lb) / step, as the pointer-induction rewrite computes it).
-  SmallVector<std::pair<Value, bool>> all;
-  Variable variableOf(Value iv, bool iterationNumber = false) {
-    for (auto [i, known] : llvm::enumerate(all))
-      if (known == std::make_pair(iv, iterationNumber))
-        return kFirstIv + i;
-    all.push_back({iv, iterationNumber});
-    return kFirstIv + all.size() - 1;
-  }
-  scf::ForOp loopOf(Variable var) const {
-    return cast<scf::ForOp>(cast<BlockArgument>(all[var - kFirstIv].first).getOwner()->getParentOp());
-  }
-  // Scalars treated as variables (-1 - k for keys[k]): the values a
-  // re-parallelized accumulation's addresses take from its group's key.
-  ArrayRef<Value> keys;
-  // Keys (i1) met as whole conjuncts of a mask (`splat(key)`).
-  SmallVector<int> conditionKeys;
-  std::optional<Variable> keyVariable(Value value) const {
-    auto it = llvm::find(keys, value);
-    if (it == keys.end())
-      return std::nullopt;
-    return -1 - static_cast<Variable>(it - keys.begin());
-  }
-};
+bool isLane(Variable var) { return var >= kFirstLane && var < kFirstIv; }
 
 // offset = sum(coefficient_v * v) + (uniform part, irrelevant to collisions).
 struct Affine {
   std::map<Variable, Coefficient> terms;
   bool hasUniform = false; // a non-zero uniform part exists
+  bool operator==(const Affine &other) const {
+    return hasUniform == other.hasUniform && terms == other.terms;
+  }
 };
 
 std::optional<int64_t> constantInt(Value value) {
@@ -74,37 +68,84 @@ std::optional<int64_t> constantInt(Value value) {
   return std::nullopt;
 }
 
-// A scalar that is uniform across programs and lanes (a constant, a function
-// argument, arithmetic on those), possibly splatted.
-std::optional<Value> uniformScalar(Value value) {
-  if (auto splat = value.getDefiningOp<tt::SplatOp>())
-    value = splat.getSrc();
-  if (isa<RankedTensorType>(value.getType())) {
-    if (auto c = value.getDefiningOp<arith::ConstantOp>())
-      if (auto dense = dyn_cast<SplatElementsAttr>(c.getValue()))
-        return value; // splat constant: handled through constantInt on the tensor
-    return std::nullopt;
-  }
-  // Function arguments are uniform; loop induction variables and carried
-  // values are not (programs may be at different iterations).
-  if (auto arg = dyn_cast<BlockArgument>(value)) {
-    if (isa<tt::FuncOp>(arg.getOwner()->getParentOp()))
-      return value;
-    return std::nullopt;
-  }
-  Operation *def = value.getDefiningOp();
-  if (!def)
-    return std::nullopt;
-  if (isa<arith::ConstantOp>(def))
-    return value;
-  if (isa<arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::ExtSIOp, arith::ExtUIOp,
-          arith::TruncIOp, arith::DivSIOp, arith::MaxSIOp, arith::MinSIOp>(def) &&
-      llvm::all_of(def->getOperands(), [](Value v) { return uniformScalar(v).has_value(); }))
-    return value;
-  return std::nullopt;
-}
+//===----------------------------------------------------------------------===//
+// The lattice
+//===----------------------------------------------------------------------===//
 
-std::optional<Affine> analyze(InductionVariables &ivs, Value value);
+struct AffineValue {
+  enum class State { Uninitialized, Known, Unknown };
+  State state = State::Uninitialized;
+  Affine affine;
+  // The value as a factor of a coefficient, when it is the same in every
+  // program and lane (a kernel argument, a constant, integer arithmetic on
+  // those; a splat stands for its scalar); null otherwise.
+  Value uniform;
+
+  static AffineValue unknown() {
+    AffineValue value;
+    value.state = State::Unknown;
+    return value;
+  }
+  static AffineValue of(Affine affine, Value uniform = Value()) {
+    AffineValue value;
+    value.state = State::Known;
+    value.affine = std::move(affine);
+    value.uniform = uniform;
+    return value;
+  }
+  static AffineValue join(const AffineValue &lhs, const AffineValue &rhs) {
+    if (lhs.state == State::Uninitialized)
+      return rhs;
+    if (rhs.state == State::Uninitialized || lhs == rhs)
+      return lhs;
+    return unknown();
+  }
+  bool operator==(const AffineValue &other) const {
+    return state == other.state && affine == other.affine && uniform == other.uniform;
+  }
+  void print(raw_ostream &os) const {
+    if (state != State::Known) {
+      os << (state == State::Unknown ? "unknown" : "uninitialized");
+      return;
+    }
+    for (auto &[var, coefficient] : affine.terms)
+      os << coefficient.constant << (coefficient.isConstant() ? "" : "*s") << "*v" << var << " + ";
+    os << (affine.hasUniform ? "u" : "0");
+  }
+};
+
+class AffineLattice : public Lattice<AffineValue> {
+public:
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(AffineLattice)
+  using Lattice::Lattice;
+};
+
+// The loops of a function, numbered for their variables, and the keys of
+// one question.
+struct AccessVariables {
+  SmallVector<scf::ForOp> loops;
+  ArrayRef<Value> keys;
+
+  Variable ivVariable(scf::ForOp loop, bool iterationNumber) const {
+    auto it = llvm::find(loops, loop);
+    assert(it != loops.end() && "a loop of the analyzed function");
+    return kFirstIv + 2 * static_cast<Variable>(it - loops.begin()) + (iterationNumber ? 1 : 0);
+  }
+  scf::ForOp loopOf(Variable var) const { return loops[(var - kFirstIv) / 2]; }
+  bool isIterationNumber(Variable var) const { return (var - kFirstIv) % 2 == 1; }
+  std::optional<Variable> keyVariable(Value value) const {
+    auto it = llvm::find(keys, value);
+    if (it == keys.end())
+      return std::nullopt;
+    return -1 - static_cast<Variable>(it - keys.begin());
+  }
+};
+
+Affine variableTerm(Variable var) {
+  Affine affine;
+  affine.terms[var] = Coefficient{};
+  return affine;
+}
 
 std::optional<Affine> scale(const Affine &affine, Value factor) {
   Affine result = affine;
@@ -141,155 +182,353 @@ std::optional<Affine> combine(const Affine &lhs, const Affine &rhs, int64_t sign
   return result;
 }
 
+// Lane variables of `affine` renumbered for tt.expand_dims at `axis`.
+Affine expandLanes(const Affine &affine, unsigned axis) {
+  Affine result;
+  result.hasUniform = affine.hasUniform;
+  for (auto &[var, coefficient] : affine.terms)
+    result.terms[isLane(var) && var - kFirstLane >= static_cast<int>(axis) ? var + 1 : var] =
+        coefficient;
+  return result;
+}
+
 Value stripExtensions(Value value) {
   while (auto ext = value.getDefiningOp<arith::ExtSIOp>())
     value = ext.getIn();
   return value;
 }
 
-// `(iv - lb) / step` (or `iv / step` from 0) of an scf.for: the iteration
-// number, exact because iv = lb + k * step.
-std::optional<Affine> iterationNumber(InductionVariables &ivs, arith::DivSIOp divide) {
-  Value numerator = stripExtensions(divide.getLhs());
-  Value lowerBound;
-  if (auto sub = numerator.getDefiningOp<arith::SubIOp>()) {
-    lowerBound = stripExtensions(sub.getRhs());
-    numerator = stripExtensions(sub.getLhs());
-  }
-  auto iv = dyn_cast<BlockArgument>(numerator);
-  auto loop = iv ? dyn_cast<scf::ForOp>(iv.getOwner()->getParentOp()) : scf::ForOp();
-  if (!loop || iv != loop.getInductionVar())
-    return std::nullopt;
-  auto same = [](Value a, Value b) {
-    std::optional<int64_t> ca = constantInt(a), cb = constantInt(b);
-    return stripExtensions(a) == stripExtensions(b) || (ca && cb && *ca == *cb);
-  };
-  bool fromLowerBound = lowerBound ? same(lowerBound, loop.getLowerBound())
-                                   : constantInt(loop.getLowerBound()) == 0;
-  std::optional<int64_t> step = constantInt(loop.getStep());
-  if (!fromLowerBound || !same(divide.getRhs(), loop.getStep()) || (step && *step <= 0))
-    return std::nullopt;
-  Affine affine;
-  affine.terms[ivs.variableOf(iv, /*iterationNumber=*/true)] = Coefficient{};
-  return affine;
-}
+//===----------------------------------------------------------------------===//
+// The analysis: one visitor per op
+//===----------------------------------------------------------------------===//
 
-std::optional<Affine> analyze(InductionVariables &ivs, Value value) {
-  if (std::optional<Variable> key = ivs.keyVariable(value)) {
-    Affine affine;
-    affine.terms[*key] = Coefficient{};
-    return affine;
+class AffineAccessAnalysis : public SparseForwardDataFlowAnalysis<AffineLattice> {
+public:
+  AffineAccessAnalysis(DataFlowSolver &solver, const AccessVariables &variables)
+      : SparseForwardDataFlowAnalysis(solver), variables(variables) {}
+
+  LogicalResult visitOperation(Operation *op, ArrayRef<const AffineLattice *> operands,
+                               ArrayRef<AffineLattice *> results) override {
+    for (AffineLattice *result : results)
+      propagateIfChanged(result, result->join(visit(op, operands, result->getAnchor())));
+    return success();
   }
-  if (std::optional<Value> uniform = uniformScalar(value)) {
-    Affine affine;
-    std::optional<int64_t> c = constantInt(*uniform);
-    affine.hasUniform = !c || *c != 0;
-    return affine;
-  }
-  if (auto arg = dyn_cast<BlockArgument>(value)) {
-    auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
-    if (loop && arg == loop.getInductionVar() && isProgramLoop(loop)) {
+
+  // The induction variable of an scf.for (the other arguments of a region are
+  // joined from the values flowing in).
+  void visitNonControlFlowArguments(Operation *op, const RegionSuccessor &successor,
+                                    ArrayRef<AffineLattice *> argLattices,
+                                    unsigned firstIndex) override {
+    auto loop = dyn_cast<scf::ForOp>(op);
+    if (!loop || argLattices.empty() || argLattices[0]->getAnchor() != loop.getInductionVar())
+      return SparseForwardDataFlowAnalysis::visitNonControlFlowArguments(op, successor,
+                                                                         argLattices, firstIndex);
+    AffineValue iv = AffineValue::unknown();
+    std::optional<int64_t> step = constantInt(loop.getStep());
+    if (isProgramLoop(loop))
       // A coarsened program's virtual program ids: distinct across all
       // iterations of all programs, like the program id they replace.
+      iv = AffineValue::of(variableTerm(0));
+    else if (!step || *step > 0)
+      iv = AffineValue::of(variableTerm(variables.ivVariable(loop, false)));
+    propagateIfChanged(argLattices[0], argLattices[0]->join(iv));
+  }
+
+  // Arguments of the kernel are uniform; anything else reaching an entry
+  // state (a region the analysis does not model) is unknown.
+  void setToEntryState(AffineLattice *lattice) override {
+    auto arg = dyn_cast<BlockArgument>(lattice->getAnchor());
+    AffineValue value = AffineValue::unknown();
+    if (arg && isa<tt::FuncOp>(arg.getOwner()->getParentOp()) &&
+        !isa<RankedTensorType>(arg.getType())) {
       Affine affine;
-      affine.terms[0] = Coefficient{};
-      return affine;
+      affine.hasUniform = true;
+      value = AffineValue::of(affine, arg);
     }
-    if (loop && arg == loop.getInductionVar() &&
-        (!constantInt(loop.getStep()) || *constantInt(loop.getStep()) > 0)) {
-      Affine affine;
-      affine.terms[ivs.variableOf(arg)] = Coefficient{};
-      return affine;
-    }
-    return std::nullopt;
+    propagateIfChanged(lattice, lattice->join(value));
   }
-  Operation *def = value.getDefiningOp();
-  if (!def)
-    return std::nullopt;
-  if (auto pid = dyn_cast<tt::GetProgramIdOp>(def)) {
+
+private:
+  static const AffineValue *known(const AffineLattice *lattice) {
+    const AffineValue &value = lattice->getValue();
+    return value.state == AffineValue::State::Known ? &value : nullptr;
+  }
+
+  // A uniform value's lattice: no variable, a uniform part unless it is 0.
+  static AffineValue uniformValue(Value value, Value factor) {
     Affine affine;
-    affine.terms[static_cast<int>(pid.getAxis())] = Coefficient{};
-    return affine;
+    std::optional<int64_t> c = constantInt(factor);
+    affine.hasUniform = !c || *c != 0;
+    return AffineValue::of(affine, factor);
   }
-  if (auto range = dyn_cast<tt::MakeRangeOp>(def)) {
-    Affine affine;
-    affine.terms[kFirstLane] = Coefficient{};
-    affine.hasUniform = range.getStartAttr().getInt() != 0;
-    return affine;
+
+  AffineValue visit(Operation *op, ArrayRef<const AffineLattice *> operands, Value result) {
+    if (std::optional<Variable> key = variables.keyVariable(result))
+      return AffineValue::of(variableTerm(*key));
+    auto operand = [&](unsigned i) { return known(operands[i]); };
+    // Integer arithmetic on uniform scalars is uniform.
+    bool scalar = !isa<RankedTensorType>(result.getType());
+    if (scalar && isa<arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::ExtSIOp, arith::ExtUIOp,
+                      arith::TruncIOp, arith::DivSIOp, arith::MaxSIOp, arith::MinSIOp>(op) &&
+        llvm::all_of(llvm::seq<unsigned>(0, operands.size()), [&](unsigned i) {
+          return operand(i) && operand(i)->uniform;
+        }))
+      return uniformValue(result, result);
+    return llvm::TypeSwitch<Operation *, AffineValue>(op)
+        .Case<arith::ConstantOp>([&](arith::ConstantOp constant) {
+          if (scalar || isa<SplatElementsAttr>(constant.getValue()))
+            return uniformValue(result, result);
+          return AffineValue::unknown();
+        })
+        .Case<tt::GetProgramIdOp>([&](tt::GetProgramIdOp pid) {
+          return AffineValue::of(variableTerm(static_cast<int>(pid.getAxis())));
+        })
+        .Case<tt::MakeRangeOp>([&](tt::MakeRangeOp range) {
+          Affine affine = variableTerm(kFirstLane);
+          affine.hasUniform = range.getStartAttr().getInt() != 0;
+          return AffineValue::of(affine);
+        })
+        .Case<tt::SplatOp>([&](tt::SplatOp) {
+          const AffineValue *source = operand(0);
+          if (!source)
+            return AffineValue::unknown();
+          // A splat of a uniform scalar stands for the scalar.
+          return source->uniform ? uniformValue(result, source->uniform)
+                                 : AffineValue::of(source->affine);
+        })
+        .Case<tt::BroadcastOp, arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp>([&](Operation *) {
+          const AffineValue *source = operand(0);
+          return source ? AffineValue::of(source->affine) : AffineValue::unknown();
+        })
+        .Case<tt::ExpandDimsOp>([&](tt::ExpandDimsOp expand) {
+          const AffineValue *source = operand(0);
+          return source ? AffineValue::of(expandLanes(source->affine, expand.getAxis()))
+                        : AffineValue::unknown();
+        })
+        .Case<arith::AddIOp, arith::SubIOp>([&](Operation *) {
+          const AffineValue *lhs = operand(0), *rhs = operand(1);
+          std::optional<Affine> sum;
+          if (lhs && rhs)
+            sum = combine(lhs->affine, rhs->affine, isa<arith::AddIOp>(op) ? 1 : -1);
+          return sum ? AffineValue::of(*sum) : AffineValue::unknown();
+        })
+        .Case<arith::MulIOp>([&](arith::MulIOp) { return visitMul(operands); })
+        .Case<arith::DivSIOp>([&](arith::DivSIOp divide) { return iterationNumber(divide); })
+        .Default([](Operation *) { return AffineValue::unknown(); });
   }
-  if (auto splat = dyn_cast<tt::SplatOp>(def))
-    return analyze(ivs, splat.getSrc());
-  if (auto broadcast = dyn_cast<tt::BroadcastOp>(def))
-    return analyze(ivs, broadcast.getSrc());
-  if (auto expand = dyn_cast<tt::ExpandDimsOp>(def)) {
-    std::optional<Affine> inner = analyze(ivs, expand.getSrc());
-    if (!inner)
-      return std::nullopt;
-    Affine result;
-    result.hasUniform = inner->hasUniform;
-    for (auto &[var, coefficient] : inner->terms) {
-      Variable shifted = var;
-      if (var >= kFirstLane && var < kFirstIv &&
-          var - kFirstLane >= static_cast<int>(expand.getAxis()))
-        shifted = var + 1;
-      result.terms[shifted] = coefficient;
-    }
-    return result;
-  }
-  if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp>(def))
-    return analyze(ivs, def->getOperand(0));
-  if (isa<arith::AddIOp, arith::SubIOp>(def)) {
-    std::optional<Affine> lhs = analyze(ivs, def->getOperand(0));
-    std::optional<Affine> rhs = analyze(ivs, def->getOperand(1));
-    if (!lhs || !rhs)
-      return std::nullopt;
-    return combine(*lhs, *rhs, isa<arith::AddIOp>(def) ? 1 : -1);
-  }
-  if (auto divide = dyn_cast<arith::DivSIOp>(def))
-    return iterationNumber(ivs, divide);
-  if (isa<arith::MulIOp>(def)) {
+
+  // affine * uniform: the uniform operand's scalar becomes a factor of every
+  // coefficient (a tensor factor must be a splat constant).
+  AffineValue visitMul(ArrayRef<const AffineLattice *> operands) {
     for (int i = 0; i < 2; ++i) {
-      std::optional<Value> factor = uniformScalar(def->getOperand(1 - i));
-      if (!factor)
+      const AffineValue *factor = known(operands[1 - i]);
+      if (!factor || !factor->uniform)
         continue;
-      std::optional<Affine> other = analyze(ivs, def->getOperand(i));
+      const AffineValue *other = known(operands[i]);
       if (!other)
-        return std::nullopt;
-      Value scalarFactor = *factor;
+        return AffineValue::unknown();
+      Value scalarFactor = factor->uniform;
       if (isa<RankedTensorType>(scalarFactor.getType())) {
         std::optional<int64_t> c = constantInt(scalarFactor);
         if (!c)
-          return std::nullopt;
-        Affine scaled = *other;
+          return AffineValue::unknown();
+        Affine scaled = other->affine;
         for (auto &[var, coefficient] : scaled.terms)
           coefficient.constant *= *c;
         if (*c == 0)
           scaled.terms.clear();
-        return scaled;
+        return AffineValue::of(scaled);
       }
-      return scale(*other, scalarFactor);
+      std::optional<Affine> scaled = scale(other->affine, scalarFactor);
+      return scaled ? AffineValue::of(*scaled) : AffineValue::unknown();
+    }
+    return AffineValue::unknown();
+  }
+
+  // `(iv - lb) / step` (or `iv / step` from 0) of an scf.for: the iteration
+  // number, exact because iv = lb + k * step.
+  AffineValue iterationNumber(arith::DivSIOp divide) {
+    Value numerator = stripExtensions(divide.getLhs());
+    Value lowerBound;
+    if (auto sub = numerator.getDefiningOp<arith::SubIOp>()) {
+      lowerBound = stripExtensions(sub.getRhs());
+      numerator = stripExtensions(sub.getLhs());
+    }
+    auto iv = dyn_cast<BlockArgument>(numerator);
+    auto loop = iv ? dyn_cast<scf::ForOp>(iv.getOwner()->getParentOp()) : scf::ForOp();
+    if (!loop || iv != loop.getInductionVar() || isProgramLoop(loop))
+      return AffineValue::unknown();
+    auto same = [](Value a, Value b) {
+      std::optional<int64_t> ca = constantInt(a), cb = constantInt(b);
+      return stripExtensions(a) == stripExtensions(b) || (ca && cb && *ca == *cb);
+    };
+    bool fromLowerBound = lowerBound ? same(lowerBound, loop.getLowerBound())
+                                     : constantInt(loop.getLowerBound()) == 0;
+    std::optional<int64_t> step = constantInt(loop.getStep());
+    if (!fromLowerBound || !same(divide.getRhs(), loop.getStep()) || (step && *step <= 0))
+      return AffineValue::unknown();
+    return AffineValue::of(variableTerm(variables.ivVariable(loop, true)));
+  }
+
+  const AccessVariables &variables;
+};
+
+// The solved analysis of the function around `anchor`, for one set of keys.
+class AffineAccess {
+public:
+  explicit AffineAccess(Operation *anchor, ArrayRef<Value> keys = {})
+      : solver(DataFlowConfig().setInterprocedural(false)) {
+    Operation *function = anchor;
+    if (!isa<tt::FuncOp>(function))
+      function = anchor->getParentOfType<tt::FuncOp>();
+    variables.keys = keys;
+    function->walk([&](scf::ForOp loop) { variables.loops.push_back(loop); });
+    solver.load<DeadCodeAnalysis>();
+    solver.load<SparseConstantPropagation>();
+    solver.load<AffineAccessAnalysis>(variables);
+    solved = succeeded(solver.initializeAndRun(function));
+  }
+
+  /// The affine form of an integer value; nullopt where it has none.
+  std::optional<Affine> affine(Value value) const {
+    const AffineValue *known = lookup(value);
+    return known ? std::optional<Affine>(known->affine) : std::nullopt;
+  }
+  /// The scalar a uniform value stands for; nullopt where it is not uniform.
+  std::optional<Value> uniform(Value value) const {
+    const AffineValue *known = lookup(value);
+    return known && known->uniform ? std::optional<Value>(known->uniform) : std::nullopt;
+  }
+  const AccessVariables &vars() const { return variables; }
+
+  // Strips a pointer chain down to its offsets: base + sum(offsets).
+  std::optional<Affine> pointerOffsets(Value ptr) const {
+    std::optional<Affine> offsets = Affine{};
+    Value cursor = ptr;
+    while (offsets) {
+      Operation *def = cursor.getDefiningOp();
+      if (!def)
+        break; // the base pointer argument
+      if (auto addptr = dyn_cast<tt::AddPtrOp>(def)) {
+        std::optional<Affine> term = affine(addptr.getOffset());
+        offsets = term ? combine(*offsets, *term, 1) : std::nullopt;
+        cursor = addptr.getPtr();
+      } else if (isa<tt::SplatOp, tt::BroadcastOp>(def)) {
+        // Neither renumbers dims (broadcast keeps them; splat comes from a scalar).
+        cursor = def->getOperand(0);
+      } else {
+        offsets = std::nullopt;
+      }
+    }
+    return offsets;
+  }
+
+private:
+  const AffineValue *lookup(Value value) const {
+    const AffineLattice *lattice = solved ? solver.lookupState<AffineLattice>(value) : nullptr;
+    if (!lattice || lattice->getValue().state != AffineValue::State::Known)
+      return nullptr;
+    return &lattice->getValue();
+  }
+
+  AccessVariables variables;
+  DataFlowSolver solver;
+  bool solved = false;
+};
+
+//===----------------------------------------------------------------------===//
+// Masks: one walk over the conjuncts
+//===----------------------------------------------------------------------===//
+
+// One conjunct of a mask: `lhs < bound` (lanes renumbered through
+// expand_dims; `lhs < u - x` is read as `lhs + x < u`, a loop's tail mask), a
+// key (i1) of a re-parallelized accumulation, or something else.
+struct MaskConjunct {
+  enum class Kind { Bound, ConditionKey, Other };
+  Kind kind = Kind::Other;
+  Affine lhs;
+  Value bound;             // uniform
+  bool isUnsigned = false; // `ult`: only lane counts (non-negative) may use it
+  Variable key = 0;
+};
+
+void collectConjuncts(const AffineAccess &access, Value mask,
+                      SmallVectorImpl<MaskConjunct> &conjuncts) {
+  Operation *def = mask.getDefiningOp();
+  if (auto splat = dyn_cast_or_null<tt::SplatOp>(def))
+    if (std::optional<Variable> key = access.vars().keyVariable(splat.getSrc())) {
+      MaskConjunct conjunct;
+      conjunct.kind = MaskConjunct::Kind::ConditionKey;
+      conjunct.key = *key;
+      conjuncts.push_back(conjunct);
+      return;
+    }
+  if (auto andOp = dyn_cast_or_null<arith::AndIOp>(def)) {
+    collectConjuncts(access, andOp.getLhs(), conjuncts);
+    collectConjuncts(access, andOp.getRhs(), conjuncts);
+    return;
+  }
+  if (auto broadcast = dyn_cast_or_null<tt::BroadcastOp>(def))
+    return collectConjuncts(access, broadcast.getSrc(), conjuncts);
+  if (auto expand = dyn_cast_or_null<tt::ExpandDimsOp>(def)) {
+    size_t first = conjuncts.size();
+    collectConjuncts(access, expand.getSrc(), conjuncts);
+    for (MaskConjunct &conjunct : llvm::drop_begin(conjuncts, first))
+      conjunct.lhs = expandLanes(conjunct.lhs, expand.getAxis());
+    return;
+  }
+  MaskConjunct conjunct;
+  auto cmp = dyn_cast_or_null<arith::CmpIOp>(def);
+  if (!cmp) {
+    conjuncts.push_back(conjunct);
+    return;
+  }
+  Value lhs = cmp.getLhs(), rhs = cmp.getRhs();
+  switch (cmp.getPredicate()) {
+  case arith::CmpIPredicate::slt: break;
+  case arith::CmpIPredicate::ult: conjunct.isUnsigned = true; break;
+  case arith::CmpIPredicate::sgt: std::swap(lhs, rhs); break;
+  default: conjuncts.push_back(conjunct); return;
+  }
+  std::optional<Affine> affine = access.affine(lhs);
+  std::optional<Value> bound = access.uniform(rhs);
+  if (affine && !bound) {
+    // lhs < u - x, as a loop's tail mask `offs < K - k * BLOCK`: lhs + x < u.
+    Value difference = rhs;
+    while (isa_and_nonnull<tt::SplatOp, tt::BroadcastOp>(difference.getDefiningOp()))
+      difference = difference.getDefiningOp()->getOperand(0);
+    if (auto sub = difference.getDefiningOp<arith::SubIOp>()) {
+      std::optional<Affine> moved = access.affine(sub.getRhs());
+      bound = access.uniform(sub.getLhs());
+      affine = moved && bound ? combine(*affine, *moved, 1) : std::nullopt;
     }
   }
-  return std::nullopt;
+  if (affine && bound) {
+    conjunct.kind = MaskConjunct::Kind::Bound;
+    conjunct.lhs = *affine;
+    conjunct.bound = *bound;
+  }
+  conjuncts.push_back(conjunct);
+}
+
+SmallVector<MaskConjunct> maskConjuncts(const AffineAccess &access, Value mask) {
+  SmallVector<MaskConjunct> conjuncts;
+  if (mask)
+    collectConjuncts(access, mask, conjuncts);
+  return conjuncts;
 }
 
 // Masks `E < bound` where E is a sum of lanes and induction variables with
 // non-negative constant coefficients and no other part (so E >= 0 when the
 // loops start at >= 0): every accessed E lies in [0, bound).
-struct RangeBound {
-  Affine expression;
-  Value bound;
-};
-
-bool isNonNegativeSum(InductionVariables &ivs, const Affine &affine) {
+bool isNonNegativeSum(const AccessVariables &vars, const Affine &affine) {
   if (affine.hasUniform || affine.terms.empty())
     return false;
   for (auto &[var, c] : affine.terms) {
     if (var < kFirstLane || !c.isConstant() || c.constant < 0)
       return false;
     if (var >= kFirstIv) {
-      scf::ForOp loop = ivs.loopOf(var);
-      std::optional<int64_t> lower = constantInt(loop.getLowerBound());
+      std::optional<int64_t> lower = constantInt(vars.loopOf(var).getLowerBound());
       if (!lower || *lower < 0)
         return false;
     }
@@ -297,64 +536,18 @@ bool isNonNegativeSum(InductionVariables &ivs, const Affine &affine) {
   return true;
 }
 
-void collectRangeBounds(InductionVariables &ivs, Value mask, int shift,
-                        SmallVectorImpl<RangeBound> &bounds) {
-  if (!mask)
-    return;
-  Operation *def = mask.getDefiningOp();
-  if (!def)
-    return;
-  if (auto andOp = dyn_cast<arith::AndIOp>(def)) {
-    collectRangeBounds(ivs, andOp.getLhs(), shift, bounds);
-    collectRangeBounds(ivs, andOp.getRhs(), shift, bounds);
-    return;
+// Upper bounds on lane indices implied by the mask: `lane_d < bound`.
+std::map<int, Value> laneBounds(ArrayRef<MaskConjunct> conjuncts) {
+  std::map<int, Value> bounds;
+  for (const MaskConjunct &conjunct : conjuncts) {
+    if (conjunct.kind != MaskConjunct::Kind::Bound || conjunct.lhs.hasUniform ||
+        conjunct.lhs.terms.size() != 1)
+      continue;
+    auto [var, coefficient] = *conjunct.lhs.terms.begin();
+    if (isLane(var) && coefficient.isConstant() && coefficient.constant == 1)
+      bounds[var - kFirstLane] = conjunct.bound;
   }
-  if (auto broadcast = dyn_cast<tt::BroadcastOp>(def))
-    return collectRangeBounds(ivs, broadcast.getSrc(), shift, bounds);
-  auto cmp = dyn_cast<arith::CmpIOp>(def);
-  if (!cmp || (cmp.getPredicate() != arith::CmpIPredicate::slt &&
-               cmp.getPredicate() != arith::CmpIPredicate::ult))
-    return;
-  std::optional<Affine> lhs = analyze(ivs, cmp.getLhs());
-  std::optional<Value> bound = uniformScalar(cmp.getRhs());
-  if (lhs && bound && isNonNegativeSum(ivs, *lhs))
-    bounds.push_back({*lhs, *bound});
-}
-
-// Upper bounds on lane indices implied by the mask: `lane_d < bound` with a
-// uniform scalar bound, through andi/expand_dims/broadcast.
-void collectLaneBounds(InductionVariables &ivs, Value mask, std::map<int, Value> &bounds) {
-  if (!mask)
-    return;
-  Operation *def = mask.getDefiningOp();
-  if (!def)
-    return;
-  if (auto andOp = dyn_cast<arith::AndIOp>(def)) {
-    collectLaneBounds(ivs, andOp.getLhs(), bounds);
-    collectLaneBounds(ivs, andOp.getRhs(), bounds);
-    return;
-  }
-  if (auto broadcast = dyn_cast<tt::BroadcastOp>(def))
-    return collectLaneBounds(ivs, broadcast.getSrc(), bounds);
-  if (auto expand = dyn_cast<tt::ExpandDimsOp>(def)) {
-    std::map<int, Value> inner;
-    collectLaneBounds(ivs, expand.getSrc(), inner);
-    for (auto &[dim, bound] : inner)
-      bounds[dim >= static_cast<int>(expand.getAxis()) ? dim + 1 : dim] = bound;
-    return;
-  }
-  auto cmp = dyn_cast<arith::CmpIOp>(def);
-  if (!cmp || (cmp.getPredicate() != arith::CmpIPredicate::slt &&
-               cmp.getPredicate() != arith::CmpIPredicate::ult))
-    return;
-  std::optional<Affine> lane = analyze(ivs, cmp.getLhs());
-  std::optional<Value> bound = uniformScalar(cmp.getRhs());
-  if (!lane || !bound || lane->hasUniform || lane->terms.size() != 1)
-    return;
-  auto [var, coefficient] = *lane->terms.begin();
-  if (var < kFirstLane || !coefficient.isConstant() || coefficient.constant != 1)
-    return;
-  bounds[var - kFirstLane] = *bound;
+  return bounds;
 }
 
 // i64 expressions of the condition, over the primal's uniform scalars.
@@ -387,34 +580,12 @@ UniformExpr coefficientExpr(const Coefficient &c) {
   return result;
 }
 
-// Strips a pointer chain down to its offsets: base + sum(offsets).
-std::optional<Affine> pointerOffsets(InductionVariables &ivs, Value ptr) {
-  std::optional<Affine> offsets = Affine{};
-  Value cursor = ptr;
-  while (offsets) {
-    Operation *def = cursor.getDefiningOp();
-    if (!def)
-      break; // the base pointer argument
-    if (auto addptr = dyn_cast<tt::AddPtrOp>(def)) {
-      std::optional<Affine> term = analyze(ivs, addptr.getOffset());
-      offsets = term ? combine(*offsets, *term, 1) : std::nullopt;
-      cursor = addptr.getPtr();
-    } else if (isa<tt::SplatOp, tt::BroadcastOp>(def)) {
-      // Neither renumbers dims (broadcast keeps them; splat comes from a scalar).
-      cursor = def->getOperand(0);
-    } else {
-      offsets = std::nullopt;
-    }
-  }
-  return offsets;
-}
-
 } // namespace
 
 ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> usedAxes) {
   ExclusiveAccess result;
-  InductionVariables ivs;
-  std::optional<Affine> offsets = pointerOffsets(ivs, ptr);
+  AffineAccess access(ptr.getParentRegion()->getParentOp());
+  std::optional<Affine> offsets = access.pointerOffsets(ptr);
   if (!offsets) {
     result.known = false;
     result.explanation = "addresses not analyzable";
@@ -423,8 +594,8 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
 
   auto type = dyn_cast<RankedTensorType>(ptr.getType());
   ArrayRef<int64_t> shape = type ? type.getShape() : ArrayRef<int64_t>{};
-  std::map<int, Value> bounds;
-  collectLaneBounds(ivs, mask, bounds);
+  SmallVector<MaskConjunct> conjuncts = maskConjuncts(access, mask);
+  std::map<int, Value> bounds = laneBounds(conjuncts);
 
   using Op = UniformExpr::Op;
   // Digits of a mixed-radix number: (coefficient, extent). The address is
@@ -470,7 +641,7 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
       inProgram.terms[var] = coefficient;
     if (var < kFirstIv)
       continue;
-    scf::ForOp loop = ivs.loopOf(var);
+    scf::ForOp loop = access.vars().loopOf(var);
     if (!coefficient.isConstant() || coefficient.constant < 0) {
       result.known = false;
       result.explanation = "a loop moves the addresses by a runtime or negative stride";
@@ -484,11 +655,11 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
   }
   // A mask `E < bound` whose E is exactly the in-program offset, E >= 0,
   // keeps what a program touches within [0, bound).
-  SmallVector<RangeBound> rangeBounds;
-  collectRangeBounds(ivs, mask, 0, rangeBounds);
-  for (const RangeBound &range : rangeBounds) {
-    bool same = range.expression.terms.size() == inProgram.terms.size();
-    for (auto &[var, c] : range.expression.terms) {
+  for (const MaskConjunct &range : conjuncts) {
+    if (range.kind != MaskConjunct::Kind::Bound || !isNonNegativeSum(access.vars(), range.lhs))
+      continue;
+    bool same = range.lhs.terms.size() == inProgram.terms.size();
+    for (auto &[var, c] : range.lhs.terms) {
       auto it = inProgram.terms.find(var);
       same &= it != inProgram.terms.end() && it->second.isConstant() &&
               it->second.constant == c.constant;
@@ -583,8 +754,8 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
 namespace tritonad {
 
 bool iterationsTouchDisjointAddresses(Value ptr, scf::ForOp loop) {
-  InductionVariables ivs;
-  std::optional<Affine> offsets = pointerOffsets(ivs, ptr);
+  AffineAccess access(loop);
+  std::optional<Affine> offsets = access.pointerOffsets(ptr);
   std::optional<int64_t> step = constantInt(loop.getStep());
   if (!offsets || !step || *step <= 0)
     return false;
@@ -596,11 +767,10 @@ bool iterationsTouchDisjointAddresses(Value ptr, scf::ForOp loop) {
     if (var < kFirstLane)
       continue; // program ids: fixed within a program
     if (var >= kFirstIv) {
-      auto [iv, isIterationNumber] = ivs.all[var - kFirstIv];
-      if (iv != loop.getInductionVar() || move)
+      if (access.vars().loopOf(var) != loop || move)
         return false; // another loop moves the addresses as well
       move = coefficient;
-      if (!isIterationNumber)
+      if (!access.vars().isIterationNumber(var))
         move->constant *= *step;
       continue;
     }
@@ -664,63 +834,20 @@ std::optional<SymbolicInt> symbolicCoefficient(const Coefficient &coefficient) {
   return result;
 }
 
-// Conjuncts `affine < uniform` of a mask, lanes renumbered through
-// expand_dims; false if any conjunct is something else.
-bool collectClamps(InductionVariables &ivs, Value mask,
-                   SmallVectorImpl<std::pair<Affine, Value>> &clamps) {
-  Operation *def = mask.getDefiningOp();
-  if (!def)
-    return false;
-  if (auto splat = dyn_cast<tt::SplatOp>(def))
-    if (std::optional<Variable> key = ivs.keyVariable(splat.getSrc())) {
-      ivs.conditionKeys.push_back(-1 - *key);
-      return true;
+// The mask as conjuncts `affine < uniform` (and keys met as conditions);
+// false if any conjunct is something else.
+bool clampsOf(ArrayRef<MaskConjunct> conjuncts, SmallVectorImpl<std::pair<Affine, Value>> &clamps,
+              SmallVectorImpl<int> &conditionKeys) {
+  for (const MaskConjunct &conjunct : conjuncts) {
+    if (conjunct.kind == MaskConjunct::Kind::ConditionKey) {
+      conditionKeys.push_back(-1 - conjunct.key);
+      continue;
     }
-  if (auto andOp = dyn_cast<arith::AndIOp>(def))
-    return collectClamps(ivs, andOp.getLhs(), clamps) && collectClamps(ivs, andOp.getRhs(), clamps);
-  if (auto broadcast = dyn_cast<tt::BroadcastOp>(def))
-    return collectClamps(ivs, broadcast.getSrc(), clamps);
-  if (auto expand = dyn_cast<tt::ExpandDimsOp>(def)) {
-    size_t first = clamps.size();
-    if (!collectClamps(ivs, expand.getSrc(), clamps))
+    if (conjunct.kind != MaskConjunct::Kind::Bound || conjunct.isUnsigned ||
+        conjunct.lhs.hasUniform)
       return false;
-    for (auto &clamp : llvm::drop_begin(clamps, first)) {
-      Affine shifted;
-      shifted.hasUniform = clamp.first.hasUniform;
-      for (auto &[var, coefficient] : clamp.first.terms) {
-        bool lane = var >= kFirstLane && var < kFirstIv;
-        shifted.terms[lane && var - kFirstLane >= static_cast<int>(expand.getAxis()) ? var + 1
-                                                                                      : var] =
-            coefficient;
-      }
-      clamp.first = shifted;
-    }
-    return true;
+    clamps.push_back({conjunct.lhs, conjunct.bound});
   }
-  auto cmp = dyn_cast<arith::CmpIOp>(def);
-  if (!cmp)
-    return false;
-  Value lhs = cmp.getLhs(), rhs = cmp.getRhs();
-  if (cmp.getPredicate() == arith::CmpIPredicate::sgt)
-    std::swap(lhs, rhs);
-  else if (cmp.getPredicate() != arith::CmpIPredicate::slt)
-    return false;
-  std::optional<Affine> affine = analyze(ivs, lhs);
-  std::optional<Value> bound = uniformScalar(rhs);
-  if (affine && !bound) {
-    // lhs < u - x, as a loop's tail mask `offs < K - k * BLOCK`: lhs + x < u.
-    Value difference = rhs;
-    while (isa_and_nonnull<tt::SplatOp, tt::BroadcastOp>(difference.getDefiningOp()))
-      difference = difference.getDefiningOp()->getOperand(0);
-    if (auto sub = difference.getDefiningOp<arith::SubIOp>()) {
-      std::optional<Affine> moved = analyze(ivs, sub.getRhs());
-      bound = uniformScalar(sub.getLhs());
-      affine = moved && bound ? combine(*affine, *moved, 1) : std::nullopt;
-    }
-  }
-  if (!affine || !bound || affine->hasUniform)
-    return false;
-  clamps.push_back({*affine, *bound});
   return true;
 }
 
@@ -810,11 +937,11 @@ std::optional<SymbolicInt> symbolize(Value scalar, bool programIds) {
   return symbolic(*op, std::move(operands));
 }
 
-std::optional<ShadowCoverage> analyzeCoverage(Operation *access, Value ptr, Value mask,
+std::optional<ShadowCoverage> analyzeCoverage(Operation *accessOp, Value ptr, Value mask,
                                               ArrayRef<Value> keys, KeyedDigits *keyed) {
   using Op = SymbolicInt::Op;
   scf::ForOp programLoop;
-  for (Operation *parent = access->getParentOp(); !isa<tt::FuncOp>(parent);
+  for (Operation *parent = accessOp->getParentOp(); !isa<tt::FuncOp>(parent);
        parent = parent->getParentOp()) {
     auto loop = dyn_cast<scf::ForOp>(parent);
     if (!loop)
@@ -822,9 +949,8 @@ std::optional<ShadowCoverage> analyzeCoverage(Operation *access, Value ptr, Valu
     if (isProgramLoop(loop))
       programLoop = loop;
   }
-  InductionVariables ivs;
-  ivs.keys = keys;
-  std::optional<Affine> offsets = pointerOffsets(ivs, ptr);
+  AffineAccess access(accessOp, keys);
+  std::optional<Affine> offsets = access.pointerOffsets(ptr);
   if (!offsets || offsets->hasUniform)
     return std::nullopt;
   auto type = dyn_cast<RankedTensorType>(ptr.getType());
@@ -861,8 +987,8 @@ std::optional<ShadowCoverage> analyzeCoverage(Operation *access, Value ptr, Valu
         return std::nullopt;
       digit.extent = symbolicConstant(type.getShape()[var - kFirstLane]);
     } else {
-      auto [iv, isIterationNumber] = ivs.all[var - kFirstIv];
-      scf::ForOp loop = ivs.loopOf(var);
+      bool isIterationNumber = access.vars().isIterationNumber(var);
+      scf::ForOp loop = access.vars().loopOf(var);
       std::optional<int64_t> step = constantInt(loop.getStep());
       std::optional<SymbolicInt> lower = symbolize(loop.getLowerBound());
       std::optional<SymbolicInt> upper = symbolize(loop.getUpperBound());
@@ -885,7 +1011,8 @@ std::optional<ShadowCoverage> analyzeCoverage(Operation *access, Value ptr, Valu
   }
 
   SmallVector<std::pair<Affine, Value>> clamps;
-  if (mask && !collectClamps(ivs, mask, clamps))
+  SmallVector<int> conditionKeys;
+  if (!clampsOf(maskConjuncts(access, mask), clamps, conditionKeys))
     return std::nullopt;
   for (auto &[affine, bound] : clamps) {
     ShadowCoverage::Clamp clamp;
@@ -899,14 +1026,14 @@ std::optional<ShadowCoverage> analyzeCoverage(Operation *access, Value ptr, Valu
         return std::nullopt;
       int64_t k = coefficient.constant;
       // The clamp counts iterations of `iv` itself: k * iv = k * step * index.
-      if (var >= kFirstIv && !ivs.all[var - kFirstIv].second)
-        k *= *constantInt(ivs.loopOf(var).getStep());
+      if (var >= kFirstIv && !access.vars().isIterationNumber(var))
+        k *= *constantInt(access.vars().loopOf(var).getStep());
       clamp.terms.push_back({it->second, k});
     }
     coverage.clamps.push_back(std::move(clamp));
   }
   if (keyed)
-    keyed->conditionKeys.assign(ivs.conditionKeys.begin(), ivs.conditionKeys.end());
+    keyed->conditionKeys.assign(conditionKeys.begin(), conditionKeys.end());
   return coverage;
 }
 
