@@ -401,6 +401,26 @@ public:
   }
   const AccessVariables &vars() const { return variables; }
 
+  /// The lattice of `value`, printed with the variables' names.
+  std::string describe(Value value) const {
+    const AffineLattice *lattice = solved ? solver.lookupState<AffineLattice>(value) : nullptr;
+    if (!lattice || lattice->getValue().state == AffineValue::State::Uninitialized)
+      return "uninitialized";
+    const AffineValue &known = lattice->getValue();
+    if (known.state == AffineValue::State::Unknown)
+      return "unknown";
+    if (known.uniform)
+      return "uniform";
+    std::string text;
+    for (auto &[var, coefficient] : known.affine.terms) {
+      text += std::to_string(coefficient.constant);
+      for (size_t k = 0; k < coefficient.factors.size(); ++k)
+        text += "*s";
+      text += "*" + variableName(var) + " + ";
+    }
+    return text + (known.affine.hasUniform ? "u" : "0");
+  }
+
   // Strips a pointer chain down to its offsets: base + sum(offsets).
   std::optional<Affine> pointerOffsets(Value ptr) const {
     std::optional<Affine> offsets = Affine{};
@@ -424,6 +444,17 @@ public:
   }
 
 private:
+  std::string variableName(Variable var) const {
+    if (var < 0)
+      return "key" + std::to_string(-1 - var);
+    if (var < kFirstLane)
+      return "pid" + std::to_string(var);
+    if (isLane(var))
+      return "lane" + std::to_string(var - kFirstLane);
+    return (variables.isIterationNumber(var) ? "iteration" : "iv") +
+           std::to_string((var - kFirstIv) / 2);
+  }
+
   const AffineValue *lookup(Value value) const {
     const AffineLattice *lattice = solved ? solver.lookupState<AffineLattice>(value) : nullptr;
     if (!lattice || lattice->getValue().state != AffineValue::State::Known)
@@ -752,6 +783,20 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
 } // namespace tritonad
 
 namespace tritonad {
+
+void forEachAffineForm(Operation *function, function_ref<void(Value, StringRef)> visit) {
+  AffineAccess access(function);
+  function->walk([&](Operation *op) {
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          if (getElementTypeOrSelf(arg.getType()).isInteger())
+            visit(arg, access.describe(arg));
+    for (Value result : op->getResults())
+      if (getElementTypeOrSelf(result.getType()).isInteger())
+        visit(result, access.describe(result));
+  });
+}
 
 bool iterationsTouchDisjointAddresses(Value ptr, scf::ForOp loop) {
   AffineAccess access(loop);

@@ -120,6 +120,41 @@ module {
 
 // -----
 
+// The same row kernel with its mask written `n > cols` (sgt): the lanes are
+// bounded by n too, so the run-time check compares the stride with min(128, n).
+// REMARK: remark: accumulation of x: plain when
+// CHECK-LABEL: tt.func public @bwd
+// CHECK: %[[N:.+]] = arith.extsi %{{.+}} : i32 to i64
+// CHECK: %[[EXTENT:.+]] = arith.minsi %[[N]], %{{.+}} : i64
+// CHECK: arith.cmpi sge, %{{.+}}, %{{.+}} : i64
+module {
+  tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %stride: i32 loc("stride"), %n: i32 loc("n")) {
+    %row = tt.get_program_id x : i32
+    %start = arith.muli %row, %stride : i32
+    %xrow = tt.addptr %x, %start : !tt.ptr<f32>, i32
+    %cols = tt.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
+    %ns = tt.splat %n : i32 -> tensor<128xi32>
+    %m = arith.cmpi sgt, %ns, %cols : tensor<128xi32>
+    %xs = tt.splat %xrow : !tt.ptr<f32> -> tensor<128x!tt.ptr<f32>>
+    %xp = tt.addptr %xs, %cols : tensor<128x!tt.ptr<f32>>, tensor<128xi32>
+    %v = tt.load %xp, %m : tensor<128x!tt.ptr<f32>>
+    %s = "tt.reduce"(%v) <{axis = 0 : i32}> ({
+    ^bb0(%a: f32, %b: f32):
+      %t = arith.addf %a, %b : f32
+      tt.reduce.return %t : f32
+    }) : (tensor<128xf32>) -> f32
+    %yp = tt.addptr %y, %row : !tt.ptr<f32>, i32
+    tt.store %yp, %s : !tt.ptr<f32>
+    tt.return
+  }
+  tt.func public @bwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %stride: i32 loc("stride"), %n: i32 loc("n"), %dx: !tt.ptr<f32> loc("dx"), %dy: !tt.ptr<f32> loc("dy")) {
+    tt.call @fwd(%x, %y, %stride, %n) : (!tt.ptr<f32>, !tt.ptr<f32>, i32, i32) -> ()
+    tt.return
+  }
+}
+
+// -----
+
 // A loop over column blocks accumulating a row sum stays a loop (no
 // unrolling, dynamic trip count): acc += x is a pure accumulation, so the
 // reverse loop needs no cache; it recomputes each block's addresses and

@@ -87,6 +87,12 @@ std::optional<ShadowCoverage> analyzeCoverage(mlir::Operation *access, mlir::Val
                                               mlir::Value mask, llvm::ArrayRef<mlir::Value> keys = {},
                                               KeyedDigits *keyed = nullptr);
 
+/// Each integer value of `function` (results and region arguments) with its
+/// lattice in the access analysis, printed ("4*pid0 + 1*lane0 + u",
+/// "unknown"), for tests.
+void forEachAffineForm(mlir::Operation *function,
+                       llvm::function_ref<void(mlir::Value, llvm::StringRef)> visit);
+
 } // namespace tritonad
 
 #endif

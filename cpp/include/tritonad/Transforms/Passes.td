@@ -117,4 +117,14 @@ def LowerBlockPointers : Pass<"tritonad-lower-block-pointers", "mlir::triton::Fu
   let dependentDialects = ["mlir::triton::TritonDialect", "mlir::arith::ArithDialect"];
 }
 
+def TestAffineAccess : Pass<"tritonad-test-affine-access", "mlir::triton::FuncOp"> {
+  let summary = "Print the access analysis's lattice: each integer value's affine form";
+  let description = [{
+    For tests of the access analysis (Analysis/AccessAnalysis.cpp), as
+    Triton's test-print-alignment is for AxisInfo: one remark per integer
+    result, e.g. `8*pid0 + 1*lane0 + u` (a uniform part), `unknown`, or
+    `uniform` for a value that is the same in every program and lane.
+  }];
+}
+
 #endif

@@ -1,0 +1,43 @@
+// The access analysis's lattice (Analysis/AccessAnalysis.cpp): each integer
+// value's affine form in program ids (pid), lanes, induction variables (iv)
+// and iteration numbers, with uniform factors (s) and a uniform part (u).
+// RUN: tritonad-opt %s --tritonad-test-affine-access -o /dev/null 2>&1 | FileCheck %s
+
+// CHECK: 26:11: remark: uniform
+// CHECK: 28:12: remark: 1*pid0 + 0
+// A runtime stride is a factor of the program id's coefficient.
+// CHECK: 29:12: remark: 1*s*pid0 + 0
+// CHECK: 30:10: remark: 1*lane0 + 0
+// CHECK: 31:14: remark: uniform
+// CHECK: 32:13: remark: unknown
+// CHECK: 34:14: remark: 1*s*pid0 + 1*lane0 + 0
+// (iv - 0) / step is the loop's iteration number.
+// CHECK: 36:13: remark: 1*iteration0 + 0
+// CHECK: 37:13: remark: 1*iv0 + 0
+// A carried value yielded unchanged keeps the form of its init.
+// CHECK: 38:15: remark: 1*s*pid0 + 1*lane0 + 1*iv0 + 0
+// CHECK: 35:12: remark: 1*iv0 + 0
+// CHECK: 35:12: remark: 1*s*pid0 + 1*lane0 + 0
+// CHECK: 35:12: remark: 1*s*pid0 + 1*lane0 + 0
+// Kernel arguments are uniform.
+// CHECK: 25:3: remark: uniform
+module {
+  tt.func public @k(%x: !tt.ptr<f32>, %n: i32, %stride: i32) {
+    %c0 = arith.constant 0 : i32
+    %c64 = arith.constant 64 : i32
+    %pid = tt.get_program_id x : i32
+    %row = arith.muli %pid, %stride : i32
+    %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+    %limit = tt.splat %n : i32 -> tensor<64xi32>
+    %keep = arith.cmpi sgt, %limit, %r : tensor<64xi32>
+    %base = tt.splat %row : i32 -> tensor<64xi32>
+    %offs0 = arith.addi %base, %r : tensor<64xi32>
+    %out = scf.for %k = %c0 to %n step %c64 iter_args(%offs = %offs0) -> (tensor<64xi32>) : i32 {
+      %it = arith.divsi %k, %c64 : i32
+      %ks = tt.splat %k : i32 -> tensor<64xi32>
+      %cols = arith.addi %offs, %ks : tensor<64xi32>
+      scf.yield %offs : tensor<64xi32>
+    }
+    tt.return
+  }
+}
