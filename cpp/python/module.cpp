@@ -60,6 +60,26 @@ py::dict coverageToPython(const std::vector<tritonad::ShadowCoverage> &coverage)
     result[py::str(shadow.shadow)] = shadowCoverageToPython(shadow);
   return result;
 }
+// Calls the core without the GIL (Triton compiles on several threads) and
+// turns its diagnostics into MLIRError.
+template <typename Call>
+tritonad::api::Result callCore(Call call) {
+  tritonad::api::Result result;
+  {
+    py::gil_scoped_release release;
+    result = call();
+  }
+  if (!result.ok)
+    throw MLIRError(result.diagnostics);
+  return result;
+}
+
+tritonad::api::PrintOptions printOptions(bool generic, bool debugInfo) {
+  tritonad::api::PrintOptions print;
+  print.generic = generic;
+  print.debugInfo = debugInfo;
+  return print;
+}
 } // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -70,17 +90,10 @@ PYBIND11_MODULE(_C, m) {
       "run_pipeline",
       [](const std::string &ir, const std::string &pipeline, bool generic, bool debugInfo,
          const std::string &bufferName) {
-        tritonad::api::PrintOptions print;
-        print.generic = generic;
-        print.debugInfo = debugInfo;
-        tritonad::api::Result result;
-        {
-          py::gil_scoped_release release;
-          result = tritonad::api::runPipeline(ir, pipeline, print, bufferName);
-        }
-        if (!result.ok)
-          throw MLIRError(result.diagnostics);
-        return result.output;
+        tritonad::api::PrintOptions print = printOptions(generic, debugInfo);
+        return callCore([&] {
+                 return tritonad::api::runPipeline(ir, pipeline, print, bufferName);
+               }).output;
       },
       py::arg("ir"), py::arg("pipeline") = "", py::arg("generic") = false,
       py::arg("debug_info") = true, py::arg("buffer_name") = "<ttir>",
@@ -91,18 +104,11 @@ PYBIND11_MODULE(_C, m) {
       [](const std::string &ir, const std::string &primal, const std::string &into,
          const std::vector<unsigned> &wrt, bool zeroNonFloat, bool generic, bool debugInfo,
          const std::string &bufferName) {
-        tritonad::api::PrintOptions print;
-        print.generic = generic;
-        print.debugInfo = debugInfo;
-        tritonad::api::Result result;
-        {
-          py::gil_scoped_release release;
-          result = tritonad::api::differentiateFunction(ir, primal, into, wrt, zeroNonFloat,
-                                                        print, bufferName);
-        }
-        if (!result.ok)
-          throw MLIRError(result.diagnostics);
-        return result.output;
+        tritonad::api::PrintOptions print = printOptions(generic, debugInfo);
+        return callCore([&] {
+                 return tritonad::api::differentiateFunction(ir, primal, into, wrt,
+                                                             zeroNonFloat, print, bufferName);
+               }).output;
       },
       py::arg("ir"), py::arg("primal"), py::arg("into") = "",
       py::arg("wrt") = std::vector<unsigned>{}, py::arg("zero_non_float") = false,
@@ -127,17 +133,11 @@ PYBIND11_MODULE(_C, m) {
         else
           throw py::value_error("mode must be 'auto', 'atomic' or 'deterministic', got '" +
                                 modeName + "'");
-        tritonad::api::PrintOptions print;
-        print.generic = generic;
-        print.debugInfo = debugInfo;
-        tritonad::api::Result result;
-        {
-          py::gil_scoped_release release;
-          result = tritonad::api::differentiateKernel(ir, primal, into, bindings, mode,
-                                                      overwrite, print, bufferName);
-        }
-        if (!result.ok)
-          throw MLIRError(result.diagnostics);
+        tritonad::api::PrintOptions print = printOptions(generic, debugInfo);
+        tritonad::api::Result result = callCore([&] {
+          return tritonad::api::differentiateKernel(ir, primal, into, bindings, mode, overwrite,
+                                                    print, bufferName);
+        });
         py::list tapes;
         for (const auto &tape : result.tapes)
           tapes.append(py::make_tuple(tape.loop, tape.bytesPerIteration,
@@ -204,14 +204,7 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "describe",
       [](const std::string &ir, const std::string &bufferName) {
-        tritonad::api::Result result;
-        {
-          py::gil_scoped_release release;
-          result = tritonad::api::describeModule(ir, bufferName);
-        }
-        if (!result.ok)
-          throw MLIRError(result.diagnostics);
-        return result.output;
+        return callCore([&] { return tritonad::api::describeModule(ir, bufferName); }).output;
       },
       py::arg("ir"), py::arg("buffer_name") = "<ttir>",
       "The functions of a TTIR module as JSON text (ops, values, types, attributes, "
