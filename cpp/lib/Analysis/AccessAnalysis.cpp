@@ -613,6 +613,18 @@ UniformExpr coefficientExpr(const Coefficient &c) {
 
 } // namespace
 
+// The order in which the digits of an address are stacked: lanes with
+// constant strides first (ascending), then runtime strides from the innermost
+// dim outwards, then the iterations of the program's loops (they only widen
+// its span), then a mask's clamp of that span, then the program axes.
+enum DigitOrder {
+  kConstantStrides = 0,
+  kRuntimeStrides = 1000, // minus the dim
+  kIterations = 1500,
+  kClamp = 1600,
+  kPrograms = 2000, // plus the axis
+};
+
 ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> usedAxes) {
   ExclusiveAccess result;
   AffineAccess access(ptr.getParentRegion()->getParentOp());
@@ -636,7 +648,7 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     Coefficient coefficient;
     UniformExpr extent;
     std::optional<int64_t> constantExtent;
-    int order;
+    int order; // see DigitOrder
     bool sequential = false;            // an induction variable: only widens the span
     std::optional<UniformExpr> clampTo; // after the sequential digits: span <= this bound
   };
@@ -660,7 +672,8 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     }
     // Constant coefficients first (ascending), then runtime strides from the
     // innermost dim outwards.
-    digit.order = it->second.isConstant() ? 0 : 1000 - static_cast<int>(dim);
+    digit.order = it->second.isConstant() ? kConstantStrides
+                                          : kRuntimeStrides - static_cast<int>(dim);
     digits.push_back(digit);
   }
   // Induction variables: iterations of a program run in sequence, so they may
@@ -680,7 +693,8 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     }
     UniformExpr trip =
         binaryExpr(Op::Sub, scalarExpr(loop.getUpperBound()), scalarExpr(loop.getLowerBound()));
-    Digit digit{coefficient, binaryExpr(Op::Add, trip, constantExpr(1)), std::nullopt, 1500};
+    Digit digit{coefficient, binaryExpr(Op::Add, trip, constantExpr(1)), std::nullopt,
+                kIterations};
     digit.sequential = true;
     digits.push_back(digit);
   }
@@ -696,7 +710,7 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
               it->second.constant == c.constant;
     }
     if (same) {
-      Digit clamp{Coefficient{}, constantExpr(0), std::nullopt, 1600};
+      Digit clamp{Coefficient{}, constantExpr(0), std::nullopt, kClamp};
       clamp.clampTo = scalarExpr(range.bound);
       digits.push_back(clamp);
       break;
@@ -717,10 +731,10 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     if (it == offsets->terms.end()) {
       // Programs along an axis the address ignores all touch the same memory
       // unless there is only one of them.
-      digits.push_back(Digit{Coefficient{0, {}}, programs, std::nullopt, 2000 + axis});
+      digits.push_back(Digit{Coefficient{0, {}}, programs, std::nullopt, kPrograms + axis});
       continue;
     }
-    digits.push_back(Digit{it->second, programs, std::nullopt, 2000 + axis});
+    digits.push_back(Digit{it->second, programs, std::nullopt, kPrograms + axis});
   }
 
   UniformExpr ok;
@@ -775,7 +789,7 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     result.known = true;
     result.explanation = "proven: offsets from program_id with strides >= the tile extent";
   } else {
-    result.explanation = "checked at run time: strides, masks and grid keep tiles disjoint";
+    result.explanation = "checked at run time: " + std::string(kRuntimeCondition);
   }
   return result;
 }

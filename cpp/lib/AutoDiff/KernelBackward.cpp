@@ -673,7 +673,7 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     return failure();
   schedule[name] = {storeOnly ? Strategy::OverwriteWhenDisjoint : Strategy::PlainWhenDisjoint,
                     (storeOnly ? "overwrite when " : "plain when ") +
-                        access.explanation.substr(access.explanation.find(':') + 2) +
+                        std::string(kRuntimeCondition) +
                         ", else atomic (predicated on a condition uniform over the program)"};
   return success();
 }

@@ -38,6 +38,9 @@ struct ExclusiveAccess {
   std::string explanation;
 };
 
+/// What a run-time condition of exclusivity checks, for the schedule.
+inline constexpr const char *kRuntimeCondition = "strides, masks and grid keep tiles disjoint";
+
 /// Analyzes the primal pointer `ptr` (a tensor of pointers from one base
 /// pointer, offsets built from tt.get_program_id, tt.make_range and uniform
 /// scalars) under the primal `mask`: when exclusive, statically or under a
