@@ -2,7 +2,7 @@
 
 #include "Describe.h"
 
-#include "tritonad/AutoDiff/Differentiate.h"
+#include "tritonad/AutoDiff/FunctionVJP.h"
 #include "tritonad/AutoDiff/KernelBackward.h"
 #include "tritonad/AutoDiff/Regrid.h"
 #include "tritonad/InitAll.h"

@@ -1,4 +1,4 @@
-#include "tritonad/AutoDiff/Differentiate.h"
+#include "tritonad/AutoDiff/FunctionVJP.h"
 
 #include "tritonad/Analysis/ShiftInvariance.h"
 #include "tritonad/Analysis/Activity.h"

@@ -1,4 +1,4 @@
-#include "tritonad/AutoDiff/Differentiate.h"
+#include "tritonad/AutoDiff/FunctionVJP.h"
 #include "tritonad/AutoDiff/KernelBackward.h"
 #include "tritonad/Transforms/Passes.h"
 

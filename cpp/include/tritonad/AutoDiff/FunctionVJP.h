@@ -1,6 +1,6 @@
 // Reverse-mode differentiation of tt.func bodies.
-#ifndef TRITONAD_AUTODIFF_DIFFERENTIATE_H
-#define TRITONAD_AUTODIFF_DIFFERENTIATE_H
+#ifndef TRITONAD_AUTODIFF_FUNCTIONVJP_H
+#define TRITONAD_AUTODIFF_FUNCTIONVJP_H
 
 #include "tritonad/Dialect/Triton/Dialect.h"
 
