@@ -202,6 +202,36 @@ Value stripExtensions(Value value) {
 // The analysis: one visitor per op
 //===----------------------------------------------------------------------===//
 
+// Values whose lattice the analysis trusts: op results, the kernel's
+// arguments and loops' induction variables. A value that flows in through
+// control flow (a loop-carried value, a branch's or loop's result) is not:
+// the affine form keeps only whether a uniform part exists, not its value,
+// and that part may differ between iterations or between the programs that
+// take either branch (addresses pid * B + 3 and pid * B + B + 3 collide).
+bool isModelled(Value value);
+
+// What the analysis knows of `value` given its lattice: a key's variable, the
+// lattice of a modelled value, nothing otherwise.
+std::optional<AffineValue> trustedValue(Value value, const AffineValue &lattice,
+                                        const AccessVariables &variables) {
+  if (std::optional<Variable> key = variables.keyVariable(value))
+    return AffineValue::of(variableTerm(*key));
+  if (lattice.state != AffineValue::State::Known || !isModelled(value))
+    return std::nullopt;
+  return lattice;
+}
+
+bool isModelled(Value value) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    Operation *owner = arg.getOwner()->getParentOp();
+    if (isa<tt::FuncOp>(owner))
+      return true;
+    auto loop = dyn_cast<scf::ForOp>(owner);
+    return loop && arg == loop.getInductionVar();
+  }
+  return !isa<RegionBranchOpInterface>(value.getDefiningOp());
+}
+
 class AffineAccessAnalysis : public SparseForwardDataFlowAnalysis<AffineLattice> {
 public:
   AffineAccessAnalysis(DataFlowSolver &solver, const AccessVariables &variables)
@@ -239,7 +269,9 @@ public:
   void setToEntryState(AffineLattice *lattice) override {
     auto arg = dyn_cast<BlockArgument>(lattice->getAnchor());
     AffineValue value = AffineValue::unknown();
-    if (arg && isa<tt::FuncOp>(arg.getOwner()->getParentOp()) &&
+    if (std::optional<Variable> key = variables.keyVariable(lattice->getAnchor()))
+      value = AffineValue::of(variableTerm(*key));
+    else if (arg && isa<tt::FuncOp>(arg.getOwner()->getParentOp()) &&
         !isa<RankedTensorType>(arg.getType())) {
       Affine affine;
       affine.hasUniform = true;
@@ -249,9 +281,8 @@ public:
   }
 
 private:
-  static const AffineValue *known(const AffineLattice *lattice) {
-    const AffineValue &value = lattice->getValue();
-    return value.state == AffineValue::State::Known ? &value : nullptr;
+  std::optional<AffineValue> known(const AffineLattice *lattice) const {
+    return trustedValue(lattice->getAnchor(), lattice->getValue(), variables);
   }
 
   // A uniform value's lattice: no variable, a uniform part unless it is 0.
@@ -289,7 +320,7 @@ private:
           return AffineValue::of(affine);
         })
         .Case<tt::SplatOp>([&](tt::SplatOp) {
-          const AffineValue *source = operand(0);
+          std::optional<AffineValue> source = operand(0);
           if (!source)
             return AffineValue::unknown();
           // A splat of a uniform scalar stands for the scalar.
@@ -297,16 +328,16 @@ private:
                                  : AffineValue::of(source->affine);
         })
         .Case<tt::BroadcastOp, arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp>([&](Operation *) {
-          const AffineValue *source = operand(0);
+          std::optional<AffineValue> source = operand(0);
           return source ? AffineValue::of(source->affine) : AffineValue::unknown();
         })
         .Case<tt::ExpandDimsOp>([&](tt::ExpandDimsOp expand) {
-          const AffineValue *source = operand(0);
+          std::optional<AffineValue> source = operand(0);
           return source ? AffineValue::of(expandLanes(source->affine, expand.getAxis()))
                         : AffineValue::unknown();
         })
         .Case<arith::AddIOp, arith::SubIOp>([&](Operation *) {
-          const AffineValue *lhs = operand(0), *rhs = operand(1);
+          std::optional<AffineValue> lhs = operand(0), rhs = operand(1);
           std::optional<Affine> sum;
           if (lhs && rhs)
             sum = combine(lhs->affine, rhs->affine, isa<arith::AddIOp>(op) ? 1 : -1);
@@ -321,10 +352,10 @@ private:
   // coefficient (a tensor factor must be a splat constant).
   AffineValue visitMul(ArrayRef<const AffineLattice *> operands) {
     for (int i = 0; i < 2; ++i) {
-      const AffineValue *factor = known(operands[1 - i]);
+      std::optional<AffineValue> factor = known(operands[1 - i]);
       if (!factor || !factor->uniform)
         continue;
-      const AffineValue *other = known(operands[i]);
+      std::optional<AffineValue> other = known(operands[i]);
       if (!other)
         return AffineValue::unknown();
       Value scalarFactor = factor->uniform;
@@ -391,12 +422,12 @@ public:
 
   /// The affine form of an integer value; nullopt where it has none.
   std::optional<Affine> affine(Value value) const {
-    const AffineValue *known = lookup(value);
+    std::optional<AffineValue> known = lookup(value);
     return known ? std::optional<Affine>(known->affine) : std::nullopt;
   }
   /// The scalar a uniform value stands for; nullopt where it is not uniform.
   std::optional<Value> uniform(Value value) const {
-    const AffineValue *known = lookup(value);
+    std::optional<AffineValue> known = lookup(value);
     return known && known->uniform ? std::optional<Value>(known->uniform) : std::nullopt;
   }
   const AccessVariables &vars() const { return variables; }
@@ -406,19 +437,19 @@ public:
     const AffineLattice *lattice = solved ? solver.lookupState<AffineLattice>(value) : nullptr;
     if (!lattice || lattice->getValue().state == AffineValue::State::Uninitialized)
       return "uninitialized";
-    const AffineValue &known = lattice->getValue();
-    if (known.state == AffineValue::State::Unknown)
+    std::optional<AffineValue> known = lookup(value);
+    if (!known)
       return "unknown";
-    if (known.uniform)
+    if (known->uniform)
       return "uniform";
     std::string text;
-    for (auto &[var, coefficient] : known.affine.terms) {
+    for (auto &[var, coefficient] : known->affine.terms) {
       text += std::to_string(coefficient.constant);
       for (size_t k = 0; k < coefficient.factors.size(); ++k)
         text += "*s";
       text += "*" + variableName(var) + " + ";
     }
-    return text + (known.affine.hasUniform ? "u" : "0");
+    return text + (known->affine.hasUniform ? "u" : "0");
   }
 
   // Strips a pointer chain down to its offsets: base + sum(offsets).
@@ -455,11 +486,9 @@ private:
            std::to_string((var - kFirstIv) / 2);
   }
 
-  const AffineValue *lookup(Value value) const {
+  std::optional<AffineValue> lookup(Value value) const {
     const AffineLattice *lattice = solved ? solver.lookupState<AffineLattice>(value) : nullptr;
-    if (!lattice || lattice->getValue().state != AffineValue::State::Known)
-      return nullptr;
-    return &lattice->getValue();
+    return trustedValue(value, lattice ? lattice->getValue() : AffineValue(), variables);
   }
 
   AccessVariables variables;
@@ -478,8 +507,7 @@ struct MaskConjunct {
   enum class Kind { Bound, ConditionKey, Other };
   Kind kind = Kind::Other;
   Affine lhs;
-  Value bound;             // uniform
-  bool isUnsigned = false; // `ult`: only lane counts (non-negative) may use it
+  Value bound; // uniform
   Variable key = 0;
 };
 
@@ -517,7 +545,6 @@ void collectConjuncts(const AffineAccess &access, Value mask,
   Value lhs = cmp.getLhs(), rhs = cmp.getRhs();
   switch (cmp.getPredicate()) {
   case arith::CmpIPredicate::slt: break;
-  case arith::CmpIPredicate::ult: conjunct.isUnsigned = true; break;
   case arith::CmpIPredicate::sgt: std::swap(lhs, rhs); break;
   default: conjuncts.push_back(conjunct); return;
   }
@@ -902,8 +929,7 @@ bool clampsOf(ArrayRef<MaskConjunct> conjuncts, SmallVectorImpl<std::pair<Affine
       conditionKeys.push_back(-1 - conjunct.key);
       continue;
     }
-    if (conjunct.kind != MaskConjunct::Kind::Bound || conjunct.isUnsigned ||
-        conjunct.lhs.hasUniform)
+    if (conjunct.kind != MaskConjunct::Kind::Bound || conjunct.lhs.hasUniform)
       return false;
     clamps.push_back({conjunct.lhs, conjunct.bound});
   }

@@ -3,24 +3,26 @@
 // and iteration numbers, with uniform factors (s) and a uniform part (u).
 // RUN: tritonad-opt %s --tritonad-test-affine-access -o /dev/null 2>&1 | FileCheck %s
 
-// CHECK: 26:11: remark: uniform
-// CHECK: 28:12: remark: 1*pid0 + 0
+// CHECK: 28:11: remark: uniform
+// CHECK: 30:12: remark: 1*pid0 + 0
 // A runtime stride is a factor of the program id's coefficient.
-// CHECK: 29:12: remark: 1*s*pid0 + 0
-// CHECK: 30:10: remark: 1*lane0 + 0
-// CHECK: 31:14: remark: uniform
-// CHECK: 32:13: remark: unknown
-// CHECK: 34:14: remark: 1*s*pid0 + 1*lane0 + 0
+// CHECK: 31:12: remark: 1*s*pid0 + 0
+// CHECK: 32:10: remark: 1*lane0 + 0
+// CHECK: 33:14: remark: uniform
+// CHECK: 34:13: remark: unknown
+// CHECK: 36:14: remark: 1*s*pid0 + 1*lane0 + 0
 // (iv - 0) / step is the loop's iteration number.
-// CHECK: 36:13: remark: 1*iteration0 + 0
-// CHECK: 37:13: remark: 1*iv0 + 0
-// A carried value yielded unchanged keeps the form of its init.
-// CHECK: 38:15: remark: 1*s*pid0 + 1*lane0 + 1*iv0 + 0
-// CHECK: 35:12: remark: 1*iv0 + 0
-// CHECK: 35:12: remark: 1*s*pid0 + 1*lane0 + 0
-// CHECK: 35:12: remark: 1*s*pid0 + 1*lane0 + 0
+// CHECK: 38:13: remark: 1*iteration0 + 0
+// CHECK: 39:13: remark: 1*iv0 + 0
+// Values that flow in through control flow are not trusted, not even a
+// carried value yielded unchanged: a form keeps only whether a uniform part
+// exists, and that part may differ between iterations or branches.
+// CHECK: 40:15: remark: unknown
+// CHECK: 37:12: remark: 1*iv0 + 0
+// CHECK: 37:12: remark: unknown
+// CHECK: 37:12: remark: unknown
 // Kernel arguments are uniform.
-// CHECK: 25:3: remark: uniform
+// CHECK: 27:3: remark: uniform
 module {
   tt.func public @k(%x: !tt.ptr<f32>, %n: i32, %stride: i32) {
     %c0 = arith.constant 0 : i32

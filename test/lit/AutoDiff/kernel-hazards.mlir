@@ -233,3 +233,51 @@ module {
     tt.return
   }
 }
+
+// -----
+
+// Offsets chosen by a branch on the program id: even programs read
+// [64 pid + 3, 64 pid + 67), odd ones [64 pid + 67, 64 pid + 131), so programs
+// 1 and 2 overlap. Both branches have the form 64 pid + lanes + (a uniform
+// part), but the parts differ: a value from a branch is not trusted, and the
+// gradient is accumulated with atomics.
+// REMARK: remark: accumulation of x: atomic (addresses not analyzable)
+// CHECK-LABEL: tt.func public @bwd
+// CHECK: tt.atomic_rmw fadd
+module {
+  tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y")) {
+    %pid = tt.get_program_id x : i32
+    %c0 = arith.constant 0 : i32
+    %c2 = arith.constant 2 : i32
+    %c3 = arith.constant 3 : i32
+    %c64 = arith.constant 64 : i32
+    %c67 = arith.constant 67 : i32
+    %parity = arith.remsi %pid, %c2 : i32
+    %even = arith.cmpi eq, %parity, %c0 : i32
+    %base = arith.muli %pid, %c64 : i32
+    %start = scf.if %even -> (i32) {
+      %a = arith.addi %base, %c3 : i32
+      scf.yield %a : i32
+    } else {
+      %b = arith.addi %base, %c67 : i32
+      scf.yield %b : i32
+    }
+    %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+    %starts = tt.splat %start : i32 -> tensor<64xi32>
+    %offs = arith.addi %starts, %r : tensor<64xi32>
+    %xs = tt.splat %x : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %xp = tt.addptr %xs, %offs : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+    %v = tt.load %xp : tensor<64x!tt.ptr<f32>>
+    %e = math.exp %v : tensor<64xf32>
+    %bases = tt.splat %base : i32 -> tensor<64xi32>
+    %outs = arith.addi %bases, %r : tensor<64xi32>
+    %ys = tt.splat %y : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %yp = tt.addptr %ys, %outs : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+    tt.store %yp, %e : tensor<64x!tt.ptr<f32>>
+    tt.return
+  }
+  tt.func public @bwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %dx: !tt.ptr<f32> loc("dx"), %dy: !tt.ptr<f32> loc("dy")) {
+    tt.call @fwd(%x, %y) : (!tt.ptr<f32>, !tt.ptr<f32>) -> ()
+    tt.return
+  }
+}
