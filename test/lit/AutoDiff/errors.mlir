@@ -72,6 +72,22 @@ tt.func public @f(%x: tensor<32xf32>) -> tensor<32xf32> {
 
 // -----
 
+// An op with regions and no reverse-mode rule: refused, not skipped.
+tt.func public @f(%x: f32, %k: index) -> f32 {
+  // expected-error @+1 {{cannot differentiate 'scf.index_switch': no reverse-mode rule for this op with regions}}
+  %0 = scf.index_switch %k -> f32
+  case 0 {
+    %1 = arith.mulf %x, %x : f32
+    scf.yield %1 : f32
+  }
+  default {
+    scf.yield %x : f32
+  }
+  tt.return %0 : f32
+}
+
+// -----
+
 // tl.reshape(..., can_reorder=True): the element order is unspecified.
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<512xf32> {
   // expected-error @+1 {{cannot differentiate tt.reshape with allow_reorder: the element order is unspecified}}
