@@ -79,6 +79,22 @@ def test_row_coverage_follows_strides_and_runtime_check():
                                 (7,))
 
 
+def test_coverage_decisions_are_remembered_per_launch_values():
+    """covers() is asked at every launch and remembers its answer per record,
+    layout, grid and the values of the arguments the record reads: a change of
+    any of them is a new question."""
+    record = coverage_of("softmax")[0]["din_ptr"]
+    assert set(_coverage._names_in(record)) >= {"in_row_stride", "n_cols"}
+    rows = torch.empty(7, 300)
+    args = {"in_row_stride": 300, "out_row_stride": 300, "n_cols": 300}
+    answers = [_coverage.covers(record, rows, a, (7,))
+               for a in (args, dict(args, n_cols=299), args, dict(args, in_row_stride=100))]
+    assert answers == [True, False, True, False]
+    assert not _coverage.covers(record, torch.empty(7, 301)[:, :300], args, (7,))
+    assert not _coverage.covers(record, rows, args, (8,))
+    assert _coverage.covers(record, rows, args, (7,))
+
+
 def test_expressions_follow_arith_semantics():
     e = ("divs", ("const", -7), ("const", 2))
     assert _coverage.evaluate(e, {}, ()) == -3

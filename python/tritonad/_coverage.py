@@ -159,7 +159,55 @@ def _apply_clamps(digits: List[Tuple[int, int]], clamps, arguments, grid):
 
 def covers(record, tensor, arguments: Dict[str, object], grid: Sequence[int]) -> bool:
     """Whether the stores described by `record` reach every element of `tensor`
-    (the shadow as passed) at this launch, each stored, not added."""
+    (the shadow as passed) at this launch, each stored, not added. Decided once
+    per record, tensor layout, grid and values of the arguments the record names
+    (every backward launch asks)."""
+    names = _names_in(record)
+    values = tuple(arguments.get(name) for name in names)
+    if not all(type(v) is int for v in values):  # (evaluate refuses them anyway)
+        return _covers(record, tensor, arguments, grid)
+    key = (id(record), tuple(tensor.shape), tuple(tensor.stride()), tuple(grid), values)
+    known = _COVERS.get(key)
+    if known is not None and known[0] is record:
+        return known[1]
+    result = _covers(record, tensor, arguments, grid)
+    if len(_COVERS) >= _CACHE_SIZE:
+        _COVERS.pop(next(iter(_COVERS)))
+    _COVERS[key] = (record, result)  # (the record kept alive: its id stays its own)
+    return result
+
+
+_CACHE_SIZE = 1024
+_COVERS: Dict[tuple, Tuple[object, bool]] = {}
+_NAMES: Dict[int, Tuple[object, Tuple[str, ...]]] = {}
+
+
+def _names_in(record) -> Tuple[str, ...]:
+    """The argument names a record's expressions read."""
+    known = _NAMES.get(id(record))
+    if known is not None and known[0] is record:
+        return known[1]
+    names = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, (list, tuple)):
+            if len(node) == 2 and node[0] == "arg" and isinstance(node[1], str):
+                names.add(node[1])
+            else:
+                for value in node:
+                    walk(value)
+
+    walk(record)
+    if len(_NAMES) >= _CACHE_SIZE:
+        _NAMES.pop(next(iter(_NAMES)))
+    _NAMES[id(record)] = (record, tuple(sorted(names)))
+    return _NAMES[id(record)][1]
+
+
+def _covers(record, tensor, arguments: Dict[str, object], grid: Sequence[int]) -> bool:
     if tensor.numel() == 0:
         return True
     try:
