@@ -1,4 +1,4 @@
-// Activity analysis (cpp/lib/AutoDiff/Activity.cpp): only values that depend on a
+// Activity analysis (cpp/lib/Analysis/Activity.cpp): only values that depend on a
 // differentiated argument AND reach a returned float get adjoint code. Integer,
 // pointer, mask and index arithmetic, loads through pointer arguments, values
 // that do not depend on `wrt`, and values that only feed conditions or nothing

@@ -1,4 +1,4 @@
-// Reverse-mode rules of the arith dialect (cpp/lib/AutoDiff/ArithRules.cpp).
+// Reverse-mode rules of the arith dialect (cpp/lib/AutoDiff/Rules/ArithRules.cpp).
 // Each split holds one primal @f; the pass appends @f_vjp(primal args...,
 // cotangent) -> (one gradient per float argument).
 

@@ -1,4 +1,4 @@
-// Reverse-mode rule of tt.dot (cpp/lib/AutoDiff/TritonRules.cpp):
+// Reverse-mode rule of tt.dot (cpp/lib/AutoDiff/Rules/TritonRules.cpp):
 // d = a x b + c  =>  da = g x b^T,  db = a^T x g,  dc = g. The products keep the
 // forward dot's inputPrecision, take the operands' dtype (the f32 cotangent is
 // cast with arith.truncf for f16 operands), accumulate in d's dtype and are

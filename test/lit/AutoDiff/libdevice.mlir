@@ -1,6 +1,6 @@
 // Reverse-mode rules of tt.extern_elementwise (libdevice calls, e.g. from
 // `triton.language.extra.libdevice`), keyed by the symbol without `__nv_` (a float
-// variant's trailing `f` is also tried). See cpp/lib/AutoDiff/TritonRules.cpp.
+// variant's trailing `f` is also tried). See cpp/lib/AutoDiff/Rules/TritonRules.cpp.
 // X is the argument, Y the recomputed call, G the cotangent.
 
 // RUN: tritonad-opt %s --split-input-file --tritonad-differentiate="function=f" | FileCheck %s

@@ -1,4 +1,4 @@
-// Reverse-mode rules of the math dialect (cpp/lib/AutoDiff/MathRules.cpp) and of the
+// Reverse-mode rules of the math dialect (cpp/lib/AutoDiff/Rules/MathRules.cpp) and of the
 // elementwise tt ops tt.precise_sqrt, tt.precise_divf and tt.clampf (TritonRules.cpp).
 // Each split holds one primal @f; X is the argument, G the cotangent.
 

@@ -1,5 +1,5 @@
-// Rewrites of the forward before differentiation (cpp/lib/AutoDiff/LiftControlFlow.cpp,
-// BlockPointers.cpp, PointerInduction.cpp), each a pass of its own.
+// Rewrites of the forward before differentiation (cpp/lib/AutoDiff/Prepare/LiftControlFlow.cpp,
+// BlockPointers.cpp, PointerInductionRewrite.cpp), each a pass of its own.
 
 // RUN: tritonad-opt %s --split-input-file --tritonad-lift-control-flow | FileCheck %s --check-prefix=LIFT
 // RUN: tritonad-opt %s --split-input-file --tritonad-pointer-induction --tritonad-lower-block-pointers --canonicalize | FileCheck %s --check-prefix=BLOCK

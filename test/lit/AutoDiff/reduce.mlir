@@ -1,4 +1,4 @@
-// Reverse-mode rules of tt.reduce (cpp/lib/AutoDiff/TritonRules.cpp): the combine
+// Reverse-mode rules of tt.reduce (cpp/lib/AutoDiff/Rules/TritonRules.cpp): the combine
 // region picks the rule.
 //  - sum (arith.addf): broadcast the cotangent back along the axis;
 //  - max/min (maxnumf, maximumf, minnumf, minimumf): like torch.max(x, dim), the

@@ -1,4 +1,4 @@
-// Reverse-mode rules of tt.scan (cpp/lib/AutoDiff/TritonRules.cpp):
+// Reverse-mode rules of tt.scan (cpp/lib/AutoDiff/Rules/TritonRules.cpp):
 //  - cumsum (arith.addf):  dx = cumsum of g in the opposite direction
 //    (a tt.scan with `reverse` flipped);
 //  - cumprod (arith.mulf): dx_k = E_k * R_k, E_k = prod_{i<k} x_i (a scan over

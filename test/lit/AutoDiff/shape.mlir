@@ -1,4 +1,4 @@
-// Reverse-mode rules of the shape ops of tt (cpp/lib/AutoDiff/TritonRules.cpp):
+// Reverse-mode rules of the shape ops of tt (cpp/lib/AutoDiff/Rules/TritonRules.cpp):
 // splat and broadcast sum the cotangent back (tt.reduce with arith.addf),
 // expand_dims/reshape reshape it back, trans applies the inverse permutation,
 // join <-> split, fp_to_fp converts back (rounding when narrowing).
