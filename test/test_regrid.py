@@ -10,6 +10,8 @@ torch (fp16 and bf16, odd sizes, two tile configurations), through
 tritonad.grad and tritonad.autograd, bitwise reproducible.
 """
 
+import warnings
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -150,6 +152,31 @@ def test_matmul_grads_match_torch(dtype, shape, tiles):
     _assert_close(first[0], ref_a)
     _assert_close(first[1], ref_b)
     assert all(torch.equal(x, y) for x, y in zip(first, again))
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("stages", [2, 4])
+def test_parts_that_do_not_fit_fall_back_to_atomics(stages):
+    # 128x128x64 fp16 tiles with 2 or 4 stages: the parts beside the forward's
+    # programs need more shared memory than an H100 has (256 KiB). The launch
+    # takes the kernel without a table (the forward's schedule, atomics) and
+    # says so, instead of failing with OutOfResources.
+    tiles = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8)
+    M, N, K = 513, 257, 129
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    dc = torch.randn(M, N, device="cuda", dtype=torch.float16)
+    bwd = tritonad.grad(matmul_kernel)
+    da, db = torch.zeros_like(a), torch.zeros_like(b)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bwd[_grid(M, N, tiles)](*_args(a, b, torch.empty_like(dc)), da, db, dc, **tiles,
+                                num_warps=8, num_stages=stages)
+    _assert_close(da, dc.double() @ b.double().t())
+    _assert_close(db, a.double().t() @ dc.double())
+    fell_back = any("shared memory" in str(w.message) for w in caught)
+    assert fell_back == ("re-parallelized" not in bwd.schedule())
 
 
 @pytest.mark.gpu

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import warnings
 
 import triton
 import triton.language as tl
@@ -198,10 +199,36 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape):
     where gradients were re-parallelized, on the grid their grouping needs."""
     kernel = _allocate_tape(run, grid, kernel, kwargs, grid_now, grid_now, tape)
     own = _regrid.prepare(kernel, kwargs, grid_now) if grid_now else None
+    if own is not None and not _fits(kernel):
+        # The parts' tiles and the forward's share one kernel's shared memory:
+        # with these launch options they do not fit. The kernel compiled
+        # without a table keeps the forward's schedule (atomics).
+        warnings.warn(f"tritonad: the re-parallelized backward needs "
+                      f"{kernel.metadata.shared} bytes of shared memory with these launch "
+                      f"options, more than the device has; it runs with atomics instead "
+                      f"(fewer num_stages or smaller tiles let it fit)", stacklevel=2)
+        kwargs["tritonad_regrid"] = None  # (another specialization: no table argument)
+        kernel = run(grid=grid, warmup=True, **kwargs)
+        kernel = _allocate_tape(run, grid, kernel, kwargs, grid_now, grid_now, tape)
+        own = None
     _initialize(garbage, kernel, kwargs, grid_now, stored=own[1] if own else ())
     if own is not None and own[0][0] == 0:
         return kernel  # (nothing to do: an empty grid or loop)
     return run(grid=own[0] if own else grid, warmup=False, **kwargs)
+
+
+def _fits(kernel) -> bool:
+    """Whether a compiled kernel's shared memory fits its device (Triton raises
+    OutOfResources when it loads the kernel for its first launch)."""
+    from triton.runtime.errors import OutOfResources
+    init = getattr(kernel, "_init_handles", None)
+    if init is None:  # (the interpreter: no device limits)
+        return True
+    try:
+        init()
+    except OutOfResources:
+        return False
+    return True
 
 
 @functools.lru_cache(maxsize=None)
