@@ -28,6 +28,18 @@ struct SymbolicInt {
   int64_t value = 0;
   std::string name;
   std::vector<SymbolicInt> operands;
+
+  static SymbolicInt constant(int64_t value) {
+    SymbolicInt result;
+    result.value = value;
+    return result;
+  }
+  static SymbolicInt of(Op op, std::vector<SymbolicInt> operands) {
+    SymbolicInt result;
+    result.op = op;
+    result.operands = std::move(operands);
+    return result;
+  }
 };
 
 /// The elements the backward stores the gradient of `shadow` to: offsets

@@ -208,19 +208,6 @@ Value stripExtensions(Value value) {
 // the affine form keeps only whether a uniform part exists, not its value,
 // and that part may differ between iterations or between the programs that
 // take either branch (addresses pid * B + 3 and pid * B + B + 3 collide).
-bool isModelled(Value value);
-
-// What the analysis knows of `value` given its lattice: a key's variable, the
-// lattice of a modelled value, nothing otherwise.
-std::optional<AffineValue> trustedValue(Value value, const AffineValue &lattice,
-                                        const AccessVariables &variables) {
-  if (std::optional<Variable> key = variables.keyVariable(value))
-    return AffineValue::of(variableTerm(*key));
-  if (lattice.state != AffineValue::State::Known || !isModelled(value))
-    return std::nullopt;
-  return lattice;
-}
-
 bool isModelled(Value value) {
   if (auto arg = dyn_cast<BlockArgument>(value)) {
     Operation *owner = arg.getOwner()->getParentOp();
@@ -230,6 +217,18 @@ bool isModelled(Value value) {
     return loop && arg == loop.getInductionVar();
   }
   return !isa<RegionBranchOpInterface>(value.getDefiningOp());
+}
+
+// What the analysis knows of `value` given its lattice: a key's variable (the
+// one place keys are read: whatever the lattice of a key holds), the lattice
+// of a modelled value, nothing otherwise.
+std::optional<AffineValue> trustedValue(Value value, const AffineValue &lattice,
+                                        const AccessVariables &variables) {
+  if (std::optional<Variable> key = variables.keyVariable(value))
+    return AffineValue::of(variableTerm(*key));
+  if (lattice.state != AffineValue::State::Known || !isModelled(value))
+    return std::nullopt;
+  return lattice;
 }
 
 class AffineAccessAnalysis : public SparseForwardDataFlowAnalysis<AffineLattice> {
@@ -269,9 +268,7 @@ public:
   void setToEntryState(AffineLattice *lattice) override {
     auto arg = dyn_cast<BlockArgument>(lattice->getAnchor());
     AffineValue value = AffineValue::unknown();
-    if (std::optional<Variable> key = variables.keyVariable(lattice->getAnchor()))
-      value = AffineValue::of(variableTerm(*key));
-    else if (arg && isa<tt::FuncOp>(arg.getOwner()->getParentOp()) &&
+    if (arg && isa<tt::FuncOp>(arg.getOwner()->getParentOp()) &&
         !isa<RankedTensorType>(arg.getType())) {
       Affine affine;
       affine.hasUniform = true;
@@ -286,7 +283,7 @@ private:
   }
 
   // A uniform value's lattice: no variable, a uniform part unless it is 0.
-  static AffineValue uniformValue(Value value, Value factor) {
+  static AffineValue uniformValue(Value factor) {
     Affine affine;
     std::optional<int64_t> c = constantInt(factor);
     affine.hasUniform = !c || *c != 0;
@@ -294,21 +291,20 @@ private:
   }
 
   AffineValue visit(Operation *op, ArrayRef<const AffineLattice *> operands, Value result) {
-    if (std::optional<Variable> key = variables.keyVariable(result))
-      return AffineValue::of(variableTerm(*key));
     auto operand = [&](unsigned i) { return known(operands[i]); };
     // Integer arithmetic on uniform scalars is uniform.
     bool scalar = !isa<RankedTensorType>(result.getType());
     if (scalar && isa<arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::ExtSIOp, arith::ExtUIOp,
                       arith::TruncIOp, arith::DivSIOp, arith::MaxSIOp, arith::MinSIOp>(op) &&
         llvm::all_of(llvm::seq<unsigned>(0, operands.size()), [&](unsigned i) {
-          return operand(i) && operand(i)->uniform;
+          std::optional<AffineValue> value = operand(i);
+          return value && value->uniform;
         }))
-      return uniformValue(result, result);
+      return uniformValue(result);
     return llvm::TypeSwitch<Operation *, AffineValue>(op)
         .Case<arith::ConstantOp>([&](arith::ConstantOp constant) {
           if (scalar || isa<SplatElementsAttr>(constant.getValue()))
-            return uniformValue(result, result);
+            return uniformValue(result);
           return AffineValue::unknown();
         })
         .Case<tt::GetProgramIdOp>([&](tt::GetProgramIdOp pid) {
@@ -324,7 +320,7 @@ private:
           if (!source)
             return AffineValue::unknown();
           // A splat of a uniform scalar stands for the scalar.
-          return source->uniform ? uniformValue(result, source->uniform)
+          return source->uniform ? uniformValue(source->uniform)
                                  : AffineValue::of(source->affine);
         })
         .Case<tt::BroadcastOp, arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp>([&](Operation *) {
@@ -358,19 +354,10 @@ private:
       std::optional<AffineValue> other = known(operands[i]);
       if (!other)
         return AffineValue::unknown();
-      Value scalarFactor = factor->uniform;
-      if (isa<RankedTensorType>(scalarFactor.getType())) {
-        std::optional<int64_t> c = constantInt(scalarFactor);
-        if (!c)
-          return AffineValue::unknown();
-        Affine scaled = other->affine;
-        for (auto &[var, coefficient] : scaled.terms)
-          coefficient.constant *= *c;
-        if (*c == 0)
-          scaled.terms.clear();
-        return AffineValue::of(scaled);
-      }
-      std::optional<Affine> scaled = scale(other->affine, scalarFactor);
+      // (a tensor factor is a splat constant, which `scale` multiplies in)
+      if (isa<RankedTensorType>(factor->uniform.getType()) && !constantInt(factor->uniform))
+        return AffineValue::unknown();
+      std::optional<Affine> scaled = scale(other->affine, factor->uniform);
       return scaled ? AffineValue::of(*scaled) : AffineValue::unknown();
     }
     return AffineValue::unknown();
@@ -896,26 +883,13 @@ bool iterationsTouchDisjointAddresses(Value ptr, scf::ForOp loop) {
 namespace tritonad {
 namespace {
 
-SymbolicInt symbolic(SymbolicInt::Op op, std::vector<SymbolicInt> operands) {
-  SymbolicInt result;
-  result.op = op;
-  result.operands = std::move(operands);
-  return result;
-}
-
-SymbolicInt symbolicConstant(int64_t value) {
-  SymbolicInt result;
-  result.value = value;
-  return result;
-}
-
 std::optional<SymbolicInt> symbolicCoefficient(const Coefficient &coefficient) {
-  SymbolicInt result = symbolicConstant(coefficient.constant);
+  SymbolicInt result = SymbolicInt::constant(coefficient.constant);
   for (Value factor : coefficient.factors) {
     std::optional<SymbolicInt> symbol = symbolize(factor);
     if (!symbol)
       return std::nullopt;
-    result = symbolic(SymbolicInt::Op::Mul, {result, *symbol});
+    result = SymbolicInt::of(SymbolicInt::Op::Mul, {result, *symbol});
   }
   return result;
 }
@@ -959,7 +933,8 @@ std::optional<SymbolicInt> symbolize(Value scalar, bool programIds) {
   if (auto splat = scalar.getDefiningOp<tt::SplatOp>())
     scalar = splat.getSrc();
   if (std::optional<int64_t> c = constantInt(scalar))
-    return symbolicConstant(getElementTypeOrSelf(scalar.getType()).isInteger(1) ? *c != 0 : *c);
+    return SymbolicInt::constant(getElementTypeOrSelf(scalar.getType()).isInteger(1) ? *c != 0
+                                                                                    : *c);
   if (isa<RankedTensorType>(scalar.getType()))
     return std::nullopt;
   if (auto arg = dyn_cast<BlockArgument>(scalar)) {
@@ -1019,7 +994,7 @@ std::optional<SymbolicInt> symbolize(Value scalar, bool programIds) {
       return std::nullopt;
     operands.push_back(std::move(*symbol));
   }
-  return symbolic(*op, std::move(operands));
+  return SymbolicInt::of(*op, std::move(operands));
 }
 
 std::optional<ShadowCoverage> analyzeCoverage(Operation *accessOp, Value ptr, Value mask,
@@ -1048,7 +1023,7 @@ std::optional<ShadowCoverage> analyzeCoverage(Operation *accessOp, Value ptr, Va
     std::optional<SymbolicInt> factor = symbolicCoefficient(coefficient);
     if (!factor)
       return std::nullopt;
-    ShadowCoverage::Digit digit{*factor, symbolicConstant(1)};
+    ShadowCoverage::Digit digit{*factor, SymbolicInt::constant(1)};
     if (var < 0) {
       // A key's values (their spacing and count) are the launch's to find.
       if (!keyed)
@@ -1070,7 +1045,7 @@ std::optional<ShadowCoverage> analyzeCoverage(Operation *accessOp, Value ptr, Va
     } else if (var < kFirstIv) {
       if (!type)
         return std::nullopt;
-      digit.extent = symbolicConstant(type.getShape()[var - kFirstLane]);
+      digit.extent = SymbolicInt::constant(type.getShape()[var - kFirstLane]);
     } else {
       bool isIterationNumber = access.vars().isIterationNumber(var);
       scf::ForOp loop = access.vars().loopOf(var);
@@ -1083,13 +1058,14 @@ std::optional<ShadowCoverage> analyzeCoverage(Operation *accessOp, Value ptr, Va
         // iv = lb + k * step: only lb = 0 adds nothing uniform.
         if (constantInt(loop.getLowerBound()) != 0)
           return std::nullopt;
-        digit.coefficient = symbolic(Op::Mul, {digit.coefficient, symbolicConstant(*step)});
+        digit.coefficient =
+            SymbolicInt::of(Op::Mul, {digit.coefficient, SymbolicInt::constant(*step)});
       }
       // k in [0, cdiv(ub - lb, step))
-      digit.extent = symbolic(
-          Op::DivS, {symbolic(Op::Add, {symbolic(Op::Sub, {*upper, *lower}),
-                                        symbolicConstant(*step - 1)}),
-                     symbolicConstant(*step)});
+      digit.extent = SymbolicInt::of(
+          Op::DivS, {SymbolicInt::of(Op::Add, {SymbolicInt::of(Op::Sub, {*upper, *lower}),
+                                               SymbolicInt::constant(*step - 1)}),
+                     SymbolicInt::constant(*step)});
     }
     digitOf[var] = coverage.digits.size();
     coverage.digits.push_back(std::move(digit));

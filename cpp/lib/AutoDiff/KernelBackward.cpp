@@ -706,7 +706,7 @@ void KernelBackwardBuilder::placePartialShadows(OpBuilder &builder, Location loc
 Value KernelBackwardBuilder::tapeRegion(OpBuilder &b, scf::ForOp loop, int64_t bytesPerState,
                                         function_ref<Value(OpBuilder &, Value)> bytesPerProgram,
                                         Value &every) {
-    if (!tape || tapeTaken)
+  if (!tape || tapeTaken)
     return Value();
   // The launcher sizes the tape: the trip count must follow from the
   // arguments alone (not from a program id or an enclosing loop).
@@ -715,21 +715,12 @@ Value KernelBackwardBuilder::tapeRegion(OpBuilder &b, scf::ForOp loop, int64_t b
   std::optional<SymbolicInt> step = symbolize(loop.getStep());
   if (!lower || !upper || !step)
     return Value();
-  auto node = [](SymbolicInt::Op op, std::vector<SymbolicInt> operands) {
-    SymbolicInt result;
-    result.op = op;
-    result.operands = std::move(operands);
-    return result;
-  };
-  auto constant = [](int64_t value) {
-    SymbolicInt result;
-    result.value = value;
-    return result;
-  };
   using Op = SymbolicInt::Op;
-  SymbolicInt rounded = node(Op::Add, {node(Op::Sub, {*upper, *lower}),
-                                       node(Op::Sub, {*step, constant(1)})});
-  SymbolicInt trips = node(Op::Max, {node(Op::DivS, {rounded, *step}), constant(0)});
+  SymbolicInt rounded =
+      SymbolicInt::of(Op::Add, {SymbolicInt::of(Op::Sub, {*upper, *lower}),
+                                SymbolicInt::of(Op::Sub, {*step, SymbolicInt::constant(1)})});
+  SymbolicInt trips = SymbolicInt::of(
+      Op::Max, {SymbolicInt::of(Op::DivS, {rounded, *step}), SymbolicInt::constant(0)});
   tapeTaken = true;
   tapes.push_back({locationText(loop.getLoc()), bytesPerState, trips});
   Location loc = loop.getLoc();
