@@ -176,7 +176,7 @@ PYBIND11_MODULE(_C, m) {
         py::list schedule;
         for (const tritonad::ScheduleEntry &entry : result.schedule.entries) {
           py::dict item;
-          item["kind"] = tritonad::kindName(static_cast<int>(entry.kind));
+          item["kind"] = entry.kindName();
           item["subject"] = entry.subject;
           item["location"] = entry.location;
           item["strategy"] = tritonad::strategyName(entry.strategy);

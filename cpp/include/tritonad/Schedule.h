@@ -54,10 +54,6 @@ inline const char *strategyName(Strategy strategy) {
   return "unknown";
 }
 
-inline const char *kindName(int kind) {
-  static const char *const names[] = {"shadow", "loop", "programs", "stabilizer"};
-  return names[kind];
-}
 
 struct ScheduleEntry {
   enum class Kind { Shadow, Loop, Programs, Stabilizer };
@@ -70,6 +66,17 @@ struct ScheduleEntry {
   std::string how; // what and why, for people
   /// Added by later decisions: coverage (no zero fill), re-parallelization.
   std::vector<std::string> notes;
+
+  /// The name Python sees (`ScheduleEntry.kind`).
+  const char *kindName() const {
+    switch (kind) {
+    case Kind::Shadow: return "shadow";
+    case Kind::Loop: return "loop";
+    case Kind::Programs: return "programs";
+    case Kind::Stabilizer: return "stabilizer";
+    }
+    return "unknown";
+  }
 
   /// The line people read: "x_ptr: plain (...)", "loop scf.for at f.py:3:4: ...".
   std::string render() const {
