@@ -198,7 +198,8 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape):
     """Launches a kernel without partial buffers: on the forward's grid, or,
     where gradients were re-parallelized, on the grid their grouping needs."""
     kernel = _allocate_tape(run, grid, kernel, kwargs, grid_now, grid_now, tape)
-    if grid_now and _regrid.record_of(kernel) is not None and not _fits(kernel):
+    own = _regrid.prepare(kernel, kwargs, grid_now) if grid_now else None
+    if own is not None and not _fits(kernel):
         # The parts' tiles and the forward's share one kernel's shared memory:
         # with these launch options they do not fit. The kernel compiled
         # without a table keeps the forward's schedule (atomics).
@@ -209,7 +210,7 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape):
         kwargs["tritonad_regrid"] = None  # (another specialization: no table argument)
         kernel = run(grid=grid, warmup=True, **kwargs)
         kernel = _allocate_tape(run, grid, kernel, kwargs, grid_now, grid_now, tape)
-    own = _regrid.prepare(kernel, kwargs, grid_now) if grid_now else None
+        own = None
     _initialize(garbage, kernel, kwargs, grid_now, stored=own[1] if own else ())
     if own is not None and own[0][0] == 0:
         return kernel  # (nothing to do: an empty grid or loop)
