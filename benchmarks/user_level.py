@@ -418,6 +418,7 @@ def compile_only(chosen: List[Spec], dtype_names: List[str]) -> int:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     from tritonad._partial import WORKSPACE_TYPES
+    from tritonad._residuals import RESIDUALS
 
     target = GPUTarget("cuda", 90, 32)
     ptr = {"fp32": "*fp32", "bf16": "*bf16"}
@@ -444,7 +445,7 @@ def compile_only(chosen: List[Spec], dtype_names: List[str]) -> int:
             types = {k: P if v == "P" else v for k, v in types.items()}
             op = autograd_op(spec)
             bwd = op.backward_kernel
-            types.update(WORKSPACE_TYPES)
+            types.update(WORKSPACE_TYPES, **{RESIDUALS: "*i8"})  # (as the bridge launches it)
             for pointer, shadow in bwd.shadows.items():
                 types[shadow] = types[pointer]
             label = f"tritonad.autograd({fwd.__name__}) {dtype_name}"

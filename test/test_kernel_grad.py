@@ -851,10 +851,11 @@ def test_signature_attributes_survive_wrappers():
 
 def test_signature_is_the_positional_order():
     bwd = tritonad.grad(gelu_kernel)
-    # (then the workspace parameters, which the launch path fills)
+    # (then the workspace parameters, which the launch path fills, and the
+    # residuals, which tritonad.autograd's forward saves)
     assert list(bwd.arg_names) == list(bwd.launch_signature) + [
         "tritonad_workspace", "tritonad_slot", "tritonad_programs", "tritonad_tape",
-        "tritonad_tape_every", "tritonad_regrid"]
+        "tritonad_tape_every", "tritonad_regrid", "tritonad_residuals"]
 
 
 def test_autotuned_backward_accepts_none_shadows():

@@ -74,6 +74,43 @@ tritonad::api::Result callCore(Call call) {
   return result;
 }
 
+tritonad::api::Accumulation accumulationFrom(const std::string &modeName) {
+  using tritonad::api::Accumulation;
+  if (modeName == "auto")
+    return Accumulation::Auto;
+  if (modeName == "atomic")
+    return Accumulation::Atomic;
+  if (modeName == "deterministic")
+    return Accumulation::Deterministic;
+  throw py::value_error("mode must be 'auto', 'atomic' or 'deterministic', got '" + modeName +
+                        "'");
+}
+
+py::list scheduleToPython(const tritonad::Schedule &schedule) {
+  py::list entries;
+  for (const tritonad::ScheduleEntry &entry : schedule.entries) {
+    py::dict item;
+    item["kind"] = entry.kindName();
+    item["subject"] = entry.subject;
+    item["location"] = entry.location;
+    item["strategy"] = tritonad::strategyName(entry.strategy);
+    item["how"] = entry.how;
+    item["notes"] = entry.notes;
+    entries.append(item);
+  }
+  return entries;
+}
+
+// None, or {'bytes': per program, 'fingerprint': equal in forward and backward}.
+py::object residualsToPython(const tritonad::api::Result &result) {
+  if (result.residualBytesPerProgram == 0)
+    return py::none();
+  py::dict residuals;
+  residuals["bytes"] = result.residualBytesPerProgram;
+  residuals["fingerprint"] = result.residualFingerprint;
+  return residuals;
+}
+
 tritonad::api::PrintOptions printOptions(bool generic, bool debugInfo) {
   tritonad::api::PrintOptions print;
   print.generic = generic;
@@ -122,17 +159,7 @@ PYBIND11_MODULE(_C, m) {
          const std::vector<std::pair<std::string, std::string>> &bindings,
          const std::string &modeName, bool overwrite, bool generic, bool debugInfo,
          const std::string &bufferName) {
-        using tritonad::api::Accumulation;
-        Accumulation mode;
-        if (modeName == "auto")
-          mode = Accumulation::Auto;
-        else if (modeName == "atomic")
-          mode = Accumulation::Atomic;
-        else if (modeName == "deterministic")
-          mode = Accumulation::Deterministic;
-        else
-          throw py::value_error("mode must be 'auto', 'atomic' or 'deterministic', got '" +
-                                modeName + "'");
+        tritonad::api::Accumulation mode = accumulationFrom(modeName);
         tritonad::api::PrintOptions print = printOptions(generic, debugInfo);
         tritonad::api::Result result = callCore([&] {
           return tritonad::api::differentiateKernel(ir, primal, into, bindings, mode, overwrite,
@@ -173,20 +200,10 @@ PYBIND11_MODULE(_C, m) {
           record["parts"] = parts;
           regrid = record;
         }
-        py::list schedule;
-        for (const tritonad::ScheduleEntry &entry : result.schedule.entries) {
-          py::dict item;
-          item["kind"] = entry.kindName();
-          item["subject"] = entry.subject;
-          item["location"] = entry.location;
-          item["strategy"] = tritonad::strategyName(entry.strategy);
-          item["how"] = entry.how;
-          item["notes"] = entry.notes;
-          schedule.append(item);
-        }
-        return py::make_tuple(result.output, schedule, result.writtenShadows,
-                              result.partialShadows, coverageToPython(result.coverage), tapes,
-                              regrid);
+        return py::make_tuple(result.output, scheduleToPython(result.schedule),
+                              result.writtenShadows, result.partialShadows,
+                              coverageToPython(result.coverage), tapes, regrid,
+                              residualsToPython(result));
       },
       py::arg("ir"), py::arg("primal"), py::arg("into"), py::arg("bindings"),
       py::arg("mode") = "auto", py::arg("overwrite") = false, py::arg("generic") = false,
@@ -199,7 +216,33 @@ PYBIND11_MODULE(_C, m) {
       "{shadow: {'digits', 'clamps', 'condition'}}, and its tapes: [(loop, bytes per "
       "iteration, trips)], scratch of bytes * trips per program passed as tritonad_tape, and "
       "its re-parallelized shadows: None or {'main': bool, 'parts': [{'shadow', 'key', "
-      "'lower', 'upper', 'step'}]}, the grouping passed as tritonad_regrid).");
+      "'lower', 'upper', 'step'}]}, the grouping passed as tritonad_regrid), and the "
+      "residuals it reads: None or {'bytes': per program, 'fingerprint'}, passed as "
+      "tritonad_residuals by the forward that augment_forward derives).");
+
+  m.def(
+      "augment_forward",
+      [](const std::string &ir, const std::string &primal, const std::string &into,
+         const std::vector<std::pair<std::string, std::string>> &bindings,
+         const std::string &modeName, bool generic, bool debugInfo,
+         const std::string &bufferName) {
+        tritonad::api::Accumulation mode = accumulationFrom(modeName);
+        tritonad::api::PrintOptions print = printOptions(generic, debugInfo);
+        tritonad::api::Result result = callCore([&] {
+          return tritonad::api::augmentForward(ir, primal, into, bindings, mode, print,
+                                               bufferName);
+        });
+        return py::make_tuple(result.output, residualsToPython(result),
+                              scheduleToPython(result.schedule));
+      },
+      py::arg("ir"), py::arg("primal"), py::arg("into"), py::arg("bindings"),
+      py::arg("mode") = "auto", py::arg("generic") = false, py::arg("debug_info") = true,
+      py::arg("buffer_name") = "<ttir>",
+      "Replace kernel @into's body (it calls kernel @primal, empty: its only call, and has an "
+      "i8 pointer argument tritonad_residuals) with the forward that also saves the values "
+      "the backward of @primal reads (its residuals) into tritonad_residuals; returns (ir, "
+      "residuals: None (nothing to save; @into still just calls @primal) or {'bytes': per "
+      "program, 'fingerprint'}, schedule entries of the saved values).");
 
   m.def(
       "describe",

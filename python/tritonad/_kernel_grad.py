@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 from triton.runtime.jit import JITFunction
 
-from tritonad import _C, _partial
+from tritonad import _C, _partial, _residuals
 from tritonad._schedule import Schedule
 from tritonad._core import MLIRError, locate_in_source
 from tritonad._hook import build_id, register_rewriter
@@ -22,6 +22,7 @@ from tritonad._interpret import InterpretedBackward, is_interpreted, jit_twin
 from tritonad._render import header, render_record, source_of
 
 _BWD_MARKER = "__tritonad_bwd_"
+_FWD_MARKER = "__tritonad_fwd_"  # the forward that saves residuals (_residuals.py)
 _MODES = ("auto", "atomic", "deterministic")
 
 
@@ -43,6 +44,7 @@ class _KernelSpec:
     coverage: Dict[str, dict] = field(default_factory=dict)  # shadows stored once per element
     tapes: Dict[str, list] = field(default_factory=dict)  # [(loop, bytes/iteration, trips)]
     regrid: Dict[str, Optional[dict]] = field(default_factory=dict)  # see _regrid.py
+    residuals: Dict[str, Optional[dict]] = field(default_factory=dict)  # see _residuals.py
     sources: Dict[str, dict] = field(default_factory=dict)  # rendered Python (_render records)
 
 
@@ -186,8 +188,8 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
             text += f" = _tritonad_defaults[{n!r}]"
         params.append(text)
     # Last, so positional launches keep their meaning; the launch path fills
-    # them (see _partial.py).
-    hidden = list(_partial.WORKSPACE_PARAMS)
+    # them (see _partial.py), and tritonad.autograd the residual buffer.
+    hidden = list(_partial.WORKSPACE_PARAMS) + [_residuals.RESIDUALS]
     params += [f"{n}=None" for n in hidden]
     name = f"{fn.__name__}{_BWD_MARKER}{key}"
     # The source is Triton's cache key (comments included): everything that changes
@@ -205,6 +207,9 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
                           do_not_specialize=hidden[1:])
     _make_shadows_optional(bwd, order, shadows, spec)
     bwd.tritonad_primal = fn
+    bwd.residual_forward = (
+        None if wrappers or getattr(fn, "tritonad_interpreted", None) is not None else
+        _ResidualForward(fn, key, names, constexprs, defaults, spec, source))
     bwd.launch_signature = tuple(order)  # (JITFunction.signature is Triton's own)
     bwd.shadows = dict(zip(pointer_list, shadows))
     bwd.pointer_roles = {p: frozenset(roles[p]) for p in pointer_list}
@@ -329,8 +334,9 @@ def _materialize_backward(text: str, metadata: dict) -> str:
             continue
         try:
             # (the core finds the forward kernel: the placeholder's only call)
-            text, schedule, written, partial, coverage, tapes, regrid = _C.differentiate_kernel(
-                text, "", name, spec.bindings, spec.mode, overwrite=not spec.accumulate)
+            (text, schedule, written, partial, coverage, tapes, regrid,
+             residuals) = _C.differentiate_kernel(text, "", name, spec.bindings, spec.mode,
+                                                  overwrite=not spec.accumulate)
         except MLIRError as error:
             raise DifferentiationError(
                 f"tritonad.grad({spec.primal.__name__}) failed:\n"
@@ -342,6 +348,8 @@ def _materialize_backward(text: str, metadata: dict) -> str:
         spec.coverage[name] = coverage
         spec.tapes[name] = [list(tape) for tape in tapes]
         spec.regrid[name] = regrid
+        spec.residuals[name] = residuals
+        metadata.setdefault("tritonad_residuals", {})[name] = residuals
         metadata.setdefault("tritonad_derived", {})[name] = spec.derived[name]
         metadata.setdefault("tritonad_schedule", {})[name] = spec.schedules[name]
         metadata.setdefault("tritonad_written", {})[name] = list(written)
@@ -367,8 +375,62 @@ def _restore_backward(metadata: dict) -> None:
     for key, into in (("tritonad_derived", "derived"), ("tritonad_schedule", "schedules"),
                       ("tritonad_written", "written"), ("tritonad_partial", "partial"),
                       ("tritonad_coverage", "coverage"), ("tritonad_tapes", "tapes"),
-                      ("tritonad_regrid", "regrid"), ("tritonad_source", "sources")):
+                      ("tritonad_regrid", "regrid"), ("tritonad_source", "sources"),
+                      ("tritonad_residuals", "residuals")):
         for name, text in metadata.get(key, {}).items():
             spec = _spec_of(name)
             if spec is not None:
                 getattr(spec, into)[name] = text
+
+
+class _ResidualForward:
+    """The forward that also saves residuals for the backward derived from the
+    same spec (_residuals.py): a placeholder kernel, made on first use, that
+    calls the forward and whose body the core replaces. ``get()`` returns the
+    JITFunction, launched like the forward plus ``tritonad_residuals``."""
+
+    def __init__(self, fn, key, names, constexprs, defaults, spec, backward_source):
+        self.fn, self.key, self.names, self.spec = fn, key, names, spec
+        self.constexprs, self.defaults = constexprs, defaults
+        self.backward_source = backward_source
+        self.jit = None
+
+    def get(self) -> JITFunction:
+        if self.jit is None:
+            name = f"{self.fn.__name__}{_FWD_MARKER}{self.key}"
+            params = []
+            for n in self.names:
+                text = f"{n}: tl.constexpr" if n in self.constexprs else n
+                if n in self.defaults:
+                    text += f" = _tritonad_defaults[{n!r}]"
+                params.append(text)
+            params.append(f"{_residuals.RESIDUALS}=None")
+            # (the backward's source, as a comment: the same options, the same cache key)
+            comment = "".join(f"    # {line}\n" for line in self.backward_source.splitlines())
+            source = (f"def {name}({', '.join(params)}):\n"
+                      f"    # the forward that saves residuals for:\n{comment}"
+                      f"    _tritonad_primal({', '.join(f'{n}={n}' for n in self.names)})\n")
+            register_rewriter(_FWD_MARKER, _materialize_forward, _restore_forward, order=1)
+            self.jit = jit_from_source(source, name,
+                                       {"tl": tl, "_tritonad_primal": self.fn,
+                                        "_tritonad_defaults": self.defaults})
+        return self.jit
+
+
+def _materialize_forward(text: str, metadata: dict) -> str:
+    for name, _ in list(functions_in(text)):
+        spec = spec_of(name, _FWD_MARKER, _SPECS)
+        if spec is None:
+            continue
+        try:
+            text, residuals, _ = _C.augment_forward(text, "", name, spec.bindings, spec.mode)
+        except MLIRError:
+            # (the placeholder still calls the forward: it saves nothing, and the
+            # backward, which derives the same forward, reports the error)
+            residuals = None
+        metadata.setdefault("tritonad_residuals", {})[name] = residuals
+    return text
+
+
+def _restore_forward(metadata: dict) -> None:
+    """Nothing to restore: the launch reads the residuals from the metadata."""

@@ -33,7 +33,7 @@ import warnings
 import triton
 import triton.language as tl
 
-from tritonad import _coverage, _regrid
+from tritonad import _coverage, _regrid, _residuals
 
 # The hidden parameters and their Triton types (the workspace holds fp32 slots).
 WORKSPACE_TYPES = {"tritonad_workspace": "*fp32", "tritonad_slot": "i32",
@@ -140,7 +140,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
                   if any_tensor is not None else None)
     if not partial_possible:
         kwargs.update(tritonad_workspace=None, tritonad_slot=0, tritonad_programs=programs)
-        kernel = run(grid=grid, warmup=True, **kwargs)
+        kernel = _residuals.checked(run, grid, run(grid=grid, warmup=True, **kwargs), kwargs)
         if warmup:
             return kernel
         return _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape)
@@ -155,7 +155,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
     placeholder = torch.empty(16, dtype=dtype, device=device)
     kwargs.update(tritonad_workspace=placeholder, tritonad_slot=16,
                   tritonad_programs=programs)
-    kernel = run(grid=grid, warmup=True, **kwargs)
+    kernel = _residuals.checked(run, grid, run(grid=grid, warmup=True, **kwargs), kwargs)
     recorded = getattr(getattr(kernel, "metadata", None), "tritonad_partial", None) or {}
     partial = [name for names in recorded.values() for name in names]
     if warmup:

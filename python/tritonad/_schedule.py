@@ -18,12 +18,14 @@ __all__ = ["Schedule", "ScheduleEntry"]
 
 @dataclass(frozen=True)
 class ScheduleEntry:
-    """kind: "shadow", "loop", "programs" or "stabilizer". subject: the forward's
-    pointer argument (shadow), the op name (loop), "max"/"min" (stabilizer).
+    """kind: "shadow", "loop", "programs", "stabilizer" or "residual". subject: the
+    forward's pointer argument (shadow), the op name (loop), "max"/"min"
+    (stabilizer), the value's name (residual: saved by the forward).
     strategy: "plain", "overwrite", "plain-when-disjoint",
     "overwrite-when-disjoint", "atomic", "partial-buffer", "re-parallelized",
     "output", "no-gradient" (shadows); "forward-order", "final-stabilizers",
-    "taped", "replayed" (loops); "grid-stride" (programs); "stabilizer".
+    "taped", "replayed" (loops); "grid-stride" (programs); "stabilizer"; "saved"
+    (residual).
     how: what and why, for people; notes: what later decisions added."""
     kind: str
     subject: str
@@ -36,7 +38,8 @@ class ScheduleEntry:
         prefix = {"shadow": f"{self.subject}: ",
                   "loop": f"loop {self.subject} at {self.location}: ",
                   "programs": "programs: ",
-                  "stabilizer": f"stabilizer at {self.location}: "}[self.kind]
+                  "stabilizer": f"stabilizer at {self.location}: ",
+                  "residual": f"residual {self.subject} at {self.location}: "}[self.kind]
         return prefix + "; ".join([self.how, *self.notes])
 
 

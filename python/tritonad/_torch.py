@@ -7,10 +7,11 @@ from typing import Sequence
 
 from tritonad._kernel_grad import kernel_grad, unwrap
 from tritonad._partial import _span, uninitialized
+from tritonad._residuals import RESIDUALS, launch_forward
 from tritonad._source import constexpr_names, function_def, param_names, pointer_roles
 
 
-def autograd(kernel, outputs: Sequence[str], **grad_options):
+def autograd(kernel, outputs: Sequence[str], *, residuals: bool = True, **grad_options):
     """Wraps a forward kernel so its launch joins torch's autograd graph.
 
     ``f = tritonad.autograd(kernel, outputs=("out_ptr",))`` is launched exactly
@@ -27,7 +28,14 @@ def autograd(kernel, outputs: Sequence[str], **grad_options):
         y = f[(triton.cdiv(1000, 256),)](x, torch.empty_like(x), 1000, BLOCK=256)
         y.sum().backward()          # x.grad now holds d(sum gelu(x))/dx
 
-    Keyword options are those of ``tritonad.grad`` (``pointers=``, ``mode=``, ``wrt=``).
+    Keyword options are those of ``tritonad.grad`` (``pointers=``, ``mode=``, ``wrt=``),
+    and ``residuals``: with True (the default) the forward also saves, per
+    program, the values the backward would otherwise recompute with a pass over
+    memory (results of reductions and loops: a layer norm's statistics, a
+    softmax's max and sum, attention's running statistics and accumulator), and
+    the backward reads them; ``bwd.schedule()`` lists them. False recomputes
+    them (no extra memory). Kernels wrapped in autotune or heuristics, and the
+    CPU interpreter, always recompute.
 
     Tensors may be strided views (e.g. a column slice of a wider tensor): the
     gradient buffers are laid out with the exact strides of the tensor they
@@ -49,14 +57,20 @@ def autograd(kernel, outputs: Sequence[str], **grad_options):
         if name not in names:
             raise ValueError(f"{fn.__name__} has no parameter {name!r} (parameters: {names})")
     # Fresh zeroed gradient buffers: the backward may overwrite instead of add.
+    if not isinstance(residuals, bool):
+        raise TypeError(f"residuals must be True (the forward saves values the backward "
+                        f"reads) or False (the backward recomputes them), got {residuals!r}")
     backward_kernel = kernel_grad(kernel, accumulate=False, **grad_options)
+    residual_forward = getattr(backward_kernel, "residual_forward", None) if residuals else None
     return _DifferentiableKernel(kernel, backward_kernel, fn, tuple(outputs), grad_options,
-                                 torch)
+                                 torch, residual_forward)
 
 
 class _DifferentiableKernel:
-    def __init__(self, kernel, backward_kernel, fn, outputs, grad_options, torch):
+    def __init__(self, kernel, backward_kernel, fn, outputs, grad_options, torch,
+                 residual_forward=None):
         self.kernel = kernel
+        self.residual_forward = residual_forward
         self.backward_kernel = backward_kernel
         self.name = fn.__name__
         self.names = param_names(fn)
@@ -184,7 +198,8 @@ def _make_function(torch):
             ctx.op, ctx.grid, ctx.differentiable = op, grid, differentiable
             ctx.bound = dict(bound)
             ctx.save_for_backward(*values)
-            op.kernel[grid](**bound)
+            forward = op.residual_forward.get() if op.residual_forward is not None else None
+            ctx.residuals = launch_forward(forward, op.kernel, grid, bound)
             outs = tuple(bound[n] for n in op.outputs)
             ctx.mark_dirty(*[t for t in outs if any(t is v for v in values)])
             return outs
@@ -199,6 +214,8 @@ def _make_function(torch):
             shadows = op.backward_kernel.shadows
             arguments = dict(bound)
             arguments.update({shadow: None for shadow in shadows.values()})
+            if ctx.residuals is not None:
+                arguments[RESIDUALS] = ctx.residuals
             input_grads = {}
             launch_path = getattr(op.backward_kernel, "tritonad_launch_path", False)
             for name, needs in zip(ctx.differentiable, ctx.needs_input_grad[4:]):

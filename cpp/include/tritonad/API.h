@@ -23,6 +23,10 @@ struct Result {
   std::vector<ShadowCoverage> coverage;     // kernel backward: shadows stored once per element
   std::vector<LoopTape> tapes;              // kernel backward: scratch the launcher allocates
   Regrid regrid; // kernel backward: programs of its own for some shadows (parts empty: none)
+  /// Kernel backward and augmented forward: the residuals (values the forward
+  /// saves for the backward) per program; 0 bytes: none.
+  long long residualBytesPerProgram = 0;
+  std::string residualFingerprint; // equal in a forward and the backward that reads it
 };
 
 struct PrintOptions {
@@ -64,6 +68,16 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
                            const std::vector<std::pair<std::string, std::string>> &bindings,
                            Accumulation mode, bool overwrite, const PrintOptions &print,
                            const std::string &bufferName);
+
+/// Replaces the body of the kernel `into` (which calls the kernel `primal`,
+/// empty: its only call, and has an i8 pointer argument `tritonad_residuals`)
+/// with the forward that also saves the residuals the backward of `primal`
+/// (with `bindings`, `mode`) reads; leaves it calling `primal` where there are
+/// none (residualBytesPerProgram 0).
+Result augmentForward(const std::string &ir, const std::string &primal, const std::string &into,
+                      const std::vector<std::pair<std::string, std::string>> &bindings,
+                      Accumulation mode, const PrintOptions &print,
+                      const std::string &bufferName);
 
 /// The functions of `ir` as JSON data (output): ops, values, structured
 /// types and attributes, locations; the format is documented in

@@ -30,6 +30,7 @@ enum class Strategy {
   GridStride,          // the program loop of partial buffers
   // values
   Stabilizer,          // carries no gradient (shift invariance)
+  Saved,               // a residual: saved by the forward, read instead of recomputed
 };
 
 /// The name Python sees (`ScheduleEntry.strategy`).
@@ -50,16 +51,17 @@ inline const char *strategyName(Strategy strategy) {
   case Strategy::Replayed: return "replayed";
   case Strategy::GridStride: return "grid-stride";
   case Strategy::Stabilizer: return "stabilizer";
+  case Strategy::Saved: return "saved";
   }
   return "unknown";
 }
 
 
 struct ScheduleEntry {
-  enum class Kind { Shadow, Loop, Programs, Stabilizer };
+  enum class Kind { Shadow, Loop, Programs, Stabilizer, Residual };
   Kind kind = Kind::Shadow;
   /// Shadow: the forward's pointer argument; loop: the op name (scf.for);
-  /// stabilizer: "max" or "min"; programs: empty.
+  /// stabilizer: "max" or "min"; programs: empty; residual: the value's name.
   std::string subject;
   std::string location; // file:line:col of a loop or stabilizer; empty for shadows
   Strategy strategy = Strategy::NoGradient;
@@ -74,6 +76,7 @@ struct ScheduleEntry {
     case Kind::Loop: return "loop";
     case Kind::Programs: return "programs";
     case Kind::Stabilizer: return "stabilizer";
+    case Kind::Residual: return "residual";
     }
     return "unknown";
   }
@@ -86,6 +89,7 @@ struct ScheduleEntry {
     case Kind::Loop: line = "loop " + subject + " at " + location + ": "; break;
     case Kind::Programs: line = "programs: "; break;
     case Kind::Stabilizer: line = "stabilizer at " + location + ": "; break;
+    case Kind::Residual: line = "residual " + subject + " at " + location + ": "; break;
     }
     line += how;
     for (const std::string &note : notes)

@@ -301,6 +301,27 @@ Result differentiateFunction(const std::string &ir, const std::string &primal,
   });
 }
 
+namespace {
+
+SmallVector<ShadowBinding>
+shadowBindingsOf(const std::vector<std::pair<std::string, std::string>> &bindings) {
+  SmallVector<ShadowBinding> shadowBindings;
+  for (const auto &[shadow, primalName] : bindings)
+    shadowBindings.push_back({shadow, primalName});
+  return shadowBindings;
+}
+
+AccumulationMode accumulationOf(Accumulation mode) {
+  switch (mode) {
+  case Accumulation::Auto: return AccumulationMode::Auto;
+  case Accumulation::Atomic: return AccumulationMode::Atomic;
+  case Accumulation::Deterministic: return AccumulationMode::Deterministic;
+  }
+  return AccumulationMode::Auto;
+}
+
+} // namespace
+
 Result differentiateKernel(const std::string &ir, const std::string &primal,
                            const std::string &into,
                            const std::vector<std::pair<std::string, std::string>> &bindings,
@@ -313,15 +334,8 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
       [&](ModuleOp module, std::string &fallback) {
         fallback = "cannot derive the backward of kernel " +
                    (primal.empty() ? "called by @" + into : "@" + primal);
-        SmallVector<ShadowBinding> shadowBindings;
-        for (const auto &[shadow, primalName] : bindings)
-          shadowBindings.push_back({shadow, primalName});
-        AccumulationMode accumulation = AccumulationMode::Auto;
-        switch (mode) {
-        case Accumulation::Auto: accumulation = AccumulationMode::Auto; break;
-        case Accumulation::Atomic: accumulation = AccumulationMode::Atomic; break;
-        case Accumulation::Deterministic: accumulation = AccumulationMode::Deterministic; break;
-        }
+        SmallVector<ShadowBinding> shadowBindings = shadowBindingsOf(bindings);
+        AccumulationMode accumulation = accumulationOf(mode);
         KernelBackwardConfig options{accumulation, overwrite};
         if (mlir::failed(differentiateKernelInto(module, primal, into, shadowBindings, options,
                                                  report)) ||
@@ -372,6 +386,29 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
   result.partialShadows = report.partialShadows;
   result.coverage = report.coverage;
   result.tapes = report.tapes;
+  result.residualBytesPerProgram = report.residuals.bytesPerProgram;
+  result.residualFingerprint = report.residuals.fingerprint;
+  return result;
+}
+
+Result augmentForward(const std::string &ir, const std::string &primal, const std::string &into,
+                      const std::vector<std::pair<std::string, std::string>> &bindings,
+                      Accumulation mode, const PrintOptions &print,
+                      const std::string &bufferName) {
+  ResidualLayout layout;
+  Result result = transformModule(
+      ir, print, bufferName, [&](ModuleOp module, std::string &fallback) {
+        fallback = "cannot derive the forward that saves residuals for kernel " +
+                   (primal.empty() ? "called by @" + into : "@" + primal);
+        if (mlir::failed(augmentForwardInto(module, primal, into, shadowBindingsOf(bindings),
+                                            accumulationOf(mode), layout)))
+          return mlir::failure();
+        return layout.empty() ? mlir::success() : cleanUp(module, into);
+      });
+  result.residualBytesPerProgram = layout.bytesPerProgram;
+  result.residualFingerprint = layout.fingerprint;
+  for (ScheduleEntry &entry : describeResiduals(layout))
+    result.schedule.entries.push_back(std::move(entry));
   return result;
 }
 

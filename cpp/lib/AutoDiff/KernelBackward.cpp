@@ -13,6 +13,8 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -168,12 +170,20 @@ public:
     tape = bytes;
     tapeEvery = keptEvery;
   }
+  /// The primal's loads of the values the forward saved (Residuals.h).
+  void setResiduals(Residuals saved) { residuals = std::move(saved); }
+  /// How each loop of the primal was reversed.
+  Strategy loopStrategy(Operation *loop) const {
+    return loopStrategies.lookup_or(loop, Strategy::Replayed);
+  }
 
 private:
   Value tape, tapeEvery;
   bool tapeTaken = false; // one taped loop per kernel: its region is the program's
   std::vector<LoopTape> tapes;
   std::vector<ScheduleEntry> loopNotes; // one per reversed loop, for the schedule
+  DenseMap<Operation *, Strategy> loopStrategies;
+  Residuals residuals;
 
   tt::FuncOp primal;
   DenseMap<BlockArgument, Value> shadows; // primal pointer argument -> shadow argument of bwd
@@ -200,6 +210,8 @@ private:
 LogicalResult KernelBackwardBuilder::validate() {
   DenseSet<BlockArgument> loaded, stored;
   WalkResult walk = primal.walk([&](Operation *op) {
+    if (residualIndex(op))
+      return WalkResult::advance(); // scratch memory of tritonad's own
     if (isa<tt::LoadOp, tt::StoreOp>(op)) {
       BlockArgument traced = traceBase(op->getOperand(0));
       if (traced && shadows.count(traced) && baseArgument(op->getOperand(0)) != traced) {
@@ -749,6 +761,7 @@ Value KernelBackwardBuilder::tapeRegion(OpBuilder &b, scf::ForOp loop, int64_t b
 }
 
 void KernelBackwardBuilder::noteLoop(Operation *loop, Strategy strategy, StringRef how) {
+  loopStrategies[loop] = strategy;
   ScheduleEntry entry;
   auto forLoop = dyn_cast<scf::ForOp>(loop);
   if (forLoop && isProgramLoop(forLoop)) {
@@ -805,12 +818,13 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
     forward.map(arg, value);
   GradientUtils state(forward, *active, this);
   state.setStabilizers(&stabilizers);
+  state.setResiduals(&residuals);
   if (failed(checkRecomputable(primal)) || failed(checkDifferentiable(primalBody, state)))
     return failure();
 
   placePartialShadows(builder, primal.getLoc());
   for (Operation &op : primalBody.without_terminator())
-    cloneForRecompute(op, builder, forward);
+    cloneForRecompute(op, builder, forward, &residuals);
   if (failed(reverseSweep(primalBody, builder, state)))
     return failure();
   tt::ReturnOp::create(builder, primalBody.getTerminator()->getLoc(), TypeRange{}, ValueRange{});
@@ -933,21 +947,24 @@ LogicalResult planPartialBuffers(tt::FuncOp scratch, tt::FuncOp into,
 
 } // namespace
 
-LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, StringRef intoName,
-                                      ArrayRef<ShadowBinding> bindings,
-                                      const KernelBackwardConfig &options,
-                                      KernelBackwardReport &report) {
-  module.getContext()->getOrLoadDialect<gpu::GPUDialect>(); // barriers between shadow accesses
+namespace {
+
+// The placeholder kernel `@into` calls the primal once (the one named, or its
+// only call): its operands say which of its arguments carry the primal's.
+struct PlaceholderCall {
+  tt::FuncOp into, primal;
+  SmallVector<BlockArgument> callArgs;
+};
+
+FailureOr<PlaceholderCall> findPlaceholderCall(ModuleOp module, StringRef primalName,
+                                               StringRef intoName) {
   auto into = module.lookupSymbol<tt::FuncOp>(intoName);
   if (!into)
     return module.emitError("no tt.func named @") << intoName;
   if (into.isExternal())
     return into.emitError("@") << intoName << " has no body";
   if (into.getNumResults() != 0)
-    return into.emitError("the backward kernel must return nothing");
-
-  // The placeholder calls the primal once (the one named, or its only call):
-  // its operands say which backward arguments carry the primal's arguments.
+    return into.emitError("the kernel must return nothing");
   tt::CallOp call;
   unsigned calls = 0;
   into.walk([&](tt::CallOp candidate) {
@@ -959,30 +976,98 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
     return into.emitError("@") << intoName << " must call the forward kernel exactly once";
   if (!call)
     return into.emitError("@") << intoName << " does not call @" << primalName;
-  primalName = call.getCallee();
-  auto primal = module.lookupSymbol<tt::FuncOp>(primalName);
+  auto primal = module.lookupSymbol<tt::FuncOp>(call.getCallee());
   if (!primal)
-    return module.emitError("no tt.func named @") << primalName;
-  SmallVector<BlockArgument> callArgs;
+    return module.emitError("no tt.func named @") << call.getCallee();
+  PlaceholderCall found{into, primal, {}};
   for (Value operand : call.getOperands()) {
     auto arg = dyn_cast<BlockArgument>(operand);
     if (!arg || arg.getOwner() != &into.getBody().front())
-      return call.emitError("the call to the forward kernel must pass the backward kernel's "
-                            "own arguments");
-    callArgs.push_back(arg);
+      return call.emitError("the call to the forward kernel must pass the placeholder's own "
+                            "arguments");
+    found.callArgs.push_back(arg);
   }
+  return found;
+}
 
-  OpBuilder builder(module.getContext());
-  builder.setInsertionPoint(into);
+// The primal's private copy, in the shape the sweep understands. Forward and
+// backward both start here, so their residual layouts index the same ops.
+FailureOr<tt::FuncOp> prepareScratch(tt::FuncOp primal) {
+  OpBuilder builder(primal);
   auto scratch = cast<tt::FuncOp>(builder.clone(*primal));
-  scratch.setName((primalName + "__tritonad_scratch").str());
+  scratch.setName((primal.getName() + "__tritonad_scratch").str());
   scratch.setPrivate();
+  if (failed(prepareForDifferentiation(scratch)) ||
+      (rewritePointerInductions(scratch), failed(lowerBlockPointers(scratch)))) {
+    scratch.erase();
+    return failure();
+  }
+  return scratch;
+}
+
+// An i8 pointer argument of the placeholder named `tritonad_residuals`.
+BlockArgument residualsArgument(tt::FuncOp into) {
+  for (BlockArgument arg : into.getArguments())
+    if (argumentName(arg) == kResidualsArgument) {
+      auto pointer = dyn_cast<tt::PointerType>(arg.getType());
+      return pointer && pointer.getPointeeType().isInteger(8) ? arg : BlockArgument();
+    }
+  return {};
+}
+
+// A scratch argument standing for the placeholder's `arg` (named like it).
+BlockArgument appendArgument(tt::FuncOp scratch, BlockArgument arg) {
+  unsigned index = scratch.getNumArguments();
+  Location named = NameLoc::get(StringAttr::get(scratch.getContext(), argumentName(arg)));
+  if (failed(scratch.insertArgument(index, arg.getType(), {}, named)))
+    return {};
+  return scratch.getArgument(index);
+}
+
+} // namespace
+
+LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, StringRef intoName,
+                                      ArrayRef<ShadowBinding> bindings,
+                                      const KernelBackwardConfig &options,
+                                      KernelBackwardReport &report) {
+  module.getContext()->getOrLoadDialect<gpu::GPUDialect>(); // barriers between shadow accesses
+  FailureOr<PlaceholderCall> found = findPlaceholderCall(module, primalName, intoName);
+  if (failed(found))
+    return failure();
+  tt::FuncOp into = found->into;
+  SmallVector<BlockArgument> callArgs = std::move(found->callArgs);
+  primalName = found->primal.getName();
+  // Planned before this derivation's scratch exists (the plan derives a copy).
+  BlockArgument residualsArg = residualsArgument(into);
+  ResidualLayout planned;
+  if (residualsArg && !options.offerAllResiduals)
+    planned = planResiduals(module, primalName, bindings, options.mode);
+
+  FailureOr<tt::FuncOp> prepared = prepareScratch(found->primal);
+  if (failed(prepared))
+    return failure();
+  tt::FuncOp scratch = *prepared;
   auto cleanup = llvm::make_scope_exit([&] { scratch.erase(); });
-  if (failed(prepareForDifferentiation(scratch)))
-    return failure();
-  rewritePointerInductions(scratch);
-  if (failed(lowerBlockPointers(scratch)))
-    return failure();
+  // The residuals: every candidate when planning, else the plan's, where the
+  // forward that saved them is this one.
+  ResidualLayout layout;
+  std::string forwardHash = residualsArg ? forwardFingerprint(scratch) : "";
+  if (residualsArg && options.offerAllResiduals) {
+    SmallVector<unsigned> all;
+    for (unsigned i = 0, e = residualCandidates(scratch).size(); i < e; ++i)
+      all.push_back(i);
+    layout = layoutResiduals(scratch, all, forwardHash);
+  } else if (!planned.empty() && planned.forward == forwardHash) {
+    layout = std::move(planned);
+  }
+  Residuals residualLoads;
+  if (!layout.empty()) {
+    BlockArgument base = appendArgument(scratch, residualsArg);
+    if (!base)
+      return failure();
+    residualLoads = insertResidualLoads(scratch, base, layout);
+    callArgs.push_back(residualsArg);
+  }
 
   llvm::StringMap<BlockArgument> byName;
   for (BlockArgument arg : into.getArguments())
@@ -1032,6 +1117,7 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
   }
   KernelBackwardBuilder backward(scratch, std::move(shadows), std::move(knownPointers), options,
                                  std::move(partial));
+  backward.setResiduals(std::move(residualLoads));
   if (BlockArgument tape = byName.lookup("tritonad_tape")) {
     auto pointer = dyn_cast<tt::PointerType>(tape.getType());
     BlockArgument every = byName.lookup("tritonad_tape_every");
@@ -1040,17 +1126,168 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
     if (pointer && pointer.getPointeeType().isInteger(8))
       backward.setTape(tape, every);
   }
-  return backward.build(into, primalArgsInBwd, report);
+  if (failed(backward.build(into, primalArgsInBwd, report)))
+    return failure();
+  if (options.offerAllResiduals) {
+    // Read: a load that dead-code elimination keeps; a loop only where its
+    // reverse took no more than its results (a taped loop would be replayed).
+    IRRewriter rewriter(module.getContext());
+    (void)runRegionDCE(rewriter, into->getRegions());
+    SmallVector<Operation *> candidates = residualCandidates(scratch);
+    std::set<unsigned> read;
+    into.walk([&](tt::LoadOp load) {
+      std::optional<unsigned> index = residualIndex(load);
+      if (!index)
+        return;
+      Operation *op = candidates[*index];
+      Strategy strategy = backward.loopStrategy(op);
+      if (isa<tt::ReduceOp>(op) || strategy == Strategy::ForwardOrder ||
+          strategy == Strategy::FinalStabilizers)
+        read.insert(*index);
+    });
+    report.residuals =
+        layoutResiduals(scratch, SmallVector<unsigned>(read.begin(), read.end()), forwardHash);
+    return success();
+  }
+  report.residuals = std::move(layout);
+  for (ScheduleEntry &entry : describeResiduals(report.residuals))
+    report.schedule.entries.push_back(std::move(entry));
+  into.walk([](Operation *op) { op->removeAttr("tritonad.residual"); });
+  return success();
 }
 
 std::string locationText(Location loc) {
+  // Inside Triton's own library (tl.sum, tl.max), the user's call site.
+  FileLineColLoc user, library;
+  loc->walk([&](Location nested) {
+    if (auto file = dyn_cast<FileLineColLoc>(nested)) {
+      StringRef name = file.getFilename().getValue();
+      if (!name.contains("/triton/language/") && !name.contains("/triton/runtime/")) {
+        user = file;
+        return WalkResult::interrupt();
+      }
+      if (!library)
+        library = file;
+    }
+    return WalkResult::advance();
+  });
+  FileLineColLoc file = user ? user : library;
   std::string text;
   llvm::raw_string_ostream os(text);
-  if (auto file = loc->findInstanceOf<FileLineColLoc>())
+  if (file)
     os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
   else
     loc.print(os);
   return text;
+}
+
+} // namespace tritonad
+
+namespace tritonad {
+
+ResidualLayout planResiduals(ModuleOp module, StringRef primalName,
+                             ArrayRef<ShadowBinding> bindings, AccumulationMode mode) {
+  MLIRContext *context = module.getContext();
+  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
+  auto primal = copy->lookupSymbol<tt::FuncOp>(primalName);
+  if (!primal || primal.isExternal())
+    return {};
+  // The plan's diagnostics are not the user's: the derivation that follows
+  // reports its own.
+  ScopedDiagnosticHandler quiet(context, [](Diagnostic &) { return success(); });
+  auto named = [&](StringRef name) { return NameLoc::get(StringAttr::get(context, name)); };
+  // A backward placeholder with a shadow for every binding and the residuals.
+  SmallVector<Type> types;
+  SmallVector<Location> locations;
+  for (BlockArgument arg : primal.getArguments()) {
+    types.push_back(arg.getType());
+    locations.push_back(named(argumentName(arg)));
+  }
+  unsigned primalArgs = types.size();
+  for (const ShadowBinding &binding : bindings) {
+    if (binding.shadow.empty())
+      continue;
+    for (BlockArgument arg : primal.getArguments())
+      if (argumentName(arg) == binding.primal && isa<tt::PointerType>(arg.getType())) {
+        types.push_back(arg.getType());
+        locations.push_back(named(binding.shadow));
+        break;
+      }
+  }
+  OpBuilder builder(context);
+  types.push_back(tt::PointerType::get(builder.getI8Type(), 1));
+  locations.push_back(named(kResidualsArgument));
+  builder.setInsertionPointToEnd(copy->getBody());
+  constexpr StringLiteral planName = "__tritonad_residual_plan";
+  auto plan = tt::FuncOp::create(builder, primal.getLoc(), planName,
+                                 builder.getFunctionType(types, {}));
+  Block *entry = new Block();
+  plan.getBody().push_back(entry);
+  for (auto [type, location] : llvm::zip_equal(types, locations))
+    entry->addArgument(type, location);
+  builder.setInsertionPointToEnd(entry);
+  tt::CallOp::create(builder, primal.getLoc(), primalName, TypeRange{},
+                     ValueRange(entry->getArguments().take_front(primalArgs)));
+  tt::ReturnOp::create(builder, primal.getLoc(), TypeRange{}, ValueRange{});
+
+  KernelBackwardConfig config;
+  config.mode = mode;
+  config.overwrite = true;
+  config.offerAllResiduals = true;
+  KernelBackwardReport report;
+  if (failed(differentiateKernelInto(*copy, primalName, planName, bindings, config, report)))
+    return {};
+  return report.residuals;
+}
+
+LogicalResult augmentForwardInto(ModuleOp module, StringRef primalName, StringRef intoName,
+                                 ArrayRef<ShadowBinding> bindings, AccumulationMode mode,
+                                 ResidualLayout &layout) {
+  layout = {};
+  FailureOr<PlaceholderCall> found = findPlaceholderCall(module, primalName, intoName);
+  if (failed(found))
+    return failure();
+  BlockArgument residualsArg = residualsArgument(found->into);
+  if (!residualsArg)
+    return found->into.emitError("the forward that saves residuals needs an i8 pointer "
+                                 "argument '")
+           << kResidualsArgument << "'";
+  ResidualLayout planned = planResiduals(module, found->primal.getName(), bindings, mode);
+  if (planned.empty())
+    return success();
+  FailureOr<tt::FuncOp> prepared = prepareScratch(found->primal);
+  if (failed(prepared))
+    return failure();
+  tt::FuncOp scratch = *prepared;
+  auto cleanup = llvm::make_scope_exit([&] { scratch.erase(); });
+  if (forwardFingerprint(scratch) != planned.forward || !scratch.getBody().hasOneBlock())
+    return success();
+  BlockArgument base = appendArgument(scratch, residualsArg);
+  if (!base)
+    return failure();
+  insertResidualStores(scratch, base, planned);
+
+  // The placeholder's body becomes the prepared forward with its stores.
+  IRMapping mapping;
+  for (auto [arg, value] :
+       llvm::zip_equal(scratch.getArguments().drop_back(), found->callArgs))
+    mapping.map(arg, value);
+  mapping.map(base, residualsArg);
+  tt::FuncOp into = found->into;
+  Block &entry = into.getBody().front();
+  while (&into.getBody().back() != &entry) {
+    into.getBody().back().dropAllReferences();
+    into.getBody().back().erase();
+  }
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(entry))) {
+    op.dropAllReferences();
+    op.erase();
+  }
+  OpBuilder builder = OpBuilder::atBlockEnd(&entry);
+  for (Operation &op : scratch.getBody().front())
+    builder.clone(op, mapping);
+  layout = std::move(planned);
+  return success();
 }
 
 } // namespace tritonad

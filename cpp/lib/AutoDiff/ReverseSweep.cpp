@@ -32,7 +32,16 @@ Operation *cloneWithRegions(OpBuilder &builder, Operation &op, IRMapping &mappin
   return builder.clone(op, mapping);
 }
 
-void cloneForRecompute(Operation &op, OpBuilder &builder, IRMapping &mapping) {
+void cloneForRecompute(Operation &op, OpBuilder &builder, IRMapping &mapping,
+                       const Residuals *residuals) {
+  if (residuals) {
+    auto saved = residuals->find(&op);
+    if (saved != residuals->end()) {
+      for (auto [result, loaded] : llvm::zip_equal(op.getResults(), saved->second))
+        mapping.map(result, mapping.lookup(loaded));
+      return;
+    }
+  }
   if (writesMemory(&op))
     return; // checkRecomputable: nothing reads its results
   Operation *clone = cloneWithRegions(builder, op, mapping);

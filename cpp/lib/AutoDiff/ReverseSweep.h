@@ -23,8 +23,11 @@ mlir::Operation *cloneWithRegions(mlir::OpBuilder &builder, mlir::Operation &op,
 
 /// Clones `op` into a recomputed forward without its side effects: ops that
 /// write memory, nested ones included, are left out (checkRecomputable has
-/// made sure nothing reads their results).
-void cloneForRecompute(mlir::Operation &op, mlir::OpBuilder &builder, mlir::IRMapping &mapping);
+/// made sure nothing reads their results). An op the forward saved (in
+/// `residuals`) is not recomputed: its results map to the loads of them,
+/// which precede it in its block and so are already mapped.
+void cloneForRecompute(mlir::Operation &op, mlir::OpBuilder &builder, mlir::IRMapping &mapping,
+                       const Residuals *residuals = nullptr);
 
 /// Refuses a body where an op that writes memory has its result used (an
 /// atomic's old value): recomputing it would repeat the write.

@@ -231,4 +231,52 @@ void createAtomicAdd(OpBuilder &builder, Location loc, Value ptr, Value value, V
   builder.create(state);
 }
 
+std::optional<TapeSlot> tapeSlotFor(Type type) {
+  Type element = getElementTypeOrSelf(type);
+  if (!element.isIntOrFloat())
+    return std::nullopt; // pointers are not taped
+  int64_t numel = 1;
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    numel = tensor.getNumElements();
+  else if (isa<ShapedType>(type))
+    return std::nullopt;
+  unsigned width = element.getIntOrFloatBitWidth();
+  if (width == 1)
+    element = IntegerType::get(type.getContext(), 8);
+  return TapeSlot{element, numel * std::max(width, 8u) / 8, 0};
+}
+
+Value tapeAddress(OpBuilder &builder, Location loc, Value base, Value offset, Type type,
+                  const TapeSlot &slot) {
+  Value bytePtr = tt::AddPtrOp::create(builder, loc, base.getType(), base, offset);
+  auto pointer = tt::PointerType::get(slot.element, 1);
+  Value typed = tt::BitcastOp::create(builder, loc, pointer, bytePtr);
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return typed;
+  auto indexType = RankedTensorType::get(tensor.getShape(), builder.getI32Type());
+  Value flat;
+  int64_t stride = 1;
+  for (int axis = tensor.getRank() - 1; axis >= 0; --axis) {
+    Value index = indexAlongAxis(builder, loc, indexType, axis);
+    if (stride != 1)
+      index = arith::MulIOp::create(
+          builder, loc, index,
+          arith::ConstantOp::create(builder, loc,
+                                    DenseElementsAttr::get(indexType, builder.getI32IntegerAttr(
+                                                                          stride))));
+    flat = flat ? arith::AddIOp::create(builder, loc, flat, index).getResult() : index;
+    stride *= tensor.getShape()[axis];
+  }
+  auto pointers = RankedTensorType::get(tensor.getShape(), pointer);
+  Value splat = tt::SplatOp::create(builder, loc, pointers, typed);
+  return tt::AddPtrOp::create(builder, loc, pointers, splat, flat);
+}
+
+Value i64Of(OpBuilder &builder, Location loc, Value value) {
+  if (value.getType().isInteger(64))
+    return value;
+  return arith::ExtSIOp::create(builder, loc, builder.getI64Type(), value);
+}
+
 } // namespace tritonad

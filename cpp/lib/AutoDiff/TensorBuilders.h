@@ -4,6 +4,8 @@
 
 #include "tritonad/Dialect/Triton/Dialect.h"
 
+#include <optional>
+
 namespace tritonad {
 
 /// tt.reduce of `src` along `axis` with an addf combine region.
@@ -51,6 +53,23 @@ mlir::Value predicate(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value 
                       mlir::Value cond, mlir::Type like);
 void createAtomicAdd(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value ptr,
                      mlir::Value value, mlir::Value mask);
+
+/// How a value is kept in scratch memory (a loop tape, the forward's
+/// residuals): its element type there (i1 as i8) and its size in bytes.
+struct TapeSlot {
+  mlir::Type element;
+  int64_t bytes = 0;
+  int64_t offset = 0;
+};
+/// None for pointers and non-ranked shaped types.
+std::optional<TapeSlot> tapeSlotFor(mlir::Type type);
+/// The address of a kept value of `type`: a pointer, or a tensor of pointers
+/// to consecutive elements (row-major), `offset` bytes after the byte pointer
+/// `base`.
+mlir::Value tapeAddress(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value base,
+                        mlir::Value offset, mlir::Type type, const TapeSlot &slot);
+/// `value` (an integer) as i64, sign-extended.
+mlir::Value i64Of(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value value);
 
 } // namespace tritonad
 

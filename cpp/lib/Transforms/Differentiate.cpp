@@ -34,17 +34,11 @@ struct KernelBackwardPass : public impl::KernelBackwardBase<KernelBackwardPass> 
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<ShadowBinding> bindings;
-    for (const std::string &pair : shadowBindings) {
-      auto [shadow, primal] = StringRef(pair).split(':');
-      if (primal.empty()) {
-        module.emitError("shadows= takes shadow:pointer pairs, got '") << pair << "'";
-        return signalPassFailure();
-      }
-      bindings.push_back({shadow.str(), primal.str()});
-    }
+    FailureOr<SmallVector<ShadowBinding>> bindings = parseShadowBindings(module, shadowBindings);
+    if (failed(bindings))
+      return signalPassFailure();
     KernelBackwardReport report;
-    if (failed(differentiateKernelInto(module, forwardName, intoName, bindings,
+    if (failed(differentiateKernelInto(module, forwardName, intoName, *bindings,
                                        {mode, overwrite}, report)))
       return signalPassFailure();
     // The schedule, for tests and people: one remark per shadow.
@@ -56,4 +50,17 @@ struct KernelBackwardPass : public impl::KernelBackwardBase<KernelBackwardPass> 
 };
 
 } // namespace
+
+FailureOr<SmallVector<ShadowBinding>> parseShadowBindings(ModuleOp module,
+                                                          ArrayRef<std::string> pairs) {
+  SmallVector<ShadowBinding> bindings;
+  for (const std::string &pair : pairs) {
+    auto [shadow, primal] = StringRef(pair).split(':');
+    if (primal.empty())
+      return module.emitError("shadows= takes shadow:pointer pairs, got '") << pair << "'";
+    bindings.push_back({shadow.str(), primal.str()});
+  }
+  return bindings;
+}
+
 } // namespace tritonad

@@ -14,6 +14,7 @@
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 namespace mlir::scf {
@@ -24,6 +25,11 @@ namespace tritonad {
 
 struct Stabilizers;
 class GradientUtils;
+
+/// Ops of the primal whose results the forward saved (its residuals): each
+/// maps to the primal's loads of those values, placed before it. Recomputing
+/// such an op means taking the loaded values instead (ReverseSweep.h).
+using Residuals = llvm::DenseMap<mlir::Operation *, llvm::SmallVector<mlir::Value>>;
 
 /// What the driver of a sweep provides beyond the rules: a kernel's driver
 /// owns the shadows of pointer arguments and the scratch memory; a function's
@@ -77,6 +83,7 @@ public:
   GradientUtils nested(mlir::IRMapping &forward, const llvm::DenseSet<mlir::Value> &active) const {
     GradientUtils inner(forward, active, sweepDriver);
     inner.stabilizerFacts = stabilizerFacts;
+    inner.savedResiduals = savedResiduals;
     return inner;
   }
 
@@ -111,12 +118,17 @@ public:
   const Stabilizers *stabilizers() const { return stabilizerFacts; }
   void setStabilizers(const Stabilizers *facts) { stabilizerFacts = facts; }
 
+  /// The values the forward saved (null: none).
+  const Residuals *residuals() const { return savedResiduals; }
+  void setResiduals(const Residuals *saved) { savedResiduals = saved; }
+
 private:
   mlir::IRMapping &forwardMap;
   const llvm::DenseSet<mlir::Value> &activeValues;
   llvm::DenseMap<mlir::Value, mlir::Value> adjoints;
   SweepDriver *sweepDriver;
   const Stabilizers *stabilizerFacts = nullptr;
+  const Residuals *savedResiduals = nullptr;
 };
 
 /// A zero of `type` (float scalar or tensor).

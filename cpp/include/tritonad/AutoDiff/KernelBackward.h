@@ -2,6 +2,7 @@
 #ifndef TRITONAD_AUTODIFF_KERNELBACKWARD_H
 #define TRITONAD_AUTODIFF_KERNELBACKWARD_H
 
+#include "tritonad/AutoDiff/Residuals.h"
 #include "tritonad/Coverage.h"
 #include "tritonad/Schedule.h"
 #include "tritonad/Dialect/Triton/Dialect.h"
@@ -24,6 +25,9 @@ struct KernelBackwardConfig {
   /// itself: where each element provably has one writer (one program, one
   /// lane, one iteration), the backward stores instead of read-add-writes.
   bool overwrite = false;
+  /// Planning residuals (Residuals.h): every candidate is offered, and the
+  /// report says which ones the backward reads.
+  bool offerAllResiduals = false;
 };
 
 /// What the pass decided, for people (`report`) and for the torch bridge.
@@ -41,6 +45,9 @@ struct KernelBackwardReport {
   /// stores reach the whole tensor.
   std::vector<ShadowCoverage> coverage;
   std::vector<LoopTape> tapes; // at most one, for now
+  /// The forward's values the backward reads instead of recomputing (empty
+  /// when the backward has no `tritonad_residuals` argument).
+  ResidualLayout residuals;
 };
 
 /// `file:line:col` of the innermost file location in `loc`, for reports.
@@ -62,6 +69,21 @@ llvm::LogicalResult differentiateKernelInto(mlir::ModuleOp module, llvm::StringR
                                             llvm::ArrayRef<ShadowBinding> bindings,
                                             const KernelBackwardConfig &options,
                                             KernelBackwardReport &report);
+
+/// The residuals a backward of `primal` with a shadow for every binding
+/// reads (Residuals.h); empty where there are none or the derivation fails.
+ResidualLayout planResiduals(mlir::ModuleOp module, llvm::StringRef primal,
+                             llvm::ArrayRef<ShadowBinding> bindings,
+                             AccumulationMode mode);
+
+/// Replaces the body of kernel `@into`, which calls kernel `@primal` once and
+/// has an i8 pointer argument `tritonad_residuals`, with the forward that
+/// also saves the residuals the backward reads (planResiduals) into it;
+/// `layout` receives them. With none, `@into` is left as it is.
+llvm::LogicalResult augmentForwardInto(mlir::ModuleOp module, llvm::StringRef primal,
+                                       llvm::StringRef into,
+                                       llvm::ArrayRef<ShadowBinding> bindings,
+                                       AccumulationMode mode, ResidualLayout &layout);
 
 } // namespace tritonad
 

@@ -11,6 +11,10 @@ namespace tritonad {
 
 #define GEN_PASS_REGISTRATION
 #include "tritonad/Transforms/Passes.h.inc"
+
+/// The `shadows=` option of the kernel passes: "shadow:pointer" pairs.
+mlir::FailureOr<llvm::SmallVector<ShadowBinding>>
+parseShadowBindings(mlir::ModuleOp module, llvm::ArrayRef<std::string> pairs);
 } // namespace tritonad
 
 #endif

@@ -58,6 +58,35 @@ def KernelBackward : Pass<"tritonad-kernel-backward", "mlir::ModuleOp"> {
                            "mlir::scf::SCFDialect", "mlir::gpu::GPUDialect"];
 }
 
+def AugmentForward : Pass<"tritonad-augment-forward", "mlir::ModuleOp"> {
+  let summary = "Replace a kernel's body with the forward that also saves its residuals";
+  let description = [{
+    `@<into>` is a kernel whose body calls the forward kernel `@<forward>` and
+    that has an i8 pointer argument `tritonad_residuals`. Its body becomes the
+    forward that also stores, per program, the values the backward (with the
+    shadows `shadows=dx_ptr:x_ptr,...`) reads instead of recomputing: results
+    of top-level reductions and loops (AutoDiff/Residuals.h). A backward
+    derived by `tritonad-kernel-backward` into a kernel with a
+    `tritonad_residuals` argument reads them. One remark per saved value.
+  }];
+  let options = [
+    Option<"forwardName", "forward", "std::string", /*default=*/"", "the forward kernel">,
+    Option<"intoName", "into", "std::string", /*default=*/"", "the kernel to fill">,
+    ListOption<"shadowBindings", "shadows", "std::string",
+               "shadow:pointer pairs of argument names">,
+    Option<"mode", "mode", "::tritonad::AccumulationMode",
+           /*default=*/"::tritonad::AccumulationMode::Auto",
+           "the backward's accumulation mode",
+           [{::llvm::cl::values(
+             clEnumValN(::tritonad::AccumulationMode::Auto, "auto", "automatic"),
+             clEnumValN(::tritonad::AccumulationMode::Atomic, "atomic", "atomics everywhere"),
+             clEnumValN(::tritonad::AccumulationMode::Deterministic, "deterministic",
+                        "never atomics"))}]>,
+  ];
+  let dependentDialects = ["mlir::triton::TritonDialect", "mlir::arith::ArithDialect",
+                           "mlir::scf::SCFDialect", "mlir::gpu::GPUDialect"];
+}
+
 def Regrid : Pass<"tritonad-regrid", "mlir::triton::FuncOp"> {
   let summary = "Give a backward's atomic dot-product accumulations programs of their own";
   let description = [{

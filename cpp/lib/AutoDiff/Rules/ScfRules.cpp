@@ -105,7 +105,7 @@ FailureOr<SmallVector<Value>> reverseBody(Block &primal, OpBuilder &builder, IRM
                                           ArrayRef<Value> seeds, ArrayRef<Value> captured,
                                           SmallVectorImpl<Value> *recomputedYields = nullptr) {
   for (Operation &op : primal.without_terminator())
-    cloneForRecompute(op, builder, mapping);
+    cloneForRecompute(op, builder, mapping, outer.residuals());
   Operation *terminator = primal.getTerminator();
   if (recomputedYields)
     for (Value v : terminator->getOperands())
@@ -254,7 +254,7 @@ SmallVector<Value> replayFrom(scf::ForOp loop, OpBuilder &builder, GradientUtils
   for (auto [arg, value] : llvm::zip(loop.getRegionIterArgs(), replay.getRegionIterArgs()))
     replayMapping.map(arg, value);
   for (Operation &op : loop.getBody()->without_terminator())
-    cloneForRecompute(op, replayBuilder, replayMapping);
+    cloneForRecompute(op, replayBuilder, replayMapping, state.residuals());
   SmallVector<Value> yields;
   for (Value v : loop.getBody()->getTerminator()->getOperands())
     yields.push_back(replayMapping.lookupOrDefault(v));
@@ -283,64 +283,6 @@ LogicalResult reverseForByRecomputation(scf::ForOp loop, OpBuilder &builder,
            "recomputed by replaying iterations [0, i) (n(n-1)/2 extra iterations, "
            "no scratch memory)");
   return success();
-}
-
-// How a carried value is kept on a tape: its element type there (i1 as i8)
-// and its size in bytes.
-struct TapeSlot {
-  Type element;
-  int64_t bytes = 0;
-  int64_t offset = 0;
-};
-
-std::optional<TapeSlot> tapeSlotFor(Type type) {
-  Type element = getElementTypeOrSelf(type);
-  if (!element.isIntOrFloat())
-    return std::nullopt; // pointers are not taped
-  int64_t numel = 1;
-  if (auto tensor = dyn_cast<RankedTensorType>(type))
-    numel = tensor.getNumElements();
-  else if (isa<ShapedType>(type))
-    return std::nullopt;
-  unsigned width = element.getIntOrFloatBitWidth();
-  if (width == 1)
-    element = IntegerType::get(type.getContext(), 8);
-  return TapeSlot{element, numel * std::max(width, 8u) / 8, 0};
-}
-
-// The address of a taped value of `type`: a pointer, or a tensor of pointers
-// to consecutive elements (row-major), `offset` bytes after `base`.
-Value tapeAddress(OpBuilder &builder, Location loc, Value base, Value offset, Type type,
-                  const TapeSlot &slot) {
-  Value bytePtr = tt::AddPtrOp::create(builder, loc, base.getType(), base, offset);
-  auto pointer = tt::PointerType::get(slot.element, 1);
-  Value typed = tt::BitcastOp::create(builder, loc, pointer, bytePtr);
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor)
-    return typed;
-  auto indexType = RankedTensorType::get(tensor.getShape(), builder.getI32Type());
-  Value flat;
-  int64_t stride = 1;
-  for (int axis = tensor.getRank() - 1; axis >= 0; --axis) {
-    Value index = indexAlongAxis(builder, loc, indexType, axis);
-    if (stride != 1)
-      index = arith::MulIOp::create(
-          builder, loc, index,
-          arith::ConstantOp::create(builder, loc,
-                                    DenseElementsAttr::get(indexType, builder.getI32IntegerAttr(
-                                                                          stride))));
-    flat = flat ? arith::AddIOp::create(builder, loc, flat, index).getResult() : index;
-    stride *= tensor.getShape()[axis];
-  }
-  auto pointers = RankedTensorType::get(tensor.getShape(), pointer);
-  Value splat = tt::SplatOp::create(builder, loc, pointers, typed);
-  return tt::AddPtrOp::create(builder, loc, pointers, splat, flat);
-}
-
-Value i64Of(OpBuilder &builder, Location loc, Value value) {
-  if (value.getType().isInteger(64))
-    return value;
-  return arith::ExtSIOp::create(builder, loc, builder.getI64Type(), value);
 }
 
 // The carried state stored by the recomputed forward loop into scratch memory
@@ -761,7 +703,7 @@ LogicalResult reverseWhile(scf::WhileOp loop, OpBuilder &builder, GradientUtils 
     if (!isActive[j])
       beforeMapping.map(before.getArgument(j), reverseBefore->getArgument(next++));
   for (Operation &op : before.without_terminator())
-    cloneForRecompute(op, beforeBuilder, beforeMapping);
+    cloneForRecompute(op, beforeBuilder, beforeMapping, state.residuals());
   scf::ConditionOp::create(beforeBuilder, loc,
                            beforeMapping.lookupOrDefault(condition.getCondition()),
                            reverseBefore->getArguments());

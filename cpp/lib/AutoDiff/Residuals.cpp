@@ -1,0 +1,189 @@
+#include "tritonad/AutoDiff/Residuals.h"
+
+#include "TensorBuilders.h"
+
+#include "tritonad/AutoDiff/KernelBackward.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/OperationSupport.h"
+#include "llvm/ADT/Hashing.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+namespace tt = mlir::triton;
+
+namespace tritonad {
+
+namespace {
+
+constexpr const char *kResidualAttr = "tritonad.residual";
+
+bool savable(Type type) {
+  if (isa<ShapedType>(type) && !isa<RankedTensorType>(type))
+    return false;
+  Type element = getElementTypeOrSelf(type);
+  return element.isIntOrFloat() && !element.isInteger(1);
+}
+
+// The name Triton gave the value (its Python variable), if any.
+std::string valueName(Location loc) {
+  std::string name;
+  loc->walk([&](Location nested) {
+    if (auto named = dyn_cast<NameLoc>(nested)) {
+      name = named.getName().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return name;
+}
+
+// The byte pointer of this program's region. Programs are linearized over the
+// axes the forward reads, x + nx * (y + ny * z) (in i64): programs that differ
+// only on an axis it ignores compute the same values, and share a region.
+Value programRegion(OpBuilder &builder, Location loc, tt::FuncOp prepared, Value base,
+                    int64_t bytesPerProgram) {
+  bool used[3] = {false, false, false};
+  prepared.walk([&](tt::GetProgramIdOp pid) { used[static_cast<int>(pid.getAxis())] = true; });
+  Type i32 = builder.getI32Type();
+  Value linear;
+  for (int axis = 2; axis >= 0; --axis) {
+    if (!used[axis])
+      continue;
+    auto dim = tt::ProgramIDDimAttr::get(builder.getContext(), static_cast<tt::ProgramIDDim>(axis));
+    Value pid = i64Of(builder, loc, tt::GetProgramIdOp::create(builder, loc, i32, dim));
+    if (linear) {
+      Value count = i64Of(builder, loc, tt::GetNumProgramsOp::create(builder, loc, i32, dim));
+      linear = arith::AddIOp::create(builder, loc, pid,
+                                     arith::MulIOp::create(builder, loc, count, linear));
+    } else {
+      linear = pid;
+    }
+  }
+  if (!linear)
+    return base;
+  Value bytes = arith::ConstantOp::create(builder, loc, builder.getI64IntegerAttr(bytesPerProgram));
+  Value offset = arith::MulIOp::create(builder, loc, linear, bytes);
+  return tt::AddPtrOp::create(builder, loc, base.getType(), base, offset);
+}
+
+Value residualAddress(OpBuilder &builder, Location loc, Value region, int64_t offset, Type type) {
+  std::optional<TapeSlot> slot = tapeSlotFor(type);
+  Value bytes = arith::ConstantOp::create(builder, loc, builder.getI64IntegerAttr(offset));
+  return tapeAddress(builder, loc, region, bytes, type, *slot);
+}
+
+} // namespace
+
+// A backward and a forward compiled from different code never agree on a layout.
+std::string forwardFingerprint(tt::FuncOp prepared) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  prepared->print(os, OpPrintingFlags().useLocalScope());
+  return llvm::utohexstr(static_cast<uint64_t>(llvm::hash_value(text)));
+}
+
+SmallVector<Operation *> residualCandidates(tt::FuncOp prepared) {
+  SmallVector<Operation *> candidates;
+  for (Operation &op : prepared.getBody().front().without_terminator())
+    if (isa<tt::ReduceOp, scf::ForOp, scf::WhileOp>(op) && op.getNumResults() != 0 &&
+        llvm::all_of(op.getResultTypes(), savable))
+      candidates.push_back(&op);
+  return candidates;
+}
+
+ResidualLayout layoutResiduals(tt::FuncOp prepared, ArrayRef<unsigned> chosen,
+                              StringRef forward) {
+  SmallVector<Operation *> candidates = residualCandidates(prepared);
+  ResidualLayout layout;
+  layout.forward = forward.str();
+  std::string described = forward.str();
+  for (unsigned index : chosen) {
+    Operation *op = candidates[index];
+    ResidualLayout::Entry entry;
+    entry.candidate = index;
+    for (Type type : op->getResultTypes()) {
+      entry.offsets.push_back(layout.bytesPerProgram);
+      layout.bytesPerProgram += (tapeSlotFor(type)->bytes + 15) / 16 * 16;
+    }
+    entry.name = valueName(op->getLoc());
+    if (entry.name.empty())
+      entry.name = op->getName().getStringRef().str();
+    entry.location = locationText(op->getLoc());
+    described += ";" + std::to_string(index);
+    for (int64_t offset : entry.offsets)
+      described += "@" + std::to_string(offset);
+    layout.entries.push_back(std::move(entry));
+  }
+  described += ";" + std::to_string(layout.bytesPerProgram);
+  layout.fingerprint = described;
+  return layout;
+}
+
+Residuals insertResidualLoads(tt::FuncOp prepared, Value base, const ResidualLayout &layout) {
+  Residuals loads;
+  if (layout.empty())
+    return loads;
+  SmallVector<Operation *> candidates = residualCandidates(prepared);
+  Block &body = prepared.getBody().front();
+  OpBuilder builder = OpBuilder::atBlockBegin(&body);
+  Location loc = prepared.getLoc();
+  Value region = programRegion(builder, loc, prepared, base, layout.bytesPerProgram);
+  for (const ResidualLayout::Entry &entry : layout.entries) {
+    Operation *op = candidates[entry.candidate];
+    builder.setInsertionPoint(op);
+    SmallVector<Value> values;
+    for (auto [result, offset] : llvm::zip_equal(op->getResults(), entry.offsets)) {
+      Value loaded = createLoad(builder, op->getLoc(),
+                                residualAddress(builder, op->getLoc(), region, offset,
+                                                result.getType()),
+                                Value(), Value());
+      loaded.getDefiningOp()->setAttr(kResidualAttr, builder.getI32IntegerAttr(entry.candidate));
+      values.push_back(loaded);
+    }
+    loads[op] = std::move(values);
+  }
+  return loads;
+}
+
+void insertResidualStores(tt::FuncOp prepared, Value base, const ResidualLayout &layout) {
+  if (layout.empty())
+    return;
+  SmallVector<Operation *> candidates = residualCandidates(prepared);
+  Block &body = prepared.getBody().front();
+  OpBuilder builder = OpBuilder::atBlockBegin(&body);
+  Value region = programRegion(builder, prepared.getLoc(), prepared, base, layout.bytesPerProgram);
+  for (const ResidualLayout::Entry &entry : layout.entries) {
+    Operation *op = candidates[entry.candidate];
+    builder.setInsertionPointAfter(op);
+    for (auto [result, offset] : llvm::zip_equal(op->getResults(), entry.offsets))
+      createStore(builder, op->getLoc(),
+                  residualAddress(builder, op->getLoc(), region, offset, result.getType()),
+                  result, Value());
+  }
+}
+
+std::optional<unsigned> residualIndex(Operation *op) {
+  if (auto index = op->getAttrOfType<IntegerAttr>(kResidualAttr))
+    return static_cast<unsigned>(index.getInt());
+  return std::nullopt;
+}
+
+std::vector<ScheduleEntry> describeResiduals(const ResidualLayout &layout) {
+  std::vector<ScheduleEntry> entries;
+  for (const ResidualLayout::Entry &saved : layout.entries) {
+    ScheduleEntry entry;
+    entry.kind = ScheduleEntry::Kind::Residual;
+    entry.subject = saved.name;
+    entry.location = saved.location;
+    entry.strategy = Strategy::Saved;
+    entry.how = "saved by the forward (" + std::to_string(layout.bytesPerProgram) +
+                " bytes of residuals per program, all values), read instead of recomputed";
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+} // namespace tritonad

@@ -1,0 +1,79 @@
+"""Residuals: values the forward saves for the backward.
+
+A derived backward recomputes the forward from the inputs. Where the forward
+reduces or loops (a layer norm's mean and variance, a softmax's max and sum,
+an online logsumexp, flash attention's running statistics and accumulator),
+that costs a pass over memory. When tritonad launches the forward itself
+(``tritonad.autograd``), it launches an augmented forward instead: the user's
+kernel, prepared as the backward sees it, that also stores those values (the
+results of top-level reductions and loops that the backward reads) into a
+per-program region of a buffer; the backward reads them instead of
+recomputing them. The core decides which values (cpp AutoDiff/Residuals.h);
+``schedule()`` lists them as ``residual`` entries.
+
+Forward and backward are compiled separately. Each records a fingerprint of
+the prepared forward and the layout; the buffer reaches a backward only when
+its fingerprint equals the forward's (else the backward recomputes).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from tritonad import _coverage
+
+RESIDUALS = "tritonad_residuals"  # the hidden i8 pointer parameter of both kernels
+_METADATA = "tritonad_residuals"  # {kernel name: None or {"bytes", "fingerprint"}}
+
+
+def recorded(kernel) -> Optional[dict]:
+    """The residuals a compiled kernel saves or reads (None: none)."""
+    by_name = getattr(getattr(kernel, "metadata", None), _METADATA, None) or {}
+    values = [v for v in by_name.values() if v]
+    return values[-1] if values else None
+
+
+def launch_forward(forward, kernel, grid, bound) -> Optional["torch.Tensor"]:
+    """Runs the forward for the torch bridge: `forward` (the augmented forward,
+    or None) with a fresh residual buffer where it saves values, else the user's
+    `kernel`. Returns the buffer (None when nothing was saved)."""
+    import torch
+
+    from tritonad._partial import _device_of, _placeholder
+
+    device_tensor = _device_of(bound)
+    # (CPU tensors: the interpreter, which launches the user's kernel)
+    if forward is None or device_tensor is None or device_tensor.device.type == "cpu":
+        kernel[grid](**bound)
+        return None
+    # (whether it saves anything, and how much, is decided when it is compiled)
+    compiled = forward.run(grid=grid, warmup=True,
+                           **{**bound, RESIDUALS: _placeholder(device_tensor.device, "int8")})
+    saved = recorded(compiled)
+    grid_now = _coverage.grid_of(grid, bound)
+    if saved is None or not grid_now:
+        kernel[grid](**bound)
+        return None
+    programs = math.prod(int(extent) for extent in grid_now)
+    buffer = torch.empty(max(programs * int(saved["bytes"]), 16), dtype=torch.int8,
+                         device=device_tensor.device)
+    if programs:
+        forward.run(grid=grid, warmup=False, **{**bound, RESIDUALS: buffer})
+    buffer.tritonad_fingerprint = saved["fingerprint"]
+    return buffer
+
+
+def checked(run, grid, kernel, kwargs):
+    """The backward to launch: `kernel` (compiled with the residual buffer in
+    kwargs) if it reads the buffer that forward wrote, else the kernel compiled
+    without it (it recomputes)."""
+    buffer = kwargs.get(RESIDUALS)
+    if buffer is None:
+        return kernel
+    reads = recorded(kernel)
+    if reads is not None and reads["fingerprint"] == getattr(buffer, "tritonad_fingerprint",
+                                                              None):
+        return kernel
+    kwargs[RESIDUALS] = None  # (another specialization: the recomputing backward)
+    return run(grid=grid, warmup=True, **kwargs)
