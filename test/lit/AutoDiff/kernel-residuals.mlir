@@ -75,6 +75,7 @@ module {
 
 // y = x / sum(x) over a row: the sum is saved (16 bytes: one f32, aligned).
 // REMARK: remark: residual total at {{.*}}: saved by the forward (16 bytes of residuals per program
+// REMARK: remark: residual total at {{.*}}: saved by the forward (16 bytes of residuals per program
 // CHECK-LABEL: tt.func public @bwd
 // CHECK-NOT: "tt.reduce"
 // CHECK: %[[T:.+]] = tt.load %{{.+}} : !tt.ptr<f32>
