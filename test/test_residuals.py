@@ -1,0 +1,288 @@
+"""Residuals: tritonad.autograd's forward saves the values its backward reads
+(results of top-level reductions and loops) and the backward reads them instead
+of recomputing them (python/tritonad/_residuals.py, cpp AutoDiff/Residuals.h).
+
+CPU: both kernels derived for sm_90; the backward no longer recomputes the
+saved reductions, and forward and backward agree on the layout (fingerprint).
+GPU: gradients through tritonad.autograd against torch.autograd in float64,
+with residuals and without, for a layer norm, RMSNorm, a row softmax, an online
+cross-entropy over vocabulary blocks and causal attention; a buffer whose
+fingerprint does not match is not read.
+"""
+
+import os
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+from triton.compiler import ASTSource
+
+import tritonad
+from tritonad._partial import WORKSPACE_TYPES
+from tritonad._residuals import RESIDUALS
+
+sys.path.insert(0, os.path.dirname(__file__))
+from gpu_util import requires_gpu  # noqa: E402
+from test_loops import (HALF_TOL, assert_near, attention_reference, causal_attention_fwd,  # noqa: E402
+                        cross_entropy_fwd, make_generator, randn, reference_grads)
+from test_partial import TARGET, norm_kernel  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("always_compile")
+
+
+@triton.jit
+def layer_norm_stats_fwd(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_N: tl.constexpr):
+    # the statistics are also stored, as hand-written layer norms do
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    x = tl.load(X + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+    mean = tl.sum(x, axis=0) / N
+    xc = tl.where(mask, x - mean, 0.0)
+    var = tl.sum(xc * xc, axis=0) / N
+    rstd = 1.0 / tl.sqrt(var + eps)
+    w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+    b = tl.load(B + cols, mask=mask, other=0.0).to(tl.float32)
+    tl.store(Y + row * stride + cols, (xc * rstd * w + b).to(Y.dtype.element_ty), mask=mask)
+    tl.store(Mean + row, mean)
+    tl.store(Rstd + row, rstd)
+
+
+@triton.jit
+def row_softmax_fwd(X, Y, stride, N, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    x = tl.load(X + row * stride + cols, mask=mask, other=float("-inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(Y + row * stride + cols, (e / tl.sum(e, axis=0)).to(Y.dtype.element_ty),
+             mask=mask)
+
+
+LN_TYPES = dict(X="*fp32", Y="*fp32", W="*fp32", B="*fp32", Mean="*fp32", Rstd="*fp32",
+                stride="i32", N="i32", eps="fp32")
+
+
+def _compile(fn, types, constexprs):
+    signature = {n: "constexpr" if n in constexprs else types[n] for n in fn.arg_names}
+    return triton.compile(ASTSource(fn, signature, dict(constexprs)), target=TARGET)
+
+
+def test_forward_saves_what_the_backward_reads():
+    op = tritonad.autograd(layer_norm_stats_fwd, outputs=("Y",), wrt=("X", "W", "B"))
+    bwd = op.backward_kernel
+    constexprs = dict(BLOCK_N=256)
+    types = dict(LN_TYPES, **WORKSPACE_TYPES, **{RESIDUALS: "*i8"})
+    for pointer, shadow in bwd.shadows.items():
+        types[shadow] = types[pointer]
+    backward = _compile(bwd, types, dict(constexprs, dMean=None, dRstd=None))
+    forward = _compile(op.residual_forward.get(), dict(LN_TYPES, **{RESIDUALS: "*i8"}),
+                       constexprs)
+    saved = next(iter(forward.metadata.tritonad_residuals.values()))
+    read = next(iter(backward.metadata.tritonad_residuals.values()))
+    # mean and var: one f32 each, 16-byte aligned
+    assert saved["bytes"] == 32 and saved["fingerprint"] == read["fingerprint"]
+    entries = [e for e in bwd.schedule().entries if e.kind == "residual"]
+    assert [e.subject for e in entries] == ["mean", "var"]
+    assert all(e.strategy == "saved" and "test_residuals.py" in e.location for e in entries)
+    # the backward reduces twice (the adjoints of var and mean), the forward's
+    # two reductions are gone
+    assert bwd.derived_ir().count('"tt.reduce"') == 2
+    assert forward.asm["ttir"].count("tt.store") == 5
+
+
+def test_no_residuals_without_a_reduction_the_backward_reads():
+    # RMSNorm without its mean: the backward reads the sum of squares (rstd);
+    # with residuals=False nothing is saved and the forward is the user's kernel
+    op = tritonad.autograd(norm_kernel, outputs=("Y",), residuals=False)
+    assert op.residual_forward is None
+    with pytest.raises(TypeError, match="residuals must be True"):
+        tritonad.autograd(norm_kernel, outputs=("Y",), residuals="yes")
+
+
+# ---------------------------------------------------------------------------
+# GPU
+# ---------------------------------------------------------------------------
+
+def _run_both(make_op, launch, inputs, upstream):
+    """Gradients of sum(outputs * upstream) through tritonad.autograd with and
+    without residuals, and the op with residuals."""
+    results = []
+    for residuals in (True, False):
+        op = make_op(residuals)
+        leaves = [t.detach().clone().requires_grad_() for t in inputs]
+        outs = launch(op, *leaves)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        total = sum((o.float() * u).sum() for o, u in zip(outs, upstream) if u is not None)
+        total.backward()
+        results.append((op, [leaf.grad for leaf in leaves]))
+    return results
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("rows,cols,block", [(37, 1000, 1024), (5, 77, 128)])
+def test_layer_norm_reads_saved_statistics(rows, cols, block, dtype):
+    gen = make_generator("residual_layer_norm", rows, cols, str(dtype))
+    x = randn(gen, rows, cols, dtype=dtype, scale=2.0) + 0.5
+    w, b = randn(gen, cols, dtype=dtype), randn(gen, cols, dtype=dtype)
+    dy = randn(gen, rows, cols)
+    eps = 1e-5
+
+    def launch(op, x, w, b):
+        y = torch.empty_like(x)
+        mean = torch.empty(rows, device="cuda")
+        rstd = torch.empty(rows, device="cuda")
+        return op[(rows,)](x, y, w, b, mean, rstd, x.stride(0), cols, eps, BLOCK_N=block)
+
+    runs = _run_both(lambda r: tritonad.autograd(layer_norm_stats_fwd, outputs=("Y",),
+                                                 wrt=("X", "W", "B"), residuals=r),
+                     launch, [x, w, b], [dy])
+    _, ref = reference_grads(
+        lambda x, w, b: (F.layer_norm(x, (cols,), w, b, eps),), [x, w, b], [dy])
+    tol = 1e-4 if dtype == torch.float32 else 2e-2
+    for op, grads in runs:
+        for name, got, want in zip(("dX", "dW", "dB"), grads, ref):
+            assert got.dtype == dtype
+            assert_near(name, got, want, tol)
+    assert [e.subject for e in runs[0][0].backward_kernel.schedule().entries
+            if e.kind == "residual"] == ["mean", "var"]
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("has_mean", [True, False], ids=["layernorm", "rmsnorm"])
+def test_norm_without_stored_statistics(has_mean):
+    rows, cols, eps = 29, 300, 1e-5
+    gen = make_generator("residual_norm", has_mean)
+    x, w, b = randn(gen, rows, cols), randn(gen, cols), randn(gen, cols)
+    dy = randn(gen, rows, cols)
+
+    def launch(op, x, w, b):
+        y = torch.empty_like(x)
+        return op[(rows,)](x, w, b, y, x.stride(0), cols, eps, HAS_MEAN=has_mean, BLOCK_N=512)
+
+    def ref_fn(x, w, b):
+        if has_mean:
+            return (F.layer_norm(x, (cols,), w, b, eps),)
+        return (x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w + 0 * b,)
+
+    runs = _run_both(lambda r: tritonad.autograd(norm_kernel, outputs=("Y",), residuals=r),
+                     launch, [x, w, b], [dy])
+    _, ref = reference_grads(ref_fn, [x, w, b], [dy])
+    for op, grads in runs:
+        for name, got, want in zip(("dX", "dW", "dB"), grads, ref):
+            if has_mean or name != "dB":
+                assert_near(name, got, want, 1e-4)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_softmax_reads_saved_max_and_sum(dtype):
+    rows, cols = 41, 999
+    gen = make_generator("residual_softmax", str(dtype))
+    x = randn(gen, rows, cols, dtype=dtype, scale=4.0)
+    dy = randn(gen, rows, cols)
+
+    def launch(op, x):
+        return op[(rows,)](x, torch.empty_like(x), x.stride(0), cols, BLOCK_N=1024)
+
+    runs = _run_both(lambda r: tritonad.autograd(row_softmax_fwd, outputs=("Y",), residuals=r),
+                     launch, [x], [dy])
+    _, (ref,) = reference_grads(lambda t: (torch.softmax(t, -1),), [x], [dy])
+    for op, (dx,) in runs:
+        assert_near("dX", dx, ref, 1e-4 if dtype == torch.float32 else 2e-2)
+    ir = runs[0][0].backward_kernel.derived_ir()
+    assert ir.count('"tt.reduce"') == 1, ir  # only the backward's sum(dy * y)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("V,BLOCK", [(1000, 256), (32000, 4096)])
+def test_cross_entropy_reads_saved_loop_results(V, BLOCK, dtype):
+    rows = 23
+    gen = make_generator("residual_cross_entropy", V, BLOCK, str(dtype))
+    logits = randn(gen, rows, V, dtype=dtype, scale=3.0)
+    targets = torch.randint(0, V, (rows,), generator=gen, device="cuda", dtype=torch.int64)
+    dloss = randn(gen, rows)
+    nw = 8 if BLOCK >= 2048 else 4
+
+    def launch(op, logits):
+        loss = torch.empty(rows, device="cuda")
+        return op[(rows,)](logits, targets, loss, logits.stride(0), V, BLOCK=BLOCK,
+                           num_warps=nw)
+
+    runs = _run_both(lambda r: tritonad.autograd(cross_entropy_fwd, outputs=("loss",),
+                                                 wrt=("logits",), residuals=r),
+                     launch, [logits], [dloss])
+    _, (ref,) = reference_grads(
+        lambda t: (F.cross_entropy(t, targets, reduction="none"),), [logits], [dloss])
+    for op, (dlogits,) in runs:
+        assert_near("dlogits", dlogits, ref, 1e-4 if dtype == torch.float32 else 2e-2)
+    schedule = runs[0][0].backward_kernel.schedule()
+    assert any(e.kind == "residual" for e in schedule.entries), schedule
+    assert runs[0][0].backward_kernel.derived_ir().count("scf.for") == 1  # the reverse only
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("seq_len", [100, 333])
+def test_causal_attention_reads_saved_statistics_and_accumulator(seq_len, dtype):
+    BH, D, block = 3, 64, 64
+    gen = make_generator("residual_attention", seq_len, str(dtype))
+    q, k, v = (randn(gen, BH, seq_len, D, dtype=dtype) for _ in range(3))
+    dout = randn(gen, BH, seq_len, D)
+    sm_scale = D ** -0.5
+    grid = (triton.cdiv(seq_len, block), BH)
+
+    def launch(op, q, k, v):
+        out = torch.empty_like(q)
+        lse = torch.empty(BH, seq_len, device="cuda")
+        return op[grid](q, k, v, out, lse, sm_scale, seq_len, q.stride(0), q.stride(1),
+                        BLOCK_M=block, BLOCK_N=block, HEAD_DIM=D)[0]
+
+    runs = _run_both(lambda r: tritonad.autograd(causal_attention_fwd, outputs=("Out", "Lse"),
+                                                 residuals=r),
+                     launch, [q, k, v], [dout])
+    _, ref = reference_grads(
+        lambda a, b, c: (attention_reference(a, b, c, sm_scale, causal=True)[0],),
+        [q, k, v], [dout])
+    for op, grads in runs:
+        for name, got, want in zip(("dQ", "dK", "dV"), grads, ref):
+            assert got.dtype == dtype
+            assert_near(name, got, want, HALF_TOL)
+    assert any(e.kind == "residual" for e in runs[0][0].backward_kernel.schedule().entries)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_buffer_of_another_layout_is_not_read(monkeypatch):
+    # A forward whose fingerprint differs from the backward's (here: forged) must
+    # not be read: the backward recomputes, and the gradient stays right.
+    from tritonad import _residuals
+    launch_forward = _residuals.launch_forward
+
+    def forged(*args, **kwargs):
+        buffer = launch_forward(*args, **kwargs)
+        if buffer is not None:
+            buffer.fill_(0x7F)  # garbage a reading backward would turn into NaNs
+            buffer.tritonad_fingerprint = "another forward"
+        return buffer
+
+    monkeypatch.setattr("tritonad._torch.launch_forward", forged)
+    rows, cols = 9, 200
+    gen = make_generator("residual_forged")
+    x = randn(gen, rows, cols).requires_grad_()
+    dy = randn(gen, rows, cols)
+    op = tritonad.autograd(row_softmax_fwd, outputs=("Y",))
+    y = op[(rows,)](x, torch.empty_like(x), x.stride(0), cols, BLOCK_N=256)
+    (y * dy).sum().backward()
+    _, (ref,) = reference_grads(lambda t: (torch.softmax(t, -1),), [x.detach()], [dy])
+    assert_near("dX", x.grad, ref, 1e-4)
