@@ -12,6 +12,10 @@ exponentials (the kernels are test/test_loops.py's):
                              dQ/dK/dV (the three zero_() fills are part of the timed call)
                              and the upstream gradient of Out; no upstream gradient for
                              Lse (dLse=None), as torch gets none
+                   tritonad.autograd  what a user pays: loss.backward() through
+                             tritonad.autograd(causal_attention_fwd), whose forward saves
+                             residuals (the loop's final max, sum and accumulator) that
+                             the backward reads instead of re-running the forward loop
                    flash     torch.autograd.grad of F.scaled_dot_product_attention(q, k, v,
                              is_causal=True) on (B, H, L, D) fp16 tensors (the flash
                              backend where torch offers it)
@@ -216,7 +220,23 @@ def attention_case(L, opts, failures):
         print("  CHECK FAILED: not timed", flush=True)
         return None
 
-    calls = [("tritonad", tritonad_call), ("flash", flash_call)]
+    # What a user pays: the torch op, whose forward saves residuals (the loop's
+    # final statistics and accumulator) that its backward reads.
+    op = tritonad.autograd(kernel, outputs=("Out", "Lse"))
+    user_in = tuple(t.detach().clone().requires_grad_(True) for t in (q, k, v))
+    user_out = op[grid](*user_in, torch.empty_like(out), torch.empty_like(lse), *args[5:],
+                        **meta)[0]
+    user_grads = torch.autograd.grad(user_out, user_in, dout, retain_graph=True)
+    user_err = max(rel_err(g, w.reshape(BH, L, D)) for g, w in zip(user_grads, want))
+    print(f"  tritonad.autograd vs SDPA, max over dQ, dK, dV: {user_err:.2e}")
+    print("  tritonad.autograd schedule: " + "\n    ".join(
+        op.backward_kernel.schedule().splitlines()))
+    if not user_err <= ATTN_TOL:
+        failures.append(f"attention L={L} through tritonad.autograd: {user_err:.2e}")
+    calls = [("tritonad", tritonad_call),
+             ("tritonad.autograd", lambda: torch.autograd.grad(user_out, user_in, dout,
+                                                               retain_graph=True)),
+             ("flash", flash_call)]
     if opts.compile:
         keep = torch.ones(L, L, dtype=torch.bool, device=DEVICE).tril()
 
@@ -332,7 +352,8 @@ def report(attention_rows, ce_row, opts, failures) -> str:
     lines = []
     if attention_rows:
         extra = " compile GPU us | tritonad/compile |" if opts.compile else ""
-        header = ("| L | B*H | tritonad GPU us | flash GPU us | tritonad/flash |" + extra
+        header = ("| L | B*H | tritonad GPU us | tritonad.autograd GPU us | flash GPU us | "
+                  "tritonad/flash | tritonad.autograd/flash |" + extra
                   + " tritonad wall us | flash wall us | loop | max diff vs SDPA (dQ, dK, dV) |")
         lines += [f"Causal attention ({opts.attention_kernel}), fp16, D=64, "
                   f"BLOCK_M={opts.block_m}, "
@@ -340,8 +361,10 @@ def report(attention_rows, ce_row, opts, failures) -> str:
                   "", header, "|" + "---|" * (header.count("|") - 1)]
         for r in attention_rows:
             t = r["times"]
-            cells = [str(r["L"]), str(r["BH"]), f"{t['tritonad'][0]:.1f}",
-                     f"{t['flash'][0]:.1f}", f"{t['tritonad'][0] / t['flash'][0]:.2f}"]
+            user = t["tritonad.autograd"][0]
+            cells = [str(r["L"]), str(r["BH"]), f"{t['tritonad'][0]:.1f}", f"{user:.1f}",
+                     f"{t['flash'][0]:.1f}", f"{t['tritonad'][0] / t['flash'][0]:.2f}",
+                     f"{user / t['flash'][0]:.2f}"]
             if opts.compile:
                 cells += [f"{t['compile'][0]:.1f}", f"{t['tritonad'][0] / t['compile'][0]:.2f}"]
             cells += [f"{t['tritonad'][1]:.1f}", f"{t['flash'][1]:.1f}", r["loop"],
