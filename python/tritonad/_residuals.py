@@ -40,11 +40,15 @@ def launch_forward(forward, kernel, grid, bound) -> Optional["torch.Tensor"]:
     `kernel`. Returns the buffer (None when nothing was saved)."""
     import torch
 
+    from tritonad._launcher import _RECORDER
     from tritonad._partial import _device_of, _placeholder
 
     device_tensor = _device_of(bound)
-    # (CPU tensors: the interpreter, which launches the user's kernel)
-    if forward is None or device_tensor is None or device_tensor.device.type == "cpu":
+    # (CPU tensors: the interpreter, which launches the user's kernel; a launch
+    # being recorded, e.g. traced by torch.compile on fake tensors: the
+    # recorder sees the user's kernel)
+    if forward is None or device_tensor is None or device_tensor.device.type == "cpu" or \
+            _RECORDER.get() is not None:
         kernel[grid](**bound)
         return None
     # (whether it saves anything, and how much, is decided when it is compiled)
