@@ -59,6 +59,8 @@ def compile_for_schedule(bwd, types_, constexprs):
     for ptr, shadow in bwd.shadows.items():
         types_.setdefault(shadow, types_[ptr])
     types_.update(WORKSPACE_TYPES)
+    # (no residuals: the user launches the forward, tritonad.autograd does not)
+    constexprs = dict(constexprs, tritonad_residuals=None)
     signature = {n: "constexpr" if n in constexprs else types_[n] for n in bwd.arg_names}
     triton.compile(ASTSource(bwd, signature, dict(constexprs)), target=TARGET)
     return bwd.schedule()

@@ -1015,6 +1015,20 @@ BlockArgument residualsArgument(tt::FuncOp into) {
   return {};
 }
 
+// Empties the placeholder's body (its entry block stays, with its arguments).
+Block &clearBody(tt::FuncOp into) {
+  Block &entry = into.getBody().front();
+  while (&into.getBody().back() != &entry) {
+    into.getBody().back().dropAllReferences();
+    into.getBody().back().erase();
+  }
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(entry))) {
+    op.dropAllReferences();
+    op.erase();
+  }
+  return entry;
+}
+
 // A scratch argument standing for the placeholder's `arg` (named like it).
 BlockArgument appendArgument(tt::FuncOp scratch, BlockArgument arg) {
   unsigned index = scratch.getNumArguments();
@@ -1106,15 +1120,7 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
 
   // Rebuild the placeholder's body.
   SmallVector<Value> primalArgsInBwd(callArgs.begin(), callArgs.end());
-  Block &entry = into.getBody().front();
-  while (&into.getBody().back() != &entry) {
-    into.getBody().back().dropAllReferences();
-    into.getBody().back().erase();
-  }
-  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(entry))) {
-    op.dropAllReferences();
-    op.erase();
-  }
+  Block &entry = clearBody(into);
   KernelBackwardBuilder backward(scratch, std::move(shadows), std::move(knownPointers), options,
                                  std::move(partial));
   backward.setResiduals(std::move(residualLoads));
@@ -1274,15 +1280,7 @@ LogicalResult augmentForwardInto(ModuleOp module, StringRef primalName, StringRe
     mapping.map(arg, value);
   mapping.map(base, residualsArg);
   tt::FuncOp into = found->into;
-  Block &entry = into.getBody().front();
-  while (&into.getBody().back() != &entry) {
-    into.getBody().back().dropAllReferences();
-    into.getBody().back().erase();
-  }
-  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(entry))) {
-    op.dropAllReferences();
-    op.erase();
-  }
+  Block &entry = clearBody(into);
   OpBuilder builder = OpBuilder::atBlockEnd(&entry);
   for (Operation &op : scratch.getBody().front())
     builder.clone(op, mapping);
