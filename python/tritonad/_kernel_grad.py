@@ -44,7 +44,6 @@ class _KernelSpec:
     coverage: Dict[str, dict] = field(default_factory=dict)  # shadows stored once per element
     tapes: Dict[str, list] = field(default_factory=dict)  # [(loop, bytes/iteration, trips)]
     regrid: Dict[str, Optional[dict]] = field(default_factory=dict)  # see _regrid.py
-    residuals: Dict[str, Optional[dict]] = field(default_factory=dict)  # see _residuals.py
     sources: Dict[str, dict] = field(default_factory=dict)  # rendered Python (_render records)
 
 
@@ -181,12 +180,7 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
                              "the backward kernel takes its shadows right after the runtime "
                              "parameters, so give it no default (constexprs may keep theirs)")
     order = runtime + shadows + [n for n in names if n in constexprs]
-    params = []
-    for n in order:
-        text = f"{n}: tl.constexpr" if n in constexprs else n
-        if n in defaults:
-            text += f" = _tritonad_defaults[{n!r}]"
-        params.append(text)
+    params = _parameter_list(order, constexprs, defaults)
     # Last, so positional launches keep their meaning; the launch path fills
     # them (see _partial.py), and tritonad.autograd the residual buffer.
     hidden = list(_partial.WORKSPACE_PARAMS) + [_residuals.RESIDUALS]
@@ -209,7 +203,7 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     bwd.tritonad_primal = fn
     bwd.residual_forward = (
         None if wrappers or getattr(fn, "tritonad_interpreted", None) is not None else
-        _ResidualForward(fn, key, names, constexprs, defaults, spec, source))
+        _ResidualForward(fn, key, names, constexprs, defaults, source))
     bwd.launch_signature = tuple(order)  # (JITFunction.signature is Triton's own)
     bwd.shadows = dict(zip(pointer_list, shadows))
     bwd.pointer_roles = {p: frozenset(roles[p]) for p in pointer_list}
@@ -226,6 +220,18 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     if getattr(fn, "tritonad_interpreted", None) is not None:
         bwd = InterpretedBackward(bwd, fn, shadows, [n for n in names if n in constexprs])
     return _rewrap(bwd, wrappers, shadows)
+
+
+def _parameter_list(names, constexprs, defaults) -> List[str]:
+    """A placeholder's parameters as source: constexprs annotated, the
+    forward's defaults kept (read from `_tritonad_defaults`)."""
+    params = []
+    for n in names:
+        text = f"{n}: tl.constexpr" if n in constexprs else n
+        if n in defaults:
+            text += f" = _tritonad_defaults[{n!r}]"
+        params.append(text)
+    return params
 
 
 def _latest(by_name: Dict[str, str]) -> Optional[str]:
@@ -348,7 +354,6 @@ def _materialize_backward(text: str, metadata: dict) -> str:
         spec.coverage[name] = coverage
         spec.tapes[name] = [list(tape) for tape in tapes]
         spec.regrid[name] = regrid
-        spec.residuals[name] = residuals
         metadata.setdefault("tritonad_residuals", {})[name] = residuals
         metadata.setdefault("tritonad_derived", {})[name] = spec.derived[name]
         metadata.setdefault("tritonad_schedule", {})[name] = spec.schedules[name]
@@ -375,8 +380,7 @@ def _restore_backward(metadata: dict) -> None:
     for key, into in (("tritonad_derived", "derived"), ("tritonad_schedule", "schedules"),
                       ("tritonad_written", "written"), ("tritonad_partial", "partial"),
                       ("tritonad_coverage", "coverage"), ("tritonad_tapes", "tapes"),
-                      ("tritonad_regrid", "regrid"), ("tritonad_source", "sources"),
-                      ("tritonad_residuals", "residuals")):
+                      ("tritonad_regrid", "regrid"), ("tritonad_source", "sources")):
         for name, text in metadata.get(key, {}).items():
             spec = _spec_of(name)
             if spec is not None:
@@ -389,8 +393,9 @@ class _ResidualForward:
     calls the forward and whose body the core replaces. ``get()`` returns the
     JITFunction, launched like the forward plus ``tritonad_residuals``."""
 
-    def __init__(self, fn, key, names, constexprs, defaults, spec, backward_source):
-        self.fn, self.key, self.names, self.spec = fn, key, names, spec
+    def __init__(self, fn, key, names, constexprs, defaults, backward_source):
+        # (key: the spec's index in _SPECS, which the rewriter finds by name)
+        self.fn, self.key, self.names = fn, key, names
         self.constexprs, self.defaults = constexprs, defaults
         self.backward_source = backward_source
         self.jit = None
@@ -398,12 +403,7 @@ class _ResidualForward:
     def get(self) -> JITFunction:
         if self.jit is None:
             name = f"{self.fn.__name__}{_FWD_MARKER}{self.key}"
-            params = []
-            for n in self.names:
-                text = f"{n}: tl.constexpr" if n in self.constexprs else n
-                if n in self.defaults:
-                    text += f" = _tritonad_defaults[{n!r}]"
-                params.append(text)
+            params = _parameter_list(self.names, self.constexprs, self.defaults)
             params.append(f"{_residuals.RESIDUALS}=None")
             # (the backward's source, as a comment: the same options, the same cache key)
             comment = "".join(f"    # {line}\n" for line in self.backward_source.splitlines())

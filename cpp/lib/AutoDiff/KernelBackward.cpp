@@ -1158,7 +1158,7 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
   report.residuals = std::move(layout);
   for (ScheduleEntry &entry : describeResiduals(report.residuals))
     report.schedule.entries.push_back(std::move(entry));
-  into.walk([](Operation *op) { op->removeAttr("tritonad.residual"); });
+  unmarkResidualLoads(into);
   return success();
 }
 

@@ -122,47 +122,57 @@ ResidualLayout layoutResiduals(tt::FuncOp prepared, ArrayRef<unsigned> chosen,
   return layout;
 }
 
-Residuals insertResidualLoads(tt::FuncOp prepared, Value base, const ResidualLayout &layout) {
-  Residuals loads;
+namespace {
+
+// Calls `visit(builder, op, result, address)` for each result of each op of
+// `layout`, its address in this program's region of `base`; the builder is
+// placed before the op when `before`, else after it.
+void forEachResidual(tt::FuncOp prepared, Value base, const ResidualLayout &layout, bool before,
+                     llvm::function_ref<void(OpBuilder &, const ResidualLayout::Entry &,
+                                             Value result, Value address)>
+                         visit) {
   if (layout.empty())
-    return loads;
+    return;
   SmallVector<Operation *> candidates = residualCandidates(prepared);
-  Block &body = prepared.getBody().front();
-  OpBuilder builder = OpBuilder::atBlockBegin(&body);
-  Location loc = prepared.getLoc();
-  Value region = programRegion(builder, loc, prepared, base, layout.bytesPerProgram);
+  OpBuilder builder = OpBuilder::atBlockBegin(&prepared.getBody().front());
+  Value region = programRegion(builder, prepared.getLoc(), prepared, base, layout.bytesPerProgram);
   for (const ResidualLayout::Entry &entry : layout.entries) {
     Operation *op = candidates[entry.candidate];
-    builder.setInsertionPoint(op);
-    SmallVector<Value> values;
-    for (auto [result, offset] : llvm::zip_equal(op->getResults(), entry.offsets)) {
-      Value loaded = createLoad(builder, op->getLoc(),
-                                residualAddress(builder, op->getLoc(), region, offset,
-                                                result.getType()),
-                                Value(), Value());
-      loaded.getDefiningOp()->setAttr(kResidualAttr, builder.getI32IntegerAttr(entry.candidate));
-      values.push_back(loaded);
-    }
-    loads[op] = std::move(values);
+    if (before)
+      builder.setInsertionPoint(op);
+    else
+      builder.setInsertionPointAfter(op);
+    for (auto [result, offset] : llvm::zip_equal(op->getResults(), entry.offsets))
+      visit(builder, entry, result,
+            residualAddress(builder, op->getLoc(), region, offset, result.getType()));
   }
+}
+
+} // namespace
+
+Residuals insertResidualLoads(tt::FuncOp prepared, Value base, const ResidualLayout &layout) {
+  Residuals loads;
+  forEachResidual(prepared, base, layout, /*before=*/true,
+                  [&](OpBuilder &builder, const ResidualLayout::Entry &entry, Value result,
+                      Value address) {
+                    Value loaded = createLoad(builder, result.getLoc(), address, Value(), Value());
+                    loaded.getDefiningOp()->setAttr(kResidualAttr,
+                                                    builder.getI32IntegerAttr(entry.candidate));
+                    loads[result.getDefiningOp()].push_back(loaded);
+                  });
   return loads;
 }
 
 void insertResidualStores(tt::FuncOp prepared, Value base, const ResidualLayout &layout) {
-  if (layout.empty())
-    return;
-  SmallVector<Operation *> candidates = residualCandidates(prepared);
-  Block &body = prepared.getBody().front();
-  OpBuilder builder = OpBuilder::atBlockBegin(&body);
-  Value region = programRegion(builder, prepared.getLoc(), prepared, base, layout.bytesPerProgram);
-  for (const ResidualLayout::Entry &entry : layout.entries) {
-    Operation *op = candidates[entry.candidate];
-    builder.setInsertionPointAfter(op);
-    for (auto [result, offset] : llvm::zip_equal(op->getResults(), entry.offsets))
-      createStore(builder, op->getLoc(),
-                  residualAddress(builder, op->getLoc(), region, offset, result.getType()),
-                  result, Value());
-  }
+  forEachResidual(prepared, base, layout, /*before=*/false,
+                  [](OpBuilder &builder, const ResidualLayout::Entry &, Value result,
+                     Value address) {
+                    createStore(builder, result.getLoc(), address, result, Value());
+                  });
+}
+
+void unmarkResidualLoads(Operation *root) {
+  root->walk([](Operation *op) { op->removeAttr(kResidualAttr); });
 }
 
 std::optional<unsigned> residualIndex(Operation *op) {

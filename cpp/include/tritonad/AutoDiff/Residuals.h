@@ -80,6 +80,9 @@ void insertResidualStores(mlir::triton::FuncOp prepared, mlir::Value base,
 /// The candidate index a residual load was marked with, if it is one.
 std::optional<unsigned> residualIndex(mlir::Operation *op);
 
+/// Drops the marks of insertResidualLoads under `root` (once no one asks).
+void unmarkResidualLoads(mlir::Operation *root);
+
 /// One schedule entry per saved value.
 std::vector<ScheduleEntry> describeResiduals(const ResidualLayout &layout);
 
