@@ -182,6 +182,36 @@ def test_partial_buffers_are_bitwise_reproducible():
 
 @pytest.mark.gpu
 @requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_grid_stride_programs_fit_two_per_sm(dtype):
+    # A 4096-wide layer norm with 16 warps: the derived backward needs more than
+    # 64 registers, so two 512-thread programs would not fit an SM's register
+    # file; the launch compiles it under a cap unless that spills, and the
+    # gradient is the same.
+    rows, cols, eps = 1000, 4096, 1e-5
+    x = torch.randn(rows, cols, device="cuda", dtype=dtype)
+    w, b = torch.randn(cols, device="cuda", dtype=dtype), torch.randn(cols, device="cuda",
+                                                                       dtype=dtype)
+    dy = torch.randn(rows, cols, device="cuda", dtype=dtype)
+    bwd = tritonad.grad(norm_kernel, accumulate=False)
+    dx, dw, db = (torch.zeros_like(t) for t in (x, w, b))
+    kernel = bwd[(rows,)](x, w, b, torch.empty_like(x), x.stride(0), cols, eps, dx, dw, db,
+                          dy, HAS_MEAN=True, BLOCK_N=4096, num_warps=16)
+    registers = triton.runtime.driver.active.utils.get_device_properties(0)["max_num_regs"]
+    two_programs = 2 * 16 * 32
+    uncapped = bwd.warmup(x, w, b, torch.empty_like(x), x.stride(0), cols, eps, dx, dw, db,
+                          dy, HAS_MEAN=True, BLOCK_N=4096, num_warps=16, grid=(rows,))
+    uncapped._init_handles()
+    assert uncapped.n_regs * two_programs > registers  # (the case this test is about)
+    assert kernel.n_regs * two_programs <= registers, (kernel.n_regs, kernel.n_spills)
+    xl, wl, bl = (t.detach().double().requires_grad_(True) for t in (x, w, b))
+    ref = torch.nn.functional.layer_norm(xl, (cols,), wl, bl, eps)
+    for got, want in zip((dx, dw, db), torch.autograd.grad(ref, [xl, wl, bl], dy.double())):
+        _close(got, want, dtype)
+
+
+@pytest.mark.gpu
+@requires_gpu
 def test_partial_buffers_add_into_given_shadows():
     # tritonad.grad (accumulate=True): the caller's shadows receive += the gradient.
     rows, cols = 333, 100

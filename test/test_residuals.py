@@ -103,6 +103,36 @@ def test_no_residuals_without_a_reduction_the_backward_reads():
         tritonad.autograd(norm_kernel, outputs=("Y",), residuals="yes")
 
 
+def test_residuals_are_refused_by_another_launch():
+    # The buffer records its forward launch (grid, each argument of the forward);
+    # a backward launched otherwise raises, naming what differs.
+    from tritonad._residuals import _check_launch, _launch_of
+    names = ["X", "Y", "stride", "N", "eps", "BLOCK_N"]
+    x, y = torch.zeros(4, 8), torch.zeros(4, 8)
+    forward = dict(X=x, Y=y, stride=8, N=8, eps=1e-5, BLOCK_N=8, num_warps=4)
+    buffer = torch.empty(16, dtype=torch.int8)
+    buffer.tritonad_launch = _launch_of(forward, names, (4,))
+    backward = dict(forward, dX=torch.zeros(4, 8), dY=torch.ones(4, 8), num_warps=8)
+    _check_launch(buffer, (4,), backward)  # (the shadows and launch options may differ)
+    _check_launch(buffer, lambda meta: (meta["N"] // 2,), backward)
+    for change, grid, what in [(dict(X=x.clone()), (4,), "X"), (dict(eps=1e-6), (4,), "eps"),
+                               (dict(X=x[:2]), (4,), "X"), ({}, (5,), "grid"),
+                               (dict(Y=y.t()), (4,), "Y")]:
+        with pytest.raises(ValueError, match=f"another {what} than"):
+            _check_launch(buffer, grid, dict(backward, **change))
+    with pytest.raises(TypeError, match=r"bwd.forward\[grid\]"):
+        _check_launch(torch.empty(16, dtype=torch.int8), (4,), backward)
+
+
+def test_grad_has_a_forward_launch():
+    bwd = tritonad.grad(layer_norm_stats_fwd, accumulate=False)
+    assert callable(bwd.forward[(3,)])
+    assert bwd.forward.names == ["X", "Y", "W", "B", "Mean", "Rstd", "stride", "N", "eps",
+                                 "BLOCK_N"]
+    with pytest.raises(TypeError, match="given twice"):
+        bwd.forward[(3,)](None, X=None)
+
+
 # ---------------------------------------------------------------------------
 # GPU
 # ---------------------------------------------------------------------------
@@ -286,3 +316,37 @@ def test_buffer_of_another_layout_is_not_read(monkeypatch):
     (y * dy).sum().backward()
     _, (ref,) = reference_grads(lambda t: (torch.softmax(t, -1),), [x.detach()], [dy])
     assert_near("dX", x.grad, ref, 1e-4)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_grad_reads_residuals_of_its_forward_launch(dtype):
+    # tritonad.grad's own users: bwd.forward saves, the backward of the same
+    # launch reads; the gradient is the one without residuals, and a backward
+    # launched with other arguments refuses the buffer.
+    rows, cols, block, eps = 41, 700, 1024, 1e-5
+    gen = make_generator("residual_raw", str(dtype))
+    x = randn(gen, rows, cols, dtype=dtype, scale=2.0) + 0.5
+    w, b = randn(gen, cols, dtype=dtype), randn(gen, cols, dtype=dtype)
+    dy = randn(gen, rows, cols, dtype=dtype)
+    y = torch.empty_like(x)
+    mean, rstd = torch.empty(rows, device="cuda"), torch.empty(rows, device="cuda")
+    bwd = tritonad.grad(layer_norm_stats_fwd, wrt=("X", "W", "B"), accumulate=False)
+    args = (x, y, w, b, mean, rstd, x.stride(0), cols, eps)
+    saved = bwd.forward[(rows,)](*args, BLOCK_N=block)
+    assert saved is not None and saved.device.type == "cuda"
+    _, ref = reference_grads(
+        lambda x, w, b: (F.layer_norm(x, (cols,), w, b, eps),), [x, w, b], [dy.float()])
+    assert_near("Y", y.float(), F.layer_norm(x.float(), (cols,), w.float(), b.float(), eps),
+                1e-5 if dtype == torch.float32 else 1e-2)
+    tol = 1e-4 if dtype == torch.float32 else 2e-2
+    for residuals in (saved, None):
+        grads = [torch.zeros_like(t) for t in (x, w, b)]
+        bwd[(rows,)](*args, dX=grads[0], dW=grads[1], dB=grads[2], dY=dy.clone(),
+                     BLOCK_N=block, tritonad_residuals=residuals)
+        for name, got, want in zip(("dX", "dW", "dB"), grads, ref):
+            assert_near(name, got, want, tol)
+    with pytest.raises(ValueError, match="another X than"):
+        bwd[(rows,)](x.clone(), *args[1:], dX=grads[0], dY=dy.clone(), BLOCK_N=block,
+                     tritonad_residuals=saved)

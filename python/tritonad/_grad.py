@@ -86,6 +86,12 @@ def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]
     does so where it fits a quarter of the free device memory
     (``TRITONAD_TAPE_BUDGET`` bytes if set) and otherwise replays iterations
     [0, i) for each i, ``tape=True`` always tapes, ``tape=False`` always replays.
+    ``bwd.forward[grid](*forward_args, **constexprs)`` launches the forward so that
+    it also saves what the backward would recompute (the results of its
+    reductions and loops, listed as ``residual`` in ``bwd.schedule()``) and
+    returns them, None when there is nothing to save; the backward of that same
+    launch reads them when passed as ``tritonad_residuals=`` (a backward of
+    another launch raises). ``tritonad.autograd`` does this for you.
     ``pointers=`` names the pointer parameters if tritonad's
     reading of the source misses one. ``triton.heuristics`` / ``triton.autotune``
     wrappers are re-applied to the backward (autotuning restores the shadows

@@ -204,6 +204,7 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     bwd.residual_forward = (
         None if wrappers or getattr(fn, "tritonad_interpreted", None) is not None else
         _ResidualForward(fn, key, names, constexprs, defaults, source))
+    bwd.forward = _residuals.ForwardLaunch(kernel, bwd.residual_forward, names)
     bwd.launch_signature = tuple(order)  # (JITFunction.signature is Triton's own)
     bwd.shadows = dict(zip(pointer_list, shadows))
     bwd.pointer_roles = {p: frozenset(roles[p]) for p in pointer_list}
@@ -293,7 +294,7 @@ def _rewrap(bwd, wrappers, shadows):
         else:
             raise TypeError(f"tritonad.grad cannot re-apply {type(wrapper).__name__} to the "
                             "backward kernel")
-        for attr in ("tritonad_primal", "launch_signature", "shadows", "pointer_roles",
+        for attr in ("tritonad_primal", "forward", "launch_signature", "shadows", "pointer_roles",
                      "derived_ir", "schedule", "written_shadows", "partial_shadows",
                      "coverage", "accumulate", "source", "tritonad_launch_path"):
             setattr(result, attr, getattr(bwd, attr))

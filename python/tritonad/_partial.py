@@ -70,6 +70,11 @@ def _workers(device_index: int) -> int:
     return _PROGRAMS_PER_SM * torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
+@functools.lru_cache(maxsize=None)
+def _register_file(device_index: int) -> int:
+    return triton.runtime.driver.active.utils.get_device_properties(device_index)["max_num_regs"]
+
+
 def _span(t) -> int:
     """Elements from t's first to its last element, gaps included (the shadow is
     addressed with t's strides)."""
@@ -163,6 +168,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
     if not partial:
         return _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape)
 
+    kernel = _resident(run, grid, kernel, kwargs)
     targets = [kwargs[name] for name in partial]
     slot = max(_span(t) for t in targets)
     slot = (slot + 15) // 16 * 16  # (aligned slots: vectorized stores)
@@ -215,6 +221,43 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape):
     if own is not None and own[0][0] == 0:
         return kernel  # (nothing to do: an empty grid or loop)
     return run(grid=own[0] if own else grid, warmup=False, **kwargs)
+
+
+# Spilled registers (Triton's n_spills, 4-byte words per thread) that a kernel
+# compiled under a register cap may have and still be preferred.
+_SPILLS_ALLOWED = 8
+
+
+def _resident(run, grid, kernel, kwargs):
+    """The grid-stride schedule launches _PROGRAMS_PER_SM programs per SM, as a
+    hand-written persistent kernel does; they run at once only if their
+    registers fit in the SM's register file together. Where they do not, the
+    kernel is compiled again under ptxas's register cap (``maxnreg``), and that
+    one is launched if it spills at most a few registers. A ``maxnreg`` the
+    caller passed is kept."""
+    init = getattr(kernel, "_init_handles", None)
+    if init is None or kwargs.get("maxnreg") is not None:
+        return kernel  # (the interpreter, or the caller's own cap)
+    if not hasattr(kernel, "tritonad_register_cap"):  # (decided once per compiled kernel)
+        kernel.tritonad_register_cap = _register_cap(run, grid, kernel, kwargs)
+    if kernel.tritonad_register_cap is None:
+        return kernel
+    kwargs["maxnreg"] = kernel.tritonad_register_cap  # (the launches below use it too)
+    return run(grid=grid, warmup=True, **kwargs)
+
+
+def _register_cap(run, grid, kernel, kwargs):
+    """The cap that lets _PROGRAMS_PER_SM programs of `kernel` fit on an SM, or
+    None (they fit, or the capped kernel spills more than _SPILLS_ALLOWED)."""
+    kernel._init_handles()
+    device = _device_of(kwargs).device
+    threads = 32 * kernel.metadata.num_warps * getattr(kernel.metadata, "num_ctas", 1)
+    cap = _register_file(device.index or 0) // (_PROGRAMS_PER_SM * threads) // 8 * 8
+    if cap < 32 or kernel.n_regs <= cap:
+        return None
+    capped = run(grid=grid, warmup=True, **{**kwargs, "maxnreg": cap})
+    capped._init_handles()
+    return cap if capped.n_spills <= _SPILLS_ALLOWED else None
 
 
 def _fits(kernel) -> bool:

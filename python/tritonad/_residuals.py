@@ -34,10 +34,11 @@ def recorded(kernel) -> Optional[dict]:
     return values[-1] if values else None
 
 
-def launch_forward(forward, kernel, grid, bound) -> Optional["torch.Tensor"]:
-    """Runs the forward for the torch bridge: `forward` (the augmented forward,
-    or None) with a fresh residual buffer where it saves values, else the user's
-    `kernel`. Returns the buffer (None when nothing was saved)."""
+def launch_forward(forward, kernel, grid, bound, names) -> Optional["torch.Tensor"]:
+    """Runs the forward: `forward` (the augmented forward, or None) with a fresh
+    residual buffer where it saves values, else the user's `kernel`. Returns the
+    buffer (None when nothing was saved), which records the launch (`names`: the
+    forward's parameters) so that a backward of another launch refuses it."""
     import torch
 
     from tritonad._launcher import _RECORDER
@@ -65,7 +66,62 @@ def launch_forward(forward, kernel, grid, bound) -> Optional["torch.Tensor"]:
     if programs:
         forward.run(grid=grid, warmup=False, **{**bound, RESIDUALS: buffer})
     buffer.tritonad_fingerprint = saved["fingerprint"]
+    buffer.tritonad_launch = _launch_of(bound, names, grid_now)
     return buffer
+
+
+def _launch_of(arguments, names, grid_now) -> dict:
+    """What identifies a launch to its residuals: the grid, and each argument of
+    the forward (a tensor by its memory and layout, anything else by value)."""
+    import torch
+
+    def identity(value):
+        if isinstance(value, torch.Tensor):
+            return (value.data_ptr(), tuple(value.shape), tuple(value.stride()), value.dtype)
+        return value if isinstance(value, (bool, int, str, type(None))) else repr(value)
+    return {"grid": tuple(grid_now), **{n: identity(arguments.get(n)) for n in names}}
+
+
+def _check_launch(buffer, grid, kwargs) -> None:
+    """Raises unless the backward is launched as the forward that filled `buffer`."""
+    launch = getattr(buffer, "tritonad_launch", None)
+    if launch is None:
+        raise TypeError(f"{RESIDUALS} takes what the derived backward's forward launch "
+                        f"returned (bwd.forward[grid](...)), got a {type(buffer).__name__}")
+    names = [n for n in launch if n != "grid"]
+    now = _launch_of(kwargs, names, _coverage.grid_of(grid, kwargs))
+    differs = [n for n in launch if now[n] != launch[n]]
+    if differs:
+        raise ValueError(f"{RESIDUALS} were saved by a forward launched with another "
+                         f"{differs[0]} than this backward's: pass the residuals of the "
+                         f"forward launch this backward differentiates (the same grid and "
+                         f"arguments)")
+
+
+class ForwardLaunch:
+    """``bwd.forward``: launches the forward of a derived backward ``bwd`` so
+    that it saves residuals for it. ``bwd.forward[grid](*args, **kwargs)``
+    takes the forward kernel's arguments, runs it (the augmented forward where
+    the backward reads residuals, else the kernel itself) and returns the
+    residuals: a device buffer, or None when nothing was saved. Pass them to
+    the backward of the same launch as ``bwd[grid](..., tritonad_residuals=r)``;
+    the backward then reads them instead of recomputing the forward's
+    reductions and loops. A backward of another launch (another grid or other
+    arguments) refuses them."""
+
+    def __init__(self, kernel, augmented, names):
+        # (augmented: the _ResidualForward placeholder, None where there is none)
+        self.kernel, self.augmented, self.names = kernel, augmented, list(names)
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(grid, args, kwargs)
+
+    def run(self, grid, args, kwargs):
+        from tritonad._source import bind_arguments
+
+        bound = bind_arguments(self.names, args, kwargs)
+        forward = self.augmented.get() if self.augmented is not None else None
+        return launch_forward(forward, self.kernel, grid, bound, self.names)
 
 
 def checked(run, grid, kernel, kwargs):
@@ -75,6 +131,7 @@ def checked(run, grid, kernel, kwargs):
     buffer = kwargs.get(RESIDUALS)
     if buffer is None:
         return kernel
+    _check_launch(buffer, grid, kwargs)
     reads = recorded(kernel)
     if reads is not None and reads["fingerprint"] == getattr(buffer, "tritonad_fingerprint",
                                                               None):

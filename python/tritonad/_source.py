@@ -61,6 +61,19 @@ def param_names(fn) -> List[str]:
     return [p.name for p in fn.params]
 
 
+def bind_arguments(names: List[str], args, kwargs) -> dict:
+    """A launch's arguments by name, as ``kernel[grid](*args, **kwargs)`` binds
+    them (launch options such as num_warps included)."""
+    if len(args) > len(names):
+        raise TypeError(f"too many arguments: the kernel takes {names}")
+    bound = dict(zip(names, args))
+    for key, value in kwargs.items():
+        if key in bound:
+            raise TypeError(f"argument {key!r} given twice")
+        bound[key] = value
+    return bound
+
+
 def constexpr_names(fn) -> List[str]:
     return [p.name for p in fn.params if p.is_constexpr]
 

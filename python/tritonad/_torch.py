@@ -8,7 +8,8 @@ from typing import Sequence
 from tritonad._kernel_grad import kernel_grad, unwrap
 from tritonad._partial import _span, uninitialized
 from tritonad._residuals import RESIDUALS, launch_forward
-from tritonad._source import constexpr_names, function_def, param_names, pointer_roles
+from tritonad._source import (bind_arguments, constexpr_names, function_def, param_names,
+                              pointer_roles)
 
 
 def autograd(kernel, outputs: Sequence[str], *, residuals: bool = True, **grad_options):
@@ -97,13 +98,7 @@ class _DifferentiableKernel:
         if torch.compiler.is_dynamo_compiling():  # one custom operator (tritonad._compile)
             from tritonad._compile import launch_kernel
             return launch_kernel(self.tritonad_name, grid, args, kwargs)
-        if len(args) > len(self.names):
-            raise TypeError(f"too many arguments: the kernel takes {self.names}")
-        bound = dict(zip(self.names, args))
-        for key, value in kwargs.items():
-            if key in bound:
-                raise TypeError(f"argument {key!r} given twice")
-            bound[key] = value
+        bound = bind_arguments(self.names, args, kwargs)
         tensors = {n: v for n, v in bound.items() if isinstance(v, torch.Tensor)}
         for name in self.outputs:
             if name in tensors and overlaps(tensors[name]):
@@ -199,7 +194,7 @@ def _make_function(torch):
             ctx.bound = dict(bound)
             ctx.save_for_backward(*values)
             forward = op.residual_forward.get() if op.residual_forward is not None else None
-            ctx.residuals = launch_forward(forward, op.kernel, grid, bound)
+            ctx.residuals = launch_forward(forward, op.kernel, grid, bound, op.names)
             outs = tuple(bound[n] for n in op.outputs)
             ctx.mark_dirty(*[t for t in outs if any(t is v for v in values)])
             return outs

@@ -648,8 +648,10 @@ def _setup(case, module, device):
     return None, None, None, best, None
 
 
-def _launch_forward(case, module, values, device):
-    """Allocates guarded buffers, runs the forward kernel: (buffers, args)."""
+def _launch_forward(case, module, values, device, forward=None):
+    """Allocates guarded buffers, runs the forward kernel (or `forward`, a
+    derived backward's forward launch: its residuals are returned):
+    (buffers, args, residuals)."""
     import torch
 
     meta = case.meta
@@ -663,10 +665,10 @@ def _launch_forward(case, module, values, device):
             args[p["name"]] = bufs[p["name"]].base
         else:
             args[p["name"]] = p["value"]
-    module.kernel[tuple(meta["grid"])](**args, **meta["constexprs"])
+    residuals = (forward or module.kernel)[tuple(meta["grid"])](**args, **meta["constexprs"])
     if device != "cpu":
         torch.cuda.synchronize()
-    return bufs, args
+    return bufs, args, residuals if forward is not None else None
 
 
 def _check_forward(case, bufs, outs):
@@ -705,61 +707,96 @@ def _upstream(case, outs, gen_):
 
 def _run_gpu(case, module, imported=None, device="cuda"):
     """imported: an ImportedBackward (a backward derived and compiled elsewhere, see
-    --export) used instead of deriving here. device="cpu" only for --selftest."""
+    --export) used instead of deriving here. device="cpu" only for --selftest.
+    A backward that matches is run again on the residuals of its own forward
+    launch (bwd.forward), as tritonad.autograd runs it."""
     import torch
 
     meta = case.meta
     values, leaves, outs, ctx, gen_ = _setup(case, module, device)
     if values is None:
         return _result(case, "skipped", f"ties: {min(ctx.gaps, key=lambda g: g[1])}")
-    try:
-        bufs, args = _launch_forward(case, module, values, device)
-    except Exception as e:  # noqa: BLE001
-        return _result(case, "gen-error", "forward launch: " + classify_exception(e)[1],
-                       traceback.format_exc()[-4000:], fatal=_is_cuda_error(e))
-    bad = _check_forward(case, bufs, outs)
-    if bad:
-        return _result(case, "fwd-mismatch", bad.split(":")[0], bad)
-    for b in bufs.values():      # the backward must leave inputs and outputs as they are
-        b.snapshot = b.store.clone()
-    up_base, up_logical = _upstream(case, outs, gen_)
-    up_dev = {n: u.to(device) for n, u in up_logical.items()}
-    ref = reference_grads(leaves, outs, up_dev, retain=True)
-    try:
-        if imported is not None:
-            bwd, undiscovered = imported, imported.undiscovered
-        else:
-            bwd, undiscovered = _derive(case, module)
-        dt = _torch_dtype(meta["dtype"])
-        shadows, prefill = {}, {}
-        for p in meta["params"]:
-            if p["kind"] != "ptr":
-                continue
-            name = p["name"]
-            if p["role"] == "in":
-                scale = ref[name].abs().max().item() or 1.0
-                if meta["dtype"] == "fp32":   # the gradient must be ADDED to what is there
-                    fill = (torch.rand(p["shape"], generator=gen_, dtype=torch.float64)
-                            * 2 - 1) * scale
+    up_base = up_dev = ref = None
+    passes = [None] if imported is not None or device == "cpu" else [None, "residuals"]
+    for with_residuals in passes:
+        try:
+            forward = bwd.forward if with_residuals else None
+            bufs, args, residuals = _launch_forward(case, module, values, device, forward)
+        except Exception as e:  # noqa: BLE001
+            return _result(case, "gen-error", "forward launch: " + classify_exception(e)[1],
+                           traceback.format_exc()[-4000:], fatal=_is_cuda_error(e))
+        bad = _check_forward(case, bufs, outs)
+        if bad:
+            return _result(case, "fwd-mismatch", bad.split(":")[0], bad)
+        for b in bufs.values():      # the backward must leave inputs and outputs as they are
+            b.snapshot = b.store.clone()
+        if ref is None:
+            up_base, up_logical = _upstream(case, outs, gen_)
+            up_dev = {n: u.to(device) for n, u in up_logical.items()}
+            ref = reference_grads(leaves, outs, up_dev, retain=True)
+        try:
+            if with_residuals is None:
+                if imported is not None:
+                    bwd, undiscovered = imported, imported.undiscovered
                 else:
-                    fill = torch.zeros(p["shape"], dtype=torch.float64)
-                shadows[name] = Buffer(p["shape"], dt, device, fill, gen_)
-                prefill[name] = shadows[name].base.double().clone()
+                    bwd, undiscovered = _derive(case, module)
+            shadows, prefill = _launch_backward(case, bwd, args, ref, up_base, gen_, device,
+                                                residuals)
+        except Exception as e:  # noqa: BLE001
+            outcome, cause = classify_exception(e)
+            return _result(case, outcome, cause, str(e)[:4000] if outcome != "crash"
+                           else traceback.format_exc()[-6000:], fatal=_is_cuda_error(e))
+        slack = tolerance_slack(meta, module, values, leaves, outs, up_dev, ref, device,
+                                ctx=ctx, prefill=prefill)
+        problems, tol_used = _compare_backward(case, bwd, bufs, shadows, prefill, ref, slack)
+        extra = dict(undiscovered=undiscovered, schedule=bwd.schedule(),
+                     min_gap=ctx.min_gap(), tol_used=tol_used)
+        if problems:
+            kinds = sorted({k for k, _ in problems})
+            read = " (backward reading its forward's residuals)" if residuals is not None \
+                else ""
+            return _result(case, "mismatch", ",".join(kinds),
+                           "\n".join(d + read for _, d in problems), **extra)
+    return _result(case, "match", **extra)
+
+
+def _launch_backward(case, bwd, args, ref, up_base, gen_, device, residuals):
+    """Launches `bwd` into fresh guarded shadows: (shadows, prefill)."""
+    import torch
+
+    meta = case.meta
+    dt = _torch_dtype(meta["dtype"])
+    shadows, prefill = {}, {}
+    for p in meta["params"]:
+        if p["kind"] != "ptr":
+            continue
+        name = p["name"]
+        if p["role"] == "in":
+            scale = ref[name].abs().max().item() or 1.0
+            if meta["dtype"] == "fp32":   # the gradient must be ADDED to what is there
+                fill = (torch.rand(p["shape"], generator=gen_, dtype=torch.float64)
+                        * 2 - 1) * scale
             else:
-                shadows[name] = Buffer(p["shape"], dt, device, up_base[name], gen_)
-        bargs = dict(args)
-        for name, b in shadows.items():
-            bargs[bwd.shadows.get(name, "d" + name)] = b.base
-        # the launch, as a user writes it: bwd[grid](*forward args, *shadows, **constexprs)
-        bwd[tuple(meta["grid"])](**bargs, **meta["constexprs"])
-        if device != "cpu":
-            torch.cuda.synchronize()
-    except Exception as e:  # noqa: BLE001
-        outcome, cause = classify_exception(e)
-        return _result(case, outcome, cause, str(e)[:4000] if outcome != "crash"
-                       else traceback.format_exc()[-6000:], fatal=_is_cuda_error(e))
-    slack = tolerance_slack(meta, module, values, leaves, outs, up_dev, ref, device, ctx=ctx,
-                            prefill=prefill)
+                fill = torch.zeros(p["shape"], dtype=torch.float64)
+            shadows[name] = Buffer(p["shape"], dt, device, fill, gen_)
+            prefill[name] = shadows[name].base.double().clone()
+        else:
+            shadows[name] = Buffer(p["shape"], dt, device, up_base[name], gen_)
+    bargs = dict(args)
+    for name, b in shadows.items():
+        bargs[bwd.shadows.get(name, "d" + name)] = b.base
+    if residuals is not None:
+        bargs["tritonad_residuals"] = residuals
+    # the launch, as a user writes it: bwd[grid](*forward args, *shadows, **constexprs)
+    bwd[tuple(meta["grid"])](**bargs, **meta["constexprs"])
+    if device != "cpu":
+        torch.cuda.synchronize()
+    return shadows, prefill
+
+
+def _compare_backward(case, bwd, bufs, shadows, prefill, ref, slack):
+    """(problems, tolerance used) of a backward's shadows against the reference."""
+    meta = case.meta
     problems = []
     for name, b in list(bufs.items()) + [("d" + n, b) for n, b in shadows.items()]:
         if not b.guards_intact():
@@ -781,13 +818,7 @@ def _run_gpu(case, module, imported=None, device="cuda"):
             else:
                 tol_used = max(tol_used, _tol_used(got, ref[name].double(), TOL[meta["dtype"]],
                                                    slack[name]))
-    extra = dict(undiscovered=undiscovered, schedule=bwd.schedule(),
-                 min_gap=ctx.min_gap(), tol_used=tol_used)
-    if problems:
-        kinds = sorted({k for k, _ in problems})
-        return _result(case, "mismatch", ",".join(kinds), "\n".join(d for _, d in problems),
-                       **extra)
-    return _result(case, "match", **extra)
+    return problems, tol_used
 
 
 class ImportedBackward:
@@ -925,7 +956,7 @@ def _run_interpret(case, module):
     if values is None:
         return _result(case, "skipped", f"ties: {min(ctx.gaps, key=lambda g: g[1])}")
     try:
-        bufs, _ = _launch_forward(case, module, values, "cpu")
+        bufs, _, _ = _launch_forward(case, module, values, "cpu")
     except Exception as e:  # noqa: BLE001
         return _result(case, "gen-error", "interpreter: " + classify_exception(e)[1],
                        traceback.format_exc()[-4000:])
