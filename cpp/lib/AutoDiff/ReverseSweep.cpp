@@ -36,7 +36,11 @@ void cloneForRecompute(Operation &op, OpBuilder &builder, IRMapping &mapping,
                        const Residuals *residuals) {
   if (residuals) {
     auto saved = residuals->find(&op);
-    if (saved != residuals->end()) {
+    // (a load the recompute has not reached is recomputed instead: program
+    // coarsening hoists an op the same in every program, e.g. a reduction over
+    // a weight, out of the program loop, while its residual loads stay in it)
+    if (saved != residuals->end() &&
+        llvm::all_of(saved->second, [&](Value loaded) { return mapping.contains(loaded); })) {
       for (auto [result, loaded] : llvm::zip_equal(op.getResults(), saved->second))
         mapping.map(result, mapping.lookup(loaded));
       return;

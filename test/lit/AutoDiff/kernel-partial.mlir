@@ -142,3 +142,47 @@ module {
     tt.return
   }
 }
+
+// -----
+
+// A reduction over the weight is the same in every program: coarsening hoists
+// it out of the program loop, away from the residual loads (which address the
+// program's region, so they stay in the loop). The backward recomputes it
+// there rather than read a value the loop has not loaded yet.
+// CHECK-LABEL: tt.func public @bwd
+// CHECK: "tt.reduce"
+// CHECK: scf.for
+// CHECK-NOT: tt.atomic_rmw
+// CHECK: tt.return
+module {
+  tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %w: !tt.ptr<f32> loc("w"), %y: !tt.ptr<f32> loc("y"), %n: i32 loc("n")) {
+    %c64 = arith.constant 64 : i32
+    %pid = tt.get_program_id x : i32
+    %row = arith.muli %pid, %c64 : i32
+    %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+    %rows = tt.splat %row : i32 -> tensor<64xi32>
+    %offs = arith.addi %rows, %r : tensor<64xi32>
+    %xs = tt.splat %x : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %xp = tt.addptr %xs, %offs : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+    %xv = tt.load %xp : tensor<64x!tt.ptr<f32>>
+    %ws = tt.splat %w : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %wp = tt.addptr %ws, %r : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+    %wv = tt.load %wp : tensor<64x!tt.ptr<f32>>
+    %total = "tt.reduce"(%wv) <{axis = 0 : i32}> ({
+    ^bb0(%a: f32, %b: f32):
+      %s = arith.addf %a, %b : f32
+      tt.reduce.return %s : f32
+    }) : (tensor<64xf32>) -> f32
+    %inv = math.log %total : f32
+    %invs = tt.splat %inv : f32 -> tensor<64xf32>
+    %prod = arith.mulf %xv, %invs : tensor<64xf32>
+    %ys = tt.splat %y : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %yp = tt.addptr %ys, %offs : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+    tt.store %yp, %prod : tensor<64x!tt.ptr<f32>>
+    tt.return
+  }
+  tt.func public @bwd(%x: !tt.ptr<f32> loc("x"), %w: !tt.ptr<f32> loc("w"), %y: !tt.ptr<f32> loc("y"), %n: i32 loc("n"), %dx: !tt.ptr<f32> loc("dx"), %dw: !tt.ptr<f32> loc("dw"), %dy: !tt.ptr<f32> loc("dy"), %ws: !tt.ptr<f32> loc("tritonad_workspace"), %slot: i32 loc("tritonad_slot"), %programs: i32 loc("tritonad_programs"), %res: !tt.ptr<i8> loc("tritonad_residuals")) {
+    tt.call @fwd(%x, %w, %y, %n) : (!tt.ptr<f32>, !tt.ptr<f32>, !tt.ptr<f32>, i32) -> ()
+    tt.return
+  }
+}
