@@ -17,6 +17,9 @@ Workloads (fp16 and bf16 inputs, fp32 accumulation):
               cuBLAS    torch.autograd.grad of a @ b
               compile   torch.compile of (dc @ b.T, a.T @ dc)
   batched   a batched matmul with a 3-D grid (m tiles, n tiles, batch), 8 x 1024^3.
+  epilogue  gelu(a @ b) (bench.matmul_gelu_fwd), 2048^3 and 4096^3 (--epilogue-sizes):
+            tritonad.autograd (the forward saves acc, a residual; dA and dB by programs
+            of their own) against eager (cuBLAS + GELU's backward) and torch.compile.
 
 Before timing: dA and dB are compared with an fp32 reference (max abs error / max |ref|)
 for tritonad, cuBLAS and hand; tritonad's result must be bitwise the same in two runs; the
@@ -189,6 +192,64 @@ def batched_case(dtype_name, blocks, opts, failures, batches=8, n=1024):
                 reproducible=None, atomics=atomics(batched_bwd))
 
 
+def epilogue_case(n, dtype_name, blocks, opts, failures):
+    """gelu(a @ b) (bench.matmul_gelu_fwd): what a user pays through
+    tritonad.autograd (the forward saves acc; dA and dB by the parts) against
+    eager (cuBLAS and GELU's backward) and torch.compile."""
+    dtype = DTYPES[dtype_name]
+    BM, BN, BK = blocks
+    meta = dict(BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8)
+    launch = dict(num_warps=opts.warps, num_stages=opts.stages)
+    a = torch.randn(n, n, device=DEVICE, dtype=dtype) / n ** 0.25
+    b = torch.randn(n, n, device=DEVICE, dtype=dtype) / n ** 0.25
+    dc = torch.randn(n, n, device=DEVICE, dtype=dtype)
+    grid = (triton.cdiv(n, BM) * triton.cdiv(n, BN),)
+    op = tritonad.autograd(bench.matmul_gelu_fwd, outputs=("c_ptr",))
+    au, bu = a.clone().requires_grad_(), b.clone().requires_grad_()
+    cu = op[grid](au, bu, torch.empty(n, n, device=DEVICE, dtype=dtype), n, n, n, au.stride(0),
+                  au.stride(1), bu.stride(0), bu.stride(1), n, 1, **meta, **launch)
+    got = {}
+
+    def user():
+        got["user"] = torch.autograd.grad(cu, (au, bu), dc, retain_graph=True)
+
+    at, bt = a.clone().requires_grad_(), b.clone().requires_grad_()
+    ct = torch.nn.functional.gelu(at @ bt)
+
+    def eager():
+        got["eager"] = torch.autograd.grad(ct, (at, bt), dc, retain_graph=True)
+
+    ac, bc = a.clone().requires_grad_(), b.clone().requires_grad_()
+    cc = torch.compile(lambda x, y: torch.nn.functional.gelu(x @ y))(ac, bc)
+
+    def compile_bwd():
+        return torch.autograd.grad(cc, (ac, bc), dc, retain_graph=True)
+
+    user()
+    eager()
+    torch.cuda.synchronize()
+    a64, b64 = a.double().requires_grad_(), b.double().requires_grad_()
+    ref = torch.autograd.grad(torch.nn.functional.gelu(a64 @ b64), (a64, b64), dc.double())
+    errors = {who: max(loops.rel_err(x, r) for x, r in zip(got[key], ref))
+              for who, key in (("tritonad", "user"), ("cuBLAS", "eager"))}
+    first = [g.clone() for g in got["user"]]
+    user()
+    reproducible = all(torch.equal(x, y) for x, y in zip(first, got["user"]))
+    if errors["tritonad"] > max(2 * errors["cuBLAS"], 1e-2):
+        failures.append(f"matmul+gelu {dtype_name} {n}: error {errors['tritonad']:.2e} vs "
+                        f"eager {errors['cuBLAS']:.2e}")
+    print(f"matmul+gelu {dtype_name} {n}^3: errors "
+          + ", ".join(f"{k} {v:.2e}" for k, v in errors.items())
+          + f"; reproducible {reproducible}", flush=True)
+    loops.print_schedule(op.backward_kernel)
+    times, parts = loops.time_calls([("tritonad.autograd", user), ("cuBLAS", eager),
+                                     ("compile", compile_bwd)])
+    atomic_count = (op.backward_kernel.derived_ir() or "").count("tt.atomic_rmw")
+    return dict(workload=f"matmul + GELU epilogue {dtype_name}", size=f"{n}^3",
+                tiles=f"{BM}x{BN}x{BK}", times=times, parts=parts, errors=errors,
+                reproducible=reproducible, atomics=atomic_count, epilogue=True)
+
+
 def report(rows, opts, failures) -> str:
     device = torch.cuda.get_device_name()
     lines = [
@@ -206,6 +267,8 @@ def report(rows, opts, failures) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
+        if row.get("epilogue"):
+            continue
         t = row["times"]
         gpu = lambda who: t[who][0] if who in t else float("nan")  # noqa: E731
         lines.append(
@@ -216,6 +279,24 @@ def report(rows, opts, failures) -> str:
             f"{gpu('tritonad.autograd') / gpu('cuBLAS'):.2f} | "
             f"{t['tritonad'][1]:.1f} | {row['errors']['tritonad']:.2e} / "
             f"{row['errors']['cuBLAS']:.2e} | {row['atomics']} | {row['reproducible']} |")
+    epilogues = [row for row in rows if row.get("epilogue")]
+    if epilogues:
+        lines += ["", "A linear layer's epilogue, c = gelu(a @ b), through tritonad.autograd "
+                  "(the forward saves acc; dA and dB by programs of their own) against eager "
+                  "(cuBLAS and GELU's backward) and torch.compile:", "",
+                  "| workload | size | tiles | tritonad.autograd GPU | eager GPU | compile GPU | "
+                  "autograd / eager | autograd / compile | error tritonad / eager | "
+                  "atomics in IR | bitwise reproducible |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for row in epilogues:
+            t = row["times"]
+            lines.append(
+                f"| {row['workload']} | {row['size']} | {row['tiles']} | "
+                f"{t['tritonad.autograd'][0]:.1f} | {t['cuBLAS'][0]:.1f} | {t['compile'][0]:.1f} | "
+                f"{t['tritonad.autograd'][0] / t['cuBLAS'][0]:.2f} | "
+                f"{t['tritonad.autograd'][0] / t['compile'][0]:.2f} | "
+                f"{row['errors']['tritonad']:.2e} / {row['errors']['cuBLAS']:.2e} | "
+                f"{row['atomics']} | {row['reproducible']} |")
     lines += ["", "Where tritonad's GPU time goes (us per call, largest first):", ""]
     for row in rows:
         for who in ("tritonad", "tritonad.autograd"):
@@ -236,6 +317,7 @@ def main():
     parser.add_argument("--warps", type=int, default=8)
     parser.add_argument("--stages", type=int, default=3)
     parser.add_argument("--no-batched", action="store_true")
+    parser.add_argument("--epilogue-sizes", default="2048,4096")
     opts = parser.parse_args()
     blocks = tuple(int(v) for v in opts.blocks.split(","))
     rows, failures = [], []
@@ -245,6 +327,12 @@ def main():
                 rows.append(matmul_case(n, dtype_name, blocks, opts, failures))
             except Exception:  # noqa: BLE001  (reported, the other rows still run)
                 failures.append(f"matmul {dtype_name} {n}: {traceback.format_exc()[-1500:]}")
+                print(failures[-1], flush=True)
+        for n in (int(v) for v in opts.epilogue_sizes.split(",") if v):
+            try:
+                rows.append(epilogue_case(n, dtype_name, blocks, opts, failures))
+            except Exception:  # noqa: BLE001
+                failures.append(f"matmul+gelu {dtype_name} {n}: {traceback.format_exc()[-1500:]}")
                 print(failures[-1], flush=True)
         if not opts.no_batched:
             try:

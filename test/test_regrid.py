@@ -94,6 +94,33 @@ def test_epilogue_from_the_loop_result_says_why(always_compile):
             lines[name]
 
 
+def _autograd_schedule(kernel, types, tiles):
+    """The schedule of tritonad.autograd's backward, which reads residuals."""
+    from triton.compiler import ASTSource
+
+    from test_partial import TARGET
+    from tritonad._partial import WORKSPACE_TYPES
+    from tritonad._residuals import RESIDUALS
+
+    bwd = tritonad.autograd(kernel, outputs=("c_ptr",)).backward_kernel
+    types = dict(types, **WORKSPACE_TYPES, **{RESIDUALS: "*i8"})
+    for pointer, shadow in bwd.shadows.items():
+        types[shadow] = types[pointer]
+    signature = {n: "constexpr" if n in tiles else types[n] for n in bwd.arg_names}
+    triton.compile(ASTSource(bwd, signature, dict(tiles)), target=TARGET)
+    return bwd.schedule()
+
+
+def test_epilogue_reads_the_saved_result_and_gets_programs_of_its_own(always_compile):
+    # Through tritonad.autograd the forward saves acc (a residual): each
+    # member's dC * gelu'(acc) is then a load, and the parts re-parallelize.
+    schedule = _autograd_schedule(matmul_gelu_kernel, MATMUL_TYPES, TILES)
+    lines = _lines(schedule)
+    for name in ("a_ptr", "b_ptr"):
+        assert lines[name].startswith("re-parallelized (programs of its own"), lines[name]
+    assert [e.subject for e in schedule.entries if e.kind == "residual"] == ["acc"]
+
+
 def test_batched_grid_groups_by_batch_and_tile(always_compile):
     types = dict(MATMUL_TYPES, stride_ab="i32", stride_bb="i32", stride_cb="i32")
     bwd = tritonad.grad(batched_matmul_kernel)
@@ -205,3 +232,28 @@ def test_biased_epilogue_runs_beside_the_parts(dtype):
     for g, r in zip(got, ref):
         _assert_close(g, r)
     assert "re-parallelized" in op.backward_kernel.schedule()
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(200, 136, 328), (65, 257, 100)])
+def test_epilogue_through_autograd_matches_torch(dtype, shape):
+    # SiLU epilogue, its gradient from the saved acc, dA and dB by the parts.
+    M, N, K = shape
+    tiles = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8)
+    a = torch.randn(M, K, device="cuda", dtype=dtype, requires_grad=True)
+    b = torch.randn(K, N, device="cuda", dtype=dtype, requires_grad=True)
+    op = tritonad.autograd(matmul_gelu_kernel, outputs=("c_ptr",))
+    grid = (triton.cdiv(M, 64), triton.cdiv(N, 64))
+    y = op[grid](*_args(a, b, torch.empty(M, N, device="cuda", dtype=dtype)), **tiles)
+    dy = torch.randn_like(y)
+    got = torch.autograd.grad(y, (a, b), dy, retain_graph=True)
+    again = torch.autograd.grad(y, (a, b), dy)
+    leaves = [t.detach().double().requires_grad_() for t in (a, b)]
+    acc = leaves[0] @ leaves[1]
+    ref = torch.autograd.grad(acc * torch.sigmoid(acc), leaves, dy.double())
+    for g, r, g2 in zip(got, ref, again):
+        _assert_close(g, r)
+        assert torch.equal(g, g2)
+    assert _lines(op.backward_kernel.schedule())["a_ptr"].startswith("re-parallelized")

@@ -103,6 +103,25 @@ def test_no_residuals_without_a_reduction_the_backward_reads():
         tritonad.autograd(norm_kernel, outputs=("Y",), residuals="yes")
 
 
+def test_attention_keeps_atomics_and_says_why():
+    # dK's contribution per forward program is three products of tiles (scores,
+    # the probabilities' gradient, dK's own): a program per key block would
+    # recompute all of them for every query block (measured slower).
+    op = tritonad.autograd(causal_attention_fwd, outputs=("Out", "Lse"))
+    bwd = op.backward_kernel
+    types = dict(Q="*fp16", K="*fp16", V="*fp16", Out="*fp16", Lse="*fp32", sm_scale="fp32",
+                 seq_len="i32", stride_bh="i32", stride_s="i32", **WORKSPACE_TYPES,
+                 **{RESIDUALS: "*i8"})
+    for pointer, shadow in bwd.shadows.items():
+        types[shadow] = types[pointer]
+    _compile(bwd, types, dict(BLOCK_M=64, BLOCK_N=64, HEAD_DIM=64))
+    lines = {e.subject: e for e in bwd.schedule().entries if e.kind == "shadow"}
+    for name in ("K", "V"):
+        assert lines[name].strategy == "atomic"
+        assert any("products of tiles per forward program" in n for n in lines[name].notes), \
+            lines[name].notes
+
+
 def test_residuals_are_refused_by_another_launch():
     # The buffer records its forward launch (grid, each argument of the forward);
     # a backward launched otherwise raises, naming what differs.

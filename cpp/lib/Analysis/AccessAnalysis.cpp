@@ -918,15 +918,20 @@ std::string argumentName(BlockArgument arg) {
   return "";
 }
 
-BlockArgument baseArgument(Value ptr) {
+static BlockArgument baseArgumentOf(Value ptr, bool throughBitcasts) {
   while (Operation *def = ptr.getDefiningOp()) {
     if (!isa<tt::SplatOp, tt::AddPtrOp, tt::BroadcastOp, tt::ExpandDimsOp, tt::ReshapeOp,
-             tt::TransOp>(def))
+             tt::TransOp>(def) &&
+        !(throughBitcasts && isa<tt::BitcastOp>(def)))
       return {};
     ptr = def->getOperand(0);
   }
   return dyn_cast<BlockArgument>(ptr);
 }
+
+BlockArgument baseArgument(Value ptr) { return baseArgumentOf(ptr, false); }
+
+BlockArgument baseArgumentThroughBitcasts(Value ptr) { return baseArgumentOf(ptr, true); }
 
 std::optional<SymbolicInt> symbolize(Value scalar, bool programIds) {
   using Op = SymbolicInt::Op;

@@ -65,6 +65,9 @@ std::string argumentName(mlir::BlockArgument arg);
 /// The block argument a pointer (or tensor of pointers) is computed from by
 /// address arithmetic and reshapes; null where it comes from anything else.
 mlir::BlockArgument baseArgument(mlir::Value ptr);
+/// The same, also through pointer bitcasts (`tt.bitcast`), which reinterpret
+/// the memory: for asking where a load reads, not what the loaded value is.
+mlir::BlockArgument baseArgumentThroughBitcasts(mlir::Value ptr);
 
 /// A uniform scalar (constants, the kernel's scalar arguments by name,
 /// tt.get_num_programs, integer arith on those) as an expression the launch

@@ -711,6 +711,18 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
         refuse(why);
         continue;
       }
+      // A program per gradient tile recomputes each member's contribution
+      // from the member's inputs. Worth it for one product of loaded tiles (a
+      // matmul's); where a contribution is several (attention's scores, their
+      // probabilities and gradients), every part would redo all of them per
+      // member: measured 4-5x slower than these atomics on an H100.
+      if (int products = llvm::count_if(valueSlice, [](Operation *op) { return isa<tt::DotOp>(op); });
+          products > 1) {
+        refuse("its contribution takes " + std::to_string(products) +
+               " products of tiles per forward program, which programs of its own would "
+               "recompute for every member");
+        continue;
+      }
       if (!writesKnown) {
         refuse(unknownWrite);
         continue;
@@ -729,7 +741,9 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       std::string readsWritten;
       for (Operation *op : llvm::concat<Operation *const>(valueSlice, addressSlice))
         if (auto load = dyn_cast<tt::LoadOp>(op)) {
-          BlockArgument from = baseArgument(load.getPtr());
+          // (the residuals the forward saved are read through a bitcast of
+          // the i8 buffer: per forward program, like any other input)
+          BlockArgument from = baseArgumentThroughBitcasts(load.getPtr());
           if (!from || !isa<tt::FuncOp>(from.getOwner()->getParentOp()))
             readsWritten = "it loads through a pointer tritonad cannot trace to an argument (" +
                            where(op) + ")";
