@@ -15,6 +15,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -341,6 +342,11 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
                                                  report)) ||
             mlir::failed(cleanUp(module, into)))
           return mlir::failure();
+        auto marked = module.lookupSymbol<mlir::triton::FuncOp>(into);
+        auto unmark = llvm::make_scope_exit([&] {
+          if (marked)
+            dropExclusivityMarks(marked);
+        });
         // Re-parallelization replaces atomics, which only the automatic mode
         // chooses; it does not compose with partial buffers or tapes yet (both
         // address scratch by the launch's program id).

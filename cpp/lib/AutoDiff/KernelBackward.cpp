@@ -6,6 +6,7 @@
 #include "tritonad/AutoDiff/PointerInduction.h"
 #include "tritonad/AutoDiff/Prepare.h"
 #include "tritonad/AutoDiff/ProgramCoarsening.h"
+#include "tritonad/AutoDiff/Regrid.h"
 #include "tritonad/AutoDiff/ReverseModeInterface.h"
 
 #include "ReverseSweep.h"
@@ -680,9 +681,15 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   recordCoverage(symbolize(exclusive));
   Value always = arith::ConstantOp::create(builder, loc, builder.getBoolAttr(true));
   Value otherwise = arith::XOrIOp::create(builder, loc, exclusive, always);
+  // (marked as twins, for Regrid: the atomic may get programs of its own)
+  auto markLast = [&](StringRef mark) {
+    std::prev(builder.getInsertionPoint())->setAttr(mark, builder.getUnitAttr());
+  };
   emitPlain(builder, predicate(builder, loc, mask, exclusive, g.getType()));
+  markLast(kWhenExclusive);
   if (failed(emitAtomic(builder, predicate(builder, loc, mask, otherwise, g.getType()))))
     return failure();
+  markLast(kUnlessExclusive);
   schedule[name] = {storeOnly ? Strategy::OverwriteWhenDisjoint : Strategy::PlainWhenDisjoint,
                     (storeOnly ? "overwrite when " : "plain when ") +
                         std::string(kRuntimeCondition) +

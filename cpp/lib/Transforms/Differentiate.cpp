@@ -1,5 +1,6 @@
 #include "tritonad/AutoDiff/FunctionVJP.h"
 #include "tritonad/AutoDiff/KernelBackward.h"
+#include "tritonad/AutoDiff/Regrid.h"
 #include "tritonad/Transforms/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -41,6 +42,9 @@ struct KernelBackwardPass : public impl::KernelBackwardBase<KernelBackwardPass> 
     if (failed(differentiateKernelInto(module, forwardName, intoName, *bindings,
                                        {mode, overwrite}, report)))
       return signalPassFailure();
+    // (the marks are for the API's Regrid, which runs on the same module)
+    if (auto into = module.lookupSymbol<tt::FuncOp>(intoName))
+      dropExclusivityMarks(into);
     // The schedule, for tests and people: one remark per shadow.
     Location loc = module.lookupSymbol(intoName)->getLoc();
     for (const ScheduleEntry &entry : report.schedule.entries)

@@ -16,6 +16,7 @@ struct RegridPass : public impl::RegridBase<RegridPass> {
     RegridReport report;
     std::vector<std::string> names(shadows.begin(), shadows.end());
     regridAccumulations(getOperation(), names, overwrite, report);
+    dropExclusivityMarks(getOperation());
     mlir::Location loc = getOperation().getLoc();
     for (const RegridNote &note : report.notes)
       mlir::emitRemark(loc) << note.shadow << ": " << note.how;

@@ -20,6 +20,16 @@ namespace tritonad {
 /// path passes the grouping (layout: `Regrid` in Coverage.h).
 inline constexpr const char *kRegridArgument = "tritonad_regrid";
 
+/// The twin writes of an accumulation whose exclusivity is checked at run
+/// time (KernelBackward): the plain write taken when each address belongs to
+/// one program, and the atomic add taken otherwise. Complementary, so the
+/// atomic may move into programs of its own while the plain write stays.
+inline constexpr const char *kWhenExclusive = "tritonad.when_exclusive";
+inline constexpr const char *kUnlessExclusive = "tritonad.unless_exclusive";
+
+/// Removes those marks (they are for this pass only).
+void dropExclusivityMarks(mlir::triton::FuncOp kernel);
+
 /// What became of one shadow: re-parallelized (how), or left with atomics in
 /// a loop whose gradient is a dot product (why).
 struct RegridNote {

@@ -639,7 +639,8 @@ void emitParts(OpBuilder &b, Location loc, MutableArrayRef<Part> parts, int inde
 // (`plain` for stores and non-add atomics); false where a write cannot be
 // traced to an argument.
 bool collectWrites(tt::FuncOp kernel, DenseMap<BlockArgument, int> &written,
-                   DenseSet<BlockArgument> &plain, std::string &why) {
+                   DenseSet<BlockArgument> &plain, DenseSet<BlockArgument> &twinned,
+                   std::string &why) {
   bool known = true;
   kernel.walk([&](Operation *op) {
     if (op->getNumRegions() || isMemoryEffectFree(op) ||
@@ -662,13 +663,22 @@ bool collectWrites(tt::FuncOp kernel, DenseMap<BlockArgument, int> &written,
       return;
     }
     ++written[base];
-    if (!adds)
+    if (op->hasAttr(kWhenExclusive))
+      twinned.insert(base);
+    else if (!adds)
       plain.insert(base);
   });
   return known;
 }
 
 } // namespace
+
+void dropExclusivityMarks(tt::FuncOp kernel) {
+  kernel.walk([](Operation *op) {
+    op->removeAttr(kWhenExclusive);
+    op->removeAttr(kUnlessExclusive);
+  });
+}
 
 void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool overwrite,
                          RegridReport &report) {
@@ -684,9 +694,9 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
   // Candidates: atomic adds of a dot product into a shadow, in a top-level loop.
   std::vector<Part> parts;
   DenseMap<BlockArgument, int> written;
-  DenseSet<BlockArgument> plain;
+  DenseSet<BlockArgument> plain, twinned;
   std::string unknownWrite;
-  bool writesKnown = collectWrites(kernel, written, plain, unknownWrite);
+  bool writesKnown = collectWrites(kernel, written, plain, twinned, unknownWrite);
   for (auto loop : entry.getOps<scf::ForOp>()) {
     for (auto atomic : loop.getBody()->getOps<tt::AtomicRMWOp>()) {
       BlockArgument base = baseArgument(atomic.getPtr());
@@ -727,7 +737,10 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
         refuse(unknownWrite);
         continue;
       }
-      if (plain.contains(base)) {
+      // (a plain write taken only when the atomic is not, its exclusive twin,
+      // may stay: the parts add under the atomic's mask, which excludes it)
+      if (plain.contains(base) ||
+          (twinned.contains(base) && !atomic->hasAttr(kUnlessExclusive))) {
         refuse("the backward also stores into it directly");
         continue;
       }
