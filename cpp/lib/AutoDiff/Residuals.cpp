@@ -88,8 +88,12 @@ std::string forwardFingerprint(tt::FuncOp prepared) {
 SmallVector<Operation *> residualCandidates(tt::FuncOp prepared) {
   SmallVector<Operation *> candidates;
   for (Operation &op : prepared.getBody().front().without_terminator())
-    if (isa<tt::ReduceOp, scf::ForOp, scf::WhileOp>(op) && op.getNumResults() != 0 &&
-        llvm::all_of(op.getResultTypes(), savable))
+    // (a result that cannot be saved must be unused: a loop's pointer that
+    // advanced with it, which the recompute then does not need)
+    if (isa<tt::ReduceOp, scf::ForOp, scf::WhileOp>(op) &&
+        llvm::any_of(op.getResultTypes(), savable) &&
+        llvm::all_of(op.getResults(),
+                     [](Value result) { return savable(result.getType()) || result.use_empty(); }))
       candidates.push_back(&op);
   return candidates;
 }
@@ -105,6 +109,10 @@ ResidualLayout layoutResiduals(tt::FuncOp prepared, ArrayRef<unsigned> chosen,
     ResidualLayout::Entry entry;
     entry.candidate = index;
     for (Type type : op->getResultTypes()) {
+      if (!savable(type)) {
+        entry.offsets.push_back(-1);
+        continue;
+      }
       entry.offsets.push_back(layout.bytesPerProgram);
       layout.bytesPerProgram += (tapeSlotFor(type)->bytes + 15) / 16 * 16;
     }
@@ -143,8 +151,9 @@ void forEachResidual(tt::FuncOp prepared, Value base, const ResidualLayout &layo
     else
       builder.setInsertionPointAfter(op);
     for (auto [result, offset] : llvm::zip_equal(op->getResults(), entry.offsets))
-      visit(builder, entry, result,
-            residualAddress(builder, op->getLoc(), region, offset, result.getType()));
+      if (offset >= 0)
+        visit(builder, entry, result,
+              residualAddress(builder, op->getLoc(), region, offset, result.getType()));
   }
 }
 
@@ -158,7 +167,10 @@ Residuals insertResidualLoads(tt::FuncOp prepared, Value base, const ResidualLay
                     Value loaded = createLoad(builder, result.getLoc(), address, Value(), Value());
                     loaded.getDefiningOp()->setAttr(kResidualAttr,
                                                     builder.getI32IntegerAttr(entry.candidate));
-                    loads[result.getDefiningOp()].push_back(loaded);
+                    Operation *op = result.getDefiningOp();
+                    auto &values = loads[op];
+                    values.resize(op->getNumResults()); // (null: a result not saved)
+                    values[cast<OpResult>(result).getResultNumber()] = loaded;
                   });
   return loads;
 }

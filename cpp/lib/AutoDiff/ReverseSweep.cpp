@@ -39,10 +39,13 @@ void cloneForRecompute(Operation &op, OpBuilder &builder, IRMapping &mapping,
     // (a load the recompute has not reached is recomputed instead: program
     // coarsening hoists an op the same in every program, e.g. a reduction over
     // a weight, out of the program loop, while its residual loads stay in it)
+    // (a null load: a result not saved, which nothing uses)
     if (saved != residuals->end() &&
-        llvm::all_of(saved->second, [&](Value loaded) { return mapping.contains(loaded); })) {
+        llvm::all_of(saved->second,
+                     [&](Value loaded) { return !loaded || mapping.contains(loaded); })) {
       for (auto [result, loaded] : llvm::zip_equal(op.getResults(), saved->second))
-        mapping.map(result, mapping.lookup(loaded));
+        if (loaded)
+          mapping.map(result, mapping.lookup(loaded));
       return;
     }
   }

@@ -38,7 +38,7 @@ inline constexpr const char *kResidualsArgument = "tritonad_residuals";
 struct ResidualLayout {
   struct Entry {
     unsigned candidate = 0;       // index into residualCandidates()
-    std::vector<int64_t> offsets; // bytes into the region, one per result
+    std::vector<int64_t> offsets; // bytes into the region, one per result (-1: not saved)
     std::string name;             // the value's name in the kernel, for the schedule
     std::string location;
   };
