@@ -207,20 +207,43 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape):
     own = _regrid.prepare(kernel, kwargs, grid_now) if grid_now else None
     if own is not None and not _fits(kernel):
         # The parts' tiles and the forward's share one kernel's shared memory:
-        # with these launch options they do not fit. The kernel compiled
-        # without a table keeps the forward's schedule (atomics).
-        warnings.warn(f"tritonad: the re-parallelized backward needs "
-                      f"{kernel.metadata.shared} bytes of shared memory with these launch "
-                      f"options, more than the device has; it runs with atomics instead "
-                      f"(fewer num_stages or smaller tiles let it fit)", stacklevel=2)
-        kwargs["tritonad_regrid"] = None  # (another specialization: no table argument)
-        kernel = run(grid=grid, warmup=True, **kwargs)
+        # with these launch options they do not fit. Fewer pipeline stages
+        # (the backward's own option: its results do not depend on it) first;
+        # else the kernel compiled without a table keeps the forward's
+        # schedule (atomics).
+        fitting = _with_fewer_stages(run, grid, kernel, kwargs)
+        if fitting is None:
+            warnings.warn(f"tritonad: the re-parallelized backward needs "
+                          f"{kernel.metadata.shared} bytes of shared memory with these launch "
+                          f"options, more than the device has, even with one pipeline stage; "
+                          f"it runs with atomics instead (smaller tiles let it fit)",
+                          stacklevel=2)
+            kwargs["tritonad_regrid"] = None  # (another specialization: no table argument)
+            own = None
+        kernel = fitting or run(grid=grid, warmup=True, **kwargs)
         kernel = _allocate_tape(run, grid, kernel, kwargs, grid_now, grid_now, tape)
-        own = None
     _initialize(garbage, kernel, kwargs, grid_now, stored=own[1] if own else ())
     if own is not None and own[0][0] == 0:
         return kernel  # (nothing to do: an empty grid or loop)
     return run(grid=own[0] if own else grid, warmup=False, **kwargs)
+
+
+def _with_fewer_stages(run, grid, kernel, kwargs):
+    """The kernel compiled with the most pipeline stages below its own that
+    fits the device's shared memory (kwargs then carry that num_stages), or
+    None."""
+    stages = getattr(kernel.metadata, "num_stages", 1)
+    original = kwargs.get("num_stages")
+    for fewer in range(stages - 1, 0, -1):
+        kwargs["num_stages"] = fewer
+        candidate = run(grid=grid, warmup=True, **kwargs)
+        if _fits(candidate):
+            return candidate
+    if original is None:
+        kwargs.pop("num_stages", None)
+    else:
+        kwargs["num_stages"] = original
+    return None
 
 
 # Spilled registers (Triton's n_spills, 4-byte words per thread) that a kernel
