@@ -141,6 +141,12 @@ def test_residuals_are_refused_by_another_launch():
             _check_launch(buffer, grid, dict(backward, **change))
     with pytest.raises(TypeError, match=r"bwd.forward\[grid\]"):
         _check_launch(torch.empty(16, dtype=torch.int8), (4,), backward)
+    # The torch bridge's backward gets autograd's saved tensors, which may have
+    # moved (offloaded and brought back): their layouts are checked, not memory.
+    buffer.tritonad_launch = _launch_of(forward, names, (4,), by_memory=False)
+    _check_launch(buffer, (4,), dict(backward, X=x.clone()))
+    with pytest.raises(ValueError, match="another X than"):
+        _check_launch(buffer, (4,), dict(backward, X=x.t().contiguous().t()))
 
 
 def test_grad_has_a_forward_launch():

@@ -34,11 +34,15 @@ def recorded(kernel) -> Optional[dict]:
     return values[-1] if values else None
 
 
-def launch_forward(forward, kernel, grid, bound, names) -> Optional["torch.Tensor"]:
+def launch_forward(forward, kernel, grid, bound, names,
+                   by_memory: bool = True) -> Optional["torch.Tensor"]:
     """Runs the forward: `forward` (the augmented forward, or None) with a fresh
     residual buffer where it saves values, else the user's `kernel`. Returns the
     buffer (None when nothing was saved), which records the launch (`names`: the
-    forward's parameters) so that a backward of another launch refuses it."""
+    forward's parameters) so that a backward of another launch refuses it: its
+    tensors by memory and layout, or (`by_memory` False: torch's autograd hands
+    the backward its saved tensors, possibly moved, e.g. offloaded to the CPU
+    and back) by layout only."""
     import torch
 
     from tritonad._launcher import _RECORDER
@@ -66,20 +70,23 @@ def launch_forward(forward, kernel, grid, bound, names) -> Optional["torch.Tenso
     if programs:
         forward.run(grid=grid, warmup=False, **{**bound, RESIDUALS: buffer})
     buffer.tritonad_fingerprint = saved["fingerprint"]
-    buffer.tritonad_launch = _launch_of(bound, names, grid_now)
+    buffer.tritonad_launch = _launch_of(bound, names, grid_now, by_memory)
     return buffer
 
 
-def _launch_of(arguments, names, grid_now) -> dict:
+def _launch_of(arguments, names, grid_now, by_memory: bool = True) -> dict:
     """What identifies a launch to its residuals: the grid, and each argument of
-    the forward (a tensor by its memory and layout, anything else by value)."""
+    the forward (a tensor by its memory, if `by_memory`, and layout; anything
+    else by value)."""
     import torch
 
     def identity(value):
         if isinstance(value, torch.Tensor):
-            return (value.data_ptr(), tuple(value.shape), tuple(value.stride()), value.dtype)
+            return (value.data_ptr() if by_memory else None, tuple(value.shape),
+                    tuple(value.stride()), value.dtype)
         return value if isinstance(value, (bool, int, str, type(None))) else repr(value)
-    return {"grid": tuple(grid_now), **{n: identity(arguments.get(n)) for n in names}}
+    return {"grid": tuple(grid_now), "by_memory": by_memory,
+            **{n: identity(arguments.get(n)) for n in names}}
 
 
 def _check_launch(buffer, grid, kwargs) -> None:
@@ -88,8 +95,8 @@ def _check_launch(buffer, grid, kwargs) -> None:
     if launch is None:
         raise TypeError(f"{RESIDUALS} takes what the derived backward's forward launch "
                         f"returned (bwd.forward[grid](...)), got a {type(buffer).__name__}")
-    names = [n for n in launch if n != "grid"]
-    now = _launch_of(kwargs, names, _coverage.grid_of(grid, kwargs))
+    names = [n for n in launch if n not in ("grid", "by_memory")]
+    now = _launch_of(kwargs, names, _coverage.grid_of(grid, kwargs), launch["by_memory"])
     differs = [n for n in launch if now[n] != launch[n]]
     if differs:
         raise ValueError(f"{RESIDUALS} were saved by a forward launched with another "

@@ -194,7 +194,8 @@ def _make_function(torch):
             ctx.bound = dict(bound)
             ctx.save_for_backward(*values)
             forward = op.residual_forward.get() if op.residual_forward is not None else None
-            ctx.residuals = launch_forward(forward, op.kernel, grid, bound, op.names)
+            ctx.residuals = launch_forward(forward, op.kernel, grid, bound, op.names,
+                                           by_memory=False)
             outs = tuple(bound[n] for n in op.outputs)
             ctx.mark_dirty(*[t for t in outs if any(t is v for v in values)])
             return outs
