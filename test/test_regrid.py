@@ -257,5 +257,6 @@ def test_epilogue_through_autograd_matches_torch(dtype, shape):
     ref = torch.autograd.grad(acc * torch.sigmoid(acc), leaves, dy.double())
     for g, r, g2 in zip(got, ref, again):
         _assert_close(g, r)
+        _assert_close(g2, r)  # (each call's own buffers: a missed zero fill shows here)
         assert torch.equal(g, g2)
     assert _lines(op.backward_kernel.schedule())["a_ptr"].startswith("re-parallelized")
