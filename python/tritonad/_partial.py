@@ -211,8 +211,11 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape):
         # (the backward's own option: its results do not depend on it) first;
         # else the kernel compiled without a table keeps the forward's
         # schedule (atomics).
-        fitting = _with_fewer_stages(run, grid, kernel, kwargs)
-        if fitting is None:
+        stages = _once(kernel, "tritonad_stages_that_fit",
+                       lambda: _stages_that_fit(run, grid, kernel, kwargs))
+        if stages is not None:
+            kwargs["num_stages"] = stages
+        else:
             warnings.warn(f"tritonad: the re-parallelized backward needs "
                           f"{kernel.metadata.shared} bytes of shared memory with these launch "
                           f"options, more than the device has, even with one pipeline stage; "
@@ -220,29 +223,28 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape):
                           stacklevel=2)
             kwargs["tritonad_regrid"] = None  # (another specialization: no table argument)
             own = None
-        kernel = fitting or run(grid=grid, warmup=True, **kwargs)
-        kernel = _allocate_tape(run, grid, kernel, kwargs, grid_now, grid_now, tape)
+        kernel = _allocate_tape(run, grid, run(grid=grid, warmup=True, **kwargs), kwargs,
+                                grid_now, grid_now, tape)
     _initialize(garbage, kernel, kwargs, grid_now, stored=own[1] if own else ())
     if own is not None and own[0][0] == 0:
         return kernel  # (nothing to do: an empty grid or loop)
     return run(grid=own[0] if own else grid, warmup=False, **kwargs)
 
 
-def _with_fewer_stages(run, grid, kernel, kwargs):
-    """The kernel compiled with the most pipeline stages below its own that
-    fits the device's shared memory (kwargs then carry that num_stages), or
-    None."""
-    stages = getattr(kernel.metadata, "num_stages", 1)
-    original = kwargs.get("num_stages")
-    for fewer in range(stages - 1, 0, -1):
-        kwargs["num_stages"] = fewer
-        candidate = run(grid=grid, warmup=True, **kwargs)
-        if _fits(candidate):
-            return candidate
-    if original is None:
-        kwargs.pop("num_stages", None)
-    else:
-        kwargs["num_stages"] = original
+def _once(kernel, attribute: str, decide):
+    """decide(), computed once per compiled kernel and kept on it (the launch
+    path asks at every launch)."""
+    if not hasattr(kernel, attribute):
+        setattr(kernel, attribute, decide())
+    return getattr(kernel, attribute)
+
+
+def _stages_that_fit(run, grid, kernel, kwargs):
+    """The most pipeline stages below the kernel's own with which it fits the
+    device's shared memory, or None."""
+    for fewer in range(getattr(kernel.metadata, "num_stages", 1) - 1, 0, -1):
+        if _fits(run(grid=grid, warmup=True, **{**kwargs, "num_stages": fewer})):
+            return fewer
     return None
 
 
@@ -261,17 +263,18 @@ def _resident(run, grid, kernel, kwargs):
     init = getattr(kernel, "_init_handles", None)
     if init is None or kwargs.get("maxnreg") is not None:
         return kernel  # (the interpreter, or the caller's own cap)
-    if not hasattr(kernel, "tritonad_register_cap"):  # (decided once per compiled kernel)
-        kernel.tritonad_register_cap = _register_cap(run, grid, kernel, kwargs)
-    if kernel.tritonad_register_cap is None:
+    capped = _once(kernel, "tritonad_register_cap",
+                   lambda: _register_cap(run, grid, kernel, kwargs))
+    if capped is None:
         return kernel
-    kwargs["maxnreg"] = kernel.tritonad_register_cap  # (the launches below use it too)
-    return run(grid=grid, warmup=True, **kwargs)
+    kwargs["maxnreg"] = capped[0]  # (the launches below use it too)
+    return capped[1]
 
 
 def _register_cap(run, grid, kernel, kwargs):
-    """The cap that lets _PROGRAMS_PER_SM programs of `kernel` fit on an SM, or
-    None (they fit, or the capped kernel spills more than _SPILLS_ALLOWED)."""
+    """(the cap that lets _PROGRAMS_PER_SM programs of `kernel` fit on an SM,
+    the kernel compiled under it), or None (they fit, or the capped kernel
+    spills more than _SPILLS_ALLOWED)."""
     kernel._init_handles()
     device = _device_of(kwargs).device
     threads = 32 * kernel.metadata.num_warps * getattr(kernel.metadata, "num_ctas", 1)
@@ -280,7 +283,7 @@ def _register_cap(run, grid, kernel, kwargs):
         return None
     capped = run(grid=grid, warmup=True, **{**kwargs, "maxnreg": cap})
     capped._init_handles()
-    return cap if capped.n_spills <= _SPILLS_ALLOWED else None
+    return (cap, capped) if capped.n_spills <= _SPILLS_ALLOWED else None
 
 
 def _fits(kernel) -> bool:
@@ -290,11 +293,14 @@ def _fits(kernel) -> bool:
     init = getattr(kernel, "_init_handles", None)
     if init is None:  # (the interpreter: no device limits)
         return True
-    try:
-        init()
-    except OutOfResources:
-        return False
-    return True
+
+    def loads():  # (a kernel that does not fit would try to load again each time)
+        try:
+            init()
+        except OutOfResources:
+            return False
+        return True
+    return _once(kernel, "tritonad_fits", loads)
 
 
 @functools.lru_cache(maxsize=None)

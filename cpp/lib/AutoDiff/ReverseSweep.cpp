@@ -36,10 +36,10 @@ void cloneForRecompute(Operation &op, OpBuilder &builder, IRMapping &mapping,
                        const Residuals *residuals) {
   if (residuals) {
     auto saved = residuals->find(&op);
-    // (a load the recompute has not reached is recomputed instead: program
-    // coarsening hoists an op the same in every program, e.g. a reduction over
-    // a weight, out of the program loop, while its residual loads stay in it)
-    // (a null load: a result not saved, which nothing uses)
+    // A saved op whose loads the recompute has not reached is recomputed:
+    // program coarsening hoists an op the same in every program (a reduction
+    // over a weight) out of the program loop, while its loads stay in it. A
+    // null load is a result not saved, which nothing uses.
     if (saved != residuals->end() &&
         llvm::all_of(saved->second,
                      [&](Value loaded) { return !loaded || mapping.contains(loaded); })) {

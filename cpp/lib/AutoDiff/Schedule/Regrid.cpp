@@ -709,10 +709,8 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       llvm::SetVector<Operation *> valueSlice, addressSlice, boundSlice;
       std::string why;
       bool ok = succeeded(collectSlice({atomic.getVal()}, entry, loop, valueSlice, why));
-      bool hasDot = llvm::any_of(valueSlice, [](Operation *op) { return isa<tt::DotOp>(op); });
-      if (!ok && !hasDot)
-        continue;
-      if (ok && !hasDot)
+      int products = llvm::count_if(valueSlice, [](Operation *op) { return isa<tt::DotOp>(op); });
+      if (products == 0)
         continue; // not a product of tiles: partial buffers or atomics suit it
       auto refuse = [&](std::string reason) {
         report.notes.push_back({name, false, "not re-parallelized: " + reason});
@@ -726,8 +724,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       // matmul's); where a contribution is several (attention's scores, their
       // probabilities and gradients), every part would redo all of them per
       // member: measured 4-5x slower than these atomics on an H100.
-      if (int products = llvm::count_if(valueSlice, [](Operation *op) { return isa<tt::DotOp>(op); });
-          products > 1) {
+      if (products > 1) {
         refuse("its contribution takes " + std::to_string(products) +
                " products of tiles per forward program, which programs of its own would "
                "recompute for every member");
