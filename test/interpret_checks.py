@@ -1285,7 +1285,8 @@ def _():
     biased = biased_matmul_kernel()
     for case in range(8):
         M, N, K = (int(v) for v in torch.randint(5, 70, (3,), generator=GEN))
-        BM, BN, BK = (16 * int(v) for v in torch.randint(1, 3, (3,), generator=GEN))
+        # (64: a contraction deeper than 128 bytes of fp32, summed in passes)
+        BM, BN, BK = ((16, 32, 64)[int(v)] for v in torch.randint(0, 3, (3,), generator=GEN))
         transposed = bool(torch.randint(0, 2, (1,), generator=GEN))
         a = randn(K, M).t() if transposed else randn(M, K)
         b = randn(K, N)
@@ -1338,6 +1339,9 @@ def _():
             # (permuted n tiles: dA's members are not affine once there are 3 or more)
             expect_affine = kernel is batched_matmul_kernel or triton.cdiv(N, BN) < 3
         _regridded(bwd.schedule(), "a_ptr", "b_ptr")
+        lines = _lines_of(bwd.schedule())
+        for name, contraction in (("a_ptr", BN), ("b_ptr", BM)):
+            assert ("in 2 passes of 32" in lines[name]) == (contraction == 64), (case, lines)
         parts = _regrid.describe(_regrid.last_table)
         assert len(parts) == 2 and all(p["programs"] > 0 for p in parts), parts
         assert all(p["affine"] for p in parts) == expect_affine, (case, parts)

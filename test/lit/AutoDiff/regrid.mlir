@@ -482,3 +482,85 @@ module {
   }
 }
 
+
+// -----
+
+// A contraction deeper than 128 bytes (the member's 128 columns of fp16) is
+// summed in passes over 64-deep sub-tiles, as a hand-written kernel steps its
+// contraction: the outer loop takes the passes, the inner one the members,
+// and each operand is loaded at the sub-tile's size (the range of columns
+// shifted by pass * 64), so a pipeline stage holds half the bytes.
+// REMARK: remark: da: re-parallelized (programs of its own, one per tile of the gradient and 4 iterations of the loop at {{.+}}, contracting each member's tiles in 2 passes of 64
+// CHECK-LABEL: tt.func public @deep
+// CHECK: scf.if %{{.+}} -> (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) {
+// CHECK: scf.for %[[PASS:[^ ]+]] = %c0_i32 to %c2_i32 step %c1_i32 iter_args({{.+}}) -> (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>)
+// CHECK:   tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+// CHECK:   arith.muli %[[PASS]], %c64_i32
+// CHECK:   scf.for {{.+}} -> (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x64x!tt.ptr<f16>>
+// CHECK:     %[[G:.+]] = tt.load %{{.+}} : tensor<32x64x!tt.ptr<f16>>
+// CHECK:     tt.load %{{.+}} : tensor<32x64x!tt.ptr<f16>>
+// CHECK:     tt.trans %{{.+}} : tensor<32x64xf16> -> tensor<64x32xf16>
+// CHECK:     tt.dot %[[G]], %{{.+}}, %arg{{.+}} : tensor<32x64xf16> * tensor<64x32xf16> -> tensor<32x32xf32>
+// The table's path (members read from it) is split alike.
+// CHECK: } else {
+// CHECK: scf.for %{{.+}} = %c0_i32 to %c2_i32
+// CHECK:   scf.for
+// CHECK:     tt.load {{.*}} : !tt.ptr<i64>
+// CHECK-COUNT-4: tt.dot {{.+}} : tensor<32x64xf16> * tensor<64x32xf16> -> tensor<32x32xf32>
+// CHECK: tt.return
+module {
+  tt.func public @deep(%b: !tt.ptr<f16> loc("b"), %da: !tt.ptr<f32> loc("da"), %dc: !tt.ptr<f16> loc("dc"), %n: i32 loc("n"), %k: i32 loc("k"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c32 = arith.constant 32 : i32
+    %c128 = arith.constant 128 : i32
+    %zero = arith.constant dense<0.000000e+00> : tensor<32x32xf32>
+    %pid = tt.get_program_id x : i32
+    %ntiles = arith.divsi %n, %c128 : i32
+    %pm = arith.divsi %pid, %ntiles : i32
+    %pn = arith.remsi %pid, %ntiles : i32
+    %r = tt.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+    %rn = tt.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
+    %m0 = arith.muli %pm, %c32 : i32
+    %m0s = tt.splat %m0 : i32 -> tensor<32xi32>
+    %rows = arith.addi %m0s, %r : tensor<32xi32>
+    %rows2 = tt.expand_dims %rows {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+    %n0 = arith.muli %pn, %c128 : i32
+    %n0s = tt.splat %n0 : i32 -> tensor<128xi32>
+    %cols = arith.addi %n0s, %rn : tensor<128xi32>
+    %cols2 = tt.expand_dims %cols {axis = 0 : i32} : tensor<128xi32> -> tensor<1x128xi32>
+    %cols128 = tt.broadcast %cols2 : tensor<1x128xi32> -> tensor<32x128xi32>
+    %ns = tt.splat %n : i32 -> tensor<32x1xi32>
+    %rown = arith.muli %rows2, %ns : tensor<32x1xi32>
+    %rown128 = tt.broadcast %rown : tensor<32x1xi32> -> tensor<32x128xi32>
+    %coff = arith.addi %rown128, %cols128 : tensor<32x128xi32>
+    %dcs = tt.splat %dc : !tt.ptr<f16> -> tensor<32x128x!tt.ptr<f16>>
+    %dcp = tt.addptr %dcs, %coff : tensor<32x128x!tt.ptr<f16>>, tensor<32x128xi32>
+    %g = tt.load %dcp : tensor<32x128x!tt.ptr<f16>>
+    %ks = tt.splat %k : i32 -> tensor<32x1xi32>
+    %rowk = arith.muli %rows2, %ks : tensor<32x1xi32>
+    %rowk32 = tt.broadcast %rowk : tensor<32x1xi32> -> tensor<32x32xi32>
+    %kt = arith.divsi %k, %c32 : i32
+    %bs = tt.splat %b : !tt.ptr<f16> -> tensor<32x128x!tt.ptr<f16>>
+    %das = tt.splat %da : !tt.ptr<f32> -> tensor<32x32x!tt.ptr<f32>>
+    scf.for %i = %c0 to %kt step %c1 : i32 {
+      %k0 = arith.muli %i, %c32 : i32
+      %k0s = tt.splat %k0 : i32 -> tensor<32xi32>
+      %kr = arith.addi %k0s, %r : tensor<32xi32>
+      %kr2 = tt.expand_dims %kr {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+      %krn = arith.muli %kr2, %ns : tensor<32x1xi32>
+      %krn128 = tt.broadcast %krn : tensor<32x1xi32> -> tensor<32x128xi32>
+      %boff = arith.addi %krn128, %cols128 : tensor<32x128xi32>
+      %bp = tt.addptr %bs, %boff : tensor<32x128x!tt.ptr<f16>>, tensor<32x128xi32>
+      %bv = tt.load %bp : tensor<32x128x!tt.ptr<f16>>
+      %bt = tt.trans %bv {order = array<i32: 1, 0>} : tensor<32x128xf16> -> tensor<128x32xf16>
+      %d = tt.dot %g, %bt, %zero : tensor<32x128xf16> * tensor<128x32xf16> -> tensor<32x32xf32>
+      %kc = tt.expand_dims %kr {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+      %kc32 = tt.broadcast %kc : tensor<1x32xi32> -> tensor<32x32xi32>
+      %aoff = arith.addi %rowk32, %kc32 : tensor<32x32xi32>
+      %ap = tt.addptr %das, %aoff : tensor<32x32x!tt.ptr<f32>>, tensor<32x32xi32>
+      %old = tt.atomic_rmw fadd, relaxed, gpu, %ap, %d : (tensor<32x32x!tt.ptr<f32>>, tensor<32x32xf32>) -> tensor<32x32xf32>
+    }
+    tt.return
+  }
+}

@@ -50,6 +50,9 @@ struct Part {
   SmallVector<Value> frontier;
   SmallVector<Operation *> frontierOps;
   RegridPart data;
+  // Passes over sub-tiles of each member's contraction (set where emitted).
+  int contractionPasses = 1;
+  int64_t contractionDepth = 0;
 };
 
 // The ops that compute `roots` from the kernel's arguments, program ids and
@@ -456,6 +459,181 @@ SmallVector<IRMapping> cloneForIterations(OpBuilder &b, ArrayRef<Operation *> op
   return mappings;
 }
 
+// A hand-written matmul steps its contraction 128 bytes deep (64 fp16
+// elements): the pipeline then holds small stages and two programs fit an SM.
+// A part contracts over the member's tile, the forward's (often 128 deep),
+// whose stages would take all of shared memory. `splitContraction` rebuilds
+// the loop summing the members as passes over sub-tiles of that contraction,
+//   for h < passes: for each member: acc = dot(A[:, K_h], B[K_h, :], acc),
+// each operand rebuilt from its loads at a sub-tile's size (the slice of an
+// elementwise op is the op of the slices; of a range, a shorter range).
+class ContractionSplitter {
+public:
+  ContractionSplitter(OpBuilder &b, scf::ForOp old, scf::ForOp inner, Value pass,
+                      int64_t contraction, int64_t depth)
+      : b(b), old(old), pass(pass), contraction(contraction), depth(depth) {
+    mapping.map(old.getInductionVar(), inner.getInductionVar());
+    for (auto [from, to] : llvm::zip(old.getRegionIterArgs(), inner.getRegionIterArgs()))
+      mapping.map(from, to);
+  }
+
+  // `value` as the old body computes it, in the new one.
+  FailureOr<Value> full(Value value) {
+    if (Value known = mapping.lookupOrNull(value))
+      return known;
+    Operation *def = value.getDefiningOp();
+    if (!def || def->getBlock() != old.getBody())
+      return value; // (defined before the loop)
+    if (def->getNumRegions())
+      return failure();
+    for (Value operand : def->getOperands())
+      if (failed(full(operand)))
+        return failure();
+    b.clone(*def, mapping);
+    return mapping.lookup(value);
+  }
+
+  // Sub-tile `pass` of `value` along dimension `dim`: elements
+  // [pass * depth, (pass + 1) * depth) of it.
+  FailureOr<Value> split(Value value, int dim) {
+    auto key = std::make_pair(value, dim);
+    if (auto known = splits.find(key); known != splits.end())
+      return known->second;
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    Operation *def = value.getDefiningOp();
+    if (!type || !def || def->getBlock() != old.getBody() || def->getNumRegions() ||
+        def->getNumResults() != 1 || type.getDimSize(dim) != contraction)
+      return failure();
+    SmallVector<int64_t> shape(type.getShape());
+    shape[dim] = depth;
+    auto subType = type.clone(shape);
+    Location loc = def->getLoc();
+    Value result;
+    if (auto range = dyn_cast<tt::MakeRangeOp>(def)) {
+      int64_t start = range.getStart();
+      Value shorter = tt::MakeRangeOp::create(b, loc, subType, start, start + depth);
+      Value offset = arith::MulIOp::create(
+          b, loc, pass, arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(depth)));
+      result = arith::AddIOp::create(b, loc, shorter, tt::SplatOp::create(b, loc, subType, offset));
+    } else if (auto constant = dyn_cast<arith::ConstantOp>(def)) {
+      auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
+      if (!splat)
+        return failure();
+      result = arith::ConstantOp::create(
+          b, loc, subType, DenseElementsAttr::get(subType, splat.getSplatValue<Attribute>()));
+    } else {
+      if (!isa<tt::SplatOp, tt::BroadcastOp, tt::ExpandDimsOp, tt::TransOp, tt::LoadOp>(def) &&
+          !def->hasTrait<OpTrait::Elementwise>())
+        return failure();
+      // The operands' slices (or whole values where the op takes them whole).
+      IRMapping operands;
+      for (OpOperand &use : def->getOpOperands()) {
+        Value operand = use.get();
+        auto operandType = dyn_cast<RankedTensorType>(operand.getType());
+        FailureOr<Value> mapped = failure();
+        if (isa<tt::SplatOp>(def)) {
+          mapped = full(operand);
+        } else if (isa<tt::BroadcastOp>(def)) {
+          mapped = operandType.getDimSize(dim) == 1 ? full(operand) : split(operand, dim);
+        } else if (auto expand = dyn_cast<tt::ExpandDimsOp>(def)) {
+          int axis = expand.getAxis();
+          if (dim == axis)
+            return failure();
+          mapped = split(operand, dim > axis ? dim - 1 : dim);
+        } else if (auto trans = dyn_cast<tt::TransOp>(def)) {
+          mapped = split(operand, trans.getOrder()[dim]);
+        } else if (isa<tt::LoadOp>(def) || def->hasTrait<OpTrait::Elementwise>()) {
+          if (!operandType)
+            mapped = full(operand);
+          else if (operandType.getShape() == type.getShape())
+            mapped = split(operand, dim);
+        }
+        if (failed(mapped))
+          return failure();
+        operands.map(operand, *mapped);
+      }
+      Operation *clone = b.clone(*def, operands);
+      clone->getResult(0).setType(subType);
+      result = clone->getResult(0);
+    }
+    splits[key] = result;
+    return result;
+  }
+
+  IRMapping mapping; // old body -> new body (whole values)
+
+private:
+  OpBuilder &b;
+  scf::ForOp old;
+  Value pass;
+  int64_t contraction, depth;
+  DenseMap<std::pair<Value, int>, Value> splits;
+};
+
+struct SplitLoops {
+  scf::ForOp outer, inner;
+  IRMapping mapping;
+  int passes = 1;
+  int64_t depth = 0;
+};
+
+// `loop` (summing members into its results by dots, `dot(a, b, acc)`) as
+// passes over sub-tiles of the contraction; nullopt, `loop` unchanged, where
+// the contraction is no deeper than 128 bytes or an operand is not built from
+// ops whose slices the splitter knows.
+std::optional<SplitLoops> splitContraction(OpBuilder &b, scf::ForOp loop) {
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  SmallVector<tt::DotOp> dots;
+  int64_t contraction = 0, depth = 0;
+  for (auto [i, value] : llvm::enumerate(yield.getOperands())) {
+    auto dot = value.getDefiningOp<tt::DotOp>();
+    if (!dot || dot.getC() != loop.getRegionIterArgs()[i])
+      return std::nullopt;
+    auto a = cast<RankedTensorType>(dot.getA().getType());
+    int64_t k = a.getDimSize(1);
+    int64_t d = std::max<int64_t>(16, 1024 / a.getElementTypeBitWidth());
+    if ((contraction && k != contraction) || (depth && d != depth))
+      return std::nullopt;
+    contraction = k;
+    depth = d;
+    dots.push_back(dot);
+  }
+  if (dots.empty() || contraction <= depth || contraction % depth)
+    return std::nullopt;
+  int passes = static_cast<int>(contraction / depth);
+  Location loc = loop.getLoc();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop);
+  auto outer = scf::ForOp::create(b, loc, i32(b, loc, 0), i32(b, loc, passes), i32(b, loc, 1),
+                                  loop.getInitArgs());
+  b.setInsertionPointToStart(outer.getBody());
+  auto inner = scf::ForOp::create(b, loc, loop.getLowerBound(), loop.getUpperBound(),
+                                  loop.getStep(), outer.getRegionIterArgs());
+  b.setInsertionPointToStart(inner.getBody());
+  ContractionSplitter splitter(b, loop, inner, outer.getInductionVar(), contraction, depth);
+  SmallVector<Value> sums;
+  for (tt::DotOp dot : dots) {
+    FailureOr<Value> a = splitter.split(dot.getA(), 1), bOperand = splitter.split(dot.getB(), 0);
+    FailureOr<Value> c = splitter.full(dot.getC());
+    if (failed(a) || failed(bOperand) || failed(c)) {
+      outer.erase();
+      return std::nullopt;
+    }
+    IRMapping operands;
+    operands.map(dot.getA(), *a);
+    operands.map(dot.getB(), *bOperand);
+    operands.map(dot.getC(), *c);
+    sums.push_back(b.clone(*dot, operands)->getResult(0));
+  }
+  scf::YieldOp::create(b, loc, sums);
+  b.setInsertionPointToEnd(outer.getBody());
+  scf::YieldOp::create(b, loc, inner.getResults());
+  loop.replaceAllUsesWith(outer.getResults());
+  SplitLoops result{outer, inner, std::move(splitter.mapping), passes, depth};
+  loop.erase();
+  return result;
+}
+
 // Emits part `index`: program `q` of it owns (group q / tiles, iterations
 // C * (q % tiles) + c for c < C: `part.coarsening`), loops over the group's
 // forward programs summing their contributions to each of its iterations,
@@ -546,6 +724,16 @@ void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value 
       accumulate(loop, cloneForIterations(b, part.frontierOps, iv, ivs, mapping,
                                           {zero, zero, zero}, grid, summand.skip));
     }
+    if (std::optional<SplitLoops> split = splitContraction(b, loop)) {
+      DenseMap<Value, Linear> passLinear;
+      for (auto &[value, form] : linear)
+        if (Value moved = split->mapping.lookupOrNull(value))
+          passLinear[moved] = form;
+      part.contractionPasses = split->passes;
+      part.contractionDepth = split->depth;
+      carryLinearPointers(split->inner, std::move(passLinear));
+      return SmallVector<Value>(split->outer.getResults());
+    }
     carryLinearPointers(loop, std::move(linear));
     return SmallVector<Value>(loop.getResults().take_front(coarsening));
   };
@@ -554,12 +742,19 @@ void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value 
   auto sumMembers = [&]() -> SmallVector<Value> {
     Value membersAt = word(kMembersAt);
     auto loop = scf::ForOp::create(b, loc, first, last, i32(b, loc, 1), initial);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value member = readI32(b, loc, table, add(membersAt, loop.getInductionVar()));
-    accumulate(loop, cloneForIterations(b, part.valueOps, iv, ivs, IRMapping(),
-                                        programIdsOf(b, loc, member, grid), grid, summand.skip));
-    return loop.getResults();
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value member = readI32(b, loc, table, add(membersAt, loop.getInductionVar()));
+      accumulate(loop, cloneForIterations(b, part.valueOps, iv, ivs, IRMapping(),
+                                          programIdsOf(b, loc, member, grid), grid, summand.skip));
+    }
+    if (std::optional<SplitLoops> split = splitContraction(b, loop)) {
+      part.contractionPasses = split->passes;
+      part.contractionDepth = split->depth;
+      return SmallVector<Value>(split->outer.getResults());
+    }
+    return SmallVector<Value>(loop.getResults());
   };
   SmallVector<Value> sums;
   if (part.data.affine) {
@@ -913,6 +1108,11 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
                   ? std::to_string(part.data.coarsening) + " iterations"
                   : std::string("iteration")) +
              " of the loop at " + locationText(part.loop.getLoc()) +
+             (part.contractionPasses > 1
+                  ? ", contracting each member's tiles in " +
+                        std::to_string(part.contractionPasses) + " passes of " +
+                        std::to_string(part.contractionDepth)
+                  : std::string()) +
              ": each sums the contributions of the forward programs sharing the tile in "
              "registers (" +
              (accumulatorElement(getElementTypeOrSelf(part.atomic.getVal().getType()), b)
