@@ -489,7 +489,8 @@ module {
 // summed in passes over 64-deep sub-tiles, as a hand-written kernel steps its
 // contraction: the outer loop takes the passes, the inner one the members,
 // and each operand is loaded at the sub-tile's size (the range of columns
-// shifted by pass * 64), so a pipeline stage holds half the bytes.
+// shifted by pass * 64, through a reshape that adds a unit dimension), so a
+// pipeline stage holds half the bytes.
 // REMARK: remark: da: re-parallelized (programs of its own, one per tile of the gradient and 4 iterations of the loop at {{.+}}, contracting each member's tiles in 2 passes of 64
 // CHECK-LABEL: tt.func public @deep
 // CHECK: scf.if %{{.+}} -> (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) {
@@ -528,7 +529,7 @@ module {
     %n0 = arith.muli %pn, %c128 : i32
     %n0s = tt.splat %n0 : i32 -> tensor<128xi32>
     %cols = arith.addi %n0s, %rn : tensor<128xi32>
-    %cols2 = tt.expand_dims %cols {axis = 0 : i32} : tensor<128xi32> -> tensor<1x128xi32>
+    %cols2 = tt.reshape %cols : tensor<128xi32> -> tensor<1x128xi32>
     %cols128 = tt.broadcast %cols2 : tensor<1x128xi32> -> tensor<32x128xi32>
     %ns = tt.splat %n : i32 -> tensor<32x1xi32>
     %rown = arith.muli %rows2, %ns : tensor<32x1xi32>

@@ -348,7 +348,9 @@ std::optional<Linear> linearResult(OpBuilder &before, Operation *op, scf::ForOp 
     state.addTypes(type);
     return before.create(state)->getResult(0);
   };
-  if (isa<tt::SplatOp, tt::ExpandDimsOp, tt::BroadcastOp, arith::ExtSIOp, arith::TruncIOp>(op))
+  auto reshape = dyn_cast<tt::ReshapeOp>(op);
+  if (isa<tt::SplatOp, tt::ExpandDimsOp, tt::BroadcastOp, arith::ExtSIOp, arith::TruncIOp>(op) ||
+      (reshape && !reshape.getAllowReorder()))
     return Linear{apply(false), apply(true)};
   Type type = op->getResult(0).getType();
   if (isa<arith::AddIOp, arith::SubIOp>(op)) {
@@ -467,6 +469,33 @@ SmallVector<IRMapping> cloneForIterations(OpBuilder &b, ArrayRef<Operation *> op
 //   for h < passes: for each member: acc = dot(A[:, K_h], B[K_h, :], acc),
 // each operand rebuilt from its loads at a sub-tile's size (the slice of an
 // elementwise op is the op of the slices; of a range, a shorter range).
+// The dimension of `reshape`'s source that its result's dimension `dim`
+// (not of size 1) is, where the reshape only adds or drops dimensions of size
+// 1; nullopt otherwise.
+std::optional<int> unitReshapeSource(tt::ReshapeOp reshape, int dim) {
+  if (reshape.getAllowReorder())
+    return std::nullopt;
+  auto nonUnit = [](RankedTensorType type) {
+    SmallVector<std::pair<int64_t, int>> dims;
+    for (auto [i, size] : llvm::enumerate(type.getShape()))
+      if (size != 1)
+        dims.push_back({size, static_cast<int>(i)});
+    return dims;
+  };
+  auto source = nonUnit(reshape.getSrc().getType());
+  auto result = nonUnit(reshape.getType());
+  if (source.size() != result.size())
+    return std::nullopt;
+  std::optional<int> found;
+  for (auto [from, to] : llvm::zip(source, result)) {
+    if (from.first != to.first)
+      return std::nullopt;
+    if (to.second == dim)
+      found = from.second;
+  }
+  return found;
+}
+
 class ContractionSplitter {
 public:
   ContractionSplitter(OpBuilder &b, scf::ForOp old, scf::ForOp inner, Value pass,
@@ -522,7 +551,8 @@ public:
       result = arith::ConstantOp::create(
           b, loc, subType, DenseElementsAttr::get(subType, splat.getSplatValue<Attribute>()));
     } else {
-      if (!isa<tt::SplatOp, tt::BroadcastOp, tt::ExpandDimsOp, tt::TransOp, tt::LoadOp>(def) &&
+      if (!isa<tt::SplatOp, tt::BroadcastOp, tt::ExpandDimsOp, tt::ReshapeOp, tt::TransOp,
+               tt::LoadOp>(def) &&
           !def->hasTrait<OpTrait::Elementwise>())
         return failure();
       // The operands' slices (or whole values where the op takes them whole).
@@ -540,6 +570,12 @@ public:
           if (dim == axis)
             return failure();
           mapped = split(operand, dim > axis ? dim - 1 : dim);
+        } else if (auto reshape = dyn_cast<tt::ReshapeOp>(def)) {
+          // (one that only adds or drops unit dimensions, as x[None, :] may be spelled)
+          std::optional<int> from = unitReshapeSource(reshape, dim);
+          if (!from)
+            return failure();
+          mapped = split(operand, *from);
         } else if (auto trans = dyn_cast<tt::TransOp>(def)) {
           mapped = split(operand, trans.getOrder()[dim]);
         } else if (isa<tt::LoadOp>(def) || def->hasTrait<OpTrait::Elementwise>()) {
