@@ -18,8 +18,10 @@ Workloads (fp16 and bf16 inputs, fp32 accumulation):
               compile   torch.compile of (dc @ b.T, a.T @ dc)
   batched   a batched matmul with a 3-D grid (m tiles, n tiles, batch), 8 x 1024^3.
   epilogue  gelu(a @ b) (bench.matmul_gelu_fwd), 2048^3 and 4096^3 (--epilogue-sizes):
-            tritonad.autograd (the forward saves acc, a residual; dA and dB by programs
-            of their own) against eager (cuBLAS + GELU's backward) and torch.compile.
+            tritonad.autograd (the forward saves acc, a residual; GELU's derivative
+            takes an erf and an exp per element, so dA and dB keep the forward's
+            schedule with atomics, see schedule()) against eager (cuBLAS + GELU's
+            backward) and torch.compile.
 
 Before timing: dA and dB are compared with an fp32 reference (max abs error / max |ref|)
 for tritonad, cuBLAS and hand; tritonad's result must be bitwise the same in two runs; the
@@ -282,7 +284,8 @@ def report(rows, opts, failures) -> str:
     epilogues = [row for row in rows if row.get("epilogue")]
     if epilogues:
         lines += ["", "A linear layer's epilogue, c = gelu(a @ b), through tritonad.autograd "
-                  "(the forward saves acc; dA and dB by programs of their own) against eager "
+                  "(the forward saves acc; GELU's derivative per element keeps dA and dB on the "
+                  "forward's schedule with atomics) against eager "
                   "(cuBLAS and GELU's backward) and torch.compile:", "",
                   "| workload | size | tiles | tritonad.autograd GPU | eager GPU | compile GPU | "
                   "autograd / eager | autograd / compile | error tritonad / eager | "

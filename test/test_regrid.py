@@ -31,9 +31,10 @@ TILES = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8)
 
 
 @triton.jit
-def matmul_gelu_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
-                       stride_bn, stride_cm, stride_cn, BLOCK_M: tl.constexpr,
-                       BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+def matmul_activation_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                             stride_bn, stride_cm, stride_cn, BLOCK_M: tl.constexpr,
+                             BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                             GROUP_M: tl.constexpr, ACTIVATION: tl.constexpr):
     # An activation epilogue: dC's contribution needs the loop's result.
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -48,7 +49,10 @@ def matmul_gelu_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, strid
         b = tl.load(b_ptr + ks[:, None] * stride_bk + offs_n[None, :] * stride_bn,
                     mask=(ks[:, None] < K) & (offs_n[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc)
-    y = acc * tl.sigmoid(acc)
+    if ACTIVATION == "silu":
+        y = acc * tl.sigmoid(acc)
+    else:  # leaky ReLU
+        y = tl.where(acc > 0, acc, 0.01 * acc)
     tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn,
              y.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
@@ -86,8 +90,8 @@ def test_atomic_mode_keeps_the_forward_schedule(always_compile):
 def test_epilogue_from_the_loop_result_says_why(always_compile):
     # dC * gelu'(acc) needs acc, the forward loop's result, in every member:
     # recomputing it per member would replay the forward's loop; refused.
-    bwd = tritonad.grad(matmul_gelu_kernel)
-    lines = _lines(compile_for_schedule(bwd, MATMUL_TYPES, TILES))
+    bwd = tritonad.grad(matmul_activation_kernel)
+    lines = _lines(compile_for_schedule(bwd, MATMUL_TYPES, dict(TILES, ACTIVATION="silu")))
     for name in ("a_ptr", "b_ptr"):
         assert lines[name].startswith("atomic")
         assert "not re-parallelized: its contribution depends on the result of scf.for" in \
@@ -111,13 +115,21 @@ def _autograd_schedule(kernel, types, tiles):
     return bwd.schedule()
 
 
-def test_epilogue_reads_the_saved_result_and_gets_programs_of_its_own(always_compile):
+@pytest.mark.parametrize("activation", ["leaky", "silu"])
+def test_epilogue_reads_the_saved_result(always_compile, activation):
     # Through tritonad.autograd the forward saves acc (a residual): each
-    # member's dC * gelu'(acc) is then a load, and the parts re-parallelize.
-    schedule = _autograd_schedule(matmul_gelu_kernel, MATMUL_TYPES, TILES)
+    # member's dC * act'(acc) then starts from a load. A leaky ReLU's slope is
+    # a select, and the parts re-parallelize; SiLU's takes an exp per element,
+    # which every part a member feeds would evaluate again: atomics, and why.
+    schedule = _autograd_schedule(matmul_activation_kernel, MATMUL_TYPES,
+                                  dict(TILES, ACTIVATION=activation))
     lines = _lines(schedule)
     for name in ("a_ptr", "b_ptr"):
-        assert lines[name].startswith("re-parallelized (programs of its own"), lines[name]
+        if activation == "leaky":
+            assert lines[name].startswith("re-parallelized (programs of its own"), lines[name]
+        else:
+            assert lines[name].startswith("atomic") and "not re-parallelized: its contribution " \
+                "evaluates" in lines[name] and "functions (exp, erf, ...)" in lines[name], lines[name]
     assert [e.subject for e in schedule.entries if e.kind == "residual"] == ["acc"]
 
 
@@ -240,13 +252,15 @@ def test_biased_epilogue_runs_beside_the_parts(dtype):
 @requires_gpu
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(200, 136, 328), (65, 257, 100)])
-def test_epilogue_through_autograd_matches_torch(dtype, shape):
-    # SiLU epilogue, its gradient from the saved acc, dA and dB by the parts.
+@pytest.mark.parametrize("activation", ["leaky", "silu"])
+def test_epilogue_through_autograd_matches_torch(dtype, shape, activation):
+    # The epilogue's gradient from the saved acc: dA and dB by the parts
+    # (leaky ReLU), or by the forward's schedule with atomics (SiLU).
     M, N, K = shape
-    tiles = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8)
+    tiles = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, ACTIVATION=activation)
     a = torch.randn(M, K, device="cuda", dtype=dtype, requires_grad=True)
     b = torch.randn(K, N, device="cuda", dtype=dtype, requires_grad=True)
-    op = tritonad.autograd(matmul_gelu_kernel, outputs=("c_ptr",))
+    op = tritonad.autograd(matmul_activation_kernel, outputs=("c_ptr",))
     grid = (triton.cdiv(M, 64), triton.cdiv(N, 64))
     y = op[grid](*_args(a, b, torch.empty(M, N, device="cuda", dtype=dtype)), **tiles)
     dy = torch.randn_like(y)
@@ -254,9 +268,13 @@ def test_epilogue_through_autograd_matches_torch(dtype, shape):
     again = torch.autograd.grad(y, (a, b), dy)
     leaves = [t.detach().double().requires_grad_() for t in (a, b)]
     acc = leaves[0] @ leaves[1]
-    ref = torch.autograd.grad(acc * torch.sigmoid(acc), leaves, dy.double())
+    act = acc * torch.sigmoid(acc) if activation == "silu" else \
+        torch.where(acc > 0, acc, 0.01 * acc)
+    ref = torch.autograd.grad(act, leaves, dy.double())
+    parts = activation == "leaky"
     for g, r, g2 in zip(got, ref, again):
         _assert_close(g, r)
         _assert_close(g2, r)  # (each call's own buffers: a missed zero fill shows here)
-        assert torch.equal(g, g2)
-    assert _lines(op.backward_kernel.schedule())["a_ptr"].startswith("re-parallelized")
+        assert torch.equal(g, g2) or not parts  # (atomics: no order)
+    line = _lines(op.backward_kernel.schedule())["a_ptr"]
+    assert line.startswith("re-parallelized" if parts else "atomic"), line
