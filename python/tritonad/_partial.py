@@ -216,33 +216,21 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape):
         if stages is not None:
             kwargs["num_stages"] = stages
         else:
-            own = _without_parts(kwargs, f"needs {kernel.metadata.shared} bytes of shared "
-                                 f"memory with these launch options, more than the device "
-                                 f"has, even with one pipeline stage (smaller tiles let it fit)")
+            warnings.warn(f"tritonad: the re-parallelized backward needs "
+                          f"{kernel.metadata.shared} bytes of shared memory with these launch "
+                          f"options, more than the device has, even with one pipeline stage; "
+                          f"it runs with atomics instead (smaller tiles let it fit)",
+                          stacklevel=2)
+            kwargs["tritonad_regrid"] = None  # (another specialization: no table argument)
+            own = None
         kernel = _allocate_tape(run, grid, run(grid=grid, warmup=True, **kwargs), kwargs,
                                 grid_now, grid_now, tape)
-    if own is not None and getattr(kernel, "_init_handles", None) is not None:
-        kernel._init_handles()
-        if kernel.n_spills > _SPILLS_ALLOWED:
-            own = _without_parts(kwargs, f"spills {kernel.n_spills} registers per thread")
-            kernel = _allocate_tape(run, grid, run(grid=grid, warmup=True, **kwargs), kwargs,
-                                    grid_now, grid_now, tape)
-        else:
-            # Two programs per SM, as a hand-written matmul runs.
-            kernel = _resident(run, grid, kernel, kwargs)
+    if own is not None:  # (two programs per SM, as a hand-written matmul runs)
+        kernel = _resident(run, grid, kernel, kwargs)
     _initialize(garbage, kernel, kwargs, grid_now, stored=own[1] if own else ())
     if own is not None and own[0][0] == 0:
         return kernel  # (nothing to do: an empty grid or loop)
     return run(grid=own[0] if own else grid, warmup=False, **kwargs)
-
-
-def _without_parts(kwargs, why: str):
-    """Launches the kernel compiled without a table, which keeps the forward's
-    schedule (atomics): the re-parallelized one does not run well here."""
-    warnings.warn(f"tritonad: the re-parallelized backward {why}; it runs with atomics "
-                  f"instead", stacklevel=3)
-    kwargs["tritonad_regrid"] = None  # (another specialization: no table argument)
-    return None
 
 
 def _once(kernel, attribute: str, decide):
@@ -271,8 +259,8 @@ def _resident(run, grid, kernel, kwargs):
     """The grid-stride schedule launches _PROGRAMS_PER_SM programs per SM, as a
     hand-written persistent kernel does, and a re-parallelized backward's
     tiles are sized for as many (a hand-written matmul's); they run at once
-    only if their registers fit in the SM's register file together. Where they do not, the
-    kernel is compiled again under ptxas's register cap (``maxnreg``), and that
+    only if their registers fit in the SM's register file together. Where they
+    do not, the kernel is compiled again under ptxas's register cap (``maxnreg``), and that
     one is launched if it spills at most a few registers. A ``maxnreg`` the
     caller passed is kept."""
     init = getattr(kernel, "_init_handles", None)
