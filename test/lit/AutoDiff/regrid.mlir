@@ -342,7 +342,7 @@ module {
 // The same epilogue through an activation's derivative (an exp of the saved
 // value): every part a member feeds would evaluate it again on the member's
 // tile, so the accumulation keeps its atomics and says why.
-// REMARK: remark: da: not re-parallelized: its contribution evaluates 1 functions (exp, erf, ...) per element
+// REMARK: remark: da: not re-parallelized: its contribution evaluates 1 function (exp, erf, ...) per element
 // CHECK-LABEL: tt.func public @activation
 // CHECK: tt.atomic_rmw fadd
 module {

@@ -981,7 +981,8 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       });
       if (functions > 0) {
         refuse("its contribution evaluates " + std::to_string(functions) +
-               " functions (exp, erf, ...) per element of a forward program's tile, which "
+               (functions == 1 ? " function" : " functions") +
+               " (exp, erf, ...) per element of a forward program's tile, which "
                "programs of its own would evaluate again for every tile it contributes to");
         continue;
       }
