@@ -462,14 +462,6 @@ SmallVector<IRMapping> cloneForIterations(OpBuilder &b, ArrayRef<Operation *> op
   return mappings;
 }
 
-// A hand-written matmul steps its contraction 128 bytes deep (64 fp16
-// elements): the pipeline then holds small stages and two programs fit an SM.
-// A part contracts over the member's tile, the forward's (often 128 deep),
-// whose stages would take all of shared memory. `splitContraction` rebuilds
-// the loop summing the members as passes over sub-tiles of that contraction,
-//   for h < passes: for each member: acc = dot(A[:, K_h], B[K_h, :], acc),
-// each operand rebuilt from its loads at a sub-tile's size (the slice of an
-// elementwise op is the op of the slices; of a range, a shorter range).
 // The dimension of `reshape`'s source that its result's dimension `dim`
 // (not of size 1) is, where the reshape only adds or drops dimensions of size
 // 1; nullopt otherwise.
@@ -497,6 +489,14 @@ std::optional<int> unitReshapeSource(tt::ReshapeOp reshape, int dim) {
   return found;
 }
 
+// A hand-written matmul steps its contraction 128 bytes deep (64 fp16
+// elements): the pipeline then holds small stages and two programs fit an SM.
+// A part contracts over the member's tile, the forward's (often 128 deep),
+// whose stages would take all of shared memory. `splitContraction` rebuilds
+// the loop summing the members as passes over sub-tiles of that contraction,
+//   for h < passes: for each member: acc = dot(A[:, K_h], B[K_h, :], acc),
+// each operand rebuilt from its loads at a sub-tile's size (the slice of an
+// elementwise op is the op of the slices; of a range, a shorter range).
 class ContractionSplitter {
 public:
   ContractionSplitter(OpBuilder &b, scf::ForOp old, scf::ForOp inner, Value pass,
@@ -580,10 +580,12 @@ public:
         } else if (auto trans = dyn_cast<tt::TransOp>(def)) {
           mapped = split(operand, trans.getOrder()[dim]);
         } else if (isa<tt::LoadOp>(def) || def->hasTrait<OpTrait::Elementwise>()) {
-          if (!operandType)
-            mapped = full(operand);
-          else if (operandType.getShape() == type.getShape())
+          // (scalars whole; a load's operands are all tiles of its shape, but
+          // through a block pointer, whose shape the splitter cannot slice)
+          if (operandType && operandType.getShape() == type.getShape())
             mapped = split(operand, dim);
+          else if (!operandType && !isa<tt::LoadOp>(def))
+            mapped = full(operand);
         }
         if (failed(mapped))
           return failure();
@@ -977,7 +979,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       // would evaluate them again. Measured on an H100 (a GELU epilogue,
       // 2048^3 fp16): 1578 us against these atomics' 168.
       int functions = llvm::count_if(valueSlice, [](Operation *op) {
-        return isa<RankedTensorType>(op->getResult(0).getType()) && costlyPerElement(op);
+        return costlyPerElement(op) && isa<RankedTensorType>(op->getResult(0).getType());
       });
       if (functions > 0) {
         refuse("its contribution evaluates " + std::to_string(functions) +
