@@ -307,11 +307,12 @@ def matmul_fwd(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, st
 
 
 @triton.jit
-def matmul_gelu_fwd(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-                    stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                    BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    # matmul_fwd with an activation epilogue: c = gelu(a @ b) (erf form), as a
-    # fused linear layer computes it.
+def matmul_act_fwd(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                   stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                   BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, ACTIVATION: tl.constexpr):
+    # matmul_fwd with an activation epilogue, as a fused linear layer computes
+    # it (ACTIVATION as Triton's matmul tutorial spells it): c = gelu(a @ b)
+    # (erf form) or leaky_relu(a @ b).
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -333,7 +334,10 @@ def matmul_gelu_fwd(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_b
         acc = tl.dot(a, b, acc)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
-    y = 0.5 * acc * (1.0 + tl.erf(acc * 0.7071067811865476))
+    if ACTIVATION == "gelu":
+        y = 0.5 * acc * (1.0 + tl.erf(acc * 0.7071067811865476))
+    else:
+        y = tl.where(acc >= 0, acc, 0.01 * acc)
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     tl.store(c_ptrs, y.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 

@@ -17,11 +17,15 @@ Workloads (fp16 and bf16 inputs, fp32 accumulation):
               cuBLAS    torch.autograd.grad of a @ b
               compile   torch.compile of (dc @ b.T, a.T @ dc)
   batched   a batched matmul with a 3-D grid (m tiles, n tiles, batch), 8 x 1024^3.
-  epilogue  gelu(a @ b) (bench.matmul_gelu_fwd), 2048^3 and 4096^3 (--epilogue-sizes):
-            tritonad.autograd (the forward saves acc, a residual; GELU's derivative
-            takes an erf and an exp per element, so dA and dB keep the forward's
-            schedule with atomics, see schedule()) against eager (cuBLAS + GELU's
+  epilogue  act(a @ b) (bench.matmul_act_fwd), act = leaky_relu or gelu, 2048^3 and
+            4096^3 (--epilogue-sizes): tritonad.autograd (the forward saves acc, a
+            residual; leaky_relu's slope is a select and dA and dB get programs of
+            their own; GELU's derivative takes an erf and an exp per element, which
+            every part would evaluate again, so dA and dB keep the forward's schedule
+            with atomics, see schedule()) against eager (cuBLAS and the activation's
             backward) and torch.compile.
+  batched   also: hand (the batched kernel on transposed views), tritonad.autograd and
+            torch.compile.
 
 Before timing: dA and dB are compared with an fp32 reference (max abs error / max |ref|)
 for tritonad, cuBLAS and hand; tritonad's result must be bitwise the same in two runs; the
@@ -170,6 +174,13 @@ def batched_case(dtype_name, blocks, opts, failures, batches=8, n=1024):
         batched_bwd[grid](a, b, c, n, n, n, *strides(a), *strides(b), *strides(c), da, db, dc,
                           **meta, **launch)
 
+    da_hand, db_hand = torch.empty_like(a), torch.empty_like(b)
+
+    def hand():
+        for x, y, out in ((dc, b.transpose(1, 2), da_hand), (a.transpose(1, 2), dc, db_hand)):
+            batched_matmul_kernel[grid](x, y, out, n, n, n, *strides(x), *strides(y),
+                                        *strides(out), **meta, **launch)
+
     at, bt = a.clone().requires_grad_(), b.clone().requires_grad_()
     ct = torch.bmm(at, bt)
     got = {}
@@ -177,36 +188,63 @@ def batched_case(dtype_name, blocks, opts, failures, batches=8, n=1024):
     def cublas():
         got["da"], got["db"] = torch.autograd.grad(ct, (at, bt), dc, retain_graph=True)
 
+    op = tritonad.autograd(batched_matmul_kernel, outputs=("c_ptr",))
+    au, bu = a.clone().requires_grad_(), b.clone().requires_grad_()
+    cu = op[grid](au, bu, torch.empty_like(c), n, n, n, *strides(au), *strides(bu),
+                  *strides(c), **meta, **launch)
+
+    def user():
+        got["user"] = torch.autograd.grad(cu, (au, bu), dc, retain_graph=True)
+
+    compiled = torch.compile(lambda x, y, g: (torch.bmm(g, y.transpose(1, 2)),
+                                              torch.bmm(x.transpose(1, 2), g)))
+
+    def compile_bwd():
+        return compiled(a, b, dc)
+
     derived()
+    hand()
     cublas()
+    user()
     ref_a = torch.bmm(dc.float(), b.float().transpose(1, 2))
     ref_b = torch.bmm(a.float().transpose(1, 2), dc.float())
-    errors = {"tritonad": max(loops.rel_err(da, ref_a), loops.rel_err(db, ref_b)),
-              "cuBLAS": max(loops.rel_err(got["da"], ref_a), loops.rel_err(got["db"], ref_b))}
-    if errors["tritonad"] > max(2 * errors["cuBLAS"], 1e-2):
-        failures.append(f"batched {dtype_name}: tritonad error {errors['tritonad']:.2e}")
+    errors = {who: max(loops.rel_err(x, ref_a), loops.rel_err(y, ref_b))
+              for who, (x, y) in {"tritonad": (da, db), "tritonad.autograd": got["user"],
+                                  "hand": (da_hand, db_hand),
+                                  "cuBLAS": (got["da"], got["db"])}.items()}
+    first = (da.clone(), db.clone())
+    derived()
+    reproducible = torch.equal(first[0], da) and torch.equal(first[1], db)
+    for who in ("tritonad", "tritonad.autograd"):
+        if errors[who] > max(2 * errors["cuBLAS"], 1e-2):
+            failures.append(f"batched {dtype_name}: {who} error {errors[who]:.2e}")
     print(f"batched matmul {dtype_name} {batches}x{n}^3: errors "
-          + ", ".join(f"{k} {v:.2e}" for k, v in errors.items()), flush=True)
+          + ", ".join(f"{k} {v:.2e}" for k, v in errors.items())
+          + f"; reproducible {reproducible}", flush=True)
     loops.print_schedule(batched_bwd)
-    times, parts = loops.time_calls([("tritonad", derived), ("cuBLAS", cublas)])
+    times, parts = loops.time_calls([("tritonad", derived), ("tritonad.autograd", user),
+                                     ("hand", hand), ("cuBLAS", cublas),
+                                     ("compile", compile_bwd)])
     return dict(workload=f"batched matmul {dtype_name}", size=f"{batches}x{n}^3",
                 tiles=f"{BM}x{BN}x{BK}", times=times, parts=parts, errors=errors,
-                reproducible=None, atomics=atomics(batched_bwd))
+                reproducible=reproducible, atomics=atomics(batched_bwd))
 
 
-def epilogue_case(n, dtype_name, blocks, opts, failures):
-    """gelu(a @ b) (bench.matmul_gelu_fwd): what a user pays through
-    tritonad.autograd (the forward saves acc; dA and dB by the parts) against
-    eager (cuBLAS and GELU's backward) and torch.compile."""
+def epilogue_case(n, dtype_name, blocks, opts, failures, activation):
+    """act(a @ b) (bench.matmul_act_fwd): what a user pays through
+    tritonad.autograd (the forward saves acc) against eager (cuBLAS and the
+    activation's backward) and torch.compile."""
     dtype = DTYPES[dtype_name]
     BM, BN, BK = blocks
-    meta = dict(BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8)
+    meta = dict(BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8, ACTIVATION=activation)
+    act = {"gelu": torch.nn.functional.gelu,
+           "leaky_relu": lambda x: torch.nn.functional.leaky_relu(x, 0.01)}[activation]
     launch = dict(num_warps=opts.warps, num_stages=opts.stages)
     a = torch.randn(n, n, device=DEVICE, dtype=dtype) / n ** 0.25
     b = torch.randn(n, n, device=DEVICE, dtype=dtype) / n ** 0.25
     dc = torch.randn(n, n, device=DEVICE, dtype=dtype)
     grid = (triton.cdiv(n, BM) * triton.cdiv(n, BN),)
-    op = tritonad.autograd(bench.matmul_gelu_fwd, outputs=("c_ptr",))
+    op = tritonad.autograd(bench.matmul_act_fwd, outputs=("c_ptr",))
     au, bu = a.clone().requires_grad_(), b.clone().requires_grad_()
     cu = op[grid](au, bu, torch.empty(n, n, device=DEVICE, dtype=dtype), n, n, n, au.stride(0),
                   au.stride(1), bu.stride(0), bu.stride(1), n, 1, **meta, **launch)
@@ -216,13 +254,13 @@ def epilogue_case(n, dtype_name, blocks, opts, failures):
         got["user"] = torch.autograd.grad(cu, (au, bu), dc, retain_graph=True)
 
     at, bt = a.clone().requires_grad_(), b.clone().requires_grad_()
-    ct = torch.nn.functional.gelu(at @ bt)
+    ct = act(at @ bt)
 
     def eager():
         got["eager"] = torch.autograd.grad(ct, (at, bt), dc, retain_graph=True)
 
     ac, bc = a.clone().requires_grad_(), b.clone().requires_grad_()
-    cc = torch.compile(lambda x, y: torch.nn.functional.gelu(x @ y))(ac, bc)
+    cc = torch.compile(lambda x, y: act(x @ y))(ac, bc)
 
     def compile_bwd():
         return torch.autograd.grad(cc, (ac, bc), dc, retain_graph=True)
@@ -231,23 +269,24 @@ def epilogue_case(n, dtype_name, blocks, opts, failures):
     eager()
     torch.cuda.synchronize()
     a64, b64 = a.double().requires_grad_(), b.double().requires_grad_()
-    ref = torch.autograd.grad(torch.nn.functional.gelu(a64 @ b64), (a64, b64), dc.double())
+    ref = torch.autograd.grad(act(a64 @ b64), (a64, b64), dc.double())
     errors = {who: max(loops.rel_err(x, r) for x, r in zip(got[key], ref))
               for who, key in (("tritonad", "user"), ("cuBLAS", "eager"))}
     first = [g.clone() for g in got["user"]]
     user()
     reproducible = all(torch.equal(x, y) for x, y in zip(first, got["user"]))
     if errors["tritonad"] > max(2 * errors["cuBLAS"], 1e-2):
-        failures.append(f"matmul+gelu {dtype_name} {n}: error {errors['tritonad']:.2e} vs "
+        failures.append(f"matmul+{activation} {dtype_name} {n}: error "
+                        f"{errors['tritonad']:.2e} vs "
                         f"eager {errors['cuBLAS']:.2e}")
-    print(f"matmul+gelu {dtype_name} {n}^3: errors "
+    print(f"matmul+{activation} {dtype_name} {n}^3: errors "
           + ", ".join(f"{k} {v:.2e}" for k, v in errors.items())
           + f"; reproducible {reproducible}", flush=True)
     loops.print_schedule(op.backward_kernel)
     times, parts = loops.time_calls([("tritonad.autograd", user), ("cuBLAS", eager),
                                      ("compile", compile_bwd)])
     atomic_count = (op.backward_kernel.derived_ir() or "").count("tt.atomic_rmw")
-    return dict(workload=f"matmul + GELU epilogue {dtype_name}", size=f"{n}^3",
+    return dict(workload=f"matmul + {activation} epilogue {dtype_name}", size=f"{n}^3",
                 tiles=f"{BM}x{BN}x{BK}", times=times, parts=parts, errors=errors,
                 reproducible=reproducible, atomics=atomic_count, epilogue=True)
 
@@ -283,10 +322,11 @@ def report(rows, opts, failures) -> str:
             f"{row['errors']['cuBLAS']:.2e} | {row['atomics']} | {row['reproducible']} |")
     epilogues = [row for row in rows if row.get("epilogue")]
     if epilogues:
-        lines += ["", "A linear layer's epilogue, c = gelu(a @ b), through tritonad.autograd "
-                  "(the forward saves acc; GELU's derivative per element keeps dA and dB on the "
+        lines += ["", "A linear layer's epilogue, c = act(a @ b), through tritonad.autograd "
+                  "(the forward saves acc; leaky_relu: dA and dB by programs of their own; "
+                  "gelu: its derivative's erf and exp per element keep dA and dB on the "
                   "forward's schedule with atomics) against eager "
-                  "(cuBLAS and GELU's backward) and torch.compile:", "",
+                  "(cuBLAS and the activation's backward) and torch.compile:", "",
                   "| workload | size | tiles | tritonad.autograd GPU | eager GPU | compile GPU | "
                   "autograd / eager | autograd / compile | error tritonad / eager | "
                   "atomics in IR | bitwise reproducible |",
@@ -321,6 +361,7 @@ def main():
     parser.add_argument("--stages", type=int, default=3)
     parser.add_argument("--no-batched", action="store_true")
     parser.add_argument("--epilogue-sizes", default="2048,4096")
+    parser.add_argument("--epilogues", default="leaky_relu,gelu")
     opts = parser.parse_args()
     blocks = tuple(int(v) for v in opts.blocks.split(","))
     rows, failures = [], []
@@ -331,11 +372,13 @@ def main():
             except Exception:  # noqa: BLE001  (reported, the other rows still run)
                 failures.append(f"matmul {dtype_name} {n}: {traceback.format_exc()[-1500:]}")
                 print(failures[-1], flush=True)
-        for n in (int(v) for v in opts.epilogue_sizes.split(",") if v):
+        for activation, n in ((act, int(v)) for act in opts.epilogues.split(",") if act
+                              for v in opts.epilogue_sizes.split(",") if v):
             try:
-                rows.append(epilogue_case(n, dtype_name, blocks, opts, failures))
+                rows.append(epilogue_case(n, dtype_name, blocks, opts, failures, activation))
             except Exception:  # noqa: BLE001
-                failures.append(f"matmul+gelu {dtype_name} {n}: {traceback.format_exc()[-1500:]}")
+                failures.append(f"matmul+{activation} {dtype_name} {n}: "
+                                f"{traceback.format_exc()[-1500:]}")
                 print(failures[-1], flush=True)
         if not opts.no_batched:
             try:
