@@ -51,9 +51,19 @@ Value indexAlongAxis(OpBuilder &builder, Location loc, RankedTensorType type, in
   Type i32 = builder.getI32Type();
   Value range = tt::MakeRangeOp::create(builder, loc, RankedTensorType::get({size}, i32), 0,
                                         static_cast<int32_t>(size));
-  SmallVector<int64_t> kept(type.getRank(), 1);
-  kept[axis] = size;
-  Value shaped = reshape(builder, loc, range, RankedTensorType::get(kept, i32));
+  // Unit dimensions by expand_dims, not a reshape: Triton's AxisInfo sees
+  // through expand_dims, so the addresses these indices make (a tape's, a
+  // residual's) keep their contiguity and the loads stay coalesced (through
+  // a reshape, a residual tile was loaded column by column).
+  SmallVector<int64_t> kept{size};
+  Value shaped = range;
+  for (int dim = 0; dim < type.getRank(); ++dim) {
+    if (dim == axis)
+      continue;
+    int at = dim < axis ? 0 : static_cast<int>(kept.size());
+    kept.insert(kept.begin() + at, 1);
+    shaped = tt::ExpandDimsOp::create(builder, loc, RankedTensorType::get(kept, i32), shaped, at);
+  }
   auto full = RankedTensorType::get(type.getShape(), i32);
   if (shaped.getType() == full)
     return shaped;

@@ -104,7 +104,7 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16xf32> {
 // CHECK-SAME: (%{{[^:]+}}: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16xf32>) -> tensor<16x32xf32>
 // CHECK: %[[X:.+]] = "tt.scan"
 // CHECK: %[[R:.+]] = tt.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
-// CHECK: %[[RR:.+]] = tt.reshape %[[R]] : tensor<32xi32> -> tensor<1x32xi32>
+// CHECK: %[[RR:.+]] = tt.expand_dims %[[R]] {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
 // CHECK: %[[IDX:.+]] = tt.broadcast %[[RR]] : tensor<1x32xi32> -> tensor<16x32xi32>
 // CHECK: %[[NINF:.+]] = arith.constant dense<0xFF800000> : tensor<16x32xf32>
 // CHECK: %[[NAN:.+]] = arith.cmpf uno, %[[X]], %[[X]]
