@@ -70,6 +70,22 @@ def atomics(bwd) -> int:
     return (bwd.derived_ir() or "").count("tt.atomic_rmw")
 
 
+def _checked(derived, grads, refs, others, label, failures):
+    """({who: max error of (dA, dB) against the fp32 reference}, whether a second
+    `derived()` gives the same bits); tritonad's errors above twice cuBLAS's
+    (and 1e-2) are failures."""
+    errors = {who: max(loops.rel_err(g, r) for g, r in zip(pair, refs))
+              for who, pair in {"tritonad": grads, **others}.items()}
+    first = tuple(g.clone() for g in grads)
+    derived()
+    reproducible = all(torch.equal(x, y) for x, y in zip(first, grads))
+    for who in ("tritonad", "tritonad.autograd"):
+        if errors[who] > max(2 * errors["cuBLAS"], 1e-2):
+            failures.append(f"{label}: {who} error {errors[who]:.2e} vs "
+                            f"cuBLAS {errors['cuBLAS']:.2e}")
+    return errors, reproducible
+
+
 def matmul_case(n, dtype_name, blocks, opts, failures):
     dtype = DTYPES[dtype_name]
     BM, BN, BK = blocks
@@ -131,17 +147,9 @@ def matmul_case(n, dtype_name, blocks, opts, failures):
     torch.cuda.synchronize()
     ref_a = dc.float() @ b.float().t()
     ref_b = a.float().t() @ dc.float()
-    errors = {who: max(loops.rel_err(x, ref_a), loops.rel_err(y, ref_b))
-              for who, (x, y) in {"tritonad": (da, db), "tritonad.autograd": got["user"],
-                                  "hand": (da_hand, db_hand),
-                                  "cuBLAS": (got["da"], got["db"])}.items()}
-    first = (da.clone(), db.clone())
-    derived()
-    reproducible = torch.equal(first[0], da) and torch.equal(first[1], db)
-    for who in ("tritonad", "tritonad.autograd"):
-        if errors[who] > max(2 * errors["cuBLAS"], 1e-2):
-            failures.append(f"matmul {dtype_name} {n}: {who} error {errors[who]:.2e} vs "
-                            f"cuBLAS {errors['cuBLAS']:.2e}")
+    errors, reproducible = _checked(derived, (da, db), (ref_a, ref_b), {
+        "tritonad.autograd": got["user"], "hand": (da_hand, db_hand),
+        "cuBLAS": (got["da"], got["db"])}, f"matmul {dtype_name} {n}", failures)
     print(f"matmul {dtype_name} {n}^3, tiles {BM}x{BN}x{BK}: errors "
           + ", ".join(f"{k} {v:.2e}" for k, v in errors.items())
           + f"; reproducible {reproducible}; atomics in IR {atomics(matmul_bwd)}", flush=True)
@@ -208,16 +216,9 @@ def batched_case(dtype_name, blocks, opts, failures, batches=8, n=1024):
     user()
     ref_a = torch.bmm(dc.float(), b.float().transpose(1, 2))
     ref_b = torch.bmm(a.float().transpose(1, 2), dc.float())
-    errors = {who: max(loops.rel_err(x, ref_a), loops.rel_err(y, ref_b))
-              for who, (x, y) in {"tritonad": (da, db), "tritonad.autograd": got["user"],
-                                  "hand": (da_hand, db_hand),
-                                  "cuBLAS": (got["da"], got["db"])}.items()}
-    first = (da.clone(), db.clone())
-    derived()
-    reproducible = torch.equal(first[0], da) and torch.equal(first[1], db)
-    for who in ("tritonad", "tritonad.autograd"):
-        if errors[who] > max(2 * errors["cuBLAS"], 1e-2):
-            failures.append(f"batched {dtype_name}: {who} error {errors[who]:.2e}")
+    errors, reproducible = _checked(derived, (da, db), (ref_a, ref_b), {
+        "tritonad.autograd": got["user"], "hand": (da_hand, db_hand),
+        "cuBLAS": (got["da"], got["db"])}, f"batched {dtype_name}", failures)
     print(f"batched matmul {dtype_name} {batches}x{n}^3: errors "
           + ", ".join(f"{k} {v:.2e}" for k, v in errors.items())
           + f"; reproducible {reproducible}", flush=True)
