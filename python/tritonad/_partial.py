@@ -260,9 +260,9 @@ def _resident(run, grid, kernel, kwargs):
     hand-written persistent kernel does, and a re-parallelized backward's
     tiles are sized for as many (a hand-written matmul's); they run at once
     only if their registers fit in the SM's register file together. Where they
-    do not, the kernel is compiled again under ptxas's register cap (``maxnreg``), and that
-    one is launched if it spills at most a few registers. A ``maxnreg`` the
-    caller passed is kept."""
+    do not, the kernel is compiled again under ptxas's register cap
+    (``maxnreg``), and that one is launched if it spills at most a few
+    registers. A ``maxnreg`` the caller passed is kept."""
     init = getattr(kernel, "_init_handles", None)
     if init is None or kwargs.get("maxnreg") is not None:
         return kernel  # (the interpreter, or the caller's own cap)

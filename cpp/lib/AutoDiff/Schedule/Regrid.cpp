@@ -730,6 +730,16 @@ void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value 
     scf::YieldOp::create(b, loc, next);
   };
 
+  // (the passes are recorded for the schedule's note)
+  auto splitInPasses = [&](scf::ForOp loop) {
+    std::optional<SplitLoops> split = splitContraction(b, loop);
+    if (split) {
+      part.contractionPasses = split->passes;
+      part.contractionDepth = split->depth;
+    }
+    return split;
+  };
+
   // Member j's frontier values are base + j * delta: the addresses of its
   // loads are affine in j, as in a hand-written loop.
   auto sumAffine = [&]() -> SmallVector<Value> {
@@ -763,13 +773,11 @@ void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value 
       accumulate(loop, cloneForIterations(b, part.frontierOps, iv, ivs, mapping,
                                           {zero, zero, zero}, grid, summand.skip));
     }
-    if (std::optional<SplitLoops> split = splitContraction(b, loop)) {
+    if (std::optional<SplitLoops> split = splitInPasses(loop)) {
       DenseMap<Value, Linear> passLinear;
       for (auto &[value, form] : linear)
         if (Value moved = split->mapping.lookupOrNull(value))
           passLinear[moved] = form;
-      part.contractionPasses = split->passes;
-      part.contractionDepth = split->depth;
       carryLinearPointers(split->inner, std::move(passLinear));
       return SmallVector<Value>(split->outer.getResults());
     }
@@ -788,11 +796,8 @@ void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value 
       accumulate(loop, cloneForIterations(b, part.valueOps, iv, ivs, IRMapping(),
                                           programIdsOf(b, loc, member, grid), grid, summand.skip));
     }
-    if (std::optional<SplitLoops> split = splitContraction(b, loop)) {
-      part.contractionPasses = split->passes;
-      part.contractionDepth = split->depth;
+    if (std::optional<SplitLoops> split = splitInPasses(loop))
       return SmallVector<Value>(split->outer.getResults());
-    }
     return SmallVector<Value>(loop.getResults());
   };
   SmallVector<Value> sums;
