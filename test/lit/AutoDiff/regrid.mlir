@@ -562,26 +562,31 @@ module {
 
 // A contraction deeper than 128 bytes (the member's 128 columns of fp16) is
 // summed in passes over 64-deep sub-tiles, as a hand-written kernel steps its
-// contraction: the outer loop takes the passes, the inner one the members,
-// and each operand is loaded at the sub-tile's size (the range of columns
+// contraction: one loop takes members and passes (t: member t / 2, pass
+// t % 2), each operand is loaded at the sub-tile's size (the range of columns
 // shifted by pass * 64, through a reshape that adds a unit dimension), so a
-// pipeline stage holds half the bytes.
+// pipeline stage holds half the bytes. The carried pointers step by the
+// pass's 64 columns, or at a member's last pass by the member's step less 64.
 // REMARK: remark: da: re-parallelized (programs of its own, one per tile of the gradient and 4 iterations of the loop at {{.+}}, contracting each member's tiles in 2 passes of 64
 // CHECK-LABEL: tt.func public @deep
 // CHECK: scf.if %{{.+}} -> (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) {
-// CHECK: scf.for %[[PASS:[^ ]+]] = %c0_i32 to %c2_i32 step %c1_i32 iter_args({{.+}}) -> (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>)
 // CHECK:   tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
-// CHECK:   arith.muli %[[PASS]], %c64_i32
-// CHECK:   scf.for {{.+}} -> (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x64x!tt.ptr<f16>>
+// CHECK:   %[[ACROSS:.+]] = arith.subi %{{.+}}, %c64_i32 : i32
+// CHECK:   scf.for %[[T:[^ ]+]] = %c0_i32 to %{{.+}} step %c1_i32 iter_args({{.+}}) -> (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x64x!tt.ptr<f16>>
+// CHECK:     %[[PASS:.+]] = arith.remsi %[[T]], %c2_i32 : i32
 // CHECK:     %[[G:.+]] = tt.load %{{.+}} : tensor<32x64x!tt.ptr<f16>>
 // CHECK:     tt.load %{{.+}} : tensor<32x64x!tt.ptr<f16>>
 // CHECK:     tt.trans %{{.+}} : tensor<32x64xf16> -> tensor<64x32xf16>
 // CHECK:     tt.dot %[[G]], %{{.+}}, %arg{{.+}} : tensor<32x64xf16> * tensor<64x32xf16> -> tensor<32x32xf32>
+// CHECK:     %[[LAST:.+]] = arith.cmpi eq, %[[PASS]], %c1_i32 : i32
+// CHECK:     arith.select %[[LAST]], %{{.+}}, %c64_i32 : i32
+// CHECK-NOT: scf.for
 // The table's path (members read from it) is split alike.
 // CHECK: } else {
-// CHECK: scf.for %{{.+}} = %c0_i32 to %c2_i32
-// CHECK:   scf.for
-// CHECK:     tt.load {{.*}} : !tt.ptr<i64>
+// CHECK: scf.for %[[T2:[^ ]+]] = %c0_i32 to %{{.+}} step %c1_i32
+// CHECK:   arith.divsi %[[T2]], %c2_i32 : i32
+// CHECK:   arith.remsi %[[T2]], %c2_i32 : i32
+// CHECK:   tt.load {{.*}} : !tt.ptr<i64>
 // CHECK-COUNT-4: tt.dot {{.+}} : tensor<32x64xf16> * tensor<64x32xf16> -> tensor<32x32xf32>
 // CHECK: tt.return
 module {
