@@ -51,6 +51,8 @@ struct Part {
   SmallVector<Value> frontier;
   SmallVector<Operation *> frontierOps;
   RegridPart data;
+  // The part's header words of the table, read at the kernel's start.
+  SmallVector<Value> words;
   // Passes over sub-tiles of each member's contraction (set where emitted).
   int contractionPasses = 1;
   int64_t contractionDepth = 0;
@@ -801,11 +803,10 @@ std::optional<SplitLoops> splitContraction(OpBuilder &b, scf::ForOp loop) {
 // C * (q % tiles) + c for c < C: `part.coarsening`), loops over the group's
 // forward programs summing their contributions to each of its iterations,
 // and adds each sum once.
-void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value table,
+void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
               const Grid &grid) {
-  int at = kHeader + kPartHeader * index;
   int coarsening = part.data.coarsening;
-  auto word = [&](PartWord w) { return readI32(b, loc, table, at + w); };
+  auto word = [&](PartWord w) { return part.words[w]; };
   auto add = [&](Value x, Value y) { return arith::AddIOp::create(b, loc, x, y).getResult(); };
   auto mul = [&](Value x, Value y) { return arith::MulIOp::create(b, loc, x, y).getResult(); };
   Value trips = word(kTrips);
@@ -991,14 +992,14 @@ void emitPart(OpBuilder &b, Location loc, Part &part, int index, Value q, Value 
 // scf.if (q < programs of part i) { part i } else { the next parts, q - programs }
 void emitParts(OpBuilder &b, Location loc, MutableArrayRef<Part> parts, int index, Value q, Value table,
                const Grid &grid) {
-  Value programs = readI32(b, loc, table, kHeader + kPartHeader * index + kPrograms);
+  Value programs = parts[index].words[kPrograms];
   Value inPart = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, q, programs);
   bool last = index + 1 == static_cast<int>(parts.size());
   auto branch = scf::IfOp::create(b, loc, inPart, /*withElseRegion=*/!last);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(branch.thenBlock()->getTerminator());
-    emitPart(b, loc, parts[index], index, q, table, grid);
+    emitPart(b, loc, parts[index], q, table, grid);
     if (!last) {
       b.setInsertionPoint(branch.elseBlock()->getTerminator());
       emitParts(b, loc, parts, index + 1, arith::SubIOp::create(b, loc, q, programs), table,
@@ -1270,6 +1271,12 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
   Value linear = tt::GetProgramIdOp::create(b, loc, b.getI32Type(), xAxis);
   Value mainPrograms = readI32(b, loc, table, 0);
   Grid grid{readI32(b, loc, table, 1), readI32(b, loc, table, 2), readI32(b, loc, table, 3)};
+  // Every header word up front, independent loads: read where they are used,
+  // behind the branches that choose a part, they were a chain of dependent
+  // loads before each program's first tile.
+  for (auto [index, part] : llvm::enumerate(parts))
+    for (int w = 0; w < kPartHeader; ++w)
+      part.words.push_back(readI32(b, loc, table, kHeader + kPartHeader * index + w));
   Value inMain = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, linear, mainPrograms);
   auto branch = scf::IfOp::create(b, loc, inMain, /*withElseRegion=*/true);
   {
