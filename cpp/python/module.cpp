@@ -192,6 +192,8 @@ PYBIND11_MODULE(_C, m) {
             entry["key_digits"] = part.keyDigits;
             entry["condition_keys"] = part.conditionKeys;
             entry["store_only"] = part.storeOnly;
+            entry["trips_vary"] = part.tripsVary;
+            entry["leader"] = part.leader;
             entry["frontier"] = frontier;
             parts.append(entry);
           }

@@ -30,7 +30,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 from tritonad import _coverage
 
-_HEADER, _PART_HEADER = 5, 10  # (cpp/lib/AutoDiff/Schedule/Regrid.cpp: kHeader, PartWord)
+_HEADER, _PART_HEADER = 5, 11  # (cpp/lib/AutoDiff/Schedule/Regrid.cpp: kHeader, PartWord)
 _CACHE: Dict[tuple, tuple] = {}
 _CACHE_LIMIT = 256
 
@@ -127,6 +127,44 @@ def _reaches_each_once(part, keys, arguments, grid) -> bool:
     return _coverage.covers(record, tensor, arguments, grid)
 
 
+def _members(inverse, groups, trips, affine_values, want_affine):
+    """(members, starts, affine) of a grouping: each group's programs in
+    increasing order, or where `trips` (per program) is given, by decreasing
+    trip count, ties in increasing or decreasing order, whichever keeps the
+    frontier values affine in the member's index (a causal attention's query
+    blocks, longest first, are then affine too)."""
+    import torch
+
+    programs = len(inverse)
+    starts = torch.zeros(groups + 1, dtype=torch.int64)
+    starts[1:] = torch.cumsum(torch.bincount(inverse, minlength=groups), 0)
+    if trips is None:
+        orders = [torch.argsort(inverse, stable=True)]
+    else:
+        ids = torch.arange(programs, dtype=torch.int64)
+        most = int(trips.max()) + 1 if programs else 1
+        orders = [torch.argsort((inverse * (most + 1) + (most - trips)) * programs + tie)
+                  for tie in (ids, programs - 1 - ids)]
+    for members in orders:
+        affine = _affine(affine_values, members, starts) if want_affine and groups else None
+        if affine is not None or members is orders[-1]:
+            return members, starts, affine
+
+
+def _reach_counts(inverse, groups, trips, coarsening):
+    """Per (group, tile): the members whose trips reach the tile's first
+    iteration (groups x tiles, int64)."""
+    import torch
+
+    tiles_each = -(-trips // coarsening)
+    tiles = int(tiles_each.max()) if len(trips) else 0
+    histogram = torch.zeros(groups, tiles + 1, dtype=torch.int64)
+    histogram.index_put_((inverse, tiles_each), torch.ones_like(inverse), accumulate=True)
+    # counts[:, t] = members with more than t tiles
+    beyond = histogram.flip(1).cumsum(1).flip(1)
+    return beyond[:, 1:]
+
+
 def _column(values, programs):
     import torch
 
@@ -155,10 +193,25 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
         offset += arrays[-1].numel()
         return at
 
-    for part in parts:
+    leaders = {}
+    for index, part in enumerate(parts):
+        leader = part.get("leader", -1)
+        if leader >= 0:
+            # (summed by its leader's programs, from the same members: only
+            # whether its own writes may be plain is its own)
+            headers, unique = leaders[leader]
+            plain = _reaches_each_once(part, unique, arguments, grid)
+            if plain and part.get("store_only"):
+                stored.append(part["shadow"])
+            part_headers += [0, *headers[1:9], int(plain), headers[10]]
+            continue
         try:
             lower, upper, step = (_coverage.evaluate(part[b], arguments, grid)
-                                  for b in ("lower", "upper", "step"))
+                                  for b in ("lower", "upper", "step")) \
+                if not part.get("trips_vary") else \
+                (_coverage.evaluate(part["lower"], arguments, grid),
+                 _column(per_program(part["upper"], arguments, grid, ids), programs),
+                 _coverage.evaluate(part["step"], arguments, grid))
             key = [_column(per_program(k, arguments, grid, ids), programs) for k in part["key"]]
             frontier = [_column(per_program(v, arguments, grid, ids), programs)
                         for v in part.get("frontier", [])]
@@ -167,7 +220,12 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
                                f"{part['shadow']} with this launch's arguments ({error})") from None
         if step <= 0:
             raise RuntimeError(f"tritonad: the loop adding to {part['shadow']} has step {step}")
-        trips = max(0, -(-(upper - lower) // step))
+        coarsening = int(part.get("coarsening", 1))
+        if part.get("trips_vary"):
+            trips_each = torch.clamp(-(-(upper - lower) // step), min=0)
+            trips = int(trips_each.max()) if programs else 0
+        else:
+            trips_each, trips = None, max(0, -(-(upper - lower) // step))
         keys = torch.stack(key, dim=1) if key else torch.zeros(programs, 0, dtype=torch.int64)
         if programs and key:
             unique, inverse = torch.unique(keys, dim=0, return_inverse=True)
@@ -175,22 +233,24 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
             unique = keys[:1]
             inverse = torch.zeros(programs, dtype=torch.int64)
         groups = len(unique)
-        members = torch.argsort(inverse, stable=True)
-        starts = torch.zeros(groups + 1, dtype=torch.int64)
-        starts[1:] = torch.cumsum(torch.bincount(inverse, minlength=groups), 0)
         values = torch.stack(frontier, dim=1) if frontier else \
             torch.zeros(programs, 0, dtype=torch.int64)
-        affine = _affine(values, members, starts) if part.get("affine") and groups else None
+        members, starts, affine = _members(inverse, groups, trips_each, values,
+                                           bool(part.get("affine")))
         bases, deltas = affine if affine is not None else \
             (torch.zeros(groups, 0, dtype=torch.int64), [])
         at = [place(members), place(starts), place(unique), place(bases),
               place(torch.tensor(deltas, dtype=torch.int64))]
-        programs_of_part = groups * -(-trips // int(part.get("coarsening", 1)))
+        counts_at = place(_reach_counts(inverse, groups, trips_each, coarsening)) \
+            if trips_each is not None else 0
+        programs_of_part = groups * -(-trips // coarsening)
         plain = _reaches_each_once(part, unique, arguments, grid)
         if plain and part.get("store_only"):
             stored.append(part["shadow"])
-        part_headers += [programs_of_part, groups, trips, at[0], at[1], at[2],
-                         int(affine is not None), at[3], at[4], int(plain)]
+        headers = [programs_of_part, groups, trips, at[0], at[1], at[2],
+                   int(affine is not None), at[3], at[4], int(plain), counts_at]
+        leaders[index] = (headers, unique)
+        part_headers += headers
         total += programs_of_part
     words = torch.cat([torch.tensor(header + part_headers, dtype=torch.int64), *arrays])
     if total >= 2**31 or offset >= 2**31:

@@ -83,7 +83,15 @@ struct LoopTape {
 struct RegridPart {
   std::string shadow;
   std::vector<SymbolicInt> key;   // per program: ProgramId leaves
-  SymbolicInt lower, upper, step; // the loop's bounds, the same for every program
+  SymbolicInt lower, upper, step; // the loop's bounds; lower and step the same for every program
+  /// `upper` depends on the program (a causal attention's keys up to the
+  /// diagonal): the launch orders each group's members by decreasing trip
+  /// count and counts, per (group, iteration), the members that reach it.
+  bool tripsVary = false;
+  /// Index of the part whose programs also sum this one (its accumulations
+  /// share their members, and each member's values once), or -1: this part
+  /// has programs of its own (its record then holds the grouping).
+  int leader = -1;
   /// Where `affine`: the values the contribution takes from the program; when,
   /// in every group, the j-th member's are base + j * delta (one delta per
   /// value), the part computes them instead of reading each member's id.
@@ -110,10 +118,13 @@ struct RegridPart {
 /// The layout of `tritonad_regrid` (int64 words), which the launch path fills:
 /// [mainPrograms, gridX, gridY, gridZ, parts], then per part [programs,
 /// groups, trips, members at, group starts at, keys at, affine (0/1), bases at,
-/// deltas at, plain (0/1: each element reached once)], then the arrays: members (program ids, grouped, increasing
-/// within a group), group starts (groups + 1), keys (groups x key values),
-/// bases (groups x frontier values of the first member), deltas (one per
-/// frontier value). Programs [0, mainPrograms) of the launch run the
+/// deltas at, plain (0/1: each element reached once), counts at], then the
+/// arrays: members (program ids, grouped; within a group increasing, or where
+/// trips vary by decreasing trip count), group starts (groups + 1), keys
+/// (groups x key values), bases (groups x frontier values of the first
+/// member), deltas (one per frontier value), counts (where trips vary: groups
+/// x tiles, the members reaching each tile's first iteration). A part that
+/// follows a leader has 0 programs; only its plain word is read. Programs [0, mainPrograms) of the launch run the
 /// forward's schedule (mainPrograms = the forward's grid when `mainPart`,
 /// else 0), the next ones the parts in order.
 struct Regrid {

@@ -7,9 +7,9 @@
 // grouping key is the pid-dependent scalar the addresses are built from.
 // Accumulations that do not qualify keep their atomics and say why.
 
-// RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da" --canonicalize | FileCheck %s
-// RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
-// RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da overwrite=true" --canonicalize | FileCheck %s --check-prefix=STORE
+// RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da,dk,dv" --canonicalize | FileCheck %s
+// RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da,dk,dv" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
+// RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da,dk,dv overwrite=true" --canonicalize | FileCheck %s --check-prefix=STORE
 
 // REMARK: remark: da: re-parallelized (programs of its own, one per tile of the gradient and 4 iterations of the loop
 // REMARK: remark: part da: grouped by 1 key value(s)
@@ -162,10 +162,29 @@ module {
 
 // -----
 
-// The trip count depends on the program (a causal loop): not yet.
-// REMARK: remark: da: not re-parallelized: the trip count of the loop at
+// The trip count depends on the program (a causal loop: program p takes p
+// iterations). The launch orders each group's members by decreasing trip
+// count and counts, per tile, the members reaching it (the table's counts
+// word): a tile's member loop ends after them. One iteration per program.
+// REMARK: remark: da: re-parallelized (programs of its own, one per tile of the gradient and iteration of the loop at {{.*}} (whose trip count varies by program)
 // CHECK-LABEL: tt.func public @causal
-// CHECK-NOT: scf.if
+// (word 15: the part's counts-at word, after the 5 words of the header)
+// CHECK: %[[COUNTSP:.+]] = tt.addptr %{{.+}}, %c15_i32
+// CHECK-NEXT: %[[COUNTSW:.+]] = tt.load %[[COUNTSP]] : !tt.ptr<i64>
+// CHECK-NEXT: %[[COUNTSAT:.+]] = arith.trunci %[[COUNTSW]]
+// CHECK: scf.if
+// CHECK: } else {
+// CHECK: %[[TILE:.+]] = arith.remsi %[[Q:.+]], %[[TILES:.+]] : i32
+// CHECK: %[[GROUP:.+]] = arith.divsi %[[Q]], %[[TILES]] : i32
+// CHECK: %[[FIRST:.+]] = arith.trunci
+// CHECK: %[[ROW:.+]] = arith.muli %[[GROUP]], %[[TILES]] : i32
+// CHECK: %[[AT:.+]] = arith.addi %[[ROW]], %[[TILE]] : i32
+// CHECK: %[[CAT:.+]] = arith.addi %[[COUNTSAT]], %[[AT]] : i32
+// CHECK: %[[CP:.+]] = tt.addptr %{{.+}}, %[[CAT]]
+// CHECK: %[[C64:.+]] = tt.load %[[CP]]
+// CHECK: %[[COUNT:.+]] = arith.trunci %[[C64]]
+// CHECK: %[[LAST:.+]] = arith.addi %[[FIRST]], %[[COUNT]] : i32
+// CHECK: scf.for %{{.+}} = %[[FIRST]] to %[[LAST]]
 // CHECK: tt.atomic_rmw
 module {
   tt.func public @causal(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
@@ -226,8 +245,9 @@ module {
 
 // -----
 
-// Two accumulations into one shadow (a matrix loaded twice): two parts, which
-// may add to the same elements at once, so neither writes plainly.
+// Two accumulations into one shadow (a matrix loaded twice): one part sums
+// both from the same members, and neither writes plainly (each is not the
+// shadow's only writer).
 // REMARK: remark: da: re-parallelized ({{.*}}one atomic add per element, uncontended)
 // REMARK: remark: da: re-parallelized ({{.*}}one atomic add per element, uncontended)
 // CHECK-LABEL: tt.func public @twice
@@ -414,14 +434,14 @@ module {
 
 // -----
 
-// A contribution of two products of tiles (attention's scores and their
-// gradient): programs of their own would recompute both for every member.
-// REMARK: remark: da: not re-parallelized: its contribution takes 2 products of tiles per forward program
+// A contribution of four products of tiles, three of which the forward's
+// program still needs for what it carries: 8 products per iteration for 5.
+// REMARK: remark: da: not re-parallelized: programs of their own would compute 8 products of tiles per iteration of the loop at {{.*}} where the forward's schedule computes 5
 // CHECK-LABEL: tt.func public @twoproducts
 // CHECK-NOT: scf.if
 // CHECK: tt.atomic_rmw
 module {
-  tt.func public @twoproducts(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %dc: !tt.ptr<f32> loc("dc"), %n: i32 loc("n"), %k: i32 loc("k"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
+  tt.func public @twoproducts(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %dc: !tt.ptr<f32> loc("dc"), %out: !tt.ptr<f32> loc("out"), %n: i32 loc("n"), %k: i32 loc("k"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
     %c0 = arith.constant 0 : i32
     %c1 = arith.constant 1 : i32
     %c16 = arith.constant 16 : i32
@@ -453,7 +473,7 @@ module {
     %kt = arith.divsi %k, %c16 : i32
     %bs = tt.splat %b : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
     %das = tt.splat %da : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
-    scf.for %i = %c0 to %kt step %c1 : i32 {
+    %carried = scf.for %i = %c0 to %kt step %c1 iter_args(%acc = %zero) -> (tensor<16x16xf32>) : i32 {
       %k0 = arith.muli %i, %c16 : i32
       %k0s = tt.splat %k0 : i32 -> tensor<16xi32>
       %kr = arith.addi %k0s, %r : tensor<16xi32>
@@ -466,13 +486,20 @@ module {
       %bt = tt.trans %bv {order = array<i32: 1, 0>} : tensor<16x16xf32> -> tensor<16x16xf32>
       %s = tt.dot %g, %bt, %zero : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
       %e = math.exp %s : tensor<16x16xf32>
-      %d = tt.dot %e, %bt, %zero : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
+      %s2 = tt.dot %e, %bt, %zero : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
+      %s3 = tt.dot %s2, %bt, %zero : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
+      %d = tt.dot %s3, %bt, %zero : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
       %kc = tt.expand_dims %kr {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
       %kc16 = tt.broadcast %kc : tensor<1x16xi32> -> tensor<16x16xi32>
       %aoff = arith.addi %rowk16, %kc16 : tensor<16x16xi32>
       %ap = tt.addptr %das, %aoff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
       %old = tt.atomic_rmw fadd, relaxed, gpu, %ap, %d : (tensor<16x16x!tt.ptr<f32>>, tensor<16x16xf32>) -> tensor<16x16xf32>
+      %next = tt.dot %s3, %bv, %acc : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
+      scf.yield %next : tensor<16x16xf32>
     }
+    %outs = tt.splat %out : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %outp = tt.addptr %outs, %coff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+    tt.store %outp, %carried : tensor<16x16x!tt.ptr<f32>>
     tt.return
   }
 }
@@ -642,6 +669,91 @@ module {
       %ap = tt.addptr %das, %aoff : tensor<32x32x!tt.ptr<f32>>, tensor<32x32xi32>
       %old = tt.atomic_rmw fadd, relaxed, gpu, %ap, %d : (tensor<32x32x!tt.ptr<f32>>, tensor<32x32xf32>) -> tensor<32x32xf32>
     }
+    tt.return
+  }
+}
+
+// -----
+
+// Attention's shape: query block m (program x) of head h (program y) at key
+// block i adds p^T dO to dV[i] and p^T q to dK[i], p = exp(q k_i^T), and
+// carries its own dQ. dK's and dV's addresses depend on the program through
+// the same key (the head's offset): one part sums both, computing each
+// member's p once; dQ stays in the forward's schedule. Products per
+// iteration: 4 before (s, dV's, dK's, dQ's), 5 after (s and dQ's in the
+// forward's programs, s, dV's and dK's in the part).
+// REMARK: remark: dv: re-parallelized (programs of its own, one per tile of the gradient and 4 iterations of the loop at {{.*}}, which also sum 'dk' from the same members
+// REMARK: remark: dk: re-parallelized (programs of its own, one per tile of the gradient and 4 iterations of the loop at {{.*}}, which also sum 'dv' from the same members
+// CHECK-LABEL: tt.func public @fused
+// CHECK: scf.if
+// CHECK-NOT: tt.atomic_rmw
+// CHECK: } else {
+// The affine path: one loop over the members, eight sums (2 gradients x 4
+// iterations), p computed once per iteration for both.
+// CHECK: scf.for {{.+}} -> (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>,
+// CHECK-COUNT-4: math.exp
+// CHECK-NOT: math.exp
+// CHECK: scf.yield
+// CHECK: } else {
+// CHECK-COUNT-4: math.exp
+// CHECK-NOT: math.exp
+// CHECK: tt.return
+module {
+  tt.func public @fused(%q: !tt.ptr<f32> loc("q"), %kk: !tt.ptr<f32> loc("kk"), %do: !tt.ptr<f32> loc("do"), %dk: !tt.ptr<f32> loc("dk"), %dv: !tt.ptr<f32> loc("dv"), %dq: !tt.ptr<f32> loc("dq"), %n: i32 loc("n"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c16 = arith.constant 16 : i32
+    %c256 = arith.constant 256 : i32
+    %zero = arith.constant dense<0.000000e+00> : tensor<16x16xf32>
+    %pm = tt.get_program_id x : i32
+    %bh = tt.get_program_id y : i32
+    %len = arith.muli %n, %c256 : i32
+    %base = arith.muli %bh, %len : i32
+    %r = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+    %rr = tt.expand_dims %r {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+    %rc = tt.expand_dims %r {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+    %c16s = tt.splat %c16 : i32 -> tensor<16x1xi32>
+    %rr16 = arith.muli %rr, %c16s : tensor<16x1xi32>
+    %rowoff = tt.broadcast %rr16 : tensor<16x1xi32> -> tensor<16x16xi32>
+    %coloff = tt.broadcast %rc : tensor<1x16xi32> -> tensor<16x16xi32>
+    %tile = arith.addi %rowoff, %coloff : tensor<16x16xi32>
+    %m0 = arith.muli %pm, %c256 : i32
+    %qoff = arith.addi %base, %m0 : i32
+    %qoffs = tt.splat %qoff : i32 -> tensor<16x16xi32>
+    %qidx = arith.addi %tile, %qoffs : tensor<16x16xi32>
+    %qs = tt.splat %q : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %qp = tt.addptr %qs, %qidx : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+    %qv = tt.load %qp : tensor<16x16x!tt.ptr<f32>>
+    %dos = tt.splat %do : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %dop = tt.addptr %dos, %qidx : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+    %g = tt.load %dop : tensor<16x16x!tt.ptr<f32>>
+    %bases = tt.splat %base : i32 -> tensor<16x16xi32>
+    %kidx0 = arith.addi %tile, %bases : tensor<16x16xi32>
+    %ks = tt.splat %kk : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %dks = tt.splat %dk : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %dvs = tt.splat %dv : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %dqacc = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (tensor<16x16xf32>) : i32 {
+      %i0 = arith.muli %i, %c256 : i32
+      %i0s = tt.splat %i0 : i32 -> tensor<16x16xi32>
+      %kidx = arith.addi %kidx0, %i0s : tensor<16x16xi32>
+      %kp = tt.addptr %ks, %kidx : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %kv = tt.load %kp : tensor<16x16x!tt.ptr<f32>>
+      %kt = tt.trans %kv {order = array<i32: 1, 0>} : tensor<16x16xf32> -> tensor<16x16xf32>
+      %s = tt.dot %qv, %kt, %zero : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
+      %p = math.exp %s : tensor<16x16xf32>
+      %pt = tt.trans %p {order = array<i32: 1, 0>} : tensor<16x16xf32> -> tensor<16x16xf32>
+      %dvc = tt.dot %pt, %g, %zero : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
+      %dkc = tt.dot %pt, %qv, %zero : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
+      %dvp = tt.addptr %dvs, %kidx : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %dkp = tt.addptr %dks, %kidx : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %o1 = tt.atomic_rmw fadd, relaxed, gpu, %dvp, %dvc : (tensor<16x16x!tt.ptr<f32>>, tensor<16x16xf32>) -> tensor<16x16xf32>
+      %o2 = tt.atomic_rmw fadd, relaxed, gpu, %dkp, %dkc : (tensor<16x16x!tt.ptr<f32>>, tensor<16x16xf32>) -> tensor<16x16xf32>
+      %next = tt.dot %p, %kv, %acc : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
+      scf.yield %next : tensor<16x16xf32>
+    }
+    %dqs = tt.splat %dq : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %dqp = tt.addptr %dqs, %qidx : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+    tt.store %dqp, %dqacc : tensor<16x16x!tt.ptr<f32>>
     tt.return
   }
 }

@@ -27,30 +27,41 @@ namespace {
 constexpr int kHeader = 5; // mainPrograms, gridX, gridY, gridZ, parts
 enum PartWord {
   kPrograms, kGroups, kTrips, kMembersAt, kStartsAt, kKeysAt, kAffine, kBasesAt, kDeltasAt,
-  kPlain, kPartHeader
+  kPlain, kCountsAt, kPartHeader
 };
 
 std::string where(Operation *op) {
   return op->getName().getStringRef().str() + " at " + locationText(op->getLoc());
 }
 
-// One accumulation that gets programs of its own.
-struct Part {
+// An atomic add of a product of tiles into a shadow, summed by a part instead.
+struct Accumulation {
   tt::AtomicRMWOp atomic;
-  scf::ForOp loop;
   std::string shadow;
-  SmallVector<Operation *> valueOps;   // the contribution, in program order
-  SmallVector<Operation *> boundOps;   // the loop's bounds
-  // Addresses and mask from the key (the group's words of the table).
-  SmallVector<Value> key;
-  SmallVector<Operation *> addressOps;
-  // The contribution from the frontier (a member's values, base + j * delta
+  SmallVector<Operation *> valueOps;   // its contribution, in program order
+  SmallVector<Operation *> addressOps; // addresses and mask from the key
+  RegridPart data; // its own record (coverage, store-only), the part's grouping
+  Type element;    // the gradient's element type
+  Value plain;     // its plain word of the table (set where emitted)
+};
+
+// Accumulations of one loop whose addresses depend on the program through
+// the same key: they share members, so one program per tile sums them all,
+// computing each member's values once (attention's dK and dV share the
+// scores, probabilities and their gradients).
+struct Part {
+  scf::ForOp loop;
+  std::vector<Accumulation> sums;
+  SmallVector<Operation *> valueOps; // every contribution, in program order
+  SmallVector<Operation *> boundOps; // the loop's bounds
+  SmallVector<Value> key;            // the group's words of the table
+  // The contributions from the frontier (a member's values, base + j * delta
   // when the launch finds them affine in the member's index j); empty
   // `frontierOps` and `data.affine` false where some frontier value cannot be
   // evaluated on the host.
   SmallVector<Value> frontier;
   SmallVector<Operation *> frontierOps;
-  RegridPart data;
+  RegridPart data; // the grouping (key, bounds, frontier, coarsening)
   // The part's header words of the table, read at the kernel's start.
   SmallVector<Value> words;
   // Passes over sub-tiles of each member's contraction (set where emitted).
@@ -839,19 +850,40 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
 
   Value groupAt = add(word(kStartsAt), group);
   Value first = readI32(b, loc, table, groupAt);
-  Value last = readI32(b, loc, table, add(groupAt, i32(b, loc, 1)));
+  // (where trips vary, the group's members are ordered by decreasing trip
+  // count: those reaching the tile's iteration come first; coarsening is 1)
+  Value last = part.data.tripsVary
+                   ? add(first, readI32(b, loc, table,
+                                        add(word(kCountsAt), add(mul(group, tiles), tile))))
+                   : readI32(b, loc, table, add(groupAt, i32(b, loc, 1)));
 
-  Summand summand = summandOf(b, part.atomic);
-  auto gradientType = cast<RankedTensorType>(part.atomic.getVal().getType());
-  auto accumulatorType = gradientType.clone(summand.element);
-  SmallVector<Value> initial(coarsening, createZero(b, loc, accumulatorType));
+  // Sums (per iteration c, per accumulation s: index c * count + s).
+  int count = part.sums.size();
+  SmallVector<Summand> summands;
+  SmallVector<Operation *> skip;
+  SmallVector<RankedTensorType> gradientTypes;
+  SmallVector<Value> initial;
+  for (Accumulation &sum : part.sums) {
+    summands.push_back(summandOf(b, sum.atomic));
+    skip.append(summands.back().skip.begin(), summands.back().skip.end());
+    gradientTypes.push_back(cast<RankedTensorType>(sum.atomic.getVal().getType()));
+  }
+  for (int c = 0; c < coarsening; ++c)
+    for (int i = 0; i < count; ++i)
+      initial.push_back(createZero(b, loc, gradientTypes[i].clone(summands[i].element)));
+  SmallVector<Type> accumulatorTypes;
+  for (Value value : initial)
+    accumulatorTypes.push_back(value.getType());
+  int results = coarsening * count;
   Value iv = part.loop.getInductionVar();
   auto accumulate = [&](scf::ForOp loop, ArrayRef<IRMapping> mappings) {
     SmallVector<Value> next;
-    for (auto [c, mapping] : llvm::enumerate(mappings)) {
-      IRMapping copy = mapping;
-      next.push_back(addSummand(b, loc, summand, copy, loop.getRegionIterArgs()[c]));
-    }
+    for (auto [c, mapping] : llvm::enumerate(mappings))
+      for (int i = 0; i < count; ++i) {
+        IRMapping copy = mapping;
+        next.push_back(addSummand(b, loc, summands[i], copy,
+                                  loop.getRegionIterArgs()[c * count + i]));
+      }
     scf::YieldOp::create(b, loc, next);
   };
 
@@ -897,7 +929,7 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
         }
       }
       accumulate(loop, cloneForIterations(b, part.frontierOps, iv, ivs, mapping,
-                                          {zero, zero, zero}, grid, summand.skip));
+                                          {zero, zero, zero}, grid, skip));
     }
     if (std::optional<SplitLoops> split = splitInPasses(loop)) {
       DenseMap<Value, Linear> passLinear;
@@ -913,10 +945,10 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
         passLinear[split->pass] = {i32(b, loc, 0), {Value(), one}};
       }
       carryLinearPointers(split->loop, std::move(passLinear), {split->passes, split->pass});
-      return SmallVector<Value>(split->loop.getResults().take_front(coarsening));
+      return SmallVector<Value>(split->loop.getResults().take_front(results));
     }
     carryLinearPointers(loop, std::move(linear));
-    return SmallVector<Value>(loop.getResults().take_front(coarsening));
+    return SmallVector<Value>(loop.getResults().take_front(results));
   };
   // Any grouping: each member's program id from the table, and the kernel's
   // own arithmetic from it.
@@ -928,7 +960,7 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
       b.setInsertionPointToStart(loop.getBody());
       Value member = readI32(b, loc, table, add(membersAt, loop.getInductionVar()));
       accumulate(loop, cloneForIterations(b, part.valueOps, iv, ivs, IRMapping(),
-                                          programIdsOf(b, loc, member, grid), grid, summand.skip));
+                                          programIdsOf(b, loc, member, grid), grid, skip));
     }
     if (std::optional<SplitLoops> split = splitInPasses(loop))
       return SmallVector<Value>(split->loop.getResults());
@@ -937,8 +969,7 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
   SmallVector<Value> sums;
   if (part.data.affine) {
     Value affine = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, word(kAffine), zero);
-    SmallVector<Type> types(coarsening, accumulatorType);
-    auto branch = scf::IfOp::create(b, loc, types, affine, /*withElseRegion=*/true);
+    auto branch = scf::IfOp::create(b, loc, accumulatorTypes, affine, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(branch.thenBlock());
     scf::YieldOp::create(b, loc, sumAffine());
@@ -958,34 +989,37 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
                          wordAs(b, loc, readWord(b, loc, table, add(keysAt, i32(b, loc, i))),
                                 value.getType()),
                          value));
-  SmallVector<IRMapping> mappings = cloneForIterations(b, part.addressOps, iv, ivs, keyed,
-                                                       {zero, zero, zero}, grid, {});
-  // Where the launch proved each element reached once, plain writes; else
-  // atomics (predicated, not branched: see KernelBackward's emitPlain).
-  Value plain, atomic;
-  if (part.data.hasCoverage) {
-    plain = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, word(kPlain), zero);
-    atomic = arith::XOrIOp::create(b, loc, plain,
-                                   arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
-  }
-  for (auto [c, mapping] : llvm::enumerate(mappings)) {
-    Value sum = castFloat(b, loc, sums[c], gradientType.getElementType());
-    Value mask = part.atomic.getMask() ? mapping.lookupOrDefault(part.atomic.getMask()) : Value();
-    if (coarsening > 1)
-      mask = predicate(b, loc, mask, inRange[c], gradientType);
-    Value ptr = mapping.lookupOrDefault(part.atomic.getPtr());
-    if (!plain) {
-      createAtomicAdd(b, loc, ptr, sum, mask);
-      continue;
+  for (auto [i, sum] : llvm::enumerate(part.sums)) {
+    SmallVector<IRMapping> mappings =
+        cloneForIterations(b, sum.addressOps, iv, ivs, keyed, {zero, zero, zero}, grid, {});
+    // Where the launch proved each element reached once, plain writes; else
+    // atomics (predicated, not branched: see KernelBackward's emitPlain).
+    Value plain, atomic;
+    if (sum.data.hasCoverage) {
+      plain = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, sum.plain, zero);
+      atomic = arith::XOrIOp::create(b, loc, plain,
+                                     arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
     }
-    Value plainMask = predicate(b, loc, mask, plain, gradientType);
-    if (part.data.storeOnly) {
-      createStore(b, loc, ptr, sum, plainMask);
-    } else {
-      Value old = createLoad(b, loc, ptr, plainMask, createZero(b, loc, gradientType));
-      createStore(b, loc, ptr, arith::AddFOp::create(b, loc, old, sum), plainMask);
+    RankedTensorType gradientType = gradientTypes[i];
+    for (auto [c, mapping] : llvm::enumerate(mappings)) {
+      Value total = castFloat(b, loc, sums[c * count + i], gradientType.getElementType());
+      Value mask = sum.atomic.getMask() ? mapping.lookupOrDefault(sum.atomic.getMask()) : Value();
+      if (coarsening > 1)
+        mask = predicate(b, loc, mask, inRange[c], gradientType);
+      Value ptr = mapping.lookupOrDefault(sum.atomic.getPtr());
+      if (!plain) {
+        createAtomicAdd(b, loc, ptr, total, mask);
+        continue;
+      }
+      Value plainMask = predicate(b, loc, mask, plain, gradientType);
+      if (sum.data.storeOnly) {
+        createStore(b, loc, ptr, total, plainMask);
+      } else {
+        Value old = createLoad(b, loc, ptr, plainMask, createZero(b, loc, gradientType));
+        createStore(b, loc, ptr, arith::AddFOp::create(b, loc, old, total), plainMask);
+      }
+      createAtomicAdd(b, loc, ptr, total, predicate(b, loc, mask, atomic, gradientType));
     }
-    createAtomicAdd(b, loc, ptr, sum, predicate(b, loc, mask, atomic, gradientType));
   }
 }
 
@@ -1081,6 +1115,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
   std::string unknownWrite;
   bool writesKnown = collectWrites(kernel, written, plain, twinned, unknownWrite);
   for (auto loop : entry.getOps<scf::ForOp>()) {
+    std::vector<Part> loopParts;
     for (auto atomic : loop.getBody()->getOps<tt::AtomicRMWOp>()) {
       BlockArgument base = baseArgument(atomic.getPtr());
       std::string name = base ? argumentName(base) : "";
@@ -1088,12 +1123,12 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
           atomic.getAtomicRmwOp() != tt::RMWOp::FADD || !atomic.getResult().use_empty() ||
           !isa<RankedTensorType>(atomic.getVal().getType()))
         continue;
-      Part part{atomic, loop, name};
-      llvm::SetVector<Operation *> valueSlice, addressSlice, boundSlice;
+      Accumulation sum{atomic, name};
+      sum.element = getElementTypeOrSelf(atomic.getVal().getType());
+      llvm::SetVector<Operation *> valueSlice, addressSlice;
       std::string why;
       bool ok = succeeded(collectSlice({atomic.getVal()}, entry, loop, valueSlice, why));
-      int products = llvm::count_if(valueSlice, [](Operation *op) { return isa<tt::DotOp>(op); });
-      if (products == 0)
+      if (llvm::none_of(valueSlice, [](Operation *op) { return isa<tt::DotOp>(op); }))
         continue; // not a product of tiles: partial buffers or atomics suit it
       auto refuse = [&](std::string reason) {
         report.notes.push_back({name, false, "not re-parallelized: " + reason});
@@ -1102,32 +1137,37 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
         refuse(why);
         continue;
       }
-      // A program per gradient tile recomputes each member's contribution
-      // from the member's inputs. Worth it for one product of loaded tiles (a
-      // matmul's); where a contribution is several (attention's scores, their
-      // probabilities and gradients), every part would redo all of them per
-      // member: measured 4-5x slower than these atomics on an H100.
-      if (products > 1) {
-        refuse("its contribution takes " + std::to_string(products) +
-               " products of tiles per forward program, which programs of its own would "
-               "recompute for every member");
-        continue;
-      }
-      // Likewise a member's tile through functions of many instructions per
-      // element (an activation's derivative): every part the member feeds
-      // would evaluate them again: erf and exp take tens of instructions per
-      // element on the CUDA cores, about 2.5x a member's product of tiles on
-      // the tensor cores (a GELU epilogue, 2048^3 fp16: 1578 us as parts,
-      // though with uncoalesced residual loads since fixed, against these
-      // atomics' 168).
-      int functions = llvm::count_if(valueSlice, [](Operation *op) {
+      // What the forward's program computes once, before the loop, a part
+      // would compute for every iteration of every member: products of tiles,
+      // or functions of many instructions per element (an activation's
+      // derivative: erf and exp take tens of instructions per element on the
+      // CUDA cores, about 2.5x a member's product of tiles on the tensor
+      // cores; a GELU epilogue, 2048^3 fp16: 1578 us as parts, though with
+      // uncoalesced residual loads since fixed, against these atomics' 168).
+      // What the loop computes per iteration, a part computes once per
+      // member's iteration too (the cost of the whole is weighed below).
+      auto hoisted = [&](auto isWork) {
+        return llvm::count_if(valueSlice, [&](Operation *op) {
+          return op->getBlock() == &entry && isWork(op);
+        });
+      };
+      int products = hoisted([](Operation *op) { return isa<tt::DotOp>(op); });
+      int functions = hoisted([](Operation *op) {
         return costlyPerElement(op) && isa<RankedTensorType>(op->getResult(0).getType());
       });
-      if (functions > 0) {
-        refuse("its contribution evaluates " + std::to_string(functions) +
-               (functions == 1 ? " function" : " functions") +
-               " (exp, erf, ...) per element of a forward program's tile, which "
-               "programs of its own would evaluate again for every tile it contributes to");
+      if (products + functions > 0) {
+        auto counted = [](int n, const char *one, const char *many) {
+          return std::to_string(n) + " " + (n == 1 ? one : many);
+        };
+        refuse("its contribution evaluates " +
+               (products ? counted(products, "product of tiles", "products of tiles") : "") +
+               (products && functions ? " and " : "") +
+               (functions ? counted(functions, "function", "functions") +
+                                " (exp, erf, ...) per element"
+                          : "") +
+               " that the forward's program computes once, before the loop at " +
+               locationText(loop.getLoc()) +
+               ", and programs of its own would evaluate again in every iteration");
         continue;
       }
       if (!writesKnown) {
@@ -1165,36 +1205,126 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
         refuse(readsWritten);
         continue;
       }
-      part.valueOps = inProgramOrder(valueSlice, entry);
+      sum.valueOps = inProgramOrder(valueSlice, entry);
       SmallVector<Operation *> addressOps = inProgramOrder(addressSlice, entry);
-      llvm::SetVector<Value> key, frontier;
+      llvm::SetVector<Value> key;
       if (failed(collectFrontier(addressRoots, addressOps, /*throughLoads=*/false, key, why))) {
         refuse(why);
         continue;
       }
-      bool symbolic = true;
+      std::vector<SymbolicInt> symbols;
       for (Value component : key) {
         std::optional<SymbolicInt> symbol = symbolize(component, /*programIds=*/true);
         if (!symbol) {
-          refuse("its addresses depend on the program through " +
-                 where(component.getDefiningOp()) + ", which the launch cannot evaluate");
-          symbolic = false;
+          why = "its addresses depend on the program through " +
+                where(component.getDefiningOp()) + ", which the launch cannot evaluate";
           break;
         }
-        part.data.key.push_back(std::move(*symbol));
+        symbols.push_back(std::move(*symbol));
       }
-      part.key.assign(key.begin(), key.end());
-      llvm::SetVector<Operation *> fromKey, fromFrontier;
-      if (symbolic && failed(collectSlice(addressRoots, entry, loop, fromKey, why, part.key))) {
+      if (symbols.size() != key.size()) {
         refuse(why);
         continue;
       }
-      part.addressOps = inProgramOrder(fromKey, entry);
-      // The fast path needs every value the contribution takes from the
+      llvm::SetVector<Operation *> fromKey;
+      if (failed(collectSlice(addressRoots, entry, loop, fromKey, why, key.getArrayRef()))) {
+        refuse(why);
+        continue;
+      }
+      sum.addressOps = inProgramOrder(fromKey, entry);
+      // One part per key: accumulations whose addresses depend on the
+      // program through the same values share their members.
+      auto same = llvm::find_if(loopParts, [&](const Part &part) {
+        return part.key.size() == key.size() && llvm::all_of(key, [&](Value value) {
+                 return llvm::is_contained(part.key, value);
+               });
+      });
+      if (same == loopParts.end()) {
+        Part part{loop};
+        part.key.assign(key.begin(), key.end());
+        part.data.key = std::move(symbols);
+        loopParts.push_back(std::move(part));
+        same = std::prev(loopParts.end());
+      }
+      same->sums.push_back(std::move(sum));
+    }
+    if (loopParts.empty())
+      continue;
+
+    // The cost: a part computes each member's contribution once per
+    // iteration, as the forward's program does, but what several parts (or
+    // a part and the forward's program, for what it still computes) need,
+    // each computes. Products of tiles per iteration, before and after:
+    // within half again (attention's dK and dV as one part, dQ in the
+    // forward's programs: 7 products for 5, as hand-written flash backward
+    // kernels recompute), else the atomics stay.
+    // (a plain write taken only when its twin atomic is not writes the same
+    // contribution: one of the two schedules, not work of its own)
+    DenseSet<Operation *> dead;
+    for (Part &part : loopParts)
+      for (Accumulation &sum : part.sums)
+        dead.insert(sum.atomic);
+    loop.getBody()->walk([&](Operation *op) {
+      if (op->hasAttr(kWhenExclusive))
+        dead.insert(op);
+    });
+    int before = 0, kept = 0, inParts = 0;
+    for (Operation &op : llvm::reverse(loop.getBody()->without_terminator())) {
+      bool unused = (isMemoryEffectFree(&op) || isa<tt::LoadOp>(op)) &&
+                    llvm::all_of(op.getUsers(), [&](Operation *user) {
+                      Operation *owner = loop.getBody()->findAncestorOpInBlock(*user);
+                      return owner && dead.contains(owner);
+                    });
+      if (unused || dead.contains(&op))
+        dead.insert(&op), unused = true;
+      int products = 0;
+      op.walk([&](tt::DotOp) { ++products; });
+      before += products;
+      kept += unused ? 0 : products;
+    }
+    for (Part &part : loopParts) {
+      llvm::SetVector<Operation *> slice;
+      for (Accumulation &sum : part.sums)
+        slice.insert(sum.valueOps.begin(), sum.valueOps.end());
+      inParts += llvm::count_if(slice, [&](Operation *op) {
+        return isa<tt::DotOp>(op) && op->getBlock() == loop.getBody();
+      });
+    }
+    if (2 * (kept + inParts) > 3 * before) {
+      for (Part &part : loopParts)
+        for (Accumulation &sum : part.sums)
+          report.notes.push_back(
+              {sum.shadow, false,
+               "not re-parallelized: programs of their own would compute " +
+                   std::to_string(kept + inParts) + " products of tiles per iteration of the "
+                   "loop at " + locationText(loop.getLoc()) + " where the forward's schedule "
+                   "computes " + std::to_string(before) + " (each part recomputes what its "
+                   "contributions share with the others)"});
+      continue;
+    }
+
+    for (Part &part : loopParts) {
+      llvm::SetVector<Operation *> valueSlice;
+      SmallVector<Value> values;
+      for (Accumulation &sum : part.sums) {
+        valueSlice.insert(sum.valueOps.begin(), sum.valueOps.end());
+        values.push_back(sum.atomic.getVal());
+      }
+      part.valueOps = inProgramOrder(valueSlice, entry);
+      std::string why;
+      std::string shadowsText;
+      for (Accumulation &sum : part.sums)
+        shadowsText += (shadowsText.empty() ? "" : ", ") + sum.shadow;
+      auto refuse = [&](std::string reason) {
+        for (Accumulation &sum : part.sums)
+          report.notes.push_back({sum.shadow, false, "not re-parallelized: " + reason});
+      };
+      // The fast path needs every value the contributions take from the
       // program to be computable on the host.
-      if (symbolic &&
-          succeeded(collectFrontier({atomic.getVal()}, part.valueOps, /*throughLoads=*/true,
-                                    frontier, why))) {
+      llvm::SetVector<Value> frontier;
+      llvm::SetVector<Operation *> fromFrontier;
+      if (succeeded(collectFrontier(values, part.valueOps, /*throughLoads=*/true, frontier,
+                                    why))) {
         bool &affine = part.data.affine;
         affine = true;
         for (Value value : frontier) {
@@ -1204,8 +1334,8 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
             part.data.frontier.push_back(std::move(*symbol));
         }
         part.frontier.assign(frontier.begin(), frontier.end());
-        affine = affine && succeeded(collectSlice({atomic.getVal()}, entry, loop, fromFrontier,
-                                                  why, part.frontier));
+        affine = affine && succeeded(collectSlice(values, entry, loop, fromFrontier, why,
+                                                  part.frontier));
         part.frontierOps = inProgramOrder(fromFrontier, entry);
         if (!affine) {
           part.data.frontier.clear();
@@ -1213,47 +1343,66 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
           part.frontierOps.clear();
         }
       }
-      // Plain writes need the part to be the shadow's only writer: another
-      // part or the forward's schedule may add to the same elements meanwhile.
-      bool soleWriter = written.lookup(base) == 1;
-      KeyedDigits keyed;
-      if (std::optional<ShadowCoverage> reached =
-              soleWriter ? analyzeCoverage(atomic, atomic.getPtr(), atomic.getMask(), part.key,
-                                           &keyed)
-                         : std::nullopt) {
-        part.data.hasCoverage = true;
-        part.data.coverage = std::move(*reached);
-        part.data.coverage.shadow = name;
-        part.data.coverage.condition.value = 1;
-        part.data.keyDigits = keyed.digitOfKey;
-        part.data.conditionKeys = keyed.conditionKeys;
-      }
-      part.data.storeOnly = overwrite && soleWriter;
-      // Iterations per program: a gradient tile smaller than a hand-written
-      // kernel's output tile (128 x 128) takes several iterations, which
-      // share each member's loads of tiles that do not depend on the iteration.
-      auto tileType = cast<RankedTensorType>(atomic.getVal().getType());
-      part.data.coarsening = static_cast<int>(
-          std::clamp<int64_t>(llvm::PowerOf2Ceil(std::max<int64_t>(
-                                  1, (128 * 128) / std::max<int64_t>(1, tileType.getNumElements()))),
-                              1, 4));
-      if (!symbolic)
-        continue;
+      // Lower bound and step the same for every program; the upper bound may
+      // depend on it (the launch counts the members reaching each iteration).
       std::optional<SymbolicInt> lower = symbolize(loop.getLowerBound());
-      std::optional<SymbolicInt> upper = symbolize(loop.getUpperBound());
       std::optional<SymbolicInt> step = symbolize(loop.getStep());
+      std::optional<SymbolicInt> upper = symbolize(loop.getUpperBound());
+      if (!upper) {
+        upper = symbolize(loop.getUpperBound(), /*programIds=*/true);
+        part.data.tripsVary = upper.has_value();
+      }
+      llvm::SetVector<Operation *> boundSlice;
       if (!lower || !upper || !step ||
-          failed(collectSlice({loop.getLowerBound(), loop.getUpperBound(), loop.getStep()},
-                              entry, loop, boundSlice, why))) {
-        refuse("the trip count of the loop at " + locationText(loop.getLoc()) +
-               " depends on the program or on loaded data");
+          failed(collectSlice({loop.getLowerBound(), loop.getStep()}, entry, loop, boundSlice,
+                              why))) {
+        refuse("the loop at " + locationText(loop.getLoc()) +
+               " starts or steps by values that depend on the program or on loaded data, or "
+               "its trip count cannot be evaluated at launch");
         continue;
       }
       part.boundOps = inProgramOrder(boundSlice, entry);
-      part.data.shadow = name;
       part.data.lower = std::move(*lower);
       part.data.upper = std::move(*upper);
       part.data.step = std::move(*step);
+      // Iterations per program: a gradient tile smaller than a hand-written
+      // kernel's output tile (128 x 128) takes several iterations, which
+      // share each member's loads of tiles that do not depend on the
+      // iteration. Where trips vary, one: members reach a tile's iterations
+      // unevenly.
+      int64_t elements = 0;
+      for (Accumulation &sum : part.sums)
+        elements += cast<RankedTensorType>(sum.atomic.getVal().getType()).getNumElements();
+      part.data.coarsening =
+          part.data.tripsVary
+              ? 1
+              : static_cast<int>(std::clamp<int64_t>(
+                    llvm::PowerOf2Ceil(std::max<int64_t>(1, (128 * 128) / std::max<int64_t>(
+                                                                              1, elements))),
+                    1, 4));
+      for (Accumulation &sum : part.sums) {
+        RegridPart &data = sum.data;
+        data = part.data;
+        data.shadow = sum.shadow;
+        // Plain writes need the part to be the shadow's only writer: another
+        // part or the forward's schedule may add to the same elements meanwhile.
+        BlockArgument base = baseArgument(sum.atomic.getPtr());
+        bool soleWriter = written.lookup(base) == 1;
+        KeyedDigits keyed;
+        if (std::optional<ShadowCoverage> reached =
+                soleWriter && !part.data.tripsVary
+                    ? analyzeCoverage(sum.atomic, sum.atomic.getPtr(), sum.atomic.getMask(),
+                                      part.key, &keyed)
+                    : std::nullopt) {
+          data.hasCoverage = true;
+          data.coverage = std::move(*reached);
+          data.coverage.shadow = sum.shadow;
+          data.coverage.condition.value = 1;
+          data.keyDigits = keyed.digitOfKey;
+          data.conditionKeys = keyed.conditionKeys;
+        }
+        data.storeOnly = overwrite && soleWriter;
+      }
       parts.push_back(std::move(part));
     }
   }
@@ -1274,9 +1423,15 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
   // Every header word up front, independent loads: read where they are used,
   // behind the branches that choose a part, they were a chain of dependent
   // loads before each program's first tile.
-  for (auto [index, part] : llvm::enumerate(parts))
+  // (the table has a record per accumulation, a part's leader first; the
+  // others contribute only their plain words)
+  int record = 0;
+  for (Part &part : parts) {
     for (int w = 0; w < kPartHeader; ++w)
-      part.words.push_back(readI32(b, loc, table, kHeader + kPartHeader * index + w));
+      part.words.push_back(readI32(b, loc, table, kHeader + kPartHeader * record + w));
+    for (Accumulation &sum : part.sums)
+      sum.plain = readI32(b, loc, table, kHeader + kPartHeader * record++ + kPlain);
+  }
   Value inMain = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, linear, mainPrograms);
   auto branch = scf::IfOp::create(b, loc, inMain, /*withElseRegion=*/true);
   {
@@ -1288,7 +1443,8 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
   for (Operation *op : original)
     op->moveBefore(thenEnd);
   for (Part &part : parts)
-    part.atomic.erase();
+    for (Accumulation &sum : part.sums)
+      sum.atomic.erase();
   b.setInsertionPointToStart(branch.thenBlock());
   std::array<Value, 3> ids = programIdsOf(b, loc, linear, grid);
   Value sizes[3] = {grid.x, grid.y, grid.z};
@@ -1312,31 +1468,44 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
                                })
                                .wasInterrupted();
   for (Part &part : parts) {
-    report.notes.push_back(
-        {part.shadow, true,
-         "re-parallelized (programs of its own, one per tile of the gradient and " +
-             (part.data.coarsening > 1
-                  ? std::to_string(part.data.coarsening) + " iterations"
-                  : std::string("iteration")) +
-             " of the loop at " + locationText(part.loop.getLoc()) +
-             (part.contractionPasses > 1
-                  ? ", contracting each member's tiles in " +
-                        std::to_string(part.contractionPasses) + " passes of " +
-                        std::to_string(part.contractionDepth)
-                  : std::string()) +
-             ": each sums the contributions of the forward programs sharing the tile in "
-             "registers (" +
-             (accumulatorElement(getElementTypeOrSelf(part.atomic.getVal().getType()), b)
-                      .isF32()
-                  ? std::string("fp32")
-                  : std::string("the gradient's type")) +
-             ") and writes the sum once: " +
-             (part.data.hasCoverage
-                  ? std::string(part.data.storeOnly ? "stores" : "plain read-add-writes") +
-                        " where the launch finds each element reached once, else atomic adds"
-                  : std::string("one atomic add per element, uncontended")) +
-             ")"});
-    report.regrid.parts.push_back(std::move(part.data));
+    int leader = report.regrid.parts.size();
+    for (Accumulation &sum : part.sums) {
+      std::string with;
+      for (Accumulation &other : part.sums)
+        if (&other != &sum)
+          with += (with.empty() ? "" : ", ") +
+                  (other.shadow == sum.shadow ? "its other contribution"
+                                              : "'" + other.shadow + "'");
+      report.notes.push_back(
+          {sum.shadow, true,
+           "re-parallelized (programs of its own, one per tile of the gradient and " +
+               (part.data.coarsening > 1
+                    ? std::to_string(part.data.coarsening) + " iterations"
+                    : std::string("iteration")) +
+               " of the loop at " + locationText(part.loop.getLoc()) +
+               (part.data.tripsVary ? " (whose trip count varies by program)" : "") +
+               (with.empty() ? std::string()
+                             : ", which also sum " + with + " from the same members") +
+               (part.contractionPasses > 1
+                    ? ", contracting each member's tiles in " +
+                          std::to_string(part.contractionPasses) + " passes of " +
+                          std::to_string(part.contractionDepth)
+                    : std::string()) +
+               ": each sums the contributions of the forward programs sharing the tile in "
+               "registers (" +
+               (accumulatorElement(sum.element, b).isF32()
+                    ? std::string("fp32")
+                    : std::string("the gradient's type")) +
+               ") and writes the sum once: " +
+               (sum.data.hasCoverage
+                    ? std::string(sum.data.storeOnly ? "stores" : "plain read-add-writes") +
+                          " where the launch finds each element reached once, else atomic adds"
+                    : std::string("one atomic add per element, uncontended")) +
+               ")"});
+      if (&sum != &part.sums.front())
+        sum.data.leader = leader;
+      report.regrid.parts.push_back(std::move(sum.data));
+    }
   }
 }
 
