@@ -279,3 +279,39 @@ def test_epilogue_through_autograd_matches_torch(dtype, shape, activation):
     line = _lines(op.backward_kernel.schedule())["a_ptr"]
     assert line.startswith("re-parallelized") if parts else \
         "not re-parallelized: its contribution evaluates 1 function (exp, erf" in line, line
+
+
+def test_table_orders_members_by_trip_count_and_counts_each_tile():
+    # A causal loop: program (m, h) takes min((m + 1) * 2, 7) iterations; the
+    # grouping key is the head h. Members (m of one head) come longest first,
+    # ties broken so that the member's value (m * 16) stays affine in its
+    # index; per (head, tile) the members reaching the tile. A second part
+    # led by the first has no programs of its own, and its own plain word.
+    from tritonad import _regrid
+
+    pid0, pid1 = ("pid", 0), ("pid", 1)
+    upper = ("min", ("mul", ("add", pid0, ("const", 1)), ("const", 2)), ("arg", "L"))
+    part = dict(shadow="dv", key=[("mul", pid1, ("const", 1000))], lower=("const", 0),
+                upper=upper, step=("const", 1), affine=True,
+                frontier=[("mul", pid0, ("const", 16))], coarsening=1, coverage=None,
+                key_digits=[], condition_keys=[], store_only=False, trips_vary=True,
+                leader=-1)
+    record = dict(main=True, parts=[part, dict(part, shadow="dk", leader=0)])
+    words, total, stored = _regrid._table(record, {"L": 7}, (4, 2))
+    words = [int(w) for w in words]
+    header = words[_regrid._HEADER:_regrid._HEADER + 2 * _regrid._PART_HEADER]
+    lead, follow = header[:_regrid._PART_HEADER], header[_regrid._PART_HEADER:]
+    programs, groups, trips, members_at, starts_at = lead[:5]
+    assert (groups, trips, programs) == (2, 7, 2 * 7)
+    assert total == 8 + 14 and stored == []
+    # trips per m: 2, 4, 6, 7: longest first
+    assert words[members_at:members_at + 8] == [3, 2, 1, 0, 7, 6, 5, 4]
+    assert words[starts_at:starts_at + 3] == [0, 4, 8]
+    assert lead[6] == 1  # affine: m * 16 = 48 - 16 j
+    bases_at, deltas_at = lead[7], lead[8]
+    assert words[bases_at:bases_at + 2] == [48, 48] and words[deltas_at] == -16
+    counts_at = lead[10]
+    assert words[counts_at:counts_at + 7] == [4, 4, 3, 3, 2, 2, 1]
+    assert follow[0] == 0 and follow[1:9] == lead[1:9] and follow[10] == lead[10]
+    described = _regrid.describe(torch.tensor(words))
+    assert [p["programs"] for p in described] == [14, 0]

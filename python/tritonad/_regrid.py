@@ -19,6 +19,13 @@ passes the grouping to the kernel as ``tritonad_regrid`` (int64; layout in
 cpp/include/tritonad/Coverage.h, ``Regrid``). The launch then has
 ``mainPrograms + sum(groups * trips)`` programs along axis 0.
 
+Accumulations that share their members (attention's dK and dV: the same head,
+the same key block) are one part: the first record leads and has the
+programs, the others follow it with none. Where the loop's trip count varies by
+program (a causal loop up to the diagonal), each group's members are ordered
+by decreasing trip count and the table counts, per (group, tile), the members
+that reach the tile: its program loops over those only.
+
 Tables are cached by the arguments the expressions read and the grid, so a
 training loop pays for the grouping once per shape.
 """
