@@ -492,6 +492,27 @@ PassSteps passSteps(OpBuilder &before, Location loc, Value member, Value pass, i
   return steps;
 }
 
+// Loads in `loop` whose operands it does not change, moved before it (with
+// what only they use, in order): a part's loads of its own tile (attention's
+// key and value block), the same for every member. (A part reads only memory
+// nothing in the kernel writes: the loads commute with everything.)
+void hoistInvariantLoads(scf::ForOp loop) {
+  bool moved = true;
+  while (moved) {
+    moved = false;
+    for (Operation &op : llvm::make_early_inc_range(loop.getBody()->without_terminator())) {
+      bool invariant = (isa<tt::LoadOp>(op) || isMemoryEffectFree(&op)) && !op.getNumRegions() &&
+                       llvm::all_of(op.getOperands(), [&](Value operand) {
+                         return !loop->isAncestor(operand.getParentRegion()->getParentOp());
+                       });
+      if (invariant) {
+        op.moveBefore(loop);
+        moved = true;
+      }
+    }
+  }
+}
+
 // Loads of `loop` whose addresses are linear in its variables get a pointer
 // the loop carries, advanced by the step, as a hand-written loop's
 // `ptrs += BLOCK * stride`: the per-iteration address arithmetic of a tile
@@ -500,6 +521,7 @@ PassSteps passSteps(OpBuilder &before, Location loc, Value member, Value pass, i
 // `linear`: values of the body known linear (a member's frontier values, j, h).
 void carryLinearPointers(scf::ForOp &loop, DenseMap<Value, Linear> linear, Passes passes = {}) {
   moveLoopInvariantCode(cast<LoopLikeOpInterface>(loop.getOperation()));
+  hoistInvariantLoads(loop);
   OpBuilder before(loop);
   SmallVector<tt::LoadOp> loads;
   for (Operation &op : loop.getBody()->without_terminator()) {
@@ -917,6 +939,10 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
       Value j = arith::ExtSIOp::create(b, loc, b.getI64Type(), loop.getInductionVar());
       IRMapping mapping;
       for (auto [value, base, delta] : llvm::zip(part.frontier, bases, deltas)) {
+        if (Value key = keyed.lookupOrNull(value)) {
+          mapping.map(value, key);
+          continue;
+        }
         Value word = arith::AddIOp::create(b, loc, base, arith::MulIOp::create(b, loc, j, delta));
         Value mapped = withDivisibility(b, wordAs(b, loc, word, value.getType()), value);
         mapping.map(value, mapped);
@@ -966,6 +992,17 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
       return SmallVector<Value>(split->loop.getResults());
     return SmallVector<Value>(loop.getResults());
   };
+  // The group's key: the addresses and masks of the writes, and the values
+  // of the frontier that are keys (the same for every member: what they
+  // address is loaded once, before the member loop).
+  IRMapping keyed;
+  Value keysAt = add(word(kKeysAt), mul(group, i32(b, loc, part.key.size())));
+  for (auto [i, value] : llvm::enumerate(part.key))
+    keyed.map(value, withDivisibility(
+                         b,
+                         wordAs(b, loc, readWord(b, loc, table, add(keysAt, i32(b, loc, i))),
+                                value.getType()),
+                         value));
   SmallVector<Value> sums;
   if (part.data.affine) {
     Value affine = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, word(kAffine), zero);
@@ -980,15 +1017,6 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
     sums = sumMembers();
   }
 
-  // Addresses and mask from the group's key.
-  IRMapping keyed;
-  Value keysAt = add(word(kKeysAt), mul(group, i32(b, loc, part.key.size())));
-  for (auto [i, value] : llvm::enumerate(part.key))
-    keyed.map(value, withDivisibility(
-                         b,
-                         wordAs(b, loc, readWord(b, loc, table, add(keysAt, i32(b, loc, i))),
-                                value.getType()),
-                         value));
   for (auto [i, sum] : llvm::enumerate(part.sums)) {
     SmallVector<IRMapping> mappings =
         cloneForIterations(b, sum.addressOps, iv, ivs, keyed, {zero, zero, zero}, grid, {});
