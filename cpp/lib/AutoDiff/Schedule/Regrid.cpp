@@ -879,6 +879,17 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
                                         add(word(kCountsAt), add(mul(group, tiles), tile))))
                    : readI32(b, loc, table, add(groupAt, i32(b, loc, 1)));
 
+  // The group's key: the addresses and masks of the writes, and the values
+  // of the frontier that are keys (the same for every member: what they
+  // address is loaded once, before the member loop).
+  IRMapping keyed;
+  Value keysAt = add(word(kKeysAt), mul(group, i32(b, loc, part.key.size())));
+  for (auto [i, value] : llvm::enumerate(part.key))
+    keyed.map(value, withDivisibility(
+                         b,
+                         wordAs(b, loc, readWord(b, loc, table, add(keysAt, i32(b, loc, i))),
+                                value.getType()),
+                         value));
   // Sums (per iteration c, per accumulation s: index c * count + s).
   int count = part.sums.size();
   SmallVector<Summand> summands;
@@ -992,17 +1003,6 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
       return SmallVector<Value>(split->loop.getResults());
     return SmallVector<Value>(loop.getResults());
   };
-  // The group's key: the addresses and masks of the writes, and the values
-  // of the frontier that are keys (the same for every member: what they
-  // address is loaded once, before the member loop).
-  IRMapping keyed;
-  Value keysAt = add(word(kKeysAt), mul(group, i32(b, loc, part.key.size())));
-  for (auto [i, value] : llvm::enumerate(part.key))
-    keyed.map(value, withDivisibility(
-                         b,
-                         wordAs(b, loc, readWord(b, loc, table, add(keysAt, i32(b, loc, i))),
-                                value.getType()),
-                         value));
   SmallVector<Value> sums;
   if (part.data.affine) {
     Value affine = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, word(kAffine), zero);
