@@ -350,18 +350,22 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
         // Re-parallelization replaces atomics, which only the automatic mode
         // chooses; it does not compose with partial buffers or tapes yet (both
         // address scratch by the launch's program id).
-        if (accumulation != AccumulationMode::Auto || !report.partialShadows.empty() ||
-            !report.tapes.empty())
+        bool deterministic = accumulation == AccumulationMode::Deterministic;
+        auto function = module.lookupSymbol<mlir::triton::FuncOp>(into);
+        if (accumulation == AccumulationMode::Atomic || !report.partialShadows.empty() ||
+            !report.tapes.empty() || !function) {
+          if (function && deterministic && mlir::failed(checkDeterministic(function, {})))
+            return mlir::failure();
           return mlir::success();
+        }
         std::vector<std::string> shadowNames;
         for (const auto &[shadow, primalName] : bindings)
           if (!shadow.empty())
             shadowNames.push_back(shadow);
-        auto function = module.lookupSymbol<mlir::triton::FuncOp>(into);
-        if (!function)
-          return mlir::success();
         RegridReport regridReport;
-        regridAccumulations(function, shadowNames, overwrite, regridReport);
+        regridAccumulations(function, shadowNames, overwrite, deterministic, regridReport);
+        if (deterministic && mlir::failed(checkDeterministic(function, regridReport.notes)))
+          return mlir::failure();
         regrid = regridReport.regrid;
         for (const RegridNote &note : regridReport.notes)
           for (const auto &[bound, primalName] : bindings) {

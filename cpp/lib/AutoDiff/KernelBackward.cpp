@@ -586,6 +586,23 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     createAtomicAdd(b, loc, *shadow, g, mask);
     return success();
   };
+  // Deterministic mode: an atomic that re-parallelization may still replace
+  // by programs of their own (it runs after differentiation), marked with
+  // why it was needed; one that remains is then this error.
+  auto deferToRegrid = [&](OpBuilder &b, Value mask, std::string why) -> LogicalResult {
+    if (failed(emitAtomic(b, mask)))
+      return failure();
+    Operation *atomic = b.getInsertionBlock()->empty() || b.getInsertionPoint() ==
+                                                              b.getInsertionBlock()->begin()
+                            ? nullptr
+                            : &*std::prev(b.getInsertionPoint());
+    if (!atomic || !isa<tt::AtomicRMWOp>(atomic))
+      return load.emitError("deterministic mode: ") << why;
+    atomic->setAttr(kUnlessRegridded, b.getStringAttr("deterministic mode: " + why));
+    schedule[name] = {Strategy::Atomic, "atomic unless re-parallelized (deterministic mode: " +
+                                            why + ")"};
+    return success();
+  };
 
   // Programs along an axis the kernel never reads are duplicates of the first
   // one (they store the same values to the same places): only it accumulates.
@@ -601,9 +618,11 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     // Threads of one program are not ordered between two accesses: several
     // accumulations into one shadow are only safe as atomics.
     if (mode == AccumulationMode::Deterministic)
-      return load.emitError("deterministic mode: '")
-             << name << "' is loaded at " << loadSites.lookup(base)
-             << " places; accumulating their gradients into one shadow needs atomics";
+      return deferToRegrid(builder, mask,
+                           "'" + name + "' is loaded at " +
+                               std::to_string(loadSites.lookup(base)) +
+                               " places; accumulating their gradients into one shadow needs "
+                               "atomics");
     if (failed(emitAtomic(builder, mask)))
       return failure();
     schedule[name] = {Strategy::Atomic, "atomic (loaded at " +
@@ -616,10 +635,11 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     // Iteration k + 1 may read what another thread wrote in iteration k, with
     // no ordering between the two: only atomics are safe.
     if (mode == AccumulationMode::Deterministic)
-      return load.emitError("deterministic mode: the loop at ")
-             << loop->getLoc() << " moves the addresses of '" << name
-             << "' by less than the tile, so its iterations revisit addresses through other "
-             << "lanes; accumulating its gradient needs atomics";
+      return deferToRegrid(builder, mask,
+                           "the loop at " + locationText(loop->getLoc()) +
+                               " moves the addresses of '" + name +
+                               "' by less than the tile, so its iterations revisit addresses "
+                               "through other lanes; accumulating its gradient needs atomics");
     if (failed(emitAtomic(builder, mask)))
       return failure();
     schedule[name] = {Strategy::Atomic,
@@ -667,9 +687,10 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     return success();
   }
   if (mode == AccumulationMode::Deterministic)
-    return load.emitError("deterministic mode: cannot prove that each address of '")
-           << name << "' is touched by one program only (" << access.explanation
-           << "); accumulating its gradient needs atomics";
+    return deferToRegrid(builder, mask,
+                         "cannot prove that each address of '" + name +
+                             "' is touched by one program only (" + access.explanation +
+                             "); accumulating its gradient needs atomics");
   if (access.known && !*access.known) {
     if (failed(emitAtomic(builder, mask)))
       return failure();

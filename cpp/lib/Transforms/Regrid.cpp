@@ -15,7 +15,9 @@ struct RegridPass : public impl::RegridBase<RegridPass> {
   void runOnOperation() override {
     RegridReport report;
     std::vector<std::string> names(shadows.begin(), shadows.end());
-    regridAccumulations(getOperation(), names, overwrite, report);
+    regridAccumulations(getOperation(), names, overwrite, deterministic, report);
+    if (deterministic && failed(checkDeterministic(getOperation(), report.notes)))
+      return signalPassFailure();
     dropExclusivityMarks(getOperation());
     mlir::Location loc = getOperation().getLoc();
     for (const RegridNote &note : report.notes)

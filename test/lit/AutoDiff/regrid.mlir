@@ -10,6 +10,8 @@
 // RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da,dk,dv" --canonicalize | FileCheck %s
 // RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da,dk,dv" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 // RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da,dk,dv overwrite=true" --canonicalize | FileCheck %s --check-prefix=STORE
+// RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da,dk,dv deterministic=true" --canonicalize -o /dev/null 2>&1 | FileCheck %s --check-prefix=DET
+// RUN: tritonad-opt %s --split-input-file --tritonad-regrid="shadows=da,dk,dv deterministic=true" --canonicalize 2>/dev/null | FileCheck %s --check-prefix=FUSED
 
 // REMARK: remark: da: re-parallelized (programs of its own, one per tile of the gradient and 4 iterations of the loop
 // REMARK: remark: part da: grouped by 1 key value(s)
@@ -435,8 +437,10 @@ module {
 // -----
 
 // A contribution of four products of tiles, three of which the forward's
-// program still needs for what it carries: 8 products per iteration for 5.
-// REMARK: remark: da: not re-parallelized: programs of their own would compute 8 products of tiles per iteration of the loop at {{.*}} where the forward's schedule computes 5
+// program still needs for what it carries (8 products per iteration for 5):
+// atomics where they are allowed; programs of its own in deterministic mode.
+// REMARK: remark: da: not re-parallelized: its contribution takes 4 products of tiles per forward program
+// DET: remark: da: re-parallelized
 // CHECK-LABEL: tt.func public @twoproducts
 // CHECK-NOT: scf.if
 // CHECK: tt.atomic_rmw
@@ -679,25 +683,26 @@ module {
 // block i adds p^T dO to dV[i] and p^T q to dK[i], p = exp(q k_i^T), and
 // carries its own dQ. dK's and dV's addresses depend on the program through
 // the same key (the head's offset): one part sums both, computing each
-// member's p once; dQ stays in the forward's schedule. Products per
-// iteration: 4 before (s, dV's, dK's, dQ's), 5 after (s and dQ's in the
-// forward's programs, s, dV's and dK's in the part).
-// REMARK: remark: dv: re-parallelized (programs of its own, one per tile of the gradient and 4 iterations of the loop at {{.*}}, which also sum 'dk' from the same members
-// REMARK: remark: dk: re-parallelized (programs of its own, one per tile of the gradient and 4 iterations of the loop at {{.*}}, which also sum 'dv' from the same members
-// CHECK-LABEL: tt.func public @fused
-// CHECK: scf.if
-// CHECK-NOT: tt.atomic_rmw
-// CHECK: } else {
+// member's p once; dQ stays in the forward's schedule. Measured slower than
+// atomics for attention, so taken in deterministic mode only.
+// REMARK: remark: dv: not re-parallelized: its contribution takes 2 products of tiles per forward program
+// REMARK: remark: dk: not re-parallelized: its contribution takes 2 products of tiles per forward program
+// DET: remark: dv: re-parallelized (programs of its own, one per tile of the gradient and 4 iterations of the loop at {{.*}}, which also sum 'dk' from the same members
+// DET: remark: dk: re-parallelized (programs of its own, one per tile of the gradient and 4 iterations of the loop at {{.*}}, which also sum 'dv' from the same members
+// FUSED-LABEL: tt.func public @fused
+// FUSED: scf.if
+// FUSED-NOT: tt.atomic_rmw
+// FUSED: } else {
 // The affine path: one loop over the members, eight sums (2 gradients x 4
 // iterations), p computed once per iteration for both.
-// CHECK: scf.for {{.+}} -> (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>,
-// CHECK-COUNT-4: math.exp
-// CHECK-NOT: math.exp
-// CHECK: scf.yield
-// CHECK: } else {
-// CHECK-COUNT-4: math.exp
-// CHECK-NOT: math.exp
-// CHECK: tt.return
+// FUSED: scf.for {{.+}} -> (tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>,
+// FUSED-COUNT-4: math.exp
+// FUSED-NOT: math.exp
+// FUSED: scf.yield
+// FUSED: } else {
+// FUSED-COUNT-4: math.exp
+// FUSED-NOT: math.exp
+// FUSED: tt.return
 module {
   tt.func public @fused(%q: !tt.ptr<f32> loc("q"), %kk: !tt.ptr<f32> loc("kk"), %do: !tt.ptr<f32> loc("do"), %dk: !tt.ptr<f32> loc("dk"), %dv: !tt.ptr<f32> loc("dv"), %dq: !tt.ptr<f32> loc("dq"), %n: i32 loc("n"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
     %c0 = arith.constant 0 : i32

@@ -27,6 +27,11 @@ inline constexpr const char *kRegridArgument = "tritonad_regrid";
 inline constexpr const char *kWhenExclusive = "tritonad.when_exclusive";
 inline constexpr const char *kUnlessExclusive = "tritonad.unless_exclusive";
 
+/// Deterministic mode (KernelBackward): an atomic add that only programs of
+/// their own may replace; its value says why the forward's schedule needed
+/// the atomic (the error, located, where the atomic remains).
+inline constexpr const char *kUnlessRegridded = "tritonad.unless_regridded";
+
 /// Removes those marks (they are for this pass only).
 void dropExclusivityMarks(mlir::triton::FuncOp kernel);
 
@@ -55,8 +60,16 @@ struct RegridReport {
 /// atomics, and `report.notes` says why.
 /// `overwrite`: the caller passes the shadows to be overwritten (see
 /// KernelBackwardConfig).
+/// Fails, with the located error each carries, where an atomic marked
+/// `kUnlessRegridded` remains in `kernel` (`notes`: why re-parallelization
+/// left it, added to the error).
+mlir::LogicalResult checkDeterministic(mlir::triton::FuncOp kernel,
+                                       const std::vector<RegridNote> &notes);
+
+/// `deterministic`: the caller refuses atomics (mode="deterministic"): parts
+/// are taken where they are correct, whatever they cost.
 void regridAccumulations(mlir::triton::FuncOp kernel, llvm::ArrayRef<std::string> shadows,
-                         bool overwrite, RegridReport &report);
+                         bool overwrite, bool deterministic, RegridReport &report);
 
 } // namespace tritonad
 

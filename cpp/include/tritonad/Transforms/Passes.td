@@ -103,6 +103,9 @@ def Regrid : Pass<"tritonad-regrid", "mlir::triton::FuncOp"> {
     Option<"overwrite", "overwrite", "bool", /*default=*/"false",
            "shadows arrive to be overwritten: a part that alone writes its shadow stores "
            "where the launch finds each element reached once">,
+    Option<"deterministic", "deterministic", "bool", /*default=*/"false",
+           "atomics are refused (mode=deterministic): parts are taken wherever they are "
+           "correct, and an atomic marked tritonad.unless_regridded that remains is an error">,
   ];
   let dependentDialects = ["mlir::triton::TritonDialect", "mlir::arith::ArithDialect",
                            "mlir::scf::SCFDialect"];
