@@ -210,15 +210,14 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
             plain = _reaches_each_once(part, unique, arguments, grid)
             if plain and part.get("store_only"):
                 stored.append(part["shadow"])
+            # (its header: the leader's, with no programs and its own plain word)
             part_headers += [0, *headers[1:9], int(plain), headers[10]]
             continue
         try:
-            lower, upper, step = (_coverage.evaluate(part[b], arguments, grid)
-                                  for b in ("lower", "upper", "step")) \
-                if not part.get("trips_vary") else \
-                (_coverage.evaluate(part["lower"], arguments, grid),
-                 _column(per_program(part["upper"], arguments, grid, ids), programs),
-                 _coverage.evaluate(part["step"], arguments, grid))
+            lower, step = (_coverage.evaluate(part[b], arguments, grid) for b in ("lower", "step"))
+            # (where trips vary, the upper bound per program)
+            upper = _column(per_program(part["upper"], arguments, grid, ids), programs) \
+                if part.get("trips_vary") else _coverage.evaluate(part["upper"], arguments, grid)
             key = [_column(per_program(k, arguments, grid, ids), programs) for k in part["key"]]
             frontier = [_column(per_program(v, arguments, grid, ids), programs)
                         for v in part.get("frontier", [])]

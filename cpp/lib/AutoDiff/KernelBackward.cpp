@@ -577,28 +577,22 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   auto plainLabel = [&](StringRef why) {
     return (storeOnly ? "overwrite (" : "plain (") + why.str() + ")";
   };
-  auto emitAtomic = [&](OpBuilder &b, Value mask) -> LogicalResult {
+  auto emitAtomic = [&](OpBuilder &b, Value mask) -> FailureOr<Operation *> {
     if (!hasArithmetic(g.getType()))
       return load.emitError("cannot accumulate the gradient of '")
              << name << "' with atomics, which this kernel would need here: GPUs have no "
              << "atomic add for fp8 (load it as a wider type, or make each program own its "
              << "addresses)";
-    createAtomicAdd(b, loc, *shadow, g, mask);
-    return success();
+    return createAtomicAdd(b, loc, *shadow, g, mask);
   };
   // Deterministic mode: an atomic that re-parallelization may still replace
   // by programs of their own (it runs after differentiation), marked with
   // why it was needed; one that remains is then this error.
   auto deferToRegrid = [&](OpBuilder &b, Value mask, std::string why) -> LogicalResult {
-    if (failed(emitAtomic(b, mask)))
+    FailureOr<Operation *> atomic = emitAtomic(b, mask);
+    if (failed(atomic))
       return failure();
-    Operation *atomic = b.getInsertionBlock()->empty() || b.getInsertionPoint() ==
-                                                              b.getInsertionBlock()->begin()
-                            ? nullptr
-                            : &*std::prev(b.getInsertionPoint());
-    if (!atomic || !isa<tt::AtomicRMWOp>(atomic))
-      return load.emitError("deterministic mode: ") << why;
-    atomic->setAttr(kUnlessRegridded, b.getStringAttr("deterministic mode: " + why));
+    (*atomic)->setAttr(kUnlessRegridded, b.getStringAttr("deterministic mode: " + why));
     schedule[name] = {Strategy::Atomic, "atomic unless re-parallelized (deterministic mode: " +
                                             why + ")"};
     return success();

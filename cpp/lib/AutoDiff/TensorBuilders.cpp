@@ -228,7 +228,8 @@ Value predicate(OpBuilder &builder, Location loc, Value mask, Value cond, Type l
   return mask ? arith::AndIOp::create(builder, loc, mask, cond).getResult() : cond;
 }
 
-void createAtomicAdd(OpBuilder &builder, Location loc, Value ptr, Value value, Value mask) {
+Operation *createAtomicAdd(OpBuilder &builder, Location loc, Value ptr, Value value,
+                           Value mask) {
   MLIRContext *context = builder.getContext();
   OperationState state(loc, tt::AtomicRMWOp::getOperationName());
   state.addOperands({ptr, value});
@@ -238,7 +239,7 @@ void createAtomicAdd(OpBuilder &builder, Location loc, Value ptr, Value value, V
   state.addAttribute("sem", tt::MemSemanticAttr::get(context, tt::MemSemantic::RELAXED));
   state.addAttribute("scope", tt::MemSyncScopeAttr::get(context, tt::MemSyncScope::GPU));
   state.addTypes(value.getType());
-  builder.create(state);
+  return builder.create(state);
 }
 
 std::optional<TapeSlot> tapeSlotFor(Type type) {

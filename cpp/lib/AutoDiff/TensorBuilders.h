@@ -51,8 +51,8 @@ void createStore(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value ptr, 
 // alone when there is no mask).
 mlir::Value predicate(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value mask,
                       mlir::Value cond, mlir::Type like);
-void createAtomicAdd(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value ptr,
-                     mlir::Value value, mlir::Value mask);
+mlir::Operation *createAtomicAdd(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value ptr,
+                                 mlir::Value value, mlir::Value mask);
 
 /// How a value is kept in scratch memory (a loop tape, the forward's
 /// residuals): its element type there (i1 as i8) and its size in bytes.

@@ -436,16 +436,23 @@ module {
 
 // -----
 
-// A contribution of four products of tiles, three of which the forward's
-// program still needs for what it carries (8 products per iteration for 5):
-// atomics where they are allowed; programs of its own in deterministic mode.
+// A contribution of four products of tiles (three of them also what the
+// forward's program carries): atomics where they are allowed; programs of its
+// own in deterministic mode. Beside it, dk's contribution of one product
+// (through the same key) gets programs of its own in either mode.
 // REMARK: remark: da: not re-parallelized: its contribution takes 4 products of tiles per forward program
-// DET: remark: da: re-parallelized
+// REMARK: remark: dk: re-parallelized
+// DET: remark: da: re-parallelized ({{.*}}which also sum 'dk'
+// DET: remark: dk: re-parallelized ({{.*}}which also sum 'da'
 // CHECK-LABEL: tt.func public @twoproducts
-// CHECK-NOT: scf.if
-// CHECK: tt.atomic_rmw
+// CHECK: scf.if
+// The forward's schedule keeps da's atomic; the part adds dk's sum.
+// CHECK: tt.atomic_rmw fadd, relaxed, gpu, %{{.+}}, %{{.+}} :
+// CHECK: } else {
+// CHECK: tt.atomic_rmw fadd, relaxed, gpu, %{{.+}}, %{{.+}}, %{{.+}} :
+// CHECK: tt.return
 module {
-  tt.func public @twoproducts(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %dc: !tt.ptr<f32> loc("dc"), %out: !tt.ptr<f32> loc("out"), %n: i32 loc("n"), %k: i32 loc("k"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
+  tt.func public @twoproducts(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %dk: !tt.ptr<f32> loc("dk"), %dc: !tt.ptr<f32> loc("dc"), %out: !tt.ptr<f32> loc("out"), %n: i32 loc("n"), %k: i32 loc("k"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
     %c0 = arith.constant 0 : i32
     %c1 = arith.constant 1 : i32
     %c16 = arith.constant 16 : i32
@@ -477,6 +484,7 @@ module {
     %kt = arith.divsi %k, %c16 : i32
     %bs = tt.splat %b : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
     %das = tt.splat %da : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %dks = tt.splat %dk : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
     %carried = scf.for %i = %c0 to %kt step %c1 iter_args(%acc = %zero) -> (tensor<16x16xf32>) : i32 {
       %k0 = arith.muli %i, %c16 : i32
       %k0s = tt.splat %k0 : i32 -> tensor<16xi32>
@@ -498,6 +506,8 @@ module {
       %aoff = arith.addi %rowk16, %kc16 : tensor<16x16xi32>
       %ap = tt.addptr %das, %aoff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
       %old = tt.atomic_rmw fadd, relaxed, gpu, %ap, %d : (tensor<16x16x!tt.ptr<f32>>, tensor<16x16xf32>) -> tensor<16x16xf32>
+      %dkp = tt.addptr %dks, %aoff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %oldk = tt.atomic_rmw fadd, relaxed, gpu, %dkp, %s : (tensor<16x16x!tt.ptr<f32>>, tensor<16x16xf32>) -> tensor<16x16xf32>
       %next = tt.dot %s3, %bv, %acc : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
       scf.yield %next : tensor<16x16xf32>
     }

@@ -492,25 +492,19 @@ PassSteps passSteps(OpBuilder &before, Location loc, Value member, Value pass, i
   return steps;
 }
 
-// Loads in `loop` whose operands it does not change, moved before it (with
-// what only they use, in order): a part's loads of its own tile (attention's
-// key and value block), the same for every member. (A part reads only memory
-// nothing in the kernel writes: the loads commute with everything.)
+// Loads in `loop` whose operands it does not change, and the side-effect
+// free ops then computed from them alone, moved before it: a part's loads of
+// its own tile (attention's key and value block, and its transpose), the
+// same for every member. (A part reads only memory nothing in the kernel
+// writes: the loads commute with everything.) One pass in program order: an
+// op moved makes its later users candidates.
 void hoistInvariantLoads(scf::ForOp loop) {
-  bool moved = true;
-  while (moved) {
-    moved = false;
-    for (Operation &op : llvm::make_early_inc_range(loop.getBody()->without_terminator())) {
-      bool invariant = (isa<tt::LoadOp>(op) || isMemoryEffectFree(&op)) && !op.getNumRegions() &&
-                       llvm::all_of(op.getOperands(), [&](Value operand) {
-                         return !loop->isAncestor(operand.getParentRegion()->getParentOp());
-                       });
-      if (invariant) {
-        op.moveBefore(loop);
-        moved = true;
-      }
-    }
-  }
+  for (Operation &op : llvm::make_early_inc_range(loop.getBody()->without_terminator()))
+    if ((isa<tt::LoadOp>(op) || isMemoryEffectFree(&op)) && !op.getNumRegions() &&
+        llvm::all_of(op.getOperands(), [&](Value operand) {
+          return !loop->isAncestor(operand.getParentRegion()->getParentOp());
+        }))
+      op.moveBefore(loop);
 }
 
 // Loads of `loop` whose addresses are linear in its variables get a pointer
@@ -1191,7 +1185,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       // cores; a GELU epilogue, 2048^3 fp16: 1578 us as parts, though with
       // uncoalesced residual loads since fixed, against these atomics' 168).
       // What the loop computes per iteration, a part computes once per
-      // member's iteration too (the cost of the whole is weighed below).
+      // member's iteration too (but see the rule on several products below).
       auto hoisted = [&](auto isWork) {
         return llvm::count_if(valueSlice, [&](Operation *op) {
           return op->getBlock() == &entry && isWork(op);
@@ -1303,24 +1297,20 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
     // (causal, fp16, D=64, L = 1024 ... 8192; benchmarks/loops.md). Where
     // atomics are allowed, a contribution of several products keeps them.
     if (!deterministic) {
-      bool several = false;
       for (Part &part : loopParts)
-        for (Accumulation &sum : part.sums) {
-          int products = llvm::count_if(sum.valueOps, [](Operation *op) {
-            return isa<tt::DotOp>(op);
-          });
-          if (products > 1) {
-            several = true;
+        llvm::erase_if(part.sums, [&](Accumulation &sum) {
+          int products =
+              llvm::count_if(sum.valueOps, [](Operation *op) { return isa<tt::DotOp>(op); });
+          if (products > 1)
             report.notes.push_back(
                 {sum.shadow, false,
                  "not re-parallelized: its contribution takes " + std::to_string(products) +
                      " products of tiles per forward program (programs of their own measured "
                      "1.6-1.9x slower than these atomics for attention; mode=\"deterministic\" "
                      "takes them)"});
-          }
-        }
-      if (several)
-        continue;
+          return products > 1;
+        });
+      llvm::erase_if(loopParts, [](Part &part) { return part.sums.empty(); });
     }
 
     for (Part &part : loopParts) {
@@ -1332,9 +1322,6 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       }
       part.valueOps = inProgramOrder(valueSlice, entry);
       std::string why;
-      std::string shadowsText;
-      for (Accumulation &sum : part.sums)
-        shadowsText += (shadowsText.empty() ? "" : ", ") + sum.shadow;
       auto refuse = [&](std::string reason) {
         for (Accumulation &sum : part.sums)
           report.notes.push_back({sum.shadow, false, "not re-parallelized: " + reason});
