@@ -315,3 +315,35 @@ def test_table_orders_members_by_trip_count_and_counts_each_tile():
     assert follow[0] == 0 and follow[1:9] == lead[1:9] and follow[10] == lead[10]
     described = _regrid.describe(torch.tensor(words))
     assert [p["programs"] for p in described] == [14, 0]
+
+
+def test_deterministic_mode_takes_the_parts(always_compile):
+    # dA and dB need atomics on the forward's grid (each row of programs adds
+    # to the same tile): deterministic mode leaves them to re-parallelization,
+    # which gives them programs of their own, instead of refusing the kernel.
+    bwd = tritonad.grad(matmul_kernel, mode="deterministic")
+    lines = _lines(compile_for_schedule(bwd, MATMUL_TYPES, TILES))
+    for name in ("a_ptr", "b_ptr"):
+        assert lines[name].startswith("re-parallelized (programs of its own"), lines[name]
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(200, 136, 328), (513, 257, 129)])
+def test_deterministic_matmul_grads_match_torch(dtype, shape):
+    M, N, K = shape
+    a = torch.randn(M, K, device="cuda", dtype=dtype)
+    b = torch.randn(K, N, device="cuda", dtype=dtype)
+    dc = torch.randn(M, N, device="cuda", dtype=dtype)
+    bwd = tritonad.grad(matmul_kernel, mode="deterministic")
+    runs = []
+    for _ in range(2):
+        da, db = torch.zeros_like(a), torch.zeros_like(b)
+        bwd[_grid(M, N, TILES)](*_args(a, b, torch.empty(M, N, device="cuda", dtype=dtype)),
+                                da, db, dc, **TILES)
+        runs.append((da, db))
+    _assert_close(runs[0][0], dc.double() @ b.double().t())
+    _assert_close(runs[0][1], a.double().t() @ dc.double())
+    assert torch.equal(runs[0][0], runs[1][0]) and torch.equal(runs[0][1], runs[1][1])
+    assert "re-parallelized" in bwd.schedule()
