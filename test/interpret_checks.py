@@ -1385,6 +1385,71 @@ def _():
     assert_close("a (atomic mode)", da, dc.double() @ b.double().t(), 1e-2, 2e-2)
 
 
+@triton.jit
+def _gated_matmul_kernel(a_ptr, b_ptr, g_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                         stride_bn, stride_cm, stride_cn, BLOCK_M: tl.constexpr,
+                         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EXP: tl.constexpr):
+    # c = (a @ b) * gate, the gate g or exp(g): dC * gate, computed before the
+    # loop, feeds both products (the exp, or the two tiles, are staged)
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        ks = k * BLOCK_K + offs_k
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + ks[None, :] * stride_ak,
+                    mask=(offs_m[:, None] < M) & (ks[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + ks[:, None] * stride_bk + offs_n[None, :] * stride_bn,
+                    mask=(ks[:, None] < K) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="ieee")
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    gate = tl.load(g_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, mask=mask,
+                   other=0.0)
+    if EXP:
+        gate = tl.exp(gate)
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, acc * gate,
+             mask=mask)
+
+
+@check("regrid_staged_epilogue")
+def _():
+    """c = (a @ b) * gate: the forward's programs stage dC * gate once into
+    scratch, in a launch of their own, and the parts read it (random sizes
+    and tiles; gate = g, two loaded tiles, or exp(g)); gradients against
+    fp64 torch. Without scratch (tape=False) exp(g) keeps the atomics."""
+    from tritonad import _regrid
+
+    for case in range(4):
+        exp = case % 2 == 1
+        M, N, K = (int(v) for v in torch.randint(5, 60, (3,), generator=GEN))
+        BM, BN, BK = ((16, 32)[int(v)] for v in torch.randint(0, 2, (3,), generator=GEN))
+        a, b, g, c = randn(M, K), randn(K, N), randn(M, N), torch.empty(M, N)
+
+        def reference(a_ptr, b_ptr, g_ptr):
+            return {"c_ptr": (a_ptr @ b_ptr) * (torch.exp(g_ptr) if exp else g_ptr)}
+        options = dict(tape=False) if case == 3 else {}
+        bwd = kernel_gradients(
+            _gated_matmul_kernel, (triton.cdiv(M, BM), triton.cdiv(N, BN)),
+            {"a_ptr": a, "b_ptr": b, "g_ptr": g}, {"c_ptr": c},
+            dict(M=M, N=N, K=K, stride_am=a.stride(0), stride_ak=a.stride(1),
+                 stride_bk=b.stride(0), stride_bn=b.stride(1), stride_cm=c.stride(0),
+                 stride_cn=c.stride(1)),
+            dict(BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, EXP=exp), reference, rtol=1e-4,
+            atol=1e-4, **options)
+        lines = _lines_of(bwd.schedule())
+        for name in ("a_ptr", "b_ptr"):
+            if case == 3:
+                assert lines[name].startswith("atomic") and "(exp, erf, ...)" in lines[name], \
+                    lines[name]
+            else:
+                assert lines[name].startswith("re-parallelized") and \
+                    "from scratch" in lines[name], lines[name]
+        if case != 3:
+            assert int(_regrid.last_table[0]) > 0  # (the forward's programs staged the tiles)
+
+
 def run_in_interpreter(script, out):
     """Runs `script` in a fresh Python under TRITON_INTERPRET=1 (Triton reads it when
     ``@triton.jit`` runs); its main writes {name: {ok, error, seed, seconds}} to `out`,

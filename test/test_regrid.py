@@ -98,8 +98,9 @@ def test_epilogue_from_the_loop_result_says_why(always_compile):
             lines[name]
 
 
-def _autograd_schedule(kernel, types, tiles):
-    """The schedule of tritonad.autograd's backward, which reads residuals."""
+def _autograd_schedule(kernel, types, tiles, scratch=True):
+    """The schedule of tritonad.autograd's backward, which reads residuals;
+    `scratch` False: compiled without tritonad_tape (as with tape=False)."""
     from triton.compiler import ASTSource
 
     from test_partial import TARGET
@@ -110,27 +111,42 @@ def _autograd_schedule(kernel, types, tiles):
     types = dict(types, **WORKSPACE_TYPES, **{RESIDUALS: "*i8"})
     for pointer, shadow in bwd.shadows.items():
         types[shadow] = types[pointer]
-    signature = {n: "constexpr" if n in tiles else types[n] for n in bwd.arg_names}
-    triton.compile(ASTSource(bwd, signature, dict(tiles)), target=TARGET)
-    return bwd.schedule()
+    constants = dict(tiles) if scratch else dict(tiles, tritonad_tape=None)
+    signature = {n: "constexpr" if n in constants else types[n] for n in bwd.arg_names}
+    triton.compile(ASTSource(bwd, signature, constants), target=TARGET)
+    return bwd
 
 
 @pytest.mark.parametrize("activation", ["leaky", "silu"])
-def test_epilogue_reads_the_saved_result(always_compile, activation):
-    # Through tritonad.autograd the forward saves acc (a residual): each
-    # member's dC * act'(acc) then starts from a load. A leaky ReLU's slope is
-    # a select, and the parts re-parallelize; SiLU's takes an exp per element,
-    # which every part a member feeds would evaluate again: atomics, and why.
-    schedule = _autograd_schedule(matmul_activation_kernel, MATMUL_TYPES,
-                                  dict(TILES, ACTIVATION=activation))
+def test_epilogue_is_staged_once_per_forward_program(always_compile, activation):
+    # Through tritonad.autograd the forward saves acc (a residual). Each
+    # member's dC * act'(acc) is computed once, by the forward's programs, into
+    # scratch (the parts read it): SiLU's exp per element as well as a leaky
+    # ReLU's select.
+    bwd = _autograd_schedule(matmul_activation_kernel, MATMUL_TYPES,
+                             dict(TILES, ACTIVATION=activation))
+    schedule = bwd.schedule()
     lines = _lines(schedule)
     for name in ("a_ptr", "b_ptr"):
-        if activation == "leaky":
-            assert lines[name].startswith("re-parallelized (programs of its own"), lines[name]
-        else:
-            assert lines[name].startswith("atomic") and "not re-parallelized: its contribution " \
-                "evaluates" in lines[name] and "(exp, erf, ...) per element" in lines[name], lines[name]
+        assert lines[name].startswith("re-parallelized (programs of its own"), lines[name]
+        # (a 64x64 fp16 tile: the truncation for the dot happens once, before it)
+        assert "from scratch (8192 bytes per forward program" in lines[name], lines[name]
     assert [e.subject for e in schedule.entries if e.kind == "residual"] == ["acc"]
+    ir = bwd.derived_ir()
+    assert ir.count("tt.store") >= 1 and "tritonad_tape" in ir
+    if activation == "silu":
+        # the exp only in the forward's programs (before the parts' branch)
+        assert ir.count("math.exp") == 1
+
+
+def test_epilogue_without_scratch_says_why(always_compile):
+    # Without scratch (tape=False) a member's exp per element would be
+    # evaluated again for every tile it feeds: atomics, and why.
+    lines = _lines(_autograd_schedule(matmul_activation_kernel, MATMUL_TYPES,
+                                      dict(TILES, ACTIVATION="silu"), scratch=False).schedule())
+    for name in ("a_ptr", "b_ptr"):
+        assert lines[name].startswith("atomic") and "not re-parallelized: its contribution " \
+            "evaluates" in lines[name] and "(exp, erf, ...) per element" in lines[name], lines[name]
 
 
 def test_batched_grid_groups_by_batch_and_tile(always_compile):

@@ -199,6 +199,7 @@ PYBIND11_MODULE(_C, m) {
           }
           py::dict record;
           record["main"] = result.regrid.mainPart;
+          record["staged"] = result.regrid.stagedBytes;
           record["parts"] = parts;
           regrid = record;
         }

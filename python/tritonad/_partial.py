@@ -228,9 +228,14 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape):
     if own is not None:  # (two programs per SM, as a hand-written matmul runs)
         kernel = _resident(run, grid, kernel, kwargs)
     _initialize(garbage, kernel, kwargs, grid_now, stored=own[1] if own else ())
-    if own is not None and own[0][0] == 0:
-        return kernel  # (nothing to do: an empty grid or loop)
-    return run(grid=own[0] if own else grid, warmup=False, **kwargs)
+    if own is None:
+        return run(grid=grid, warmup=False, **kwargs)
+    launched = kernel  # (nothing to do where every launch is empty: an empty grid or loop)
+    for launch_grid, table in own[0]:
+        if launch_grid[0] > 0:
+            kwargs["tritonad_regrid"] = table
+            launched = run(grid=launch_grid, warmup=False, **kwargs)
+    return launched
 
 
 def _once(kernel, attribute: str, decide):

@@ -286,10 +286,12 @@ def _record_info(record) -> Tuple[str, tuple]:
 
 
 def prepare(kernel, kwargs, grid: Sequence[int]):
-    """For a kernel with re-parallelized shadows: puts the grouping into
-    kwargs['tritonad_regrid'] and returns (the grid to launch, one axis; the
-    shadows the launch overwrites whole, which need no zero fill); None for any
-    other kernel (launched on the forward's grid)."""
+    """For a kernel with re-parallelized shadows: returns (the launches, each
+    (grid, one axis; table for tritonad_regrid), in order; the shadows the
+    launch overwrites whole, which need no zero fill); None for any other
+    kernel (launched on the forward's grid). Where the forward's programs
+    stage values the parts read (record 'staged'), they run first, in a launch
+    of their own, and the parts' table says there are none."""
     import torch
 
     record = record_of(kernel)
@@ -306,11 +308,18 @@ def prepare(kernel, kwargs, grid: Sequence[int]):
         words, total, stored = _table(record, kwargs, tuple(int(g) for g in grid))
         if len(_CACHE) >= _CACHE_LIMIT:
             _CACHE.pop(next(iter(_CACHE)))
-        cached = _CACHE[key] = (words.to(placeholder.device), total, stored)
-    kwargs["tritonad_regrid"] = cached[0]
+        words = words.to(placeholder.device)
+        main = int(words[0])
+        if record.get("staged") and main and total > main:
+            parts_only = words.clone()
+            parts_only[0] = 0
+            launches = (((main,), words), ((total - main,), parts_only))
+        else:
+            launches = (((total,), words),)
+        cached = _CACHE[key] = (launches, stored)
     global last_table
-    last_table = cached[0]
-    return (cached[1],), cached[2]
+    last_table = cached[0][0][1]
+    return cached
 
 
 last_table = None  # the table of the latest re-parallelized launch (for describe)

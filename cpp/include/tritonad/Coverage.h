@@ -127,9 +127,15 @@ struct RegridPart {
 /// follows a leader has 0 programs; only its plain word is read. Programs [0, mainPrograms) of the launch run the
 /// forward's schedule (mainPrograms = the forward's grid when `mainPart`,
 /// else 0), the next ones the parts in order.
+/// `stagedBytes` > 0: the forward's programs stage values the parts read (a
+/// member's work before the loop, done once): they write `stagedBytes` per
+/// program into `tritonad_tape` (each value's region holds every program's,
+/// consecutively) and run in a launch of their own, before the parts'
+/// (mainPrograms 0 in the parts' table).
 struct Regrid {
   bool mainPart = true;
   std::vector<RegridPart> parts;
+  int64_t stagedBytes = 0;
 };
 
 } // namespace tritonad

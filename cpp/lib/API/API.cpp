@@ -383,6 +383,9 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
           }
         if (regrid.parts.empty())
           return mlir::success();
+        if (regrid.stagedBytes > 0)
+          report.tapes.push_back({"values staged for re-parallelized gradients",
+                                  regrid.stagedBytes, SymbolicInt::constant(1)});
         if (mlir::failed(mlir::verify(function))) {
           fallback = "internal error: the re-parallelized backward of @" + into +
                      " does not verify (please report it; mode=\"atomic\" avoids it)";

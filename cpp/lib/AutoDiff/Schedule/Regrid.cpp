@@ -15,6 +15,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
@@ -1119,6 +1120,186 @@ bool costlyPerElement(Operation *op) {
          !isa<math::AbsFOp, math::AbsIOp, math::CopySignOp, math::FmaOp>(op);
 }
 
+// Ops whose float tiles take arithmetic to compute (not only moving,
+// reshaping or converting loaded data).
+bool computesTiles(Operation *op) {
+  if (isa<tt::DotOp, tt::ReduceOp, tt::ScanOp>(op))
+    return true;
+  if (isa<tt::LoadOp, tt::SplatOp, tt::BroadcastOp, tt::ExpandDimsOp, tt::ReshapeOp, tt::TransOp,
+          tt::BitcastOp, tt::FpToFpOp, tt::AddPtrOp, tt::MakeRangeOp, arith::ConstantOp,
+          arith::TruncFOp, arith::ExtFOp>(op))
+    return false;
+  return llvm::any_of(op->getResultTypes(), [](Type type) {
+    return isa<RankedTensorType>(type) && isa<FloatType>(getElementTypeOrSelf(type));
+  });
+}
+
+// A value the forward's program computes once, before the loop, and a part
+// would compute again for every tile a member feeds (an epilogue's
+// dC * act'(acc), attention's per-row statistics): the forward's programs
+// store it into scratch (`tritonad_tape`, which a re-parallelized backward
+// does not otherwise use), in a launch before the parts', and the parts load
+// it. Scratch holds each value's region, every program's tile in turn:
+// offsets programs * (bytes of the values before) + program * bytes.
+class Stager {
+public:
+  struct Staged {
+    Value value;          // computed before the loop
+    Value load;           // what the loop reads instead (until the parts are emitted)
+    Operation *store;     // the forward program's write
+    int64_t bytes;
+  };
+
+  Stager(Value scratch) : scratch(scratch) {}
+  explicit operator bool() const { return static_cast<bool>(scratch); }
+
+  // The values of `slice` computed in `entry` (with arithmetic behind them)
+  // that its ops in `loop` use, staged; a truncation in the loop of such a
+  // value first moves before it (the scratch then holds the narrow tile).
+  // Returns whether anything was staged.
+  bool stage(const llvm::SetVector<Operation *> &slice, Block &entry, scf::ForOp loop) {
+    SmallVector<Value> boundary;
+    for (Operation *op : slice) {
+      if (op->getBlock() != &entry)
+        continue;
+      for (Value result : op->getResults()) {
+        auto type = dyn_cast<RankedTensorType>(result.getType());
+        if (!type || !isa<FloatType>(type.getElementType()) || !tapeSlotFor(type) ||
+            staged.count(result))
+          continue;
+        bool usedInLoop = llvm::any_of(result.getUsers(), [&](Operation *user) {
+          return slice.contains(user) && loop->isProperAncestor(user);
+        });
+        if (usedInLoop && worthStaging(result, slice, entry))
+          boundary.push_back(result);
+      }
+    }
+    for (Value value : boundary)
+      stageValue(narrowed(value, loop), loop);
+    return !boundary.empty();
+  }
+
+  // After the parts are emitted: the forward's programs compute their own
+  // values again; a store no part reads is dropped. Returns the bytes per
+  // program of the scratch (0: nothing staged for a part).
+  int64_t finish(ArrayRef<Operation *> partOps) {
+    int64_t total = 0;
+    bool read = false;
+    for (auto &[value, entry] : staged) {
+      (void)value;
+      total += entry.bytes;
+      bool used = llvm::is_contained(partOps, entry.load.getDefiningOp());
+      read |= used;
+      Operation *load = entry.load.getDefiningOp();
+      entry.load.replaceAllUsesWith(entry.value);
+      load->erase();
+      if (!used)
+        entry.store->erase();
+    }
+    return read ? total : 0;
+  }
+
+  // The bytes per program of the staged values `ops` load.
+  int64_t bytesRead(ArrayRef<Operation *> ops) const {
+    int64_t bytes = 0;
+    for (auto &[value, entry] : staged)
+      if (llvm::is_contained(ops, entry.load.getDefiningOp()))
+        bytes += entry.bytes;
+    return bytes;
+  }
+
+private:
+  // Whether computing `value` once beats computing it in every part that
+  // reads it: it takes a product, a reduction or a function of many
+  // instructions per element, or arithmetic on several loaded tiles (the
+  // part then loads one tile instead: a leaky ReLU's dC and saved fp32 acc).
+  // Arithmetic on one tile (dC * 0.5) is cheaper than its round trip.
+  static bool worthStaging(Value value, const llvm::SetVector<Operation *> &slice,
+                           Block &entry) {
+    SmallVector<Operation *> work;
+    DenseSet<Operation *> seen;
+    bool computes = false, costly = false;
+    int tiles = 0;
+    if (Operation *def = value.getDefiningOp())
+      work.push_back(def);
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      if (!seen.insert(op).second || op->getBlock() != &entry || !slice.contains(op))
+        continue;
+      computes |= computesTiles(op);
+      costly |= isa<tt::DotOp, tt::ReduceOp, tt::ScanOp>(op) ||
+                (costlyPerElement(op) && isa<RankedTensorType>(op->getResult(0).getType()));
+      tiles += isa<tt::LoadOp>(op) && isa<RankedTensorType>(op->getResult(0).getType());
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          work.push_back(def);
+    }
+    return computes && (costly || tiles > 1);
+  }
+
+  // `value`, or its truncation where the loop uses it only truncated (the
+  // truncation then happens once, before the loop).
+  static Value narrowed(Value value, scf::ForOp loop) {
+    SmallVector<arith::TruncFOp> truncations;
+    for (OpOperand &use : value.getUses()) {
+      if (!loop->isProperAncestor(use.getOwner()))
+        continue;
+      auto truncation = dyn_cast<arith::TruncFOp>(use.getOwner());
+      if (!truncation || (!truncations.empty() &&
+                          (truncation.getType() != truncations.front().getType() ||
+                           truncation->getAttrs() != truncations.front()->getAttrs())))
+        return value;
+      truncations.push_back(truncation);
+    }
+    if (truncations.empty())
+      return value;
+    OpBuilder b(value.getContext());
+    b.setInsertionPointAfterValue(value);
+    Operation *once = b.clone(*truncations.front());
+    once->setOperand(0, value);
+    for (arith::TruncFOp truncation : truncations) {
+      truncation.replaceAllUsesWith(once->getResult(0));
+      truncation.erase();
+    }
+    return once->getResult(0);
+  }
+
+  void stageValue(Value value, scf::ForOp loop) {
+    OpBuilder b(value.getContext());
+    b.setInsertionPointAfterValue(value);
+    Location loc = value.getLoc();
+    TapeSlot slot = *tapeSlotFor(value.getType());
+    int64_t bytes = (slot.bytes + 15) / 16 * 16; // (aligned for vector accesses)
+    auto constant = [&](int64_t v) {
+      return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v)).getResult();
+    };
+    // program x + nx * (y + ny * z) of nx * ny * nz
+    Value program, programs;
+    for (int axis = 2; axis >= 0; --axis) {
+      auto dim = tt::ProgramIDDimAttr::get(b.getContext(), static_cast<tt::ProgramIDDim>(axis));
+      Value id = i64Of(b, loc, tt::GetProgramIdOp::create(b, loc, b.getI32Type(), dim));
+      Value count = i64Of(b, loc, tt::GetNumProgramsOp::create(b, loc, b.getI32Type(), dim));
+      program = program ? arith::AddIOp::create(b, loc, id,
+                                                arith::MulIOp::create(b, loc, count, program))
+                        : id;
+      programs = programs ? arith::MulIOp::create(b, loc, programs, count).getResult() : count;
+    }
+    Value offset = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, program, constant(bytes)),
+                                         arith::MulIOp::create(b, loc, programs, constant(offsetBytes)));
+    Value ptr = tapeAddress(b, loc, scratch, offset, value.getType(), slot);
+    createStore(b, loc, ptr, value, Value());
+    Operation *store = &*std::prev(b.getInsertionPoint());
+    Value load = createLoad(b, loc, ptr, Value(), Value());
+    value.replaceUsesWithIf(load, [&](OpOperand &use) { return loop->isProperAncestor(use.getOwner()); });
+    staged.insert({value, Staged{value, load, store, bytes}});
+    offsetBytes += bytes;
+  }
+
+  Value scratch;
+  int64_t offsetBytes = 0;
+  llvm::MapVector<Value, Staged> staged;
+};
+
 LogicalResult checkDeterministic(tt::FuncOp kernel, const std::vector<RegridNote> &notes) {
   LogicalResult result = success();
   kernel.walk([&](tt::AtomicRMWOp atomic) {
@@ -1147,6 +1328,14 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       table = arg;
   if (!table || !llvm::hasSingleElement(kernel.getBody()))
     return;
+  // (a backward with a loop tape is not re-parallelized: the tape is free)
+  Value scratch;
+  for (BlockArgument arg : entry.getArguments())
+    if (auto type = dyn_cast<tt::PointerType>(arg.getType());
+        type && type.getPointeeType().isInteger(8) && argumentName(arg) == "tritonad_tape" &&
+        arg.use_empty())
+      scratch = arg;
+  Stager stager(scratch);
 
   // Candidates: atomic adds of a dot product into a shadow, in a top-level loop.
   std::vector<Part> parts;
@@ -1156,7 +1345,9 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
   bool writesKnown = collectWrites(kernel, written, plain, twinned, unknownWrite);
   for (auto loop : entry.getOps<scf::ForOp>()) {
     std::vector<Part> loopParts;
-    for (auto atomic : loop.getBody()->getOps<tt::AtomicRMWOp>()) {
+    // (staging edits the loop: the atomics first)
+    SmallVector<tt::AtomicRMWOp> atomics(loop.getBody()->getOps<tt::AtomicRMWOp>());
+    for (tt::AtomicRMWOp atomic : atomics) {
       BlockArgument base = baseArgument(atomic.getPtr());
       std::string name = base ? argumentName(base) : "";
       if (!base || !llvm::is_contained(shadows, name) ||
@@ -1176,6 +1367,13 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       if (!ok) {
         refuse(why);
         continue;
+      }
+      if (stager && stager.stage(valueSlice, entry, loop)) {
+        valueSlice.clear();
+        if (failed(collectSlice({atomic.getVal()}, entry, loop, valueSlice, why))) {
+          refuse(why);
+          continue;
+        }
       }
       // What the forward's program computes once, before the loop, a part
       // would compute for every iteration of every member: products of tiles,
@@ -1413,8 +1611,10 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       parts.push_back(std::move(part));
     }
   }
-  if (parts.empty())
+  if (parts.empty()) {
+    stager.finish({});
     return;
+  }
 
   // The launch: programs [0, mainPrograms) run the forward's schedule with
   // their ids decoded from the linear id; the rest run the parts.
@@ -1452,6 +1652,13 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
   for (Part &part : parts)
     for (Accumulation &sum : part.sums)
       sum.atomic.erase();
+  SmallVector<int64_t> stagedPerPart;
+  SmallVector<Operation *> partOps;
+  for (Part &part : parts) {
+    stagedPerPart.push_back(stager.bytesRead(part.valueOps));
+    partOps.append(part.valueOps.begin(), part.valueOps.end());
+  }
+  report.regrid.stagedBytes = stager.finish(partOps);
   b.setInsertionPointToStart(branch.thenBlock());
   std::array<Value, 3> ids = programIdsOf(b, loc, linear, grid);
   Value sizes[3] = {grid.x, grid.y, grid.z};
@@ -1474,7 +1681,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
                                             : WalkResult::interrupt();
                                })
                                .wasInterrupted();
-  for (Part &part : parts) {
+  for (auto [index, part] : llvm::enumerate(parts)) {
     int leader = report.regrid.parts.size();
     for (Accumulation &sum : part.sums) {
       std::string with;
@@ -1497,6 +1704,12 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
                     ? ", contracting each member's tiles in " +
                           std::to_string(part.contractionPasses) + " passes of " +
                           std::to_string(part.contractionDepth)
+                    : std::string()) +
+               (stagedPerPart[index] > 0
+                    ? ", reading the tiles each member computes before the loop from scratch "
+                      "(" + std::to_string(stagedPerPart[index]) +
+                          " bytes per forward program, written by the forward's programs in a "
+                          "launch before the parts')"
                     : std::string()) +
                ": each sums the contributions of the forward programs sharing the tile in "
                "registers (" +
