@@ -19,11 +19,10 @@ Workloads (fp16 and bf16 inputs, fp32 accumulation):
   batched   a batched matmul with a 3-D grid (m tiles, n tiles, batch), 8 x 1024^3.
   epilogue  act(a @ b) (bench.matmul_act_fwd), act = leaky_relu or gelu, 2048^3 and
             4096^3 (--epilogue-sizes): tritonad.autograd (the forward saves acc, a
-            residual; leaky_relu's slope is a select and dA and dB get programs of
-            their own; GELU's derivative takes an erf and an exp per element, which
-            every part would evaluate again, so dA and dB keep the forward's schedule
-            with atomics, see schedule()) against eager (cuBLAS and the activation's
-            backward) and torch.compile.
+            residual; dA and dB get programs of their own, which read dC * act'(acc)
+            that the forward's programs compute once, erf and exp included, and stage
+            into scratch in a launch before theirs, see schedule()) against eager
+            (cuBLAS and the activation's backward) and torch.compile.
   batched   also: hand (the batched kernel on transposed views), tritonad.autograd and
             torch.compile.
 
@@ -324,9 +323,9 @@ def report(rows, opts, failures) -> str:
     epilogues = [row for row in rows if row.get("epilogue")]
     if epilogues:
         lines += ["", "A linear layer's epilogue, c = act(a @ b), through tritonad.autograd "
-                  "(the forward saves acc; leaky_relu: dA and dB by programs of their own; "
-                  "gelu: its derivative's erf and exp per element keep dA and dB on the "
-                  "forward's schedule with atomics) against eager "
+                  "(the forward saves acc; dA and dB by programs of their own, which read "
+                  "dC * act'(acc) that the forward's programs stage once into scratch in a "
+                  "launch before theirs) against eager "
                   "(cuBLAS and the activation's backward) and torch.compile:", "",
                   "| workload | size | tiles | tritonad.autograd GPU | eager GPU | compile GPU | "
                   "autograd / eager | autograd / compile | error tritonad / eager | "

@@ -87,6 +87,9 @@ def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]
     does so where it fits a quarter of the free device memory
     (``TRITONAD_TAPE_BUDGET`` bytes if set) and otherwise replays iterations
     [0, i) for each i, ``tape=True`` always tapes, ``tape=False`` always replays.
+    The same scratch holds, for gradients with programs of their own, what each
+    forward program computes once before its loop for them (an epilogue's
+    ``dC * act'(acc)``); ``tape=False`` turns that off too.
     ``bwd.forward[grid](*forward_args, **constexprs)`` launches the forward so that
     it also saves what the backward would recompute (the results of its
     reductions and loops, listed as ``residual`` in ``bwd.schedule()``) and

@@ -196,3 +196,52 @@ module {
     tt.return
   }
 }
+
+// -----
+
+// y = x * min(x) over a row: the minimum is saved, for its value; which
+// element gets its gradient is found against the minimum of this kernel's x
+// (the saved one comes from the forward's kernel, whose rounding of a
+// computed x may differ in the last bit: then no element would equal it).
+// REMARK: remark: residual low at {{.*}}: saved by the forward
+// CHECK-LABEL: tt.func public @bwd
+// CHECK: %[[X:.+]] = math.exp
+// CHECK: tt.load %{{.+}} : !tt.ptr<f32>
+// CHECK: %[[OWN:.+]] = "tt.reduce"(%[[X]])
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.minnumf
+// CHECK: %[[B:.+]] = tt.splat %[[OWN]]
+// CHECK-NEXT: arith.cmpf oeq, %[[X]], %[[B]]
+// CHECK: tt.return
+module {
+  tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %out: !tt.ptr<f32> loc("out"), %n: i32 loc("n")) {
+    %pid = tt.get_program_id x : i32
+    %row = arith.muli %pid, %n : i32
+    %offs = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+    %base = tt.addptr %x, %row : !tt.ptr<f32>, i32
+    %sp = tt.splat %base : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %ptrs = tt.addptr %sp, %offs : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+    %raw = tt.load %ptrs : tensor<64x!tt.ptr<f32>>
+    %v = math.exp %raw : tensor<64xf32>
+    %low = "tt.reduce"(%v) <{axis = 0 : i32}> ({
+    ^bb0(%a: f32, %b: f32):
+      %c = arith.minnumf %a, %b : f32
+      tt.reduce.return %c : f32
+    }) : (tensor<64xf32>) -> f32 loc("low")
+    %t = tt.splat %low : f32 -> tensor<64xf32>
+    %y = arith.mulf %v, %t : tensor<64xf32>
+    %obase = tt.addptr %out, %row : !tt.ptr<f32>, i32
+    %osp = tt.splat %obase : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %optrs = tt.addptr %osp, %offs : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+    tt.store %optrs, %y : tensor<64x!tt.ptr<f32>>
+    tt.return
+  }
+  tt.func public @bwd(%x: !tt.ptr<f32> loc("x"), %out: !tt.ptr<f32> loc("out"), %n: i32 loc("n"), %dx: !tt.ptr<f32> loc("dx"), %dout: !tt.ptr<f32> loc("dout"), %res: !tt.ptr<i8> loc("tritonad_residuals")) {
+    tt.call @fwd(%x, %out, %n) : (!tt.ptr<f32>, !tt.ptr<f32>, i32) -> ()
+    tt.return
+  }
+  tt.func public @aug(%x: !tt.ptr<f32> loc("x"), %out: !tt.ptr<f32> loc("out"), %n: i32 loc("n"), %res: !tt.ptr<i8> loc("tritonad_residuals")) {
+    tt.call @fwd(%x, %out, %n) : (!tt.ptr<f32>, !tt.ptr<f32>, i32) -> ()
+    tt.return
+  }
+}

@@ -389,7 +389,7 @@ struct ReduceModel : public ReverseModeOpInterface::ExternalModel<ReduceModel, t
       // `x == max(x)` on the other copy can then match nothing. Where every
       // copy is bitwise the same (x computed elementwise from loads), and for
       // fp64 (whose bits do not fit a key with the index), the first element
-      // equal to the forward's extremum: cheaper, the same element.
+      // equal to the extremum: cheaper, the same element.
       Value src = reduce.getSrcs()[0];
       Value g = state.adjoint(reduce.getResult()[0]);
       if (!g || !state.isActive(src))
@@ -405,8 +405,16 @@ struct ReduceModel : public ReverseModeOpInterface::ExternalModel<ReduceModel, t
           mayDifferBetweenLayouts(src)) {
         chosen = firstExtremumIndex(builder, loc, x, indices, axis, isMax, nanWins);
       } else {
-        Value extremum = broadcastAlongAxis(builder, loc, state.forward(reduce.getResult()[0]),
-                                            axis, srcType);
+        // (the extremum of this kernel's x: one the forward saved as a
+        // residual comes from another kernel, whose rounding of x may differ
+        // in the last bit, and then no element would equal it)
+        Value forwardExtremum = state.forward(reduce.getResult()[0]);
+        if (!forwardExtremum.getDefiningOp<tt::ReduceOp>()) {
+          IRMapping onX;
+          onX.map(src, x);
+          forwardExtremum = builder.clone(*reduce, onX)->getResult(0);
+        }
+        Value extremum = broadcastAlongAxis(builder, loc, forwardExtremum, axis, srcType);
         Value hits = arith::CmpFOp::create(builder, loc, arith::CmpFPredicate::OEQ, x, extremum);
         chosen = firstIndexWhere(builder, loc, hits, indices, axis);
       }
