@@ -1062,6 +1062,33 @@ BlockArgument appendArgument(tt::FuncOp scratch, BlockArgument arg) {
 
 } // namespace
 
+namespace {
+
+// Whether `saved` reaches a comparison (or a float min/max, which compares).
+// A value the forward saved, compared with values the backward recomputes,
+// could decide otherwise than in either kernel (`x == max(x)`): the forward's
+// kernel may round a computed x differently in the last bit. Such a value is
+// recomputed with them instead.
+bool comparedWithRecomputed(Value saved) {
+  SmallVector<Value> work{saved};
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value value = work.pop_back_val();
+    if (!seen.insert(value).second)
+      continue;
+    for (Operation *user : value.getUsers()) {
+      if (isa<arith::CmpFOp, arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
+              arith::MinNumFOp>(user))
+        return true;
+      for (Value result : user->getResults())
+        work.push_back(result);
+    }
+  }
+  return false;
+}
+
+} // namespace
+
 LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, StringRef intoName,
                                       ArrayRef<ShadowBinding> bindings,
                                       const KernelBackwardConfig &options,
@@ -1169,8 +1196,10 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
         return;
       Operation *op = candidates[*index];
       Strategy strategy = backward.loopStrategy(op);
-      if (isa<tt::ReduceOp>(op) || strategy == Strategy::ForwardOrder ||
-          strategy == Strategy::FinalStabilizers)
+      // (a stabilizer's value does not matter, compared or not)
+      if (strategy == Strategy::FinalStabilizers ||
+          ((isa<tt::ReduceOp>(op) || strategy == Strategy::ForwardOrder) &&
+           !comparedWithRecomputed(load.getResult())))
         read.insert(*index);
     });
     report.residuals =
