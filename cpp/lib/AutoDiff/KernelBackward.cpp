@@ -1064,21 +1064,46 @@ BlockArgument appendArgument(tt::FuncOp scratch, BlockArgument arg) {
 
 namespace {
 
-// Whether `saved` reaches a comparison (or a float min/max, which compares).
-// A value the forward saved, compared with values the backward recomputes,
-// could decide otherwise than in either kernel (`x == max(x)`): the forward's
-// kernel may round a computed x differently in the last bit. Such a value is
-// recomputed with them instead.
-bool comparedWithRecomputed(Value saved) {
-  SmallVector<Value> work{saved};
+// Whether the backward computes `value` from data it loads (other than the
+// residuals): recomputed, and the forward's kernel may have rounded it
+// differently in the last bit.
+bool recomputedFromData(Value value) {
+  SmallVector<Value> work{value};
   DenseSet<Value> seen;
   while (!work.empty()) {
+    Value next = work.pop_back_val();
+    Operation *def = next.getDefiningOp();
+    if (!def || !seen.insert(next).second)
+      continue;
+    if (auto load = dyn_cast<tt::LoadOp>(def)) {
+      if (!residualIndex(load))
+        return true;
+      continue;
+    }
+    for (Value operand : def->getOperands())
+      work.push_back(operand);
+  }
+  return false;
+}
+
+// Whether `saved` reaches a comparison (or a float min/max, which compares)
+// with a value the backward recomputes from data. Such a comparison could
+// decide otherwise than in either kernel (`x == max(x)`), so the saved value
+// is recomputed with the data instead. Comparing it with constants or other
+// saved values (`acc > 0`) decides as the forward did.
+bool comparedWithRecomputed(Value saved) {
+  SmallVector<Value> work{saved};
+  DenseSet<Value> derived;
+  while (!work.empty()) {
     Value value = work.pop_back_val();
-    if (!seen.insert(value).second)
+    if (!derived.insert(value).second)
       continue;
     for (Operation *user : value.getUsers()) {
       if (isa<arith::CmpFOp, arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
-              arith::MinNumFOp>(user))
+              arith::MinNumFOp>(user) &&
+          llvm::any_of(user->getOperands(), [&](Value operand) {
+            return !derived.contains(operand) && recomputedFromData(operand);
+          }))
         return true;
       for (Value result : user->getResults())
         work.push_back(result);
