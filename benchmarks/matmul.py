@@ -236,7 +236,7 @@ def epilogue_case(n, dtype_name, blocks, opts, failures, activation):
     activation's backward) and torch.compile."""
     dtype = DTYPES[dtype_name]
     BM, BN, BK = blocks
-    meta = dict(BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8, ACTIVATION=activation)
+    meta = dict(BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=opts.group_m, ACTIVATION=activation)
     act = {"gelu": torch.nn.functional.gelu,
            "leaky_relu": lambda x: torch.nn.functional.leaky_relu(x, 0.01)}[activation]
     launch = dict(num_warps=opts.warps, num_stages=opts.stages)
@@ -283,6 +283,8 @@ def epilogue_case(n, dtype_name, blocks, opts, failures, activation):
           + ", ".join(f"{k} {v:.2e}" for k, v in errors.items())
           + f"; reproducible {reproducible}", flush=True)
     loops.print_schedule(op.backward_kernel)
+    from tritonad import _regrid
+    print("parts:", _regrid.describe(_regrid.last_table), flush=True)
     times, parts = loops.time_calls([("tritonad.autograd", user), ("cuBLAS", eager),
                                      ("compile", compile_bwd)])
     atomic_count = (op.backward_kernel.derived_ir() or "").count("tt.atomic_rmw")
@@ -362,6 +364,7 @@ def main():
     parser.add_argument("--no-batched", action="store_true")
     parser.add_argument("--epilogue-sizes", default="2048,4096")
     parser.add_argument("--epilogues", default="leaky_relu,gelu")
+    parser.add_argument("--group-m", type=int, default=8, help="the epilogue kernel's GROUP_M")
     opts = parser.parse_args()
     blocks = tuple(int(v) for v in opts.blocks.split(","))
     rows, failures = [], []
