@@ -308,8 +308,8 @@ def prepare(kernel, kwargs, grid: Sequence[int]):
         words, total, stored = _table(record, kwargs, tuple(int(g) for g in grid))
         if len(_CACHE) >= _CACHE_LIMIT:
             _CACHE.pop(next(iter(_CACHE)))
+        main = int(words[0])  # (read on the host, before the copy)
         words = words.to(placeholder.device)
-        main = int(words[0])
         if record.get("staged") and main and total > main:
             parts_only = words.clone()
             parts_only[0] = 0

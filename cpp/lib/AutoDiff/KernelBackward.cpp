@@ -1064,34 +1064,29 @@ BlockArgument appendArgument(tt::FuncOp scratch, BlockArgument arg) {
 
 namespace {
 
-// Whether the backward computes `value` from data it loads (other than the
-// residuals): recomputed, and the forward's kernel may have rounded it
-// differently in the last bit.
-bool recomputedFromData(Value value) {
-  SmallVector<Value> work{value};
-  DenseSet<Value> seen;
-  while (!work.empty()) {
-    Value next = work.pop_back_val();
-    Operation *def = next.getDefiningOp();
-    if (!def || !seen.insert(next).second)
-      continue;
-    if (auto load = dyn_cast<tt::LoadOp>(def)) {
-      if (!residualIndex(load))
-        return true;
-      continue;
-    }
-    for (Value operand : def->getOperands())
-      work.push_back(operand);
-  }
-  return false;
+// The values the backward computes from data it loads (other than the
+// residuals): recomputed, and the forward's kernel may have rounded them
+// differently in the last bit. One pass in program order (a region's block
+// arguments are not counted).
+DenseSet<Value> recomputedFromData(tt::FuncOp function) {
+  DenseSet<Value> fromData;
+  function.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    auto load = dyn_cast<tt::LoadOp>(op);
+    bool data = load ? !residualIndex(load)
+                     : llvm::any_of(op->getOperands(),
+                                    [&](Value operand) { return fromData.contains(operand); });
+    if (data)
+      fromData.insert(op->result_begin(), op->result_end());
+  });
+  return fromData;
 }
 
 // Whether `saved` reaches a comparison (or a float min/max, which compares)
-// with a value the backward recomputes from data. Such a comparison could
-// decide otherwise than in either kernel (`x == max(x)`), so the saved value
-// is recomputed with the data instead. Comparing it with constants or other
-// saved values (`acc > 0`) decides as the forward did.
-bool comparedWithRecomputed(Value saved) {
+// with a value in `fromData`. Such a comparison could decide otherwise than in
+// either kernel (`x == max(x)`), so the saved value is recomputed with the
+// data instead. Comparing it with constants or other saved values
+// (`acc > 0`) decides as the forward did.
+bool comparedWithRecomputed(Value saved, const DenseSet<Value> &fromData) {
   SmallVector<Value> work{saved};
   DenseSet<Value> derived;
   while (!work.empty()) {
@@ -1102,7 +1097,7 @@ bool comparedWithRecomputed(Value saved) {
       if (isa<arith::CmpFOp, arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
               arith::MinNumFOp>(user) &&
           llvm::any_of(user->getOperands(), [&](Value operand) {
-            return !derived.contains(operand) && recomputedFromData(operand);
+            return !derived.contains(operand) && fromData.contains(operand);
           }))
         return true;
       for (Value result : user->getResults())
@@ -1215,6 +1210,7 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
     (void)runRegionDCE(rewriter, into->getRegions());
     SmallVector<Operation *> candidates = residualCandidates(scratch);
     std::set<unsigned> read;
+    DenseSet<Value> fromData = recomputedFromData(into);
     into.walk([&](tt::LoadOp load) {
       std::optional<unsigned> index = residualIndex(load);
       if (!index)
@@ -1224,7 +1220,7 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
       // (a stabilizer's value does not matter, compared or not)
       if (strategy == Strategy::FinalStabilizers ||
           ((isa<tt::ReduceOp>(op) || strategy == Strategy::ForwardOrder) &&
-           !comparedWithRecomputed(load.getResult())))
+           !comparedWithRecomputed(load.getResult(), fromData)))
         read.insert(*index);
     });
     report.residuals =

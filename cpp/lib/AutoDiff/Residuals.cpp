@@ -45,23 +45,9 @@ std::string valueName(Location loc) {
 // only on an axis it ignores compute the same values, and share a region.
 Value programRegion(OpBuilder &builder, Location loc, tt::FuncOp prepared, Value base,
                     int64_t bytesPerProgram) {
-  bool used[3] = {false, false, false};
+  std::array<bool, 3> used = {false, false, false};
   prepared.walk([&](tt::GetProgramIdOp pid) { used[static_cast<int>(pid.getAxis())] = true; });
-  Type i32 = builder.getI32Type();
-  Value linear;
-  for (int axis = 2; axis >= 0; --axis) {
-    if (!used[axis])
-      continue;
-    auto dim = tt::ProgramIDDimAttr::get(builder.getContext(), static_cast<tt::ProgramIDDim>(axis));
-    Value pid = i64Of(builder, loc, tt::GetProgramIdOp::create(builder, loc, i32, dim));
-    if (linear) {
-      Value count = i64Of(builder, loc, tt::GetNumProgramsOp::create(builder, loc, i32, dim));
-      linear = arith::AddIOp::create(builder, loc, pid,
-                                     arith::MulIOp::create(builder, loc, count, linear));
-    } else {
-      linear = pid;
-    }
-  }
+  Value linear = linearProgramId(builder, loc, used);
   if (!linear)
     return base;
   Value bytes = arith::ConstantOp::create(builder, loc, builder.getI64IntegerAttr(bytesPerProgram));

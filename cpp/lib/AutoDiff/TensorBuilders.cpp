@@ -290,4 +290,26 @@ Value i64Of(OpBuilder &builder, Location loc, Value value) {
   return arith::ExtSIOp::create(builder, loc, builder.getI64Type(), value);
 }
 
+Value linearProgramId(OpBuilder &builder, Location loc, const std::array<bool, 3> &used,
+                      Value *programs) {
+  Type i32 = builder.getI32Type();
+  Value linear;
+  for (int axis = 2; axis >= 0; --axis) {
+    if (!used[axis])
+      continue;
+    auto dim = tt::ProgramIDDimAttr::get(builder.getContext(), static_cast<tt::ProgramIDDim>(axis));
+    Value pid = i64Of(builder, loc, tt::GetProgramIdOp::create(builder, loc, i32, dim));
+    Value count;
+    if (linear || programs)
+      count = i64Of(builder, loc, tt::GetNumProgramsOp::create(builder, loc, i32, dim));
+    linear = linear ? arith::AddIOp::create(builder, loc, pid,
+                                            arith::MulIOp::create(builder, loc, count, linear))
+                    : pid;
+    if (programs)
+      *programs = *programs ? arith::MulIOp::create(builder, loc, *programs, count).getResult()
+                            : count;
+  }
+  return linear;
+}
+
 } // namespace tritonad

@@ -4,6 +4,7 @@
 
 #include "tritonad/Dialect/Triton/Dialect.h"
 
+#include <array>
 #include <optional>
 
 namespace tritonad {
@@ -70,6 +71,11 @@ mlir::Value tapeAddress(mlir::OpBuilder &builder, mlir::Location loc, mlir::Valu
                         mlir::Value offset, mlir::Type type, const TapeSlot &slot);
 /// `value` (an integer) as i64, sign-extended.
 mlir::Value i64Of(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value value);
+/// This program's index over the grid axes `used` (x, y, z), x + nx * (y +
+/// ny * z) in i64; null where no axis is used. `programs`, where given, is
+/// set to the number of such indices, nx * ny * nz.
+mlir::Value linearProgramId(mlir::OpBuilder &builder, mlir::Location loc,
+                            const std::array<bool, 3> &used, mlir::Value *programs = nullptr);
 
 } // namespace tritonad
 

@@ -1120,10 +1120,12 @@ bool costlyPerElement(Operation *op) {
          !isa<math::AbsFOp, math::AbsIOp, math::CopySignOp, math::FmaOp>(op);
 }
 
+bool contractsOrReduces(Operation *op) { return isa<tt::DotOp, tt::ReduceOp, tt::ScanOp>(op); }
+
 // Ops whose float tiles take arithmetic to compute (not only moving,
 // reshaping or converting loaded data).
 bool computesTiles(Operation *op) {
-  if (isa<tt::DotOp, tt::ReduceOp, tt::ScanOp>(op))
+  if (contractsOrReduces(op))
     return true;
   if (isa<tt::LoadOp, tt::SplatOp, tt::BroadcastOp, tt::ExpandDimsOp, tt::ReshapeOp, tt::TransOp,
           tt::BitcastOp, tt::FpToFpOp, tt::AddPtrOp, tt::MakeRangeOp, arith::ConstantOp,
@@ -1144,9 +1146,8 @@ bool computesTiles(Operation *op) {
 class Stager {
 public:
   struct Staged {
-    Value value;          // computed before the loop
-    Value load;           // what the loop reads instead (until the parts are emitted)
-    Operation *store;     // the forward program's write
+    Value load;       // what the loop reads instead (until the parts are emitted)
+    Operation *store; // the forward program's write
     int64_t bytes;
   };
 
@@ -1186,12 +1187,11 @@ public:
     int64_t total = 0;
     bool read = false;
     for (auto &[value, entry] : staged) {
-      (void)value;
       total += entry.bytes;
-      bool used = llvm::is_contained(partOps, entry.load.getDefiningOp());
-      read |= used;
       Operation *load = entry.load.getDefiningOp();
-      entry.load.replaceAllUsesWith(entry.value);
+      bool used = llvm::is_contained(partOps, load);
+      read |= used;
+      entry.load.replaceAllUsesWith(value);
       load->erase();
       if (!used)
         entry.store->erase();
@@ -1227,7 +1227,7 @@ private:
       if (!seen.insert(op).second || op->getBlock() != &entry || !slice.contains(op))
         continue;
       computes |= computesTiles(op);
-      costly |= isa<tt::DotOp, tt::ReduceOp, tt::ScanOp>(op) ||
+      costly |= contractsOrReduces(op) ||
                 (costlyPerElement(op) && isa<RankedTensorType>(op->getResult(0).getType()));
       tiles += isa<tt::LoadOp>(op) && isa<RankedTensorType>(op->getResult(0).getType());
       for (Value operand : op->getOperands())
@@ -1273,17 +1273,8 @@ private:
     auto constant = [&](int64_t v) {
       return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v)).getResult();
     };
-    // program x + nx * (y + ny * z) of nx * ny * nz
-    Value program, programs;
-    for (int axis = 2; axis >= 0; --axis) {
-      auto dim = tt::ProgramIDDimAttr::get(b.getContext(), static_cast<tt::ProgramIDDim>(axis));
-      Value id = i64Of(b, loc, tt::GetProgramIdOp::create(b, loc, b.getI32Type(), dim));
-      Value count = i64Of(b, loc, tt::GetNumProgramsOp::create(b, loc, b.getI32Type(), dim));
-      program = program ? arith::AddIOp::create(b, loc, id,
-                                                arith::MulIOp::create(b, loc, count, program))
-                        : id;
-      programs = programs ? arith::MulIOp::create(b, loc, programs, count).getResult() : count;
-    }
+    Value programs;
+    Value program = linearProgramId(b, loc, {true, true, true}, &programs);
     Value offset = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, program, constant(bytes)),
                                          arith::MulIOp::create(b, loc, programs, constant(offsetBytes)));
     Value ptr = tapeAddress(b, loc, scratch, offset, value.getType(), slot);
@@ -1291,7 +1282,7 @@ private:
     Operation *store = &*std::prev(b.getInsertionPoint());
     Value load = createLoad(b, loc, ptr, Value(), Value());
     value.replaceUsesWithIf(load, [&](OpOperand &use) { return loop->isProperAncestor(use.getOwner()); });
-    staged.insert({value, Staged{value, load, store, bytes}});
+    staged.insert({value, Staged{load, store, bytes}});
     offsetBytes += bytes;
   }
 
@@ -1321,21 +1312,20 @@ LogicalResult checkDeterministic(tt::FuncOp kernel, const std::vector<RegridNote
 void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool overwrite,
                          bool deterministic, RegridReport &report) {
   Block &entry = kernel.getBody().front();
-  Value table;
-  for (BlockArgument arg : entry.getArguments())
-    if (auto type = dyn_cast<tt::PointerType>(arg.getType());
-        type && type.getPointeeType().isInteger(64) && argumentName(arg) == kRegridArgument)
-      table = arg;
+  // The hidden argument `name`, a pointer to integers of `width` bits.
+  auto hidden = [&](StringRef name, unsigned width) -> BlockArgument {
+    for (BlockArgument arg : entry.getArguments())
+      if (auto type = dyn_cast<tt::PointerType>(arg.getType());
+          type && type.getPointeeType().isInteger(width) && argumentName(arg) == name)
+        return arg;
+    return BlockArgument();
+  };
+  Value table = hidden(kRegridArgument, 64);
   if (!table || !llvm::hasSingleElement(kernel.getBody()))
     return;
   // (a backward with a loop tape is not re-parallelized: the tape is free)
-  Value scratch;
-  for (BlockArgument arg : entry.getArguments())
-    if (auto type = dyn_cast<tt::PointerType>(arg.getType());
-        type && type.getPointeeType().isInteger(8) && argumentName(arg) == "tritonad_tape" &&
-        arg.use_empty())
-      scratch = arg;
-  Stager stager(scratch);
+  BlockArgument tape = hidden("tritonad_tape", 8);
+  Stager stager(tape && tape.use_empty() ? tape : Value());
 
   // Candidates: atomic adds of a dot product into a shadow, in a top-level loop.
   std::vector<Part> parts;
