@@ -98,9 +98,11 @@ def test_epilogue_from_the_loop_result_says_why(always_compile):
             lines[name]
 
 
-def _autograd_schedule(kernel, types, tiles, scratch=True):
+def _autograd_schedule(kernel, types, tiles, scratch=True, programs=None):
     """The schedule of tritonad.autograd's backward, which reads residuals;
-    `scratch` False: compiled without tritonad_tape (as with tape=False)."""
+    `scratch` False: compiled without tritonad_tape (as with tape=False);
+    `programs` 'main' or 'parts': compiled as the launch path compiles each
+    launch's kernel (its selector 1, a constant)."""
     from triton.compiler import ASTSource
 
     from test_partial import TARGET
@@ -112,6 +114,8 @@ def _autograd_schedule(kernel, types, tiles, scratch=True):
     for pointer, shadow in bwd.shadows.items():
         types[shadow] = types[pointer]
     constants = dict(tiles) if scratch else dict(tiles, tritonad_tape=None)
+    if programs is not None:
+        constants[f"tritonad_{programs}_only"] = 1
     signature = {n: "constexpr" if n in constants else types[n] for n in bwd.arg_names}
     triton.compile(ASTSource(bwd, signature, constants), target=TARGET)
     return bwd
@@ -137,6 +141,24 @@ def test_epilogue_is_staged_once_per_forward_program(always_compile, activation)
     if activation == "silu":
         # the exp only in the forward's programs (before the parts' branch)
         assert ir.count("math.exp") == 1
+
+
+def test_forward_programs_and_parts_get_kernels_of_their_own(always_compile):
+    # The launch path runs the forward's programs (staging dC * silu'(acc))
+    # and the parts in two launches, each with a kernel compiled for its own
+    # programs: the parts' kernel has none of the staging code (its registers
+    # and shared memory are sized for the parts alone), the forward's none of
+    # the parts; both carry the same record.
+    tiles = dict(TILES, ACTIVATION="silu")
+    kernels = {programs: _autograd_schedule(matmul_activation_kernel, MATMUL_TYPES, tiles,
+                                            programs=programs)
+               for programs in (None, "main", "parts")}
+    both, main, parts = (kernels[p].derived_ir() for p in (None, "main", "parts"))
+    assert both.count("scf.if") > parts.count("scf.if")
+    assert main.count("math.exp") == 1 and "tt.dot" not in main and "tt.store" in main
+    assert "math.exp" not in parts and parts.count("tt.dot") == both.count("tt.dot")
+    records = {str(k.schedule()) for k in kernels.values()}
+    assert len(records) == 1, records
 
 
 def test_epilogue_without_scratch_says_why(always_compile):

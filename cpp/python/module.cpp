@@ -86,6 +86,17 @@ tritonad::api::Accumulation accumulationFrom(const std::string &modeName) {
                         "'");
 }
 
+tritonad::RegridPrograms regridProgramsFrom(const std::string &name) {
+  using tritonad::RegridPrograms;
+  if (name == "all")
+    return RegridPrograms::All;
+  if (name == "main")
+    return RegridPrograms::Main;
+  if (name == "parts")
+    return RegridPrograms::Parts;
+  throw py::value_error("programs must be 'all', 'main' or 'parts', got '" + name + "'");
+}
+
 py::list scheduleToPython(const tritonad::Schedule &schedule) {
   py::list entries;
   for (const tritonad::ScheduleEntry &entry : schedule.entries) {
@@ -158,12 +169,13 @@ PYBIND11_MODULE(_C, m) {
       [](const std::string &ir, const std::string &primal, const std::string &into,
          const std::vector<std::pair<std::string, std::string>> &bindings,
          const std::string &modeName, bool overwrite, bool generic, bool debugInfo,
-         const std::string &bufferName) {
+         const std::string &bufferName, const std::string &programsName) {
         tritonad::api::Accumulation mode = accumulationFrom(modeName);
+        tritonad::RegridPrograms programs = regridProgramsFrom(programsName);
         tritonad::api::PrintOptions print = printOptions(generic, debugInfo);
         tritonad::api::Result result = callCore([&] {
           return tritonad::api::differentiateKernel(ir, primal, into, bindings, mode, overwrite,
-                                                    print, bufferName);
+                                                    print, bufferName, programs);
         });
         py::list tapes;
         for (const auto &tape : result.tapes)
@@ -211,6 +223,7 @@ PYBIND11_MODULE(_C, m) {
       py::arg("ir"), py::arg("primal"), py::arg("into"), py::arg("bindings"),
       py::arg("mode") = "auto", py::arg("overwrite") = false, py::arg("generic") = false,
       py::arg("debug_info") = true, py::arg("buffer_name") = "<ttir>",
+      py::arg("programs") = "all",
       "Replace kernel @into's body with the backward of kernel @primal (empty: the kernel "
       "@into calls); returns (ir, schedule: [{'kind', 'subject', 'location', 'strategy', "
       "'how', 'notes'}], "
@@ -221,7 +234,9 @@ PYBIND11_MODULE(_C, m) {
       "its re-parallelized shadows: None or {'main': bool, 'parts': [{'shadow', 'key', "
       "'lower', 'upper', 'step'}]}, the grouping passed as tritonad_regrid), and the "
       "residuals it reads: None or {'bytes': per program, 'fingerprint'}, passed as "
-      "tritonad_residuals by the forward that augment_forward derives).");
+      "tritonad_residuals by the forward that augment_forward derives). `programs`: 'all', or "
+      "'main' or 'parts' for a kernel with only the forward's programs or only the "
+      "re-parallelized parts (each launched on its own; the record is the same).");
 
   m.def(
       "augment_forward",

@@ -198,7 +198,8 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
         f"    _tritonad_primal({', '.join(f'{n}={n}' for n in names)})\n")
     bwd = jit_from_source(source, name, {"tl": tl, "_tritonad_primal": fn,
                                           "_tritonad_defaults": defaults},
-                          do_not_specialize=hidden[1:])
+                          do_not_specialize=[n for n in hidden[1:]
+                                             if n not in _partial.PROGRAM_SELECTORS])
     _make_shadows_optional(bwd, order, shadows, spec)
     bwd.tritonad_primal = fn
     bwd.residual_forward = (
@@ -343,7 +344,8 @@ def _materialize_backward(text: str, metadata: dict) -> str:
             # (the core finds the forward kernel: the placeholder's only call)
             (text, schedule, written, partial, coverage, tapes, regrid,
              residuals) = _C.differentiate_kernel(text, "", name, spec.bindings, spec.mode,
-                                                  overwrite=not spec.accumulate)
+                                                  overwrite=not spec.accumulate,
+                                                  programs=programs_of(body))
         except MLIRError as error:
             raise DifferentiationError(
                 f"tritonad.grad({spec.primal.__name__}) failed:\n"
@@ -372,6 +374,17 @@ def _materialize_backward(text: str, metadata: dict) -> str:
                   f"{spec.derived[name]}",
                   file=sys.stderr)
     return text
+
+
+def programs_of(function: str) -> str:
+    """Which programs of a re-parallelized backward this compile is for: the
+    placeholder's signature (the first line of its printed function) lacks
+    the selector the launch path passed as 1 (_partial.PROGRAM_SELECTORS);
+    'all' where it has both (the interpreter, a caller's own signature)."""
+    signature = function.split("\n", 1)[0]
+    absent = [programs for selector, programs in _partial.PROGRAM_SELECTORS.items()
+              if f'"{selector}"' not in signature and f"%{selector}:" not in signature]
+    return absent[0] if len(absent) == 1 else "all"
 
 
 def _restore_backward(metadata: dict) -> None:

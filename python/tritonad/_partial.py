@@ -20,7 +20,9 @@ fits; the reverse replays the iterations in between).
 
 The sixth, `tritonad_regrid`, is the grouping of the forward's programs for
 gradients re-parallelized into programs of their own (see _regrid.py); such a
-kernel is launched on a grid of its own.
+kernel is launched on a grid of its own, in two launches: the forward's
+programs, then the parts, each with a kernel compiled for its own programs
+(`tritonad_main_only`, `tritonad_parts_only`).
 """
 
 from __future__ import annotations
@@ -38,8 +40,14 @@ from tritonad import _coverage, _regrid, _residuals
 # The hidden parameters and their Triton types (the workspace holds fp32 slots).
 WORKSPACE_TYPES = {"tritonad_workspace": "*fp32", "tritonad_slot": "i32",
                    "tritonad_programs": "i32", "tritonad_tape": "*i8",
-                   "tritonad_tape_every": "i32", "tritonad_regrid": "*i64"}
+                   "tritonad_tape_every": "i32", "tritonad_regrid": "*i64",
+                   "tritonad_main_only": "i32", "tritonad_parts_only": "i32"}
 WORKSPACE_PARAMS = tuple(WORKSPACE_TYPES)
+# Passed as 0 or 1: Triton compiles an int argument equal to 1 as a constant,
+# absent from the kernel's signature, so a kernel compiled with one of them 1
+# runs only the forward's programs or only the re-parallelized parts (the
+# core is told which: programs_of).
+PROGRAM_SELECTORS = {"tritonad_main_only": "main", "tritonad_parts_only": "parts"}
 _PROGRAMS_PER_SM = 2
 _SUM_ROWS, _SUM_COLS = 64, 32  # (many narrow column blocks: one program per 32 columns)
 
@@ -140,7 +148,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
     # (or take it from the cache) with a placeholder first.
     with_tape = tape is not False and any_tensor is not None
     kwargs.update(tritonad_tape=_placeholder(any_tensor.device, "int8") if with_tape else None,
-                  tritonad_tape_every=1,
+                  tritonad_tape_every=1, tritonad_main_only=1, tritonad_parts_only=0,
                   tritonad_regrid=_placeholder(any_tensor.device, "int64")
                   if any_tensor is not None else None)
     if not partial_possible:
@@ -202,40 +210,54 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
 
 def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape):
     """Launches a kernel without partial buffers: on the forward's grid, or,
-    where gradients were re-parallelized, on the grid their grouping needs."""
+    where gradients were re-parallelized, the forward's programs (`kernel`,
+    compiled for them only) and then the parts, with a kernel of their own."""
     kernel = _allocate_tape(run, grid, kernel, kwargs, grid_now, grid_now, tape)
     own = _regrid.prepare(kernel, kwargs, grid_now) if grid_now else None
-    if own is not None and not _fits(kernel):
-        # The parts' tiles and the forward's share one kernel's shared memory:
-        # with these launch options they do not fit. Fewer pipeline stages
-        # (the backward's own option: its results do not depend on it) first;
-        # else the kernel compiled without a table keeps the forward's
-        # schedule (atomics).
+    parts = _parts_kernel(run, grid, kwargs) if own is not None else None
+    if parts is None:
+        if own is not None:  # (the atomics' kernel: the table is gone from the arguments)
+            kernel = _allocate_tape(run, grid, run(grid=grid, warmup=True, **kwargs), kwargs,
+                                    grid_now, grid_now, tape)
+        _initialize(garbage, kernel, kwargs, grid_now)
+        return run(grid=grid, warmup=False, **kwargs)
+    launches, stored = own
+    parts_kernel, parts_kwargs = parts
+    _initialize(garbage, kernel, kwargs, grid_now, stored=stored)
+    launched = kernel  # (nothing to do where every launch is empty: an empty grid or loop)
+    for launch_grid, table, programs in launches:
+        if launch_grid[0] > 0:
+            arguments = kwargs if programs == "main" else parts_kwargs
+            arguments["tritonad_regrid"] = table
+            launched = run(grid=launch_grid, warmup=False, **arguments)
+    return launched
+
+
+def _parts_kernel(run, grid, kwargs):
+    """(the kernel that runs the re-parallelized parts, its launch's
+    arguments), or None where it does not fit the device: then kwargs lose the
+    table, and the kernel compiled without one keeps the forward's schedule
+    (atomics)."""
+    arguments = {**kwargs, "tritonad_main_only": 0, "tritonad_parts_only": 1}
+    kernel = run(grid=grid, warmup=True, **arguments)
+    if not _fits(kernel):
+        # The parts' tiles do not fit the shared memory with these launch
+        # options: fewer pipeline stages (the backward's own option: its
+        # results do not depend on it).
         stages = _once(kernel, "tritonad_stages_that_fit",
-                       lambda: _stages_that_fit(run, grid, kernel, kwargs))
-        if stages is not None:
-            kwargs["num_stages"] = stages
-        else:
+                       lambda: _stages_that_fit(run, grid, kernel, arguments))
+        if stages is None:
             warnings.warn(f"tritonad: the re-parallelized backward needs "
                           f"{kernel.metadata.shared} bytes of shared memory with these launch "
                           f"options, more than the device has, even with one pipeline stage; "
                           f"it runs with atomics instead (smaller tiles let it fit)",
-                          stacklevel=2)
+                          stacklevel=3)
             kwargs["tritonad_regrid"] = None  # (another specialization: no table argument)
-            own = None
-        kernel = _allocate_tape(run, grid, run(grid=grid, warmup=True, **kwargs), kwargs,
-                                grid_now, grid_now, tape)
-    if own is not None:  # (two programs per SM, as a hand-written matmul runs)
-        kernel = _resident(run, grid, kernel, kwargs)
-    _initialize(garbage, kernel, kwargs, grid_now, stored=own[1] if own else ())
-    if own is None:
-        return run(grid=grid, warmup=False, **kwargs)
-    launched = kernel  # (nothing to do where every launch is empty: an empty grid or loop)
-    for launch_grid, table in own[0]:
-        if launch_grid[0] > 0:
-            kwargs["tritonad_regrid"] = table
-            launched = run(grid=launch_grid, warmup=False, **kwargs)
-    return launched
+            return None
+        arguments["num_stages"] = stages
+        kernel = run(grid=grid, warmup=True, **arguments)
+    # (two programs per SM, as a hand-written matmul runs)
+    return _resident(run, grid, kernel, arguments), arguments
 
 
 def _once(kernel, attribute: str, decide):

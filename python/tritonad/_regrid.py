@@ -287,11 +287,12 @@ def _record_info(record) -> Tuple[str, tuple]:
 
 def prepare(kernel, kwargs, grid: Sequence[int]):
     """For a kernel with re-parallelized shadows: returns (the launches, each
-    (grid, one axis; table for tritonad_regrid), in order; the shadows the
-    launch overwrites whole, which need no zero fill); None for any other
-    kernel (launched on the forward's grid). Where the forward's programs
-    stage values the parts read (record 'staged'), they run first, in a launch
-    of their own, and the parts' table says there are none."""
+    (grid, one axis; table for tritonad_regrid; 'main' or 'parts', the
+    programs it runs), in order; the shadows the launch overwrites whole,
+    which need no zero fill); None for any other kernel (launched on the
+    forward's grid). The forward's programs (where they do anything: they may
+    stage values the parts read) run first, then the parts, whose table says
+    there are no forward programs."""
     import torch
 
     record = record_of(kernel)
@@ -309,16 +310,13 @@ def prepare(kernel, kwargs, grid: Sequence[int]):
         if len(_CACHE) >= _CACHE_LIMIT:
             _CACHE.pop(next(iter(_CACHE)))
         main = int(words[0])  # (read on the host, before the copy)
-        words = words.to(placeholder.device)
-        if record.get("staged") and main and total > main:
-            parts_only = words.clone()
-            parts_only[0] = 0
-            launches = (((main,), words), ((total - main,), parts_only))
-        else:
-            launches = (((total,), words),)
+        parts_only = words.clone()
+        parts_only[0] = 0
+        launches = (((main,), words.to(placeholder.device), "main"),
+                    ((total - main,), parts_only.to(placeholder.device), "parts"))
         cached = _CACHE[key] = (launches, stored)
     global last_table
-    last_table = cached[0][0][1]
+    last_table = cached[0][0][1]  # (the whole table: its first word counts the forward programs)
     return cached
 
 

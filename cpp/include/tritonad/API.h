@@ -67,7 +67,8 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
                            const std::string &into,
                            const std::vector<std::pair<std::string, std::string>> &bindings,
                            Accumulation mode, bool overwrite, const PrintOptions &print,
-                           const std::string &bufferName);
+                           const std::string &bufferName,
+                           RegridPrograms programs = RegridPrograms::All);
 
 /// Replaces the body of the kernel `into` (which calls the kernel `primal`,
 /// empty: its only call, and has an i8 pointer argument `tritonad_residuals`)

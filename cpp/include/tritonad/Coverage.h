@@ -130,13 +130,21 @@ struct RegridPart {
 /// `stagedBytes` > 0: the forward's programs stage values the parts read (a
 /// member's work before the loop, done once): they write `stagedBytes` per
 /// program into `tritonad_tape` (each value's region holds every program's,
-/// consecutively) and run in a launch of their own, before the parts'
-/// (mainPrograms 0 in the parts' table).
+/// consecutively).
+/// The launch path runs the forward's programs and the parts as two launches
+/// (the forward's first), each with a kernel compiled for its programs only
+/// (RegridPrograms); the parts' table says mainPrograms 0.
 struct Regrid {
   bool mainPart = true;
   std::vector<RegridPart> parts;
   int64_t stagedBytes = 0;
 };
+
+/// Which programs of a re-parallelized backward a compiled kernel runs: the
+/// forward's (Main), the parts (Parts), or both, chosen by the program id
+/// (All, which serves any launch). One kernel for both would size the
+/// parts' registers and shared memory for the forward's code as well.
+enum class RegridPrograms { All, Main, Parts };
 
 } // namespace tritonad
 

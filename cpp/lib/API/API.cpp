@@ -327,7 +327,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
                            const std::string &into,
                            const std::vector<std::pair<std::string, std::string>> &bindings,
                            Accumulation mode, bool overwrite, const PrintOptions &print,
-                           const std::string &bufferName) {
+                           const std::string &bufferName, RegridPrograms programs) {
   KernelBackwardReport report;
   Regrid regrid;
   Result result = transformModule(
@@ -366,6 +366,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
         regridAccumulations(function, shadowNames, overwrite, deterministic, regridReport);
         if (deterministic && mlir::failed(checkDeterministic(function, regridReport.notes)))
           return mlir::failure();
+        keepRegridPrograms(function, programs);
         regrid = regridReport.regrid;
         for (const RegridNote &note : regridReport.notes)
           for (const auto &[bound, primalName] : bindings) {

@@ -18,6 +18,7 @@ struct RegridPass : public impl::RegridBase<RegridPass> {
     regridAccumulations(getOperation(), names, overwrite, deterministic, report);
     if (deterministic && failed(checkDeterministic(getOperation(), report.notes)))
       return signalPassFailure();
+    keepRegridPrograms(getOperation(), programs);
     dropExclusivityMarks(getOperation());
     mlir::Location loc = getOperation().getLoc();
     for (const RegridNote &note : report.notes)

@@ -35,6 +35,11 @@ inline constexpr const char *kUnlessRegridded = "tritonad.unless_regridded";
 /// Removes those marks (they are for this pass only).
 void dropExclusivityMarks(mlir::triton::FuncOp kernel);
 
+/// Keeps only `programs`' branch of a kernel regridAccumulations transformed
+/// (the Parts kernel still reads the number of forward programs, 0 in its
+/// launch's table); does nothing for All or a kernel it did not transform.
+void keepRegridPrograms(mlir::triton::FuncOp kernel, RegridPrograms programs);
+
 /// What became of one shadow: re-parallelized (how), or left with atomics in
 /// a loop whose gradient is a dot product (why).
 struct RegridNote {

@@ -2,6 +2,7 @@
 #define TRITONAD_TRANSFORMS_PASSES_H
 
 #include "tritonad/AutoDiff/KernelBackward.h"
+#include "tritonad/Coverage.h"
 
 #include "mlir/Pass/Pass.h"
 

@@ -106,6 +106,14 @@ def Regrid : Pass<"tritonad-regrid", "mlir::triton::FuncOp"> {
     Option<"deterministic", "deterministic", "bool", /*default=*/"false",
            "atomics are refused (mode=deterministic): parts are taken wherever they are "
            "correct, and an atomic marked tritonad.unless_regridded that remains is an error">,
+    Option<"programs", "programs", "tritonad::RegridPrograms",
+           /*default=*/"tritonad::RegridPrograms::All",
+           "the programs the kernel runs: both, chosen by the program id, or only the "
+           "forward's or only the parts (each in a launch of its own)",
+           [{::llvm::cl::values(
+             clEnumValN(tritonad::RegridPrograms::All, "all", "both (by the program id)"),
+             clEnumValN(tritonad::RegridPrograms::Main, "main", "the forward's programs"),
+             clEnumValN(tritonad::RegridPrograms::Parts, "parts", "the parts"))}]>,
   ];
   let dependentDialects = ["mlir::triton::TritonDialect", "mlir::arith::ArithDialect",
                            "mlir::scf::SCFDialect"];

@@ -31,6 +31,10 @@ enum PartWord {
   kPlain, kCountsAt, kPartHeader
 };
 
+// Marks the branch between the forward's programs and the parts (for
+// keepRegridPrograms; dropped with the exclusivity marks).
+constexpr const char *kProgramsBranch = "tritonad.programs_branch";
+
 std::string where(Operation *op) {
   return op->getName().getStringRef().str() + " at " + locationText(op->getLoc());
 }
@@ -1107,7 +1111,24 @@ void dropExclusivityMarks(tt::FuncOp kernel) {
   kernel.walk([](Operation *op) {
     op->removeAttr(kWhenExclusive);
     op->removeAttr(kUnlessExclusive);
+    op->removeAttr(kProgramsBranch);
   });
+}
+
+void keepRegridPrograms(tt::FuncOp kernel, RegridPrograms programs) {
+  if (programs == RegridPrograms::All || kernel.getBody().empty())
+    return;
+  Block &entry = kernel.getBody().front();
+  for (Operation &op : entry) {
+    auto branch = dyn_cast<scf::IfOp>(&op);
+    if (!branch || !branch->hasAttr(kProgramsBranch))
+      continue;
+    Block *kept = programs == RegridPrograms::Main ? branch.thenBlock() : branch.elseBlock();
+    kept->getTerminator()->erase();
+    entry.getOperations().splice(branch->getIterator(), kept->getOperations());
+    branch.erase(); // (the other branch's ops with it)
+    return;
+  }
 }
 
 // Elementwise functions that take many instructions per element.
@@ -1631,6 +1652,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
   }
   Value inMain = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, linear, mainPrograms);
   auto branch = scf::IfOp::create(b, loc, inMain, /*withElseRegion=*/true);
+  branch->setAttr(kProgramsBranch, b.getUnitAttr());
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(branch.elseBlock()->getTerminator());
