@@ -855,7 +855,8 @@ def test_signature_is_the_positional_order():
     # residuals, which tritonad.autograd's forward saves)
     assert list(bwd.arg_names) == list(bwd.launch_signature) + [
         "tritonad_workspace", "tritonad_slot", "tritonad_programs", "tritonad_tape",
-        "tritonad_tape_every", "tritonad_regrid", "tritonad_residuals"]
+        "tritonad_tape_every", "tritonad_regrid", "tritonad_main_only", "tritonad_parts_only",
+        "tritonad_residuals"]
 
 
 def test_autotuned_backward_accepts_none_shadows():
