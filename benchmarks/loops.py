@@ -16,6 +16,11 @@ exponentials (the kernels are test/test_loops.py's):
                              tritonad.autograd(causal_attention_fwd), whose forward saves
                              residuals (the loop's final max, sum and accumulator) that
                              the backward reads instead of re-running the forward loop
+                   deterministic  the same through tritonad.autograd(..., mode=
+                             "deterministic"): no atomics; dK and dV get programs of their
+                             own (one per key block, looping over the query blocks that
+                             reach it, reading the row statistics the forward's programs
+                             stage), dQ is written once per element (checked at launch)
                    flash     torch.autograd.grad of F.scaled_dot_product_attention(q, k, v,
                              is_causal=True) on (B, H, L, D) fp16 tensors (the flash
                              backend where torch offers it)
@@ -237,6 +242,25 @@ def attention_case(L, opts, failures):
              ("tritonad.autograd", lambda: torch.autograd.grad(user_out, user_in, dout,
                                                                retain_graph=True)),
              ("flash", flash_call)]
+    det = tritonad.autograd(kernel, outputs=("Out", "Lse"), mode="deterministic")
+    det_in = tuple(t.detach().clone().requires_grad_(True) for t in (q, k, v))
+    det_out = det[grid](*det_in, torch.empty_like(out), torch.empty_like(lse), *args[5:],
+                        **meta)[0]
+
+    def det_call():
+        return torch.autograd.grad(det_out, det_in, dout, retain_graph=True)
+    first = det_call()
+    det_err = max(rel_err(g, w.reshape(BH, L, D)) for g, w in zip(first, want))
+    reproducible = all(torch.equal(x, y) for x, y in zip(first, det_call()))
+    from tritonad import _regrid
+    print(f"  deterministic vs SDPA, max over dQ, dK, dV: {det_err:.2e}; bitwise "
+          f"reproducible {reproducible}; parts: {_regrid.describe(_regrid.last_table)}")
+    print("  deterministic schedule: " + "\n    ".join(
+        det.backward_kernel.schedule().splitlines()))
+    if not det_err <= ATTN_TOL or not reproducible:
+        failures.append(f"attention L={L} deterministic: error {det_err:.2e}, "
+                        f"reproducible {reproducible}")
+    calls.insert(2, ("deterministic", det_call))
     if opts.compile:
         keep = torch.ones(L, L, dtype=torch.bool, device=DEVICE).tril()
 
@@ -352,8 +376,9 @@ def report(attention_rows, ce_row, opts, failures) -> str:
     lines = []
     if attention_rows:
         extra = " compile GPU us | tritonad/compile |" if opts.compile else ""
-        header = ("| L | B*H | tritonad GPU us | tritonad.autograd GPU us | flash GPU us | "
-                  "tritonad/flash | tritonad.autograd/flash |" + extra
+        header = ("| L | B*H | tritonad GPU us | tritonad.autograd GPU us | "
+                  "deterministic GPU us | flash GPU us | "
+                  "tritonad/flash | tritonad.autograd/flash | deterministic/flash |" + extra
                   + " tritonad wall us | flash wall us | loop | max diff vs SDPA (dQ, dK, dV) |")
         lines += [f"Causal attention ({opts.attention_kernel}), fp16, D=64, "
                   f"BLOCK_M={opts.block_m}, "
@@ -362,9 +387,11 @@ def report(attention_rows, ce_row, opts, failures) -> str:
         for r in attention_rows:
             t = r["times"]
             user = t["tritonad.autograd"][0]
+            det = t["deterministic"][0]
             cells = [str(r["L"]), str(r["BH"]), f"{t['tritonad'][0]:.1f}", f"{user:.1f}",
-                     f"{t['flash'][0]:.1f}", f"{t['tritonad'][0] / t['flash'][0]:.2f}",
-                     f"{user / t['flash'][0]:.2f}"]
+                     f"{det:.1f}", f"{t['flash'][0]:.1f}",
+                     f"{t['tritonad'][0] / t['flash'][0]:.2f}",
+                     f"{user / t['flash'][0]:.2f}", f"{det / t['flash'][0]:.2f}"]
             if opts.compile:
                 cells += [f"{t['compile'][0]:.1f}", f"{t['tritonad'][0] / t['compile'][0]:.2f}"]
             cells += [f"{t['tritonad'][1]:.1f}", f"{t['flash'][1]:.1f}", r["loop"],

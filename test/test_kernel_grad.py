@@ -604,21 +604,41 @@ def test_mode_deterministic_elementwise():
     assert "tt.atomic_rmw" not in bwd.derived_ir()
 
 
-def test_mode_deterministic_layer_norm_refuses_atomics():
-    # dW / dB are accumulated by every row program: deterministic mode refuses.
-    with pytest.raises(tritonad.DifferentiationError, match="deterministic") as info:
-        derive("layer_norm", mode="deterministic")
-    message = str(info.value)
-    assert "atomics" in message
-    assert re.search(r"'(W|B)'", message), message
-    assert os.path.basename(__file__) in message
+def _requirements(compiled, kwargs, grid):
+    """The error _partial's launch check raises for these arguments, or None."""
+    from tritonad._partial import _check_requirements
+    try:
+        _check_requirements(compiled, kwargs, grid)
+    except RuntimeError as error:
+        return str(error)
+    return None
 
 
-def test_mode_deterministic_softmax_refuses_runtime_checked_plain():
-    # Real behaviour today: a pointer whose plain accumulation is only checked at run
-    # time (row stride >= row length) counts as "needs atomics" in deterministic mode.
-    with pytest.raises(tritonad.DifferentiationError, match="'in_ptr'"):
-        derive("softmax", mode="deterministic")
+def test_mode_deterministic_layer_norm_checks_shared_weights_at_launch():
+    # dW / dB are added to by every row program. Without partial buffers (no
+    # workspace in this signature) the only writes without atomics are plain
+    # ones, exclusive for a single program: deterministic mode writes them and
+    # the launch refuses any other grid, naming the gradient.
+    bwd, compiled = derive("layer_norm", mode="deterministic")
+    assert "tt.atomic_rmw" not in bwd.derived_ir()
+    kwargs = dict(stride=1024, N=1000, eps=1e-5)
+    assert _requirements(compiled, kwargs, (1,)) is None
+    message = _requirements(compiled, kwargs, (8,))
+    assert message and re.search(r"'d(W|B)'", message) and "mode='auto'" in message, message
+
+
+def test_mode_deterministic_softmax_checks_row_stride_at_launch():
+    # The plain write to in_ptr's shadow is exclusive where rows do not overlap
+    # (row stride >= row length): deterministic mode writes it plainly and the
+    # launch checks the condition, refusing overlapping rows.
+    bwd, compiled = derive("softmax", mode="deterministic")
+    line = parse_schedule(bwd.schedule())["in_ptr"]
+    assert "deterministic mode" in line and "the launch checks" in line, line
+    assert "tt.atomic_rmw" not in bwd.derived_ir()
+    kwargs = dict(in_row_stride=1000, out_row_stride=1000, n_cols=1000)
+    assert _requirements(compiled, kwargs, (7,)) is None
+    message = _requirements(compiled, dict(kwargs, in_row_stride=500), (7,))
+    assert message and "'din_ptr'" in message, message
 
 
 def test_bad_mode():

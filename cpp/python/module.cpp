@@ -215,10 +215,18 @@ PYBIND11_MODULE(_C, m) {
           record["parts"] = parts;
           regrid = record;
         }
+        py::list requirements;
+        for (const auto &requirement : result.requirements) {
+          py::dict entry;
+          entry["shadow"] = requirement.shadow;
+          entry["condition"] = symbolicToPython(requirement.condition);
+          entry["why"] = requirement.why;
+          requirements.append(entry);
+        }
         return py::make_tuple(result.output, scheduleToPython(result.schedule),
                               result.writtenShadows, result.partialShadows,
                               coverageToPython(result.coverage), tapes, regrid,
-                              residualsToPython(result));
+                              residualsToPython(result), requirements);
       },
       py::arg("ir"), py::arg("primal"), py::arg("into"), py::arg("bindings"),
       py::arg("mode") = "auto", py::arg("overwrite") = false, py::arg("generic") = false,
@@ -234,7 +242,9 @@ PYBIND11_MODULE(_C, m) {
       "its re-parallelized shadows: None or {'main': bool, 'parts': [{'shadow', 'key', "
       "'lower', 'upper', 'step'}]}, the grouping passed as tritonad_regrid), and the "
       "residuals it reads: None or {'bytes': per program, 'fingerprint'}, passed as "
-      "tritonad_residuals by the forward that augment_forward derives). `programs`: 'all', or "
+      "tritonad_residuals by the forward that augment_forward derives), and what each launch "
+      "must satisfy: [{'shadow', 'condition', 'why'}], a condition on the arguments and grid "
+      "the launch path checks (deterministic mode's plain writes). `programs`: 'all', or "
       "'main' or 'parts' for a kernel with only the forward's programs or only the "
       "re-parallelized parts (each launched on its own; the record is the same).");
 

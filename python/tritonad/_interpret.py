@@ -353,7 +353,7 @@ class InterpretedBackward(_StandsForPlaceholder):
         params = [p for p in inspect.signature(kernel.fn).parameters]
         recorded = {key: {name: value for name, value in metadata.get(key, {}).items()
                           if _BWD_MARKER in name}
-                    for key in ("tritonad_tapes", "tritonad_regrid")}
+                    for key in ("tritonad_tapes", "tritonad_regrid", "tritonad_requirements")}
         return kernel, params, recorded
 
 

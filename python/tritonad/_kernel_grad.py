@@ -342,8 +342,8 @@ def _materialize_backward(text: str, metadata: dict) -> str:
             continue
         try:
             # (the core finds the forward kernel: the placeholder's only call)
-            (text, schedule, written, partial, coverage, tapes, regrid,
-             residuals) = _C.differentiate_kernel(text, "", name, spec.bindings, spec.mode,
+            (text, schedule, written, partial, coverage, tapes, regrid, residuals,
+             requirements) = _C.differentiate_kernel(text, "", name, spec.bindings, spec.mode,
                                                   overwrite=not spec.accumulate,
                                                   programs=programs_of(body))
         except MLIRError as error:
@@ -365,6 +365,7 @@ def _materialize_backward(text: str, metadata: dict) -> str:
         metadata.setdefault("tritonad_coverage", {})[name] = coverage
         metadata.setdefault("tritonad_tapes", {})[name] = spec.tapes[name]
         metadata.setdefault("tritonad_regrid", {})[name] = regrid
+        metadata.setdefault("tritonad_requirements", {})[name] = [dict(r) for r in requirements]
         spec.sources[name] = render_record(text, name, name=f"{spec.primal.__name__}_backward",
                                            header=header("Backward", spec.primal))
         metadata.setdefault("tritonad_source", {})[name] = spec.sources[name]

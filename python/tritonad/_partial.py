@@ -156,6 +156,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
         kernel = _residuals.checked(run, grid, run(grid=grid, warmup=True, **kwargs), kwargs)
         if warmup:
             return kernel
+        _check_requirements(kernel, kwargs, grid_now)
         return _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape)
     # The workspace's dtype is part of the kernel's signature: fp64 slots for
     # fp64 gradients (gradcheck), fp32 otherwise.
@@ -173,6 +174,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
     partial = [name for names in recorded.values() for name in names]
     if warmup:
         return kernel
+    _check_requirements(kernel, kwargs, grid_now)
     if not partial:
         return _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape)
 
@@ -206,6 +208,26 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
             shadow.copy_(summed) if name in overwrite else shadow.add_(summed)
     _mark_initialized(overwrite, kwargs)
     return kernel
+
+
+def _check_requirements(kernel, kwargs, grid):
+    """Refuses a launch that breaks a condition the kernel was derived under
+    (deterministic mode writes without atomics where each address belongs to
+    one program for some arguments only)."""
+    recorded = getattr(getattr(kernel, "metadata", None), "tritonad_requirements", None) or {}
+    for requirement in (r for requirements in recorded.values() for r in requirements):
+        try:
+            holds = _coverage.evaluate(requirement["condition"], kwargs, grid)
+        except (KeyError, TypeError, ZeroDivisionError) as error:
+            holds, why = False, f"it cannot be checked with this launch's arguments ({error})"
+        else:
+            why = "with this launch's arguments and grid, programs write the same addresses"
+        if not holds:
+            raise RuntimeError(
+                f"tritonad: mode='deterministic' writes the gradient '{requirement['shadow']}' "
+                f"without atomics, which needs each of its addresses written by one program "
+                f"({requirement['why']}); {why}. Launch it so that the programs' tiles are "
+                f"disjoint, or use mode='auto' (atomics where they overlap)")
 
 
 def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape):

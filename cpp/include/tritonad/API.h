@@ -21,6 +21,7 @@ struct Result {
   std::vector<std::string> writtenShadows; // kernel backward: shadow arguments it stores into
   std::vector<std::string> partialShadows; // kernel backward: shadows left in workspace slots
   std::vector<ShadowCoverage> coverage;     // kernel backward: shadows stored once per element
+  std::vector<LaunchRequirement> requirements; // kernel backward: checked before each launch
   std::vector<LoopTape> tapes;              // kernel backward: scratch the launcher allocates
   Regrid regrid; // kernel backward: programs of its own for some shadows (parts empty: none)
   /// Kernel backward and augmented forward: the residuals (values the forward

@@ -63,6 +63,17 @@ struct ShadowCoverage {
   SymbolicInt condition;
 };
 
+/// A condition on the launch's arguments and grid that the backward needs to
+/// be correct: deterministic mode's plain writes where each address belongs
+/// to one program only under it (strides, masks and grid keeping tiles
+/// disjoint). The caller evaluates it before launching and refuses a launch
+/// where it is 0.
+struct LaunchRequirement {
+  std::string shadow; // the shadow written
+  SymbolicInt condition;
+  std::string why;    // what the condition states, for the error
+};
+
 /// A loop whose carried state the backward keeps on a tape: the caller passes
 /// `tritonad_tape` (bytes) holding `bytesPerIteration * trips` bytes for each
 /// program of the launch, `trips` evaluated with the arguments.

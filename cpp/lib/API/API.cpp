@@ -399,6 +399,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
   result.writtenShadows = report.writtenShadows;
   result.partialShadows = report.partialShadows;
   result.coverage = report.coverage;
+  result.requirements = report.requirements;
   result.tapes = report.tapes;
   result.residualBytesPerProgram = report.residuals.bytesPerProgram;
   result.residualFingerprint = report.residuals.fingerprint;

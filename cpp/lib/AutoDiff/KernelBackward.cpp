@@ -201,6 +201,7 @@ private:
   // primal argument name -> how its gradient is accumulated
   llvm::StringMap<std::pair<Strategy, std::string>> schedule;
   std::vector<ShadowCoverage> coverage;  // shadows stored once per element, and where
+  std::vector<LaunchRequirement> requirements; // deterministic plain writes, checked at launch
   DenseMap<BlockArgument, std::string> shadowNames; // primal pointer -> its shadow's name
   bool usedAxes[3] = {false, false, false};
   DenseMap<BlockArgument, int> loadSites;  // shadowed argument -> loads of it
@@ -680,6 +681,25 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
                         plainLabel(access.explanation)};
     return success();
   }
+  if (mode == AccumulationMode::Deterministic && !(access.known && !*access.known)) {
+    // Exclusive for some launches: the plain write, and the launch path
+    // refuses the others (no atomic to fall back on).
+    Value exclusive = access.known ? Value() : emitUniform(builder, loc, access.condition, forward);
+    std::optional<SymbolicInt> condition = exclusive ? symbolize(exclusive) : std::nullopt;
+    if (!condition)
+      return deferToRegrid(builder, mask,
+                           "cannot prove that each address of '" + name +
+                               "' is touched by one program only (" + access.explanation +
+                               "); accumulating its gradient needs atomics");
+    recordCoverage(condition);
+    emitPlain(builder, predicate(builder, loc, mask, exclusive, g.getType()));
+    requirements.push_back({shadowNames.lookup(base), *condition, access.explanation});
+    schedule[name] = {storeOnly ? Strategy::Overwrite : Strategy::Plain,
+                      plainLabel(std::string("deterministic mode: each address written by one "
+                                             "program where ") +
+                                 kRuntimeCondition + ", which the launch checks")};
+    return success();
+  }
   if (mode == AccumulationMode::Deterministic)
     return deferToRegrid(builder, mask,
                          "cannot prove that each address of '" + name +
@@ -887,6 +907,7 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
   for (ScheduleEntry &entry : loopNotes)
     report.schedule.entries.push_back(std::move(entry));
   report.tapes = tapes;
+  report.requirements = requirements;
   // Which shadows the backward writes (read from the IR it emitted).
   DenseSet<Value> shadowArgs;
   for (auto &[arg, shadow] : shadows)

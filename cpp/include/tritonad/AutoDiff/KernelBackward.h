@@ -45,6 +45,9 @@ struct KernelBackwardReport {
   /// stores reach the whole tensor.
   std::vector<ShadowCoverage> coverage;
   std::vector<LoopTape> tapes; // at most one, for now
+  /// What the launch must satisfy (deterministic mode's plain writes that are
+  /// exclusive only for some arguments).
+  std::vector<LaunchRequirement> requirements;
   /// The forward's values the backward reads instead of recomputing (empty
   /// when the backward has no `tritonad_residuals` argument).
   ResidualLayout residuals;
