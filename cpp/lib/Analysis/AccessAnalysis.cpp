@@ -667,6 +667,45 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     std::optional<UniformExpr> clampTo; // after the sequential digits: span <= this bound
   };
   SmallVector<Digit> digits;
+  // A mask `P * pid_a + lane_d < bound`, P the tile's extent along dim d: the
+  // programs' rows and the lanes' are one index below `bound`. Where the
+  // address moves by c per lane along d and by P * c per program along a,
+  // they are one digit, of coefficient c and extent min(programs_a * P,
+  // bound): the rows of the last program's tile past the bound are masked
+  // off and do not count against the next digit (a sequence's tail tile).
+  std::map<int, UniformExpr> rowsOfDim; // dim d -> the merged digit's extent
+  bool mergedAxis[3] = {false, false, false};
+  for (const MaskConjunct &range : conjuncts) {
+    if (range.kind != MaskConjunct::Kind::Bound || range.lhs.hasUniform ||
+        range.lhs.terms.size() != 2)
+      continue;
+    auto first = range.lhs.terms.begin(), second = std::next(first);
+    if (isLane(first->first))
+      std::swap(first, second);
+    auto [axis, perProgram] = *first;
+    auto [lane, perLane] = *second;
+    if (axis < 0 || axis > 2 || mergedAxis[axis] || !isLane(lane) || !perProgram.isConstant() ||
+        !perLane.isConstant() || perLane.constant != 1)
+      continue;
+    int dim = lane - kFirstLane;
+    if (dim >= static_cast<int>(shape.size()) || shape[dim] != perProgram.constant ||
+        rowsOfDim.count(dim) || bounds.count(dim))
+      continue;
+    auto laneTerm = offsets->terms.find(lane), programTerm = offsets->terms.find(axis);
+    if (laneTerm == offsets->terms.end() || programTerm == offsets->terms.end())
+      continue;
+    Coefficient tile = laneTerm->second;
+    tile.constant *= perProgram.constant;
+    if (!(programTerm->second == tile))
+      continue;
+    UniformExpr programs;
+    programs.op = Op::NumPrograms;
+    programs.value = axis;
+    rowsOfDim[dim] =
+        binaryExpr(Op::Min, binaryExpr(Op::Mul, programs, constantExpr(perProgram.constant)),
+                   scalarExpr(range.bound));
+    mergedAxis[axis] = true;
+  }
   for (auto [dim, size] : llvm::enumerate(shape)) {
     auto it = offsets->terms.find(kFirstLane + dim);
     if (it == offsets->terms.end()) {
@@ -680,7 +719,10 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     if (size == 1)
       continue;
     Digit digit{it->second, constantExpr(size), size, 0};
-    if (auto bound = bounds.find(dim); bound != bounds.end()) {
+    if (auto rows = rowsOfDim.find(dim); rows != rowsOfDim.end()) {
+      digit.extent = rows->second;
+      digit.constantExtent = std::nullopt;
+    } else if (auto bound = bounds.find(dim); bound != bounds.end()) {
       digit.extent = binaryExpr(Op::Min, digit.extent, scalarExpr(bound->second));
       digit.constantExtent = std::nullopt;
     }
@@ -736,7 +778,7 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     return a.coefficient.constant < b.coefficient.constant;
   });
   for (int axis = 0; axis < 3; ++axis) {
-    if (!usedAxes[axis])
+    if (!usedAxes[axis] || mergedAxis[axis])
       continue;
     UniformExpr programs;
     programs.op = Op::NumPrograms;
