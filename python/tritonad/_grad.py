@@ -74,7 +74,9 @@ def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]
     says which (its text, one line per shadow and loop; ``.entries`` holds the
     same as data: kind, subject, location, strategy, how), ``mode="deterministic"``
     refuses atomics (where re-parallelization replaces one by programs of their
-    own, it is taken whatever it costs), ``mode="atomic"`` forces them. ``accumulate=False`` is the contract for fresh gradient
+    own, it is taken whatever it costs; a write exclusive only for some
+    arguments is plain, and each launch checks them), ``mode="atomic"`` forces
+    them. ``accumulate=False`` is the contract for fresh gradient
     buffers: the input shadows arrive holding zeros and receive the gradient,
     so where tritonad proves that each element has one writer (one program,
     lane and iteration) it stores instead of reading and adding (``overwrite``
