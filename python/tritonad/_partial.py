@@ -236,15 +236,14 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape):
     compiled for them only) and then the parts, with a kernel of their own."""
     kernel = _allocate_tape(run, grid, kernel, kwargs, grid_now, grid_now, tape)
     own = _regrid.prepare(kernel, kwargs, grid_now) if grid_now else None
-    parts = _parts_kernel(run, grid, kwargs) if own is not None else None
-    if parts is None:
+    parts_kwargs = _parts_arguments(run, grid, kernel, kwargs) if own is not None else None
+    if parts_kwargs is None:
         if own is not None:  # (the atomics' kernel: the table is gone from the arguments)
             kernel = _allocate_tape(run, grid, run(grid=grid, warmup=True, **kwargs), kwargs,
                                     grid_now, grid_now, tape)
         _initialize(garbage, kernel, kwargs, grid_now)
         return run(grid=grid, warmup=False, **kwargs)
     launches, stored = own
-    parts_kernel, parts_kwargs = parts
     _initialize(garbage, kernel, kwargs, grid_now, stored=stored)
     launched = kernel  # (nothing to do where every launch is empty: an empty grid or loop)
     for launch_grid, table, programs in launches:
@@ -255,31 +254,43 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape):
     return launched
 
 
-def _parts_kernel(run, grid, kwargs):
-    """(the kernel that runs the re-parallelized parts, its launch's
-    arguments), or None where it does not fit the device: then kwargs lose the
-    table, and the kernel compiled without one keeps the forward's schedule
-    (atomics)."""
-    arguments = {**kwargs, "tritonad_main_only": 0, "tritonad_parts_only": 1}
+def _parts_arguments(run, grid, kernel, kwargs):
+    """The arguments that launch the re-parallelized parts with a kernel of
+    their own (its launch options decided once per forward-programs' `kernel`),
+    or None where it does not fit the device: then kwargs lose the table, and
+    the kernel compiled without one keeps the forward's schedule (atomics)."""
+    options = _once(kernel, "tritonad_parts_options", lambda: _parts_options(run, grid, kwargs))
+    if options is None:
+        kwargs["tritonad_regrid"] = None  # (another specialization: no table argument)
+        return None
+    return {**kwargs, **options}
+
+
+def _parts_options(run, grid, kwargs):
+    """The parts' kernel's selectors and the launch options it needs (fewer
+    pipeline stages, a register cap), or None where it does not fit."""
+    options = {"tritonad_main_only": 0, "tritonad_parts_only": 1}
+    arguments = {**kwargs, **options}
     kernel = run(grid=grid, warmup=True, **arguments)
     if not _fits(kernel):
         # The parts' tiles do not fit the shared memory with these launch
         # options: fewer pipeline stages (the backward's own option: its
         # results do not depend on it).
-        stages = _once(kernel, "tritonad_stages_that_fit",
-                       lambda: _stages_that_fit(run, grid, kernel, arguments))
+        stages = _stages_that_fit(run, grid, kernel, arguments)
         if stages is None:
             warnings.warn(f"tritonad: the re-parallelized backward needs "
                           f"{kernel.metadata.shared} bytes of shared memory with these launch "
                           f"options, more than the device has, even with one pipeline stage; "
                           f"it runs with atomics instead (smaller tiles let it fit)",
-                          stacklevel=3)
-            kwargs["tritonad_regrid"] = None  # (another specialization: no table argument)
+                          stacklevel=5)
             return None
-        arguments["num_stages"] = stages
+        options["num_stages"] = arguments["num_stages"] = stages
         kernel = run(grid=grid, warmup=True, **arguments)
     # (two programs per SM, as a hand-written matmul runs)
-    return _resident(run, grid, kernel, arguments), arguments
+    _resident(run, grid, kernel, arguments)
+    if arguments.get("maxnreg") != kwargs.get("maxnreg"):
+        options["maxnreg"] = arguments["maxnreg"]
+    return options
 
 
 def _once(kernel, attribute: str, decide):

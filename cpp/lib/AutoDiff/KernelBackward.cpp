@@ -681,7 +681,7 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
                         plainLabel(access.explanation)};
     return success();
   }
-  if (mode == AccumulationMode::Deterministic && !(access.known && !*access.known)) {
+  if (mode == AccumulationMode::Deterministic) {
     // Exclusive for some launches: the plain write, and the launch path
     // refuses the others (no atomic to fall back on).
     Value exclusive = access.known ? Value() : emitUniform(builder, loc, access.condition, forward);
@@ -700,11 +700,6 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
                                  kRuntimeCondition + ", which the launch checks")};
     return success();
   }
-  if (mode == AccumulationMode::Deterministic)
-    return deferToRegrid(builder, mask,
-                         "cannot prove that each address of '" + name +
-                             "' is touched by one program only (" + access.explanation +
-                             "); accumulating its gradient needs atomics");
   if (access.known && !*access.known) {
     if (failed(emitAtomic(builder, mask)))
       return failure();
