@@ -103,7 +103,7 @@ def test_no_residuals_without_a_reduction_the_backward_reads():
         tritonad.autograd(norm_kernel, outputs=("Y",), residuals="yes")
 
 
-def _attention_backward(mode):
+def _attention_backward(mode, block_n=64):
     op = tritonad.autograd(causal_attention_fwd, outputs=("Out", "Lse"), mode=mode)
     bwd = op.backward_kernel
     types = dict(Q="*fp16", K="*fp16", V="*fp16", Out="*fp16", Lse="*fp32", sm_scale="fp32",
@@ -111,7 +111,7 @@ def _attention_backward(mode):
                  **{RESIDUALS: "*i8"})
     for pointer, shadow in bwd.shadows.items():
         types[shadow] = types[pointer]
-    compiled = _compile(bwd, types, dict(BLOCK_M=64, BLOCK_N=64, HEAD_DIM=64))
+    compiled = _compile(bwd, types, dict(BLOCK_M=64, BLOCK_N=block_n, HEAD_DIM=64))
     lines = {e.subject: e for e in bwd.schedule().entries if e.kind == "shadow"}
     return bwd, compiled, lines
 
@@ -132,14 +132,18 @@ def test_deterministic_attention_takes_parts_and_checks_dq_at_launch():
     # (one part for both, looping over the query blocks that reach each key
     # block), which takes them; dQ's store, exclusive where the launch keeps
     # the query tiles disjoint, is written plainly and the launch checks that.
-    # The part recomputes each member's row statistics: staging is off where
-    # trips vary by program (it gave a wrong dK on an H100 with BLOCK_N <
-    # BLOCK_M).
+    # The forward's programs stage what each member computes before the loop
+    # (dO / l, 64 x 64 fp16, and the rows' sum of dO * O / l, 64 fp32); with
+    # BLOCK_N = 32 the loop's products mix 32 and 64 rows, and only the rows
+    # of values are staged (a staged tile was miscompiled there on an H100).
     from tritonad._partial import _check_requirements
+    for block_n, staged in ((64, 64 * 64 * 2 + 64 * 4), (32, 64 * 4)):
+        _, _, lines = _attention_backward("deterministic", block_n)
+        for name in ("K", "V"):
+            assert lines[name].strategy == "re-parallelized", lines[name]
+            assert f"from scratch ({staged} bytes per forward program" in lines[name].how, \
+                (block_n, lines[name].how)
     bwd, compiled, lines = _attention_backward("deterministic")
-    for name in ("K", "V"):
-        assert lines[name].strategy == "re-parallelized", lines[name]
-        assert "from scratch" not in lines[name].how, lines[name].how
     assert "deterministic mode" in lines["Q"].how and "the launch checks" in lines["Q"].how
     # (a sequence of 1000 rows in 16 tiles of 64: the last tile's masked-off
     # rows do not reach the next head)
@@ -353,7 +357,8 @@ def test_deterministic_attention_matches_torch_bitwise_reproducibly(seq_len, blo
                                                                    dtype):
     # mode="deterministic": dK/dV from programs of their own (one per key block
     # of each head), dQ written once per element; the same bits on every run.
-    # (200, 64, 32) with staged row statistics gave dK off by 20x: kept.
+    # (200, 64, 32) and (512, 64, 32) with a staged tile gave dK off by 20x or
+    # an illegal address (a Triton miscompile: only rows are staged there).
     BH, D = 5, 64
     gen = make_generator("deterministic_attention", seq_len, block_m, block_n, str(dtype))
     q, k, v = (randn(gen, BH, seq_len, D, dtype=dtype) for _ in range(3))

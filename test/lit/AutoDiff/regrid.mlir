@@ -527,6 +527,101 @@ module {
 
 // -----
 
+// Where contributions that share a product of tiles (one part's, as
+// attention's dK and dV share the scores) mix products of fewer than 64 rows
+// with products of 64 or more (Triton lowers them to two kinds of MMA on
+// Hopper, and a tile loaded for both was miscompiled), only rows of values
+// are staged: here dw's product of 64 rows takes da's of 16, the tile is not
+// staged, and without it programs of their own would evaluate exp per
+// iteration.
+// REMARK: remark: da: not re-parallelized: its contribution evaluates 1 function (exp, erf, ...) per element
+// CHECK-LABEL: tt.func public @staged_mixed
+// CHECK-NOT: tt.store
+// CHECK: math.exp
+// CHECK: scf.for
+// CHECK: tt.atomic_rmw fadd, relaxed, gpu, %{{.+}}, %{{.+}} : (tensor<16x16x!tt.ptr<f32>>
+// CHECK: tt.return
+module {
+  tt.func public @staged_mixed(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %dc: !tt.ptr<f32> loc("dc"), %n: i32 loc("n"), %k: i32 loc("k"), %res: !tt.ptr<i8> loc("tritonad_residuals"), %tape: !tt.ptr<i8> loc("tritonad_tape"), %table: !tt.ptr<i64> loc("tritonad_regrid"), %w: !tt.ptr<f32> loc("w"), %dw: !tt.ptr<f32> loc("dw")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c16 = arith.constant 16 : i32
+    %zero = arith.constant dense<0.000000e+00> : tensor<16x16xf32>
+    %pid = tt.get_program_id x : i32
+    %ntiles = arith.divsi %n, %c16 : i32
+    %pm = arith.divsi %pid, %ntiles : i32
+    %pn = arith.remsi %pid, %ntiles : i32
+    %r = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+    %m0 = arith.muli %pm, %c16 : i32
+    %m0s = tt.splat %m0 : i32 -> tensor<16xi32>
+    %rows = arith.addi %m0s, %r : tensor<16xi32>
+    %rows2 = tt.expand_dims %rows {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+    %n0 = arith.muli %pn, %c16 : i32
+    %n0s = tt.splat %n0 : i32 -> tensor<16xi32>
+    %cols = arith.addi %n0s, %r : tensor<16xi32>
+    %cols2 = tt.expand_dims %cols {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+    %cols16 = tt.broadcast %cols2 : tensor<1x16xi32> -> tensor<16x16xi32>
+    %ns = tt.splat %n : i32 -> tensor<16x1xi32>
+    %rown = arith.muli %rows2, %ns : tensor<16x1xi32>
+    %rown16 = tt.broadcast %rown : tensor<16x1xi32> -> tensor<16x16xi32>
+    %coff = arith.addi %rown16, %cols16 : tensor<16x16xi32>
+    %dcs = tt.splat %dc : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %dcp = tt.addptr %dcs, %coff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+    %g0 = tt.load %dcp : tensor<16x16x!tt.ptr<f32>>
+    %c1024 = arith.constant 1024 : i32
+    %region = arith.muli %pid, %c1024 : i32
+    %rp = tt.addptr %res, %region : !tt.ptr<i8>, i32
+    %rf = tt.bitcast %rp : !tt.ptr<i8> -> !tt.ptr<f32>
+    %rfs = tt.splat %rf : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %r256 = tt.make_range {end = 256 : i32, start = 0 : i32} : tensor<256xi32>
+    %r2d = tt.reshape %r256 : tensor<256xi32> -> tensor<16x16xi32>
+    %rfp = tt.addptr %rfs, %r2d : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+    %saved = tt.load %rfp : tensor<16x16x!tt.ptr<f32>>
+    %slope = math.exp %saved : tensor<16x16xf32>
+    %g = arith.mulf %g0, %slope : tensor<16x16xf32>
+    %ks = tt.splat %k : i32 -> tensor<16x1xi32>
+    %rowk = arith.muli %rows2, %ks : tensor<16x1xi32>
+    %rowk16 = tt.broadcast %rowk : tensor<16x1xi32> -> tensor<16x16xi32>
+    %kt = arith.divsi %k, %c16 : i32
+    %bs = tt.splat %b : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %das = tt.splat %da : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    scf.for %i = %c0 to %kt step %c1 : i32 {
+      %k0 = arith.muli %i, %c16 : i32
+      %k0s = tt.splat %k0 : i32 -> tensor<16xi32>
+      %kr = arith.addi %k0s, %r : tensor<16xi32>
+      %kr2 = tt.expand_dims %kr {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+      %krn = arith.muli %kr2, %ns : tensor<16x1xi32>
+      %krn16 = tt.broadcast %krn : tensor<16x1xi32> -> tensor<16x16xi32>
+      %boff = arith.addi %krn16, %cols16 : tensor<16x16xi32>
+      %bp = tt.addptr %bs, %boff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %bv = tt.load %bp : tensor<16x16x!tt.ptr<f32>>
+      %bt = tt.trans %bv {order = array<i32: 1, 0>} : tensor<16x16xf32> -> tensor<16x16xf32>
+      %d = tt.dot %g, %bt, %zero : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
+      %kc = tt.expand_dims %kr {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+      %kc16 = tt.broadcast %kc : tensor<1x16xi32> -> tensor<16x16xi32>
+      %aoff = arith.addi %rowk16, %kc16 : tensor<16x16xi32>
+      %ap = tt.addptr %das, %aoff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %old = tt.atomic_rmw fadd, relaxed, gpu, %ap, %d : (tensor<16x16x!tt.ptr<f32>>, tensor<16x16xf32>) -> tensor<16x16xf32>
+      %r1024 = tt.make_range {end = 1024 : i32, start = 0 : i32} : tensor<1024xi32>
+      %woff = tt.reshape %r1024 : tensor<1024xi32> -> tensor<64x16xi32>
+      %ws = tt.splat %w : !tt.ptr<f32> -> tensor<64x16x!tt.ptr<f32>>
+      %wp = tt.addptr %ws, %woff : tensor<64x16x!tt.ptr<f32>>, tensor<64x16xi32>
+      %wv = tt.load %wp : tensor<64x16x!tt.ptr<f32>>
+      %zero64 = arith.constant dense<0.000000e+00> : tensor<64x16xf32>
+      %wide = tt.dot %wv, %d, %zero64 : tensor<64x16xf32> * tensor<16x16xf32> -> tensor<64x16xf32>
+      %dws = tt.splat %dw : !tt.ptr<f32> -> tensor<64x16x!tt.ptr<f32>>
+      %dwp = tt.addptr %dws, %woff : tensor<64x16x!tt.ptr<f32>>, tensor<64x16xi32>
+      %oldw = tt.atomic_rmw fadd, relaxed, gpu, %dwp, %wide : (tensor<64x16x!tt.ptr<f32>>, tensor<64x16xf32>) -> tensor<64x16xf32>
+    }
+    tt.return
+  }
+}
+
+
+
+
+// -----
+
 // A contribution of four products of tiles (three of them also what the
 // forward's program carries): atomics where they are allowed; programs of its
 // own in deterministic mode. Beside it, dk's contribution of one product

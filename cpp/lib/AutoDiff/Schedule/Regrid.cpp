@@ -1176,10 +1176,12 @@ public:
   explicit operator bool() const { return static_cast<bool>(scratch); }
 
   // The values of `slice` computed in `entry` (with arithmetic behind them)
-  // that its ops in `loop` use, staged; a truncation in the loop of such a
-  // value first moves before it (the scratch then holds the narrow tile).
-  // Returns whether anything was staged.
-  bool stage(const llvm::SetVector<Operation *> &slice, Block &entry, scf::ForOp loop) {
+  // that its ops in `loop` use, staged (rows of values only, no tiles, unless
+  // `tiles`); a truncation in the loop of such a value first moves before it
+  // (the scratch then holds the narrow tile). Returns whether anything was
+  // staged.
+  bool stage(const llvm::SetVector<Operation *> &slice, Block &entry, scf::ForOp loop,
+             bool tiles) {
     SmallVector<Value> boundary;
     for (Operation *op : slice) {
       if (op->getBlock() != &entry)
@@ -1187,7 +1189,7 @@ public:
       for (Value result : op->getResults()) {
         auto type = dyn_cast<RankedTensorType>(result.getType());
         if (!type || !isa<FloatType>(type.getElementType()) || !tapeSlotFor(type) ||
-            staged.count(result))
+            staged.count(result) || (!tiles && type.getRank() > 1))
           continue;
         bool usedInLoop = llvm::any_of(result.getUsers(), [&](Operation *user) {
           return slice.contains(user) && loop->isProperAncestor(user);
@@ -1312,6 +1314,54 @@ private:
   llvm::MapVector<Value, Staged> staged;
 };
 
+// Which of `atomics` (in `loop`) may have tiles, not only rows of values,
+// staged for them: not where the products of tiles of the contributions that
+// share one (those of one part: attention's dK and dV share the scores) mix
+// fewer than 64 rows with 64 or more. On Hopper, Triton 3.6 then gives some
+// products the warpgroup MMA and others the warp MMA, and a loaded tile
+// feeding both (two copies in shared memory, one per layout) was
+// miscompiled: causal attention with BLOCK_N = 32 < BLOCK_M = 64, its part
+// reading dO / l from scratch, read shared memory out of bounds in a
+// warpgroup MMA (compute-sanitizer) and gave a wrong dK; with its rows of
+// values (the statistics) staged alone it matched. A matmul's dA and dB
+// parts, 64 and 32 rows, share no product and were right with the tile.
+SmallVector<bool> stagesTiles(ArrayRef<tt::AtomicRMWOp> atomics, Block &entry, scf::ForOp loop) {
+  SmallVector<llvm::SetVector<Operation *>> products(atomics.size());
+  for (auto [index, atomic] : llvm::enumerate(atomics)) {
+    llvm::SetVector<Operation *> &dots = products[index];
+    llvm::SetVector<Operation *> slice;
+    std::string why;
+    (void)collectSlice({tt::AtomicRMWOp(atomic).getVal()}, entry, loop, slice, why);
+    for (Operation *op : slice)
+      if (isa<tt::DotOp>(op))
+        dots.insert(op);
+  }
+  auto shares = [](const llvm::SetVector<Operation *> &x, const llvm::SetVector<Operation *> &y) {
+    return llvm::any_of(x, [&](Operation *op) { return y.contains(op); });
+  };
+  SmallVector<bool> tiles;
+  for (const auto &dots : products) {
+    llvm::SetVector<Operation *> family = dots;
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (const auto &other : products)
+        if (shares(family, other) && !llvm::all_of(other, [&](Operation *op) {
+              return family.contains(op);
+            })) {
+          family.insert(other.begin(), other.end());
+          grew = true;
+        }
+    }
+    bool narrow = false, wide = false;
+    for (Operation *dot : family) {
+      ArrayRef<int64_t> shape = cast<RankedTensorType>(dot->getResult(0).getType()).getShape();
+      (shape[shape.size() - 2] < 64 ? narrow : wide) = true;
+    }
+    tiles.push_back(!(narrow && wide));
+  }
+  return tiles;
+}
+
 LogicalResult checkDeterministic(tt::FuncOp kernel, const std::vector<RegridNote> &notes) {
   LogicalResult result = success();
   kernel.walk([&](tt::AtomicRMWOp atomic) {
@@ -1358,7 +1408,8 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
     std::vector<Part> loopParts;
     // (staging edits the loop: the atomics first)
     SmallVector<tt::AtomicRMWOp> atomics(loop.getBody()->getOps<tt::AtomicRMWOp>());
-    for (tt::AtomicRMWOp atomic : atomics) {
+    SmallVector<bool> tilesStaged = stagesTiles(atomics, entry, loop);
+    for (auto [atomic, tiles] : llvm::zip(atomics, tilesStaged)) {
       BlockArgument base = baseArgument(atomic.getPtr());
       std::string name = base ? argumentName(base) : "";
       if (!base || !llvm::is_contained(shadows, name) ||
@@ -1379,11 +1430,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
         refuse(why);
         continue;
       }
-      // Not where the trip count varies by program: staged, causal attention's
-      // part gave a wrong dK on an H100 with BLOCK_N < BLOCK_M (session 16,
-      // not yet understood); recomputed, it matched. Such parts recompute.
-      bool tripsVary = !symbolize(loop.getUpperBound()).has_value();
-      if (stager && !tripsVary && stager.stage(valueSlice, entry, loop)) {
+      if (stager && stager.stage(valueSlice, entry, loop, tiles)) {
         valueSlice.clear();
         if (failed(collectSlice({atomic.getVal()}, entry, loop, valueSlice, why))) {
           refuse(why);
