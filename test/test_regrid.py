@@ -19,6 +19,7 @@ triton = pytest.importorskip("triton")
 tritonad = pytest.importorskip("tritonad")
 
 import triton.language as tl  # noqa: E402
+from tritonad import _regrid  # noqa: E402
 
 from corpus.kernels import batched_matmul_kernel, matmul_kernel  # noqa: E402
 from gpu_util import requires_gpu  # noqa: E402
@@ -53,6 +54,36 @@ def matmul_activation_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak,
         y = acc * tl.sigmoid(acc)
     else:  # leaky ReLU
         y = tl.where(acc > 0, acc, 0.01 * acc)
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn,
+             y.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.jit
+def grouped_matmul_leaky_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                                stride_bn, stride_cm, stride_cn, BLOCK_M: tl.constexpr,
+                                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                                GROUP_M: tl.constexpr):
+    # A leaky ReLU epilogue, programs in the matmul tutorial's grouped order.
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pids_per_group = GROUP_M * num_pid_n
+    first_m = (pid // pids_per_group) * GROUP_M
+    group_rows = min(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % pids_per_group) % group_rows
+    pid_n = (pid % pids_per_group) // group_rows
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        ks = k * BLOCK_K + offs_k
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + ks[None, :] * stride_ak,
+                    mask=(offs_m[:, None] < M) & (ks[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + ks[:, None] * stride_bk + offs_n[None, :] * stride_bn,
+                    mask=(ks[:, None] < K) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    y = tl.where(acc > 0, acc, 0.01 * acc)
     tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn,
              y.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
@@ -98,7 +129,7 @@ def test_epilogue_from_the_loop_result_says_why(always_compile):
             lines[name]
 
 
-def _autograd_schedule(kernel, types, tiles, scratch=True, programs=None):
+def _autograd_schedule(kernel, types, tiles, scratch=True, programs=None, compiled=None):
     """The schedule of tritonad.autograd's backward, which reads residuals;
     `scratch` False: compiled without tritonad_tape (as with tape=False);
     `programs` 'main' or 'parts': compiled as the launch path compiles each
@@ -117,7 +148,9 @@ def _autograd_schedule(kernel, types, tiles, scratch=True, programs=None):
     if programs is not None:
         constants[f"tritonad_{programs}_only"] = 1
     signature = {n: "constexpr" if n in constants else types[n] for n in bwd.arg_names}
-    triton.compile(ASTSource(bwd, signature, constants), target=TARGET)
+    kernel = triton.compile(ASTSource(bwd, signature, constants), target=TARGET)
+    if compiled is not None:
+        compiled.append(kernel)
     return bwd
 
 
@@ -141,6 +174,34 @@ def test_epilogue_is_staged_once_per_forward_program(always_compile, activation)
     if activation == "silu":
         # the exp only in the forward's programs (before the parts' branch)
         assert ir.count("math.exp") == 1
+
+
+def test_staged_scratch_in_group_order_keeps_grouped_members_affine(always_compile,
+                                                                   monkeypatch):
+    # In the grouped program order (GROUP_M), the programs of one column of
+    # tiles (dB's members) are not evenly spaced: scratch in program order
+    # would make dB's part read each member's id from the table (its loads
+    # then wait for it: no pipelining). The launch orders scratch by (one
+    # part's group, the other's) instead, and both parts' members are affine.
+    compiled = []
+    _autograd_schedule(grouped_matmul_leaky_kernel, MATMUL_TYPES, TILES, compiled=compiled)
+    record = _regrid.record_of(compiled[0])
+    assert any(p.get("frontier") and '"slot"' in str(p["frontier"]).replace("'", '"')
+               for p in record["parts"])
+    n = 64 * 20 + 7  # (20 rows of tiles and a masked one: a partial last group)
+    grid = (triton.cdiv(n, 64) ** 2,)
+    args = dict(M=n, N=n, K=n, stride_am=n, stride_ak=1, stride_bk=n, stride_bn=1,
+                stride_cm=n, stride_cn=1)
+    words, _, _ = _regrid._table(record, args, grid)
+    assert [p["affine"] for p in _regrid.describe(words)] == [True, True]
+    slots = words[int(words[5]):int(words[5]) + grid[0]]
+    assert torch.equal(torch.sort(slots).values, torch.arange(grid[0]))
+    # in program order, a column's members are not evenly spaced (nor, with
+    # the partial last group's 5 rows for 8, a row's)
+    monkeypatch.setattr(_regrid, "_slot_orders", lambda record, groupings, programs:
+                        [torch.arange(programs, dtype=torch.int64)])
+    words, _, _ = _regrid._table(record, args, grid)
+    assert [p["affine"] for p in _regrid.describe(words)] == [False, False]
 
 
 def test_forward_programs_and_parts_get_kernels_of_their_own(always_compile):

@@ -12,7 +12,8 @@ struct MLIRError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// ("const", v) | ("arg", name) | ("programs", axis) | ("pid", axis) | (op, operand, ...):
+// ("const", v) | ("arg", name) | ("programs", axis) | ("pid", axis) | ("slot",) |
+// (op, operand, ...):
 // nested tuples, so they survive Triton's JSON metadata as lists.
 py::tuple symbolicToPython(const tritonad::SymbolicInt &symbol) {
   using Op = tritonad::SymbolicInt::Op;
@@ -21,6 +22,7 @@ py::tuple symbolicToPython(const tritonad::SymbolicInt &symbol) {
   case Op::Argument: return py::make_tuple("arg", symbol.name);
   case Op::NumPrograms: return py::make_tuple("programs", symbol.value);
   case Op::ProgramId: return py::make_tuple("pid", symbol.value);
+  case Op::ProgramSlot: return py::make_tuple("slot");
   default: break;
   }
   static const char *names[] = {"", "", "", "", "add", "sub", "mul", "divs", "rems", "min", "max",

@@ -78,7 +78,8 @@ def evaluate(expression, arguments: Dict[str, object], grid: Sequence[int], ids=
     """The value of a recorded expression; KeyError/TypeError/ZeroDivisionError
     where the launch does not determine it. With `ids` (every program's ids
     along axes 0..2, int64 tensors), program ids are allowed and the value is
-    per program (a tensor; an int where it does not depend on them)."""
+    per program (a tensor; an int where it does not depend on them); a fourth
+    tensor gives the programs' scratch slots (("slot",))."""
     op = expression[0]
     if op == "const":
         return int(expression[1])
@@ -94,6 +95,10 @@ def evaluate(expression, arguments: Dict[str, object], grid: Sequence[int], ids=
         if ids is None:
             raise KeyError("a program id, in an expression for the whole launch")
         return ids[int(expression[1])]
+    if op == "slot":
+        if ids is None or len(ids) < 4:
+            raise KeyError("a program's scratch slot, outside a re-parallelized launch")
+        return ids[3]
     values = [evaluate(e, arguments, grid, ids) for e in expression[1:]]
     if op == "select":
         if isinstance(values[0], int):

@@ -37,7 +37,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 from tritonad import _coverage
 
-_HEADER, _PART_HEADER = 5, 11  # (cpp/lib/AutoDiff/Schedule/Regrid.cpp: kHeader, PartWord)
+_HEADER, _PART_HEADER = 6, 11  # (cpp/lib/AutoDiff/Schedule/Regrid.cpp: kHeader, PartWord)
 _CACHE: Dict[tuple, tuple] = {}
 _CACHE_LIMIT = 256
 
@@ -178,6 +178,57 @@ def _column(values, programs):
     return torch.as_tensor(values, dtype=torch.int64).expand(programs)
 
 
+def _grouping(part, arguments, grid, ids, programs):
+    """A leading part's loop bounds and groups at this launch: (lower, step,
+    trips per program or None, trips, unique keys, each program's group)."""
+    import torch
+
+    try:
+        lower, step = (_coverage.evaluate(part[b], arguments, grid) for b in ("lower", "step"))
+        # (where trips vary, the upper bound per program)
+        upper = _column(per_program(part["upper"], arguments, grid, ids), programs) \
+            if part.get("trips_vary") else _coverage.evaluate(part["upper"], arguments, grid)
+        key = [_column(per_program(k, arguments, grid, ids), programs) for k in part["key"]]
+    except (KeyError, TypeError, ZeroDivisionError) as error:
+        raise RuntimeError(f"tritonad: cannot group the programs that add to "
+                           f"{part['shadow']} with this launch's arguments ({error})") from None
+    if step <= 0:
+        raise RuntimeError(f"tritonad: the loop adding to {part['shadow']} has step {step}")
+    if part.get("trips_vary"):
+        trips_each = torch.clamp(-(-(upper - lower) // step), min=0)
+        trips = int(trips_each.max()) if programs else 0
+    else:
+        trips_each, trips = None, max(0, -(-(upper - lower) // step))
+    keys = torch.stack(key, dim=1) if key else torch.zeros(programs, 0, dtype=torch.int64)
+    if programs and key:
+        unique, inverse = torch.unique(keys, dim=0, return_inverse=True)
+    else:
+        unique = keys[:1]
+        inverse = torch.zeros(programs, dtype=torch.int64)
+    return trips_each, trips, unique, inverse
+
+
+def _slot_orders(record, groupings, programs):
+    """The orders of the programs' staged values in scratch to try: program
+    order, and, where the parts' frontiers read the slot, the order of their
+    groups (the first part's group major, the program id last): with a grouped
+    program order (GROUP_M), a matmul's dB members (one column of tiles) are
+    not evenly spaced in program order, but they are in the order of (dA's
+    group, dB's group)."""
+    import torch
+
+    linear = torch.arange(programs, dtype=torch.int64)
+    orders = [linear]
+    if programs and any('"slot"' in json.dumps(part.get("frontier", [])) for part in record["parts"]):
+        key = torch.zeros(programs, dtype=torch.int64)
+        for _, _, unique, inverse in groupings.values():
+            key = key * len(unique) + inverse
+        rank = torch.empty_like(linear)
+        rank[torch.argsort(key * programs + linear)] = linear
+        orders.append(rank)
+    return orders
+
+
 def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
     """(the int64 words of tritonad_regrid, the number of programs to launch,
     the shadows the launch overwrites whole)."""
@@ -188,7 +239,33 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
     linear = torch.arange(programs, dtype=torch.int64)
     ids = (linear % gx, (linear // gx) % gy, linear // (gx * gy))
     parts = record["parts"]
-    header = [programs if record["main"] else 0, gx, gy, gz, len(parts)]
+    groupings = {index: _grouping(part, arguments, grid, ids, programs)
+                 for index, part in enumerate(parts) if part.get("leader", -1) < 0}
+
+    # The slot order that keeps the most parts' members affine (the first of
+    # equals): each group's members, where trips vary by decreasing trip count.
+    best = None
+    for slots in _slot_orders(record, groupings, programs):
+        summed = {}
+        for index, (trips_each, _, unique, inverse) in groupings.items():
+            part = parts[index]
+            try:
+                frontier = [_column(per_program(v, arguments, grid, (*ids, slots)), programs)
+                            for v in part.get("frontier", [])]
+            except (KeyError, TypeError, ZeroDivisionError) as error:
+                raise RuntimeError(f"tritonad: cannot group the programs that add to "
+                                   f"{part['shadow']} with this launch's arguments "
+                                   f"({error})") from None
+            values = torch.stack(frontier, dim=1) if frontier else \
+                torch.zeros(programs, 0, dtype=torch.int64)
+            summed[index] = _members(inverse, len(unique), trips_each, values,
+                                     bool(part.get("affine")))
+        affine = sum(members[2] is not None for members in summed.values())
+        if best is None or affine > best[0]:
+            best = (affine, slots, summed)
+    _, slots, summed = best
+
+    header = [programs if record["main"] else 0, gx, gy, gz, len(parts), 0]
     part_headers, arrays, stored = [], [], []
     offset = _HEADER + _PART_HEADER * len(parts)
     total = header[0]
@@ -200,6 +277,7 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
         offset += arrays[-1].numel()
         return at
 
+    header[5] = place(slots)
     leaders = {}
     for index, part in enumerate(parts):
         leader = part.get("leader", -1)
@@ -213,36 +291,10 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
             # (its header: the leader's, with no programs and its own plain word)
             part_headers += [0, *headers[1:9], int(plain), headers[10]]
             continue
-        try:
-            lower, step = (_coverage.evaluate(part[b], arguments, grid) for b in ("lower", "step"))
-            # (where trips vary, the upper bound per program)
-            upper = _column(per_program(part["upper"], arguments, grid, ids), programs) \
-                if part.get("trips_vary") else _coverage.evaluate(part["upper"], arguments, grid)
-            key = [_column(per_program(k, arguments, grid, ids), programs) for k in part["key"]]
-            frontier = [_column(per_program(v, arguments, grid, ids), programs)
-                        for v in part.get("frontier", [])]
-        except (KeyError, TypeError, ZeroDivisionError) as error:
-            raise RuntimeError(f"tritonad: cannot group the programs that add to "
-                               f"{part['shadow']} with this launch's arguments ({error})") from None
-        if step <= 0:
-            raise RuntimeError(f"tritonad: the loop adding to {part['shadow']} has step {step}")
-        coarsening = int(part.get("coarsening", 1))
-        if part.get("trips_vary"):
-            trips_each = torch.clamp(-(-(upper - lower) // step), min=0)
-            trips = int(trips_each.max()) if programs else 0
-        else:
-            trips_each, trips = None, max(0, -(-(upper - lower) // step))
-        keys = torch.stack(key, dim=1) if key else torch.zeros(programs, 0, dtype=torch.int64)
-        if programs and key:
-            unique, inverse = torch.unique(keys, dim=0, return_inverse=True)
-        else:
-            unique = keys[:1]
-            inverse = torch.zeros(programs, dtype=torch.int64)
+        trips_each, trips, unique, inverse = groupings[index]
+        members, starts, affine = summed[index]
         groups = len(unique)
-        values = torch.stack(frontier, dim=1) if frontier else \
-            torch.zeros(programs, 0, dtype=torch.int64)
-        members, starts, affine = _members(inverse, groups, trips_each, values,
-                                           bool(part.get("affine")))
+        coarsening = int(part.get("coarsening", 1))
         bases, deltas = affine if affine is not None else \
             (torch.zeros(groups, 0, dtype=torch.int64), [])
         at = [place(members), place(starts), place(unique), place(bases),

@@ -23,6 +23,8 @@ struct SymbolicInt {
     Lt, Le, Gt, Ge, Eq, Ne, // signed comparisons: 1 or 0
     And, Or, Xor,
     Select, // operands: condition, if true, if false
+    ProgramSlot, // the program's slot in a re-parallelized backward's scratch
+                 // (chosen by the launch); only in expressions evaluated per program
   };
   Op op = Op::Constant;
   int64_t value = 0;
@@ -126,22 +128,29 @@ struct RegridPart {
   bool storeOnly = false;
 };
 
+/// The load of a program's scratch slot from `tritonad_regrid` carries this
+/// attribute (SymbolicInt::Op::ProgramSlot).
+constexpr const char *kProgramSlotAttr = "tritonad.program_slot";
+
 /// The layout of `tritonad_regrid` (int64 words), which the launch path fills:
-/// [mainPrograms, gridX, gridY, gridZ, parts], then per part [programs,
+/// [mainPrograms, gridX, gridY, gridZ, parts, slots at], then per part [programs,
 /// groups, trips, members at, group starts at, keys at, affine (0/1), bases at,
 /// deltas at, plain (0/1: each element reached once), counts at], then the
 /// arrays: members (program ids, grouped; within a group increasing, or where
 /// trips vary by decreasing trip count), group starts (groups + 1), keys
 /// (groups x key values), bases (groups x frontier values of the first
 /// member), deltas (one per frontier value), counts (where trips vary: groups
-/// x tiles, the members reaching each tile's first iteration). A part that
+/// x tiles, the members reaching each tile's first iteration), slots (one per
+/// forward program, a permutation of them: where the program's staged values
+/// lie in scratch, chosen so that each group's members' slots are affine in
+/// their index where some order of the scratch allows it). A part that
 /// follows a leader has 0 programs; only its plain word is read. Programs [0, mainPrograms) of the launch run the
 /// forward's schedule (mainPrograms = the forward's grid when `mainPart`,
 /// else 0), the next ones the parts in order.
 /// `stagedBytes` > 0: the forward's programs stage values the parts read (a
 /// member's work before the loop, done once): they write `stagedBytes` per
 /// program into `tritonad_tape` (each value's region holds every program's,
-/// consecutively).
+/// in the order of their slots).
 /// The launch path runs the forward's programs and the parts as two launches
 /// (the forward's first), each with a kernel compiled for its programs only
 /// (RegridPrograms); the parts' table says mainPrograms 0.

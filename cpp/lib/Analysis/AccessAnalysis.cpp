@@ -1010,6 +1010,11 @@ std::optional<SymbolicInt> symbolize(Value scalar, bool programIds) {
   }
   if (isa<arith::ExtSIOp, arith::TruncIOp>(def))
     return symbolize(def->getOperand(0), programIds);
+  if (isa<tt::LoadOp>(def) && def->hasAttr(kProgramSlotAttr) && programIds) {
+    SymbolicInt result;
+    result.op = Op::ProgramSlot;
+    return result;
+  }
   std::optional<Op> op;
   if (auto cmp = dyn_cast<arith::CmpIOp>(def)) {
     switch (cmp.getPredicate()) {

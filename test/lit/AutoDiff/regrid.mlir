@@ -170,8 +170,8 @@ module {
 // word): a tile's member loop ends after them. One iteration per program.
 // REMARK: remark: da: re-parallelized (programs of its own, one per tile of the gradient and iteration of the loop at {{.*}} (whose trip count varies by program)
 // CHECK-LABEL: tt.func public @causal
-// (word 15: the part's counts-at word, after the 5 words of the header)
-// CHECK: %[[COUNTSP:.+]] = tt.addptr %{{.+}}, %c15_i32
+// (word 16: the part's counts-at word, after the 6 words of the header)
+// CHECK: %[[COUNTSP:.+]] = tt.addptr %{{.+}}, %c16_i32
 // CHECK-NEXT: %[[COUNTSW:.+]] = tt.load %[[COUNTSP]] : !tt.ptr<i64>
 // CHECK-NEXT: %[[COUNTSAT:.+]] = arith.trunci %[[COUNTSW]]
 // CHECK: scf.if
@@ -446,6 +446,12 @@ module {
 // CHECK: scf.if
 // CHECK: %[[SLOPE:.+]] = math.exp
 // CHECK: %[[G:.+]] = arith.mulf %{{.+}}, %[[SLOPE]]
+// (where: the program's slot, read from the table at word 5's offset + the
+// program id, the launch's choice of order)
+// CHECK: %[[SLOTSP:.+]] = tt.addptr %[[TABLE:.+]], %c5_i32 : !tt.ptr<i64>, i32
+// CHECK: %[[SLOTP:.+]] = tt.addptr %[[TABLE]], %{{.+}} : !tt.ptr<i64>, i32
+// CHECK-NEXT: %[[SLOT:.+]] = tt.load %[[SLOTP]] : !tt.ptr<i64>
+// CHECK-NEXT: arith.muli %[[SLOT]], %c1024_i64
 // CHECK: %[[AT:.+]] = tt.bitcast %{{.+}} : !tt.ptr<i8> -> !tt.ptr<f32>
 // CHECK: tt.store %{{.+}}, %[[G]] : tensor<16x16x!tt.ptr<f32>>
 // CHECK-NOT: tt.load %{{.+}} : tensor<16x16x!tt.ptr<f32>>

@@ -25,7 +25,8 @@ namespace tritonad {
 namespace {
 
 // The table's layout (int64 words), which python/tritonad/_regrid.py writes.
-constexpr int kHeader = 5; // mainPrograms, gridX, gridY, gridZ, parts
+constexpr int kHeader = 6; // mainPrograms, gridX, gridY, gridZ, parts, slotsAt
+constexpr int kSlotsAtWord = 5;
 enum PartWord {
   kPrograms, kGroups, kTrips, kMembersAt, kStartsAt, kKeysAt, kAffine, kBasesAt, kDeltasAt,
   kPlain, kCountsAt, kPartHeader
@@ -1112,6 +1113,7 @@ void dropExclusivityMarks(tt::FuncOp kernel) {
     op->removeAttr(kWhenExclusive);
     op->removeAttr(kUnlessExclusive);
     op->removeAttr(kProgramsBranch);
+    op->removeAttr(kProgramSlotAttr);
   });
 }
 
@@ -1163,7 +1165,10 @@ bool computesTiles(Operation *op) {
 // store it into scratch (`tritonad_tape`, which a re-parallelized backward
 // does not otherwise use), in a launch before the parts', and the parts load
 // it. Scratch holds each value's region, every program's tile in turn:
-// offsets programs * (bytes of the values before) + program * bytes.
+// offsets programs * (bytes of the values before) + slot * bytes, the slot
+// the program's, which the launch chooses (table word kSlotsAtWord): a grouped
+// program order (GROUP_M) need not keep a group's members' program ids
+// affine, a slot order can.
 class Stager {
 public:
   struct Staged {
@@ -1172,7 +1177,7 @@ public:
     int64_t bytes;
   };
 
-  Stager(Value scratch) : scratch(scratch) {}
+  Stager(Value scratch, Value table) : scratch(scratch), table(table) {}
   explicit operator bool() const { return static_cast<bool>(scratch); }
 
   // The values of `slice` computed in `entry` (with arithmetic behind them)
@@ -1298,7 +1303,12 @@ private:
     };
     Value programs;
     Value program = linearProgramId(b, loc, {true, true, true}, &programs);
-    Value offset = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, program, constant(bytes)),
+    Value slotAt = arith::AddIOp::create(
+        b, loc, readI32(b, loc, table, kSlotsAtWord),
+        arith::TruncIOp::create(b, loc, b.getI32Type(), program));
+    Value place = readWord(b, loc, table, slotAt);
+    place.getDefiningOp()->setAttr(kProgramSlotAttr, b.getUnitAttr());
+    Value offset = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, place, constant(bytes)),
                                          arith::MulIOp::create(b, loc, programs, constant(offsetBytes)));
     Value ptr = tapeAddress(b, loc, scratch, offset, value.getType(), slot);
     createStore(b, loc, ptr, value, Value());
@@ -1309,7 +1319,7 @@ private:
     offsetBytes += bytes;
   }
 
-  Value scratch;
+  Value scratch, table;
   int64_t offsetBytes = 0;
   llvm::MapVector<Value, Staged> staged;
 };
@@ -1396,7 +1406,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
     return;
   // (a backward with a loop tape is not re-parallelized: the tape is free)
   BlockArgument tape = hidden("tritonad_tape", 8);
-  Stager stager(tape && tape.use_empty() ? tape : Value());
+  Stager stager(tape && tape.use_empty() ? tape : Value(), table);
 
   // Candidates: atomic adds of a dot product into a shadow, in a top-level loop.
   std::vector<Part> parts;
