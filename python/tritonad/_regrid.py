@@ -49,13 +49,27 @@ def per_program(expression, arguments, grid, ids):
     return _coverage.evaluate(expression, arguments, grid, ids)
 
 
+_LEAVES = ("const", "arg", "programs", "pid", "slot")
+
+
 def _arguments_read(expression, names):
     if expression[0] == "arg":
         names.add(expression[1])
-    elif expression[0] not in ("const", "programs", "pid"):
+    elif expression[0] not in _LEAVES:
         for operand in expression[1:]:
             _arguments_read(operand, names)
     return names
+
+
+def reads_slot(expression) -> bool:
+    """Whether a recorded expression reads the program's scratch slot."""
+    return expression[0] == "slot" or (expression[0] not in _LEAVES and
+                                       any(reads_slot(e) for e in expression[1:]))
+
+
+def _ungroupable(part, error) -> RuntimeError:
+    return RuntimeError(f"tritonad: cannot group the programs that add to {part['shadow']} "
+                        f"with this launch's arguments ({error})")
 
 
 def record_of(kernel) -> Optional[dict]:
@@ -179,8 +193,9 @@ def _column(values, programs):
 
 
 def _grouping(part, arguments, grid, ids, programs):
-    """A leading part's loop bounds and groups at this launch: (lower, step,
-    trips per program or None, trips, unique keys, each program's group)."""
+    """A leading part's trips and groups at this launch: (trips per program,
+    or None where they do not vary, the most trips, the unique keys, each
+    program's group)."""
     import torch
 
     try:
@@ -190,8 +205,7 @@ def _grouping(part, arguments, grid, ids, programs):
             if part.get("trips_vary") else _coverage.evaluate(part["upper"], arguments, grid)
         key = [_column(per_program(k, arguments, grid, ids), programs) for k in part["key"]]
     except (KeyError, TypeError, ZeroDivisionError) as error:
-        raise RuntimeError(f"tritonad: cannot group the programs that add to "
-                           f"{part['shadow']} with this launch's arguments ({error})") from None
+        raise _ungroupable(part, error) from None
     if step <= 0:
         raise RuntimeError(f"tritonad: the loop adding to {part['shadow']} has step {step}")
     if part.get("trips_vary"):
@@ -219,7 +233,8 @@ def _slot_orders(record, groupings, programs):
 
     linear = torch.arange(programs, dtype=torch.int64)
     orders = [linear]
-    if programs and any('"slot"' in json.dumps(part.get("frontier", [])) for part in record["parts"]):
+    if programs and any(reads_slot(value) for part in record["parts"]
+                        for value in part.get("frontier", [])):
         key = torch.zeros(programs, dtype=torch.int64)
         for _, _, unique, inverse in groupings.values():
             key = key * len(unique) + inverse
@@ -245,7 +260,10 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
     # The slot order that keeps the most parts' members affine (the first of
     # equals): each group's members, where trips vary by decreasing trip count.
     best = None
+    wanted = sum(bool(parts[index].get("affine")) for index in groupings)
     for slots in _slot_orders(record, groupings, programs):
+        if best is not None and best[0] == wanted:
+            break
         summed = {}
         for index, (trips_each, _, unique, inverse) in groupings.items():
             part = parts[index]
@@ -253,9 +271,7 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
                 frontier = [_column(per_program(v, arguments, grid, (*ids, slots)), programs)
                             for v in part.get("frontier", [])]
             except (KeyError, TypeError, ZeroDivisionError) as error:
-                raise RuntimeError(f"tritonad: cannot group the programs that add to "
-                                   f"{part['shadow']} with this launch's arguments "
-                                   f"({error})") from None
+                raise _ungroupable(part, error) from None
             values = torch.stack(frontier, dim=1) if frontier else \
                 torch.zeros(programs, 0, dtype=torch.int64)
             summed[index] = _members(inverse, len(unique), trips_each, values,

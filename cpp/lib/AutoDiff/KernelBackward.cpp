@@ -780,19 +780,7 @@ Value KernelBackwardBuilder::tapeRegion(OpBuilder &b, scf::ForOp loop, int64_t b
   every = arith::MaxSIOp::create(
       b, loc, every, arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(1)));
   // This program's region: programs are numbered x fastest.
-  Value program;
-  for (int axis = 2; axis >= 0; --axis) {
-    auto dim = tt::ProgramIDDimAttr::get(b.getContext(), static_cast<tt::ProgramIDDim>(axis));
-    Value pid = arith::ExtSIOp::create(
-        b, loc, i64, tt::GetProgramIdOp::create(b, loc, b.getI32Type(), dim));
-    if (!program) {
-      program = pid;
-      continue;
-    }
-    Value count = arith::ExtSIOp::create(
-        b, loc, i64, tt::GetNumProgramsOp::create(b, loc, b.getI32Type(), dim));
-    program = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, program, count), pid);
-  }
+  Value program = linearProgramId(b, loc, {true, true, true});
   Value offset = arith::MulIOp::create(b, loc, program, bytesPerProgram(b, every));
   return tt::AddPtrOp::create(b, loc, tape.getType(), tape, offset).getResult();
 }

@@ -444,14 +444,14 @@ module {
 // REMARK: remark: da: re-parallelized ({{.*}}reading the tiles each member computes before the loop from scratch (1024 bytes per forward program
 // CHECK-LABEL: tt.func public @staged
 // CHECK: scf.if
-// CHECK: %[[SLOPE:.+]] = math.exp
-// CHECK: %[[G:.+]] = arith.mulf %{{.+}}, %[[SLOPE]]
-// (where: the program's slot, read from the table at word 5's offset + the
-// program id, the launch's choice of order)
+// (where: the program's slot, read once from the table at word 5's offset +
+// the program id, the launch's choice of order)
 // CHECK: %[[SLOTSP:.+]] = tt.addptr %[[TABLE:.+]], %c5_i32 : !tt.ptr<i64>, i32
 // CHECK: %[[SLOTP:.+]] = tt.addptr %[[TABLE]], %{{.+}} : !tt.ptr<i64>, i32
 // CHECK-NEXT: %[[SLOT:.+]] = tt.load %[[SLOTP]] : !tt.ptr<i64>
-// CHECK-NEXT: arith.muli %[[SLOT]], %c1024_i64
+// CHECK: %[[SLOPE:.+]] = math.exp
+// CHECK: %[[G:.+]] = arith.mulf %{{.+}}, %[[SLOPE]]
+// CHECK: arith.muli %[[SLOT]], %c1024_i64
 // CHECK: %[[AT:.+]] = tt.bitcast %{{.+}} : !tt.ptr<i8> -> !tt.ptr<f32>
 // CHECK: tt.store %{{.+}}, %[[G]] : tensor<16x16x!tt.ptr<f32>>
 // CHECK-NOT: tt.load %{{.+}} : tensor<16x16x!tt.ptr<f32>>

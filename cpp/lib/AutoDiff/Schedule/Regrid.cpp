@@ -1204,7 +1204,7 @@ public:
       }
     }
     for (Value value : boundary)
-      stageValue(narrowed(value, loop), loop);
+      stageValue(narrowed(value, loop), loop, entry);
     return !boundary.empty();
   }
 
@@ -1292,23 +1292,31 @@ private:
     return once->getResult(0);
   }
 
-  void stageValue(Value value, scf::ForOp loop) {
+  // This program's slot and the number of programs, read once, at the start
+  // of `entry` (where every staged value's store can use them).
+  void locate(Block &entry, Location loc) {
+    if (slotOfProgram)
+      return;
+    OpBuilder b(&entry, entry.begin());
+    Value program = linearProgramId(b, loc, {true, true, true}, &programs);
+    Value slotAt = arith::AddIOp::create(
+        b, loc, readI32(b, loc, table, kSlotsAtWord),
+        arith::TruncIOp::create(b, loc, b.getI32Type(), program));
+    slotOfProgram = readWord(b, loc, table, slotAt);
+    slotOfProgram.getDefiningOp()->setAttr(kProgramSlotAttr, b.getUnitAttr());
+  }
+
+  void stageValue(Value value, scf::ForOp loop, Block &entry) {
+    Location loc = value.getLoc();
+    locate(entry, loc);
     OpBuilder b(value.getContext());
     b.setInsertionPointAfterValue(value);
-    Location loc = value.getLoc();
     TapeSlot slot = *tapeSlotFor(value.getType());
     int64_t bytes = (slot.bytes + 15) / 16 * 16; // (aligned for vector accesses)
     auto constant = [&](int64_t v) {
       return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v)).getResult();
     };
-    Value programs;
-    Value program = linearProgramId(b, loc, {true, true, true}, &programs);
-    Value slotAt = arith::AddIOp::create(
-        b, loc, readI32(b, loc, table, kSlotsAtWord),
-        arith::TruncIOp::create(b, loc, b.getI32Type(), program));
-    Value place = readWord(b, loc, table, slotAt);
-    place.getDefiningOp()->setAttr(kProgramSlotAttr, b.getUnitAttr());
-    Value offset = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, place, constant(bytes)),
+    Value offset = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, slotOfProgram, constant(bytes)),
                                          arith::MulIOp::create(b, loc, programs, constant(offsetBytes)));
     Value ptr = tapeAddress(b, loc, scratch, offset, value.getType(), slot);
     createStore(b, loc, ptr, value, Value());
@@ -1320,6 +1328,7 @@ private:
   }
 
   Value scratch, table;
+  Value slotOfProgram, programs; // (once the first value is staged)
   int64_t offsetBytes = 0;
   llvm::MapVector<Value, Staged> staged;
 };
@@ -1336,39 +1345,35 @@ private:
 // values (the statistics) staged alone it matched. A matmul's dA and dB
 // parts, 64 and 32 rows, share no product and were right with the tile.
 SmallVector<bool> stagesTiles(ArrayRef<tt::AtomicRMWOp> atomics, Block &entry, scf::ForOp loop) {
+  // (per atomic: its products, and the family of contributions it is in)
   SmallVector<llvm::SetVector<Operation *>> products(atomics.size());
+  SmallVector<int> family(atomics.size());
   for (auto [index, atomic] : llvm::enumerate(atomics)) {
-    llvm::SetVector<Operation *> &dots = products[index];
     llvm::SetVector<Operation *> slice;
     std::string why;
     (void)collectSlice({tt::AtomicRMWOp(atomic).getVal()}, entry, loop, slice, why);
     for (Operation *op : slice)
       if (isa<tt::DotOp>(op))
-        dots.insert(op);
+        products[index].insert(op);
+    family[index] = index;
+    // (joins the families of the earlier contributions it shares a product with)
+    for (size_t other = 0; other < index; ++other)
+      if (family[other] != family[index] &&
+          llvm::any_of(products[other], [&](Operation *op) { return products[index].contains(op); })) {
+        int from = family[other], to = family[index];
+        for (int &f : family)
+          f = f == from ? to : f;
+      }
   }
-  auto shares = [](const llvm::SetVector<Operation *> &x, const llvm::SetVector<Operation *> &y) {
-    return llvm::any_of(x, [&](Operation *op) { return y.contains(op); });
-  };
-  SmallVector<bool> tiles;
-  for (const auto &dots : products) {
-    llvm::SetVector<Operation *> family = dots;
-    for (bool grew = true; grew;) {
-      grew = false;
-      for (const auto &other : products)
-        if (shares(family, other) && !llvm::all_of(other, [&](Operation *op) {
-              return family.contains(op);
-            })) {
-          family.insert(other.begin(), other.end());
-          grew = true;
-        }
-    }
-    bool narrow = false, wide = false;
-    for (Operation *dot : family) {
+  SmallVector<bool> narrow(atomics.size()), wide(atomics.size());
+  for (auto [index, dots] : llvm::enumerate(products))
+    for (Operation *dot : dots) {
       ArrayRef<int64_t> shape = cast<RankedTensorType>(dot->getResult(0).getType()).getShape();
-      (shape[shape.size() - 2] < 64 ? narrow : wide) = true;
+      (shape[shape.size() - 2] < 64 ? narrow : wide)[family[index]] = true;
     }
-    tiles.push_back(!(narrow && wide));
-  }
+  SmallVector<bool> tiles;
+  for (int f : family)
+    tiles.push_back(!(narrow[f] && wide[f]));
   return tiles;
 }
 
