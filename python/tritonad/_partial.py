@@ -43,6 +43,7 @@ WORKSPACE_TYPES = {"tritonad_workspace": "*fp32", "tritonad_slot": "i32",
                    "tritonad_tape_every": "i32", "tritonad_regrid": "*i64",
                    "tritonad_main_only": "i32", "tritonad_parts_only": "i32"}
 WORKSPACE_PARAMS = tuple(WORKSPACE_TYPES)
+HIDDEN_INTEGERS = tuple(n for n, t in WORKSPACE_TYPES.items() if not t.startswith("*"))
 # Passed as 0 or 1: Triton compiles an int argument equal to 1 as a constant,
 # absent from the kernel's signature, so a kernel compiled with one of them 1
 # runs only the forward's programs or only the re-parallelized parts (the
