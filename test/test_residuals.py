@@ -62,6 +62,27 @@ def row_softmax_fwd(X, Y, stride, N, BLOCK_N: tl.constexpr):
              mask=mask)
 
 
+@triton.jit
+def _sum_of_squares(acc, x_block, N, BLOCK_N: tl.constexpr):
+    # takes a block pointer, as the attention tutorial's inner loop does
+    for _ in range(0, N, BLOCK_N):
+        x = tl.load(x_block, boundary_check=(0, 1), padding_option="zero").to(tl.float32)
+        acc += x * x
+        x_block = tl.advance(x_block, (0, BLOCK_N))
+    return acc
+
+
+@triton.jit
+def row_norm_block_ptr_fwd(X, Y, M, N, stride_m, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    pid = tl.program_id(0)
+    x_block = tl.make_block_ptr(X, shape=(M, N), strides=(stride_m, 1),
+                                offsets=(pid * BLOCK_M, 0), block_shape=(BLOCK_M, BLOCK_N),
+                                order=(1, 0))
+    acc = _sum_of_squares(tl.zeros([BLOCK_M, BLOCK_N], tl.float32), x_block, N, BLOCK_N)
+    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    tl.store(Y + rows, tl.sqrt(tl.sum(acc, 1)), mask=rows < M)
+
+
 LN_TYPES = dict(X="*fp32", Y="*fp32", W="*fp32", B="*fp32", Mean="*fp32", Rstd="*fp32",
                 stride="i32", N="i32", eps="fp32")
 
@@ -93,6 +114,24 @@ def test_forward_saves_what_the_backward_reads():
     assert bwd.derived_ir().count('"tt.reduce"') == 2
     assert forward.asm["ttir"].count("tt.store") == 5
 
+
+
+def test_block_pointers_passed_to_a_helper():
+    """The derived kernels inline the helper that takes a block pointer and drop
+    it: left in the module, Triton's block-pointer rewrite failed on it
+    ("PassManager::run failed", the attention tutorial's _attn_fwd_inner)."""
+    op = tritonad.autograd(row_norm_block_ptr_fwd, outputs=("Y",))
+    bwd = op.backward_kernel
+    types = dict(X="*fp32", Y="*fp32", M="i32", N="i32", stride_m="i32")
+    constexprs = dict(BLOCK_M=16, BLOCK_N=32)
+    backward_types = dict(types, **WORKSPACE_TYPES, **{RESIDUALS: "*i8"})
+    for pointer, shadow in bwd.shadows.items():
+        backward_types[shadow] = backward_types[pointer]
+    backward = _compile(bwd, backward_types, constexprs)
+    forward = _compile(op.residual_forward.get(), dict(types, **{RESIDUALS: "*i8"}), constexprs)
+    for kernel in (backward, forward):
+        assert kernel.asm["ttir"].count("tt.func") == 1
+    assert [e.kind for e in bwd.schedule().entries].count("residual") == 1
 
 def test_no_residuals_without_a_reduction_the_backward_reads():
     # RMSNorm without its mean: the backward reads the sum of squares (rstd);
@@ -239,6 +278,26 @@ def test_layer_norm_reads_saved_statistics(rows, cols, block, dtype):
     assert [e.subject for e in runs[0][0].backward_kernel.schedule().entries
             if e.kind == "residual"] == ["mean", "var"]
 
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("rows,cols", [(37, 100), (5, 33)])
+def test_block_pointer_helper_reads_saved_loop_result(rows, cols, dtype):
+    gen = make_generator("residual_block_ptr", rows, cols, str(dtype))
+    x = randn(gen, rows, cols, dtype=dtype)
+    dy = randn(gen, rows)
+
+    def launch(op, x):
+        y = torch.empty(rows, device="cuda")
+        return op[(triton.cdiv(rows, 16),)](x, y, rows, cols, x.stride(0), BLOCK_M=16,
+                                            BLOCK_N=32)
+
+    runs = _run_both(lambda r: tritonad.autograd(row_norm_block_ptr_fwd, outputs=("Y",),
+                                                 residuals=r), launch, [x], [dy])
+    _, ref = reference_grads(lambda x: (x.float().pow(2).sum(1).sqrt(),), [x], [dy])
+    for _, grads in runs:
+        assert_near("dX", grads[0], ref[0], 1e-4 if dtype == torch.float32 else 2e-2)
 
 @pytest.mark.gpu
 @requires_gpu

@@ -394,7 +394,10 @@ last_table = None  # the table of the latest re-parallelized launch (for describ
 def describe(words) -> list:
     """Per part of a table: {'programs', 'groups', 'trips', 'affine', 'plain'}
     (how the part sums its groups: computed member values, or each member's id
-    read; whether it writes without atomics)."""
+    read; whether it writes without atomics); [] for no table (the last launch
+    kept the forward's schedule)."""
+    if words is None:
+        return []
     words = [int(w) for w in words[:_HEADER + _PART_HEADER * int(words[4])]]
     return [dict(programs=h[0], groups=h[1], trips=h[2], affine=bool(h[6]), plain=bool(h[9]))
             for h in (words[_HEADER + _PART_HEADER * i:_HEADER + _PART_HEADER * (i + 1)]

@@ -271,6 +271,16 @@ LogicalResult cleanUp(ModuleOp module, StringRef name) {
   return pm.run(function);
 }
 
+// The derived kernel inlines what it calls, and the callees stay in the
+// module unreferenced. Triton rewrites block pointers before it drops dead
+// functions, and fails on a callee that takes one (the attention tutorial
+// passes its block pointers to its inner loop's function): drop them here.
+LogicalResult dropUnreferencedFunctions(ModuleOp module) {
+  PassManager pm(module.getContext());
+  pm.addPass(createSymbolDCEPass());
+  return pm.run(module);
+}
+
 } // namespace
 
 Result runPipeline(const std::string &ir, const std::string &pipeline,
@@ -340,7 +350,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
         KernelBackwardConfig options{accumulation, overwrite};
         if (mlir::failed(differentiateKernelInto(module, primal, into, shadowBindings, options,
                                                  report)) ||
-            mlir::failed(cleanUp(module, into)))
+            mlir::failed(cleanUp(module, into)) || mlir::failed(dropUnreferencedFunctions(module)))
           return mlir::failure();
         auto marked = module.lookupSymbol<mlir::triton::FuncOp>(into);
         auto unmark = llvm::make_scope_exit([&] {
@@ -418,7 +428,11 @@ Result augmentForward(const std::string &ir, const std::string &primal, const st
         if (mlir::failed(augmentForwardInto(module, primal, into, shadowBindingsOf(bindings),
                                             accumulationOf(mode), layout)))
           return mlir::failure();
-        return layout.empty() ? mlir::success() : cleanUp(module, into);
+        if (layout.empty())
+          return mlir::success();
+        if (mlir::failed(cleanUp(module, into)))
+          return mlir::failure();
+        return dropUnreferencedFunctions(module);
       });
   result.residualBytesPerProgram = layout.bytesPerProgram;
   result.residualFingerprint = layout.fingerprint;
