@@ -169,13 +169,20 @@ def report(rows, opts, failures) -> str:
              "autograd / tutorial | deterministic / tutorial | autograd / flash | "
              "tutorial / flash |", "|---|---|---|---|---|---|---|---|---|---|"]
 
-    def us(row, who):
-        return row["times"].get(who, (float("nan"),))[0]
+    def us(row, who):  # (None: not run, see Failures)
+        return row["times"].get(who, (None,))[0]
+
+    def text(value, digits):
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    def ratio(x, y):
+        return None if x is None or y is None else x / y
     for row in rows:
         a, d, t, f = (us(row, w) for w in ("tritonad.autograd", "deterministic", "tutorial",
                                               "flash"))
-        lines.append(f"| {row['L']} | {row['heads']} | {a:.1f} | {d:.1f} | {t:.1f} | {f:.1f} | "
-                     f"{a / t:.2f} | {d / t:.2f} | {a / f:.2f} | {t / f:.2f} |")
+        cells = [text(v, 1) for v in (a, d, t, f)] + [
+            text(ratio(x, y), 2) for x, y in ((a, t), (d, t), (a, f), (t, f))]
+        lines.append(f"| {row['L']} | {row['heads']} | " + " | ".join(cells) + " |")
     lines += ["", "GPU time per call by kernel (us):"]
     for row in rows:
         for who, parts in row["parts"].items():
