@@ -92,8 +92,13 @@ CALL = re.compile(r'tt\.call @("(?:[^"\\]|\\.)*"|[\w$.\-]+)\(')
 def functions_in(text: str):
     """(symbol name, body text) of every tt.func in a printed module."""
     headers = list(FUNC_HEADER.finditer(text))
+    # (the last one ends before the module's closing brace and location aliases)
+    module_end = text.rfind("\n}")
     for i, header in enumerate(headers):
-        end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
+        if i + 1 < len(headers):
+            end = headers[i + 1].start()
+        else:
+            end = module_end + 1 if module_end > header.start() else len(text)
         yield symbol_name(header.group(1)), text[header.start():end]
 
 
