@@ -88,6 +88,36 @@ def grouped_matmul_leaky_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_
              y.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
+@triton.jit
+def block_ptr_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                            stride_bn, stride_cm, stride_cn, BLOCK_M: tl.constexpr,
+                            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                            GROUP_M: tl.constexpr):
+    # Block pointers, boundary-checked, in grouped program order.
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pids_per_group = GROUP_M * num_pid_n
+    first_m = (pid // pids_per_group) * GROUP_M
+    group_rows = min(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % pids_per_group) % group_rows
+    pid_n = (pid % pids_per_group) // group_rows
+    a_block = tl.make_block_ptr(a_ptr, (M, K), (stride_am, stride_ak), (pid_m * BLOCK_M, 0),
+                                (BLOCK_M, BLOCK_K), (1, 0))
+    b_block = tl.make_block_ptr(b_ptr, (K, N), (stride_bk, stride_bn), (0, pid_n * BLOCK_N),
+                                (BLOCK_K, BLOCK_N), (0, 1))
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for _ in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_block, boundary_check=(0, 1), padding_option="zero")
+        b = tl.load(b_block, boundary_check=(0, 1), padding_option="zero")
+        acc = tl.dot(a, b, acc)
+        a_block = tl.advance(a_block, (0, BLOCK_K))
+        b_block = tl.advance(b_block, (BLOCK_K, 0))
+    c_block = tl.make_block_ptr(c_ptr, (M, N), (stride_cm, stride_cn),
+                                (pid_m * BLOCK_M, pid_n * BLOCK_N), (BLOCK_M, BLOCK_N), (1, 0))
+    tl.store(c_block, acc.to(c_ptr.dtype.element_ty), boundary_check=(0, 1))
+
+
 def _lines(schedule):
     return dict(line.split(": ", 1) for line in schedule.strip().splitlines()
                 if not line.startswith(("loop ", "stabilizer ", "programs: ")))
@@ -103,6 +133,20 @@ def test_matmul_gradients_get_programs_of_their_own(always_compile):
             lines[name]
     ir = bwd.derived_ir()
     assert "tritonad_regrid" in ir and ir.count("tt.dot") >= 4
+
+
+def test_block_pointer_gradients_get_plain_writes(always_compile):
+    # A boundary check's lower bound, index >= 0, holds where the tile's
+    # offset is never negative: here (grouped order) where the forward
+    # programs' row and column tiles (the parts' keys) are, which the launch
+    # checks. The parts' masks are then bounds the launch can count elements
+    # under: plain read-add-writes, as for tensors of pointers.
+    bwd = tritonad.grad(block_ptr_matmul_kernel)
+    lines = _lines(compile_for_schedule(bwd, MATMUL_TYPES, TILES))
+    for name in ("a_ptr", "b_ptr"):
+        assert lines[name].startswith("re-parallelized (programs of its own"), lines[name]
+        assert "plain read-add-writes where the launch finds each element reached once" in \
+            lines[name]
 
 
 def test_overwritten_shadows_get_stores(always_compile):
@@ -289,6 +333,29 @@ def test_matmul_grads_match_torch(dtype, shape, tiles):
     _assert_close(first[0], ref_a)
     _assert_close(first[1], ref_b)
     assert all(torch.equal(x, y) for x, y in zip(first, again))
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(200, 136, 328), (1, 70, 65), (513, 257, 129)])
+@pytest.mark.parametrize("options", [{}, dict(mode="deterministic")])
+def test_block_pointer_matmul_grads_match_torch(dtype, shape, options):
+    M, N, K = shape
+    a = torch.randn(M, K, device="cuda", dtype=dtype)
+    b = torch.randn(N, K, device="cuda", dtype=dtype).t()  # column-major
+    dc = torch.randn(M, N, device="cuda", dtype=dtype)
+    op = tritonad.autograd(block_ptr_matmul_kernel, outputs=("c_ptr",), **options)
+    at, bt = a.clone().requires_grad_(), b.clone().requires_grad_()
+    c = op[_grid(M, N, TILES)](*_args(at, bt, torch.empty(M, N, device="cuda", dtype=dtype)),
+                               **TILES)
+    first = torch.autograd.grad(c, (at, bt), dc, retain_graph=True)
+    again = torch.autograd.grad(c, (at, bt), dc)
+    _assert_close(first[0], dc.double() @ b.double().t())
+    _assert_close(first[1], a.double().t() @ dc.double())
+    assert all(torch.equal(x, y) for x, y in zip(first, again))
+    assert "stores where the launch finds each element reached once" in \
+        op.backward_kernel.schedule()
 
 
 @pytest.mark.gpu

@@ -110,6 +110,8 @@ FEATURES = {
     "if_runtime": "scf.if on a runtime integer argument",
     "if_data": "scf.if on a per-program data value",
     "early_return": "if pid >= limit: return",
+    "pid_decode": "grid2d tiles from a 1-D grid: pid // n, pid % n (row- or column-major) or "
+                  "the matmul tutorial's GROUP_M swizzle",
     "helpers": "@triton.jit math helpers",
     "multi_out": "several outputs",
     # dtypes
@@ -236,6 +238,7 @@ class _Gen:
         self.alt = random.Random(seed * 1000003 + 7)   # re-draws when a pick is disabled
         self.arng = random.Random(seed * 7919 + 3)     # adapters
         self.xrng = random.Random(seed * 1000033 + 17)  # tileloop / while / dot decisions
+        self.drng = random.Random(seed * 1000037 + 29)  # pid_decode
         self.enabled = set(enabled)
         self.used = set()
         self.size_override = dict(sizes or {})
@@ -1049,15 +1052,46 @@ class _Gen:
                 self.outputs[ptr] = f"({v.name}[::{bm}, :], W[::{bm}, :], P[::{bm}, :])"
             elif v.shape == (True, False):
                 self.add_ptr(ptr, "out", (s["M"], nbn), ("full",))
-                self.kl(f"tl.store({ptr} + rm[:, None] * tl.num_programs(1) + pid_n, {val}, "
+                self.kl(f"tl.store({ptr} + rm[:, None] * {self.programs_n} + pid_n, {val}, "
                         f"mask=(rm < M)[:, None])")
                 self.outputs[ptr] = f"({v.name}[:, ::{bn}], W[:, ::{bn}], P[:, ::{bn}])"
             else:
                 self.add_ptr(ptr, "out", (nbm * nbn,), ("full",))
-                self.kl(f"tl.store({ptr} + pid_m * tl.num_programs(1) + pid_n, {val})")
+                self.kl(f"tl.store({ptr} + pid_m * {self.programs_n} + pid_n, {val})")
                 self.outputs[ptr] = (f"({v.name}[::{bm}, ::{bn}].reshape(-1), "
                                      f"W[::{bm}, ::{bn}].reshape(-1), "
                                      f"P[::{bm}, ::{bn}].reshape(-1))")
+
+    def decode_pid(self, grid):
+        """grid2d's (pid_m, pid_n): two program axes, or (pid_decode, drng) one axis of
+        nbm * nbn programs decoded with // and % as real kernels do (batch and head,
+        row- or column-major tiles, the matmul tutorial's grouped order). Sets
+        self.grid and self.programs_n (the kernel's count of pid_n values)."""
+        order = self.drng.choice(["row", "col", "grouped"])
+        if not (self.drng.random() < 0.35 and "pid_decode" in self.enabled):
+            self.kl("pid_m = tl.program_id(0)")
+            self.kl("pid_n = tl.program_id(1)")
+            self.grid, self.programs_n = grid, "tl.num_programs(1)"
+            return
+        self.use("pid_decode")
+        self.grid = (grid[0] * grid[1],)
+        self.programs_n = "num_pid_n"
+        self.kl("pid = tl.program_id(0)")
+        self.kl("num_pid_m = tl.cdiv(M, BM)")
+        self.kl("num_pid_n = tl.cdiv(N, BN)")
+        if order == "row":
+            self.kl("pid_m = pid // num_pid_n")
+            self.kl("pid_n = pid % num_pid_n")
+        elif order == "col":
+            self.kl("pid_m = pid % num_pid_m")
+            self.kl("pid_n = pid // num_pid_m")
+        else:
+            self.constexprs["GROUP_M"] = self.drng.choice([1, 2, 3])
+            self.kl("pids_per_group = GROUP_M * num_pid_n")
+            self.kl("first_m = (pid // pids_per_group) * GROUP_M")
+            self.kl("group_rows = min(num_pid_m - first_m, GROUP_M)")
+            self.kl("pid_m = first_m + (pid % pids_per_group) % group_rows")
+            self.kl("pid_n = (pid % pids_per_group) // group_rows")
 
     # -- whole programs -------------------------------------------------------
     def build(self):
@@ -1105,8 +1139,7 @@ class _Gen:
             self.add_int("N", s["N"])
             grid = (-(-s["M"] // s["BM"]), -(-s["N"] // s["BN"]))
             self.constexprs = {"BM": s["BM"], "BN": s["BN"]}
-            self.kl("pid_m = tl.program_id(0)")
-            self.kl("pid_n = tl.program_id(1)")
+            self.decode_pid(grid)
             pid = "pid_m"
         elif lay == "tileloop":
             self.add_int("M", s["M"])
@@ -1125,7 +1158,9 @@ class _Gen:
             pid = "row"
         if self.dot:
             self.constexprs["BK"] = s["BK"]
-        self.grid = grid
+        if lay != "grid2d":
+            self.grid = grid
+        # (grid[0]: the count of pid_m values, whether decoded or not)
         shape = self.SHAPE
         like = f"T[{self.params[0]['name']!r}]"
         self.tl_(f"_like = {like}")

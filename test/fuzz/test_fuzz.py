@@ -39,7 +39,7 @@ from gpu_util import requires_gpu  # noqa: E402
 CPU_SEEDS = range(10_000, 10_030)
 INTERPRET_SEEDS = range(20_000, 20_020)
 GPU_SEEDS = range(0, 100)
-NEW_FEATURES = ("dot", "dot_kloop", "while", "tileloop")
+NEW_FEATURES = ("dot", "dot_kloop", "while", "tileloop", "pid_decode")
 
 
 def _seeds_using(features, per_feature, start):

@@ -49,8 +49,16 @@ constexpr Variable kFirstLane = 3;
 // only programs must stay apart. Keys (scalars a re-parallelized
 // accumulation's addresses take from its group) are -1 - k.
 constexpr Variable kFirstIv = 1000;
+// A program id's digits in a uniform divisor d (pid // d, pid % d: batch and
+// head from one axis): kFirstProgramDigit + 6 * (d's number) + 2 * axis, + 1
+// for the remainder. Like program ids, fixed within a program.
+constexpr Variable kFirstProgramDigit = 1000000;
 
 bool isLane(Variable var) { return var >= kFirstLane && var < kFirstIv; }
+bool isProgramDigit(Variable var) { return var >= kFirstProgramDigit; }
+bool isIv(Variable var) { return var >= kFirstIv && !isProgramDigit(var); }
+int axisOfDigit(Variable var) { return (var - kFirstProgramDigit) % 6 / 2; }
+bool isRemainderDigit(Variable var) { return (var - kFirstProgramDigit) % 2 == 1; }
 
 // offset = sum(coefficient_v * v) + (uniform part, irrelevant to collisions).
 struct Affine {
@@ -133,6 +141,20 @@ struct AccessVariables {
   }
   scf::ForOp loopOf(Variable var) const { return loops[(var - kFirstIv) / 2]; }
   bool isIterationNumber(Variable var) const { return (var - kFirstIv) % 2 == 1; }
+
+  // The divisors of integer divisions and remainders in the function (their
+  // scalars, extensions stripped), numbered for the program-id digits.
+  SmallVector<Value> divisors;
+  std::optional<Variable> programDigit(int axis, Value divisor, bool remainder) const {
+    auto it = llvm::find(divisors, divisor);
+    if (it == divisors.end())
+      return std::nullopt;
+    return kFirstProgramDigit + 6 * static_cast<Variable>(it - divisors.begin()) + 2 * axis +
+           (remainder ? 1 : 0);
+  }
+  Value divisorOf(Variable digit) const {
+    return divisors[(digit - kFirstProgramDigit) / 6];
+  }
   std::optional<Variable> keyVariable(Value value) const {
     auto it = llvm::find(keys, value);
     if (it == keys.end())
@@ -340,8 +362,28 @@ private:
           return sum ? AffineValue::of(*sum) : AffineValue::unknown();
         })
         .Case<arith::MulIOp>([&](arith::MulIOp) { return visitMul(operands); })
-        .Case<arith::DivSIOp>([&](arith::DivSIOp divide) { return iterationNumber(divide); })
+        .Case<arith::DivSIOp>([&](arith::DivSIOp divide) {
+          AffineValue iteration = iterationNumber(divide);
+          return iteration.state == AffineValue::State::Known ? iteration
+                                                               : programDigit(op, operands);
+        })
+        .Case<arith::RemSIOp>([&](Operation *) { return programDigit(op, operands); })
         .Default([](Operation *) { return AffineValue::unknown(); });
+  }
+
+  // pid // d and pid % d (a scalar program id, d uniform): digits of the
+  // program id, which they determine together.
+  AffineValue programDigit(Operation *op, ArrayRef<const AffineLattice *> operands) {
+    std::optional<AffineValue> dividend = known(operands[0]), divisor = known(operands[1]);
+    if (isa<RankedTensorType>(op->getResultTypes()[0]) || !dividend || !divisor ||
+        !divisor->uniform || dividend->affine.hasUniform || dividend->affine.terms.size() != 1)
+      return AffineValue::unknown();
+    auto [axis, coefficient] = *dividend->affine.terms.begin();
+    if (axis < 0 || axis >= kFirstLane || !coefficient.isConstant() || coefficient.constant != 1)
+      return AffineValue::unknown();
+    std::optional<Variable> digit = variables.programDigit(
+        axis, stripExtensions(op->getOperand(1)), isa<arith::RemSIOp>(op));
+    return digit ? AffineValue::of(variableTerm(*digit)) : AffineValue::unknown();
   }
 
   // affine * uniform: the uniform operand's scalar becomes a factor of every
@@ -401,6 +443,13 @@ public:
       function = anchor->getParentOfType<tt::FuncOp>();
     variables.keys = keys;
     function->walk([&](scf::ForOp loop) { variables.loops.push_back(loop); });
+    function->walk([&](Operation *op) {
+      if (!isa<arith::DivSIOp, arith::RemSIOp>(op) || isa<RankedTensorType>(op->getResultTypes()[0]))
+        return;
+      Value divisor = stripExtensions(op->getOperand(1));
+      if (!llvm::is_contained(variables.divisors, divisor))
+        variables.divisors.push_back(divisor);
+    });
     solver.load<DeadCodeAnalysis>();
     solver.load<SparseConstantPropagation>();
     solver.load<AffineAccessAnalysis>(variables);
@@ -469,6 +518,9 @@ private:
       return "pid" + std::to_string(var);
     if (isLane(var))
       return "lane" + std::to_string(var - kFirstLane);
+    if (isProgramDigit(var))
+      return "pid" + std::to_string(axisOfDigit(var)) + (isRemainderDigit(var) ? "%" : "/") + "d" +
+             std::to_string((var - kFirstProgramDigit) / 6);
     return (variables.isIterationNumber(var) ? "iteration" : "iv") +
            std::to_string((var - kFirstIv) / 2);
   }
@@ -489,14 +541,57 @@ private:
 
 // One conjunct of a mask: `lhs < bound` (lanes renumbered through
 // expand_dims; `lhs < u - x` is read as `lhs + x < u`, a loop's tail mask), a
-// key (i1) of a re-parallelized accumulation, or something else.
+// key (i1) of a re-parallelized accumulation, `lhs >= 0` that holds where the
+// keys in lhs are >= 0, or something else.
 struct MaskConjunct {
-  enum class Kind { Bound, ConditionKey, Other };
+  enum class Kind { Bound, ConditionKey, NonNegativeKeys, Other };
   Kind kind = Kind::Other;
   Affine lhs;
   Value bound; // uniform
   Variable key = 0;
 };
+
+// Whether every value of `affine` is >= 0: program ids, lanes and induction
+// variables of loops starting at >= 0, with non-negative constant coefficients.
+// With `keysNonNegative`, a re-parallelized accumulation's keys count as >= 0
+// (what the launch checks of the keys the addresses use).
+bool provablyNonNegative(const AccessVariables &vars, const Affine &affine,
+                         bool keysNonNegative = false) {
+  if (affine.hasUniform)
+    return false;
+  for (auto &[var, c] : affine.terms) {
+    if ((var < 0 && !keysNonNegative) || isProgramDigit(var) || !c.isConstant() ||
+        c.constant < 0)
+      return false;
+    if (isIv(var) && !vars.isIterationNumber(var)) {
+      std::optional<int64_t> lower = constantInt(vars.loopOf(var).getLowerBound());
+      if (!lower || *lower < 0)
+        return false;
+    }
+  }
+  return true;
+}
+
+// `x >= 0` (or `x > -1`, `0 <= x`) with x provably non-negative, the keys
+// taken as >= 0: the lower bound of a block pointer's boundary check. The
+// affine form of x, where the conjunct is one.
+std::optional<Affine> nonNegativeBound(const AffineAccess &access, arith::CmpIOp cmp) {
+  Value lhs = cmp.getLhs(), rhs = cmp.getRhs();
+  int64_t below;
+  switch (cmp.getPredicate()) {
+  case arith::CmpIPredicate::sge: below = 0; break;
+  case arith::CmpIPredicate::sgt: below = -1; break;
+  case arith::CmpIPredicate::sle: std::swap(lhs, rhs); below = 0; break;
+  case arith::CmpIPredicate::slt: std::swap(lhs, rhs); below = -1; break;
+  default: return std::nullopt;
+  }
+  std::optional<int64_t> limit = constantInt(rhs);
+  std::optional<Affine> affine = access.affine(lhs);
+  if (!limit || *limit > below || !affine ||
+      !provablyNonNegative(access.vars(), *affine, /*keysNonNegative=*/true))
+    return std::nullopt;
+  return affine;
+}
 
 void collectConjuncts(const AffineAccess &access, Value mask,
                       SmallVectorImpl<MaskConjunct> &conjuncts) {
@@ -526,6 +621,15 @@ void collectConjuncts(const AffineAccess &access, Value mask,
   MaskConjunct conjunct;
   auto cmp = dyn_cast_or_null<arith::CmpIOp>(def);
   if (!cmp) {
+    conjuncts.push_back(conjunct);
+    return;
+  }
+  if (std::optional<Affine> nonNegative = nonNegativeBound(access, cmp)) {
+    bool usesKeys = llvm::any_of(nonNegative->terms, [](auto &term) { return term.first < 0; });
+    if (!usesKeys)
+      return; // true for every lane: it restricts nothing
+    conjunct.kind = MaskConjunct::Kind::NonNegativeKeys;
+    conjunct.lhs = *nonNegative;
     conjuncts.push_back(conjunct);
     return;
   }
@@ -570,9 +674,9 @@ bool isNonNegativeSum(const AccessVariables &vars, const Affine &affine) {
   if (affine.hasUniform || affine.terms.empty())
     return false;
   for (auto &[var, c] : affine.terms) {
-    if (var < kFirstLane || !c.isConstant() || c.constant < 0)
+    if (var < kFirstLane || isProgramDigit(var) || !c.isConstant() || c.constant < 0)
       return false;
-    if (var >= kFirstIv) {
+    if (isIv(var)) {
       std::optional<int64_t> lower = constantInt(vars.loopOf(var).getLowerBound());
       if (!lower || *lower < 0)
         return false;
@@ -737,6 +841,8 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
   // coefficient * (ub - lb).
   Affine inProgram; // the lane and induction-variable part of the offsets
   for (auto &[var, coefficient] : offsets->terms) {
+    if (isProgramDigit(var))
+      continue; // (with the program ids, below)
     if (var >= kFirstLane)
       inProgram.terms[var] = coefficient;
     if (var < kFirstIv)
@@ -777,17 +883,40 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
       return a.order < b.order;
     return a.coefficient.constant < b.coefficient.constant;
   });
+  SmallVector<UniformExpr> positiveDivisors;
   for (int axis = 0; axis < 3; ++axis) {
-    if (!usedAxes[axis] || mergedAxis[axis])
-      continue;
     UniformExpr programs;
     programs.op = Op::NumPrograms;
     programs.value = axis;
+    // The program id's digits pid % d and pid // d (in that order: the
+    // remainder is the inner one, a head within its batch) stand for it where
+    // the address uses them: distinct programs differ in pid or in both digits
+    // of one divisor. A digit the address ignores beside its sibling needs a
+    // single value, as an ignored axis does. pid // d < programs (d >= 1).
+    // Every digit the address uses counts, whatever else holds of the axis.
+    bool digitsUsed = false;
+    for (Value divisor : access.vars().divisors) {
+      Variable quotient = *access.vars().programDigit(axis, divisor, false);
+      auto q = offsets->terms.find(quotient), r = offsets->terms.find(quotient + 1);
+      if (q == offsets->terms.end() && r == offsets->terms.end())
+        continue;
+      digitsUsed = true;
+      UniformExpr divisorExpr = scalarExpr(divisor);
+      positiveDivisors.push_back(binaryExpr(Op::GreaterEqual, divisorExpr, constantExpr(1)));
+      digits.push_back(Digit{r != offsets->terms.end() ? r->second : Coefficient{0, {}},
+                             binaryExpr(Op::Min, divisorExpr, programs), std::nullopt,
+                             kPrograms + axis});
+      digits.push_back(Digit{q != offsets->terms.end() ? q->second : Coefficient{0, {}},
+                             programs, std::nullopt, kPrograms + axis});
+    }
+    if (!usedAxes[axis] || mergedAxis[axis])
+      continue;
     auto it = offsets->terms.find(axis);
     if (it == offsets->terms.end()) {
       // Programs along an axis the address ignores all touch the same memory
       // unless there is only one of them.
-      digits.push_back(Digit{Coefficient{0, {}}, programs, std::nullopt, kPrograms + axis});
+      if (!digitsUsed)
+        digits.push_back(Digit{Coefficient{0, {}}, programs, std::nullopt, kPrograms + axis});
       continue;
     }
     digits.push_back(Digit{it->second, programs, std::nullopt, kPrograms + axis});
@@ -795,9 +924,11 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
 
   UniformExpr ok;
   ok.op = Op::True;
+  for (const UniformExpr &positive : positiveDivisors)
+    ok = binaryExpr(Op::And, ok, positive);
   UniformExpr span = constantExpr(1);
   std::optional<int64_t> constantSpan = 1; // span of the digits so far, if static
-  bool allStatic = true;
+  bool allStatic = positiveDivisors.empty();
   for (const Digit &digit : digits) {
     if (digit.clampTo) {
       span = binaryExpr(Op::Min, span, *digit.clampTo);
@@ -879,8 +1010,8 @@ bool iterationsTouchDisjointAddresses(Value ptr, scf::ForOp loop) {
   bool constantLanes = true;
   int64_t span = 1; // what one iteration touches: 1 + sum |c_d| * (size_d - 1)
   for (auto &[var, coefficient] : offsets->terms) {
-    if (var < kFirstLane)
-      continue; // program ids: fixed within a program
+    if (var < kFirstLane || isProgramDigit(var))
+      continue; // program ids and their digits: fixed within a program
     if (var >= kFirstIv) {
       if (access.vars().loopOf(var) != loop || move)
         return false; // another loop moves the addresses as well
@@ -936,13 +1067,20 @@ std::optional<SymbolicInt> symbolicCoefficient(const Coefficient &coefficient) {
   return result;
 }
 
-// The mask as conjuncts `affine < uniform` (and keys met as conditions);
-// false if any conjunct is something else.
+// The mask as conjuncts `affine < uniform` (and keys met as conditions, and
+// the keys whose values must be >= 0 for the rest to hold); false if any
+// conjunct is something else.
 bool clampsOf(ArrayRef<MaskConjunct> conjuncts, SmallVectorImpl<std::pair<Affine, Value>> &clamps,
-              SmallVectorImpl<int> &conditionKeys) {
+              SmallVectorImpl<int> &conditionKeys, SmallVectorImpl<int> &nonNegativeKeys) {
   for (const MaskConjunct &conjunct : conjuncts) {
     if (conjunct.kind == MaskConjunct::Kind::ConditionKey) {
       conditionKeys.push_back(-1 - conjunct.key);
+      continue;
+    }
+    if (conjunct.kind == MaskConjunct::Kind::NonNegativeKeys) {
+      for (auto &[var, coefficient] : conjunct.lhs.terms)
+        if (var < 0)
+          nonNegativeKeys.push_back(-1 - var);
       continue;
     }
     if (conjunct.kind != MaskConjunct::Kind::Bound || conjunct.lhs.hasUniform)
@@ -953,6 +1091,31 @@ bool clampsOf(ArrayRef<MaskConjunct> conjuncts, SmallVectorImpl<std::pair<Affine
 }
 
 } // namespace
+
+// Constants >= 0 and sums and products of non-negative values, then the
+// affine form (which does not keep the value of a constant part).
+static bool provablyNonNegative(const AffineAccess &access, Value value, unsigned depth = 0) {
+  if (std::optional<int64_t> constant = constantInt(value))
+    return *constant >= 0;
+  if (std::optional<Affine> affine = access.affine(value);
+      affine && provablyNonNegative(access.vars(), *affine))
+    return true;
+  Operation *def = value.getDefiningOp();
+  if (!def || depth > 8)
+    return false;
+  if (isa<arith::ExtSIOp, tt::SplatOp, tt::BroadcastOp, tt::ExpandDimsOp>(def))
+    return provablyNonNegative(access, def->getOperand(0), depth + 1);
+  if (isa<arith::AddIOp, arith::MulIOp>(def))
+    return provablyNonNegative(access, def->getOperand(0), depth + 1) &&
+           provablyNonNegative(access, def->getOperand(1), depth + 1);
+  return false;
+}
+
+SmallVector<bool> provablyNonNegative(Operation *function, ArrayRef<Value> values) {
+  AffineAccess access(function);
+  return llvm::map_to_vector(values,
+                             [&](Value value) { return provablyNonNegative(access, value); });
+}
 
 std::string argumentName(BlockArgument arg) {
   if (auto name = dyn_cast<NameLoc>(arg.getLoc()))
@@ -1076,6 +1239,8 @@ std::optional<ShadowCoverage> analyzeCoverage(Operation *accessOp, Value ptr, Va
     if (!factor)
       return std::nullopt;
     ShadowCoverage::Digit digit{*factor, SymbolicInt::constant(1)};
+    if (isProgramDigit(var))
+      return std::nullopt; // (which pairs of digits occur is not a product)
     if (var < 0) {
       // A key's values (their spacing and count) are the launch's to find.
       if (!keyed)
@@ -1124,9 +1289,14 @@ std::optional<ShadowCoverage> analyzeCoverage(Operation *accessOp, Value ptr, Va
   }
 
   SmallVector<std::pair<Affine, Value>> clamps;
-  SmallVector<int> conditionKeys;
-  if (!clampsOf(maskConjuncts(access, mask), clamps, conditionKeys))
+  SmallVector<int> conditionKeys, nonNegativeKeys;
+  if (!clampsOf(maskConjuncts(access, mask), clamps, conditionKeys, nonNegativeKeys))
     return std::nullopt;
+  // The launch checks that the values of every key the offsets use are
+  // 0, s, 2s, ... (see _regrid._reaches_each_once): those are >= 0.
+  for (int key : nonNegativeKeys)
+    if (!keyed || keyed->digitOfKey[key] < 0)
+      return std::nullopt;
   for (auto &[affine, bound] : clamps) {
     ShadowCoverage::Clamp clamp;
     std::optional<SymbolicInt> symbol = symbolize(bound);

@@ -36,14 +36,18 @@ tt.func public @early_return(%x: !tt.ptr<f32>, %y: !tt.ptr<f32>, %t: i32) {
 // -----
 
 // A block pointer advanced once: the load reads base + (0 + i) * s + (32 + j) * 1
-// under the mask 0 <= index < shape for the checked dims, padding 0.
+// under the mask index < shape for the checked dims, padding 0. The offsets
+// (0 and 32) are never negative: no lower bound.
 // BLOCK-LABEL: tt.func public @block
 // BLOCK-NOT: tt.make_tensor_ptr
 // BLOCK-NOT: tt.advance
+// BLOCK-NOT: arith.cmpi sge
 // BLOCK: tt.make_range {end = 16 : i32, start = 0 : i32}
+// BLOCK-NOT: arith.cmpi sge
 // BLOCK: tt.make_range {end = 32 : i32, start = 0 : i32}
-// BLOCK-DAG: arith.cmpi sge
-// BLOCK-DAG: arith.cmpi slt
+// BLOCK-NOT: arith.cmpi sge
+// BLOCK: arith.cmpi slt
+// BLOCK-NOT: arith.cmpi sge
 // BLOCK: %[[V:.+]] = tt.load %{{.+}}, %{{.+}}, %{{.+}} : tensor<16x32x!tt.ptr<f32>>
 // BLOCK: tt.store %{{.+}}, %[[V]], %{{.+}} : tensor<16x32x!tt.ptr<f32>>
 tt.func public @block(%x: !tt.ptr<f32>, %M: i64, %N: i64, %s: i64) {
@@ -54,6 +58,29 @@ tt.func public @block(%x: !tt.ptr<f32>, %M: i64, %N: i64, %s: i64) {
   %q = tt.advance %p, [%c0, %c32] : <tensor<16x32xf32>>
   %v = tt.load %q {boundaryCheck = array<i32: 0, 1>, padding = 1 : i32} : !tt.ptr<tensor<16x32xf32>>
   tt.store %q, %v {boundaryCheck = array<i32: 1>} : !tt.ptr<tensor<16x32xf32>>
+  tt.return
+}
+
+// -----
+
+// Offsets the analysis cannot bound below (a signed argument, a program id
+// moved back by one tile) keep the check 0 <= index; program ids times tile
+// sizes do not need it.
+// BLOCK-LABEL: tt.func public @block_offsets
+// BLOCK-COUNT-2: arith.cmpi sge
+// BLOCK-NOT: arith.cmpi sge
+// BLOCK: tt.return
+tt.func public @block_offsets(%x: !tt.ptr<f32>, %M: i64, %N: i64, %s: i64, %o: i32) {
+  %c1 = arith.constant 1 : i64
+  %c16 = arith.constant 16 : i32
+  %cm16 = arith.constant -16 : i32
+  %pid = tt.get_program_id x : i32
+  %row = arith.muli %pid, %c16 : i32
+  %back = arith.addi %row, %cm16 : i32
+  %p = tt.make_tensor_ptr %x, [%M, %N], [%s, %c1], [%row, %o] {order = array<i32: 1, 0>} : <tensor<16x32xf32>>
+  %v = tt.load %p {boundaryCheck = array<i32: 0, 1>, padding = 1 : i32} : !tt.ptr<tensor<16x32xf32>>
+  %q = tt.make_tensor_ptr %x, [%M, %N], [%s, %c1], [%back, %row] {order = array<i32: 1, 0>} : <tensor<16x32xf32>>
+  tt.store %q, %v {boundaryCheck = array<i32: 0, 1>} : !tt.ptr<tensor<16x32xf32>>
   tt.return
 }
 

@@ -59,6 +59,13 @@ ExclusiveAccess analyzeExclusiveAccess(mlir::Value ptr, mlir::Value mask,
 /// addresses, as for the lanes of any store).
 bool iterationsTouchDisjointAddresses(mlir::Value ptr, mlir::scf::ForOp loop);
 
+/// For each of `values` (integers of `function`), whether it is >= 0 in every
+/// program, lane and iteration: affine in program ids, lanes and induction
+/// variables of loops starting at >= 0, with non-negative constant
+/// coefficients and no other part. One solve of the analysis for all.
+llvm::SmallVector<bool> provablyNonNegative(mlir::Operation *function,
+                                            llvm::ArrayRef<mlir::Value> values);
+
 /// The name an argument has in the source (its NameLoc), or "".
 std::string argumentName(mlir::BlockArgument arg);
 

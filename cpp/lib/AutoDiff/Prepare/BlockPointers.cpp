@@ -1,6 +1,7 @@
 #include "tritonad/AutoDiff/Prepare.h"
 
 #include "../TensorBuilders.h"
+#include "tritonad/Analysis/AccessAnalysis.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -72,8 +73,12 @@ struct LoweredAccess {
   Value mask; // null without boundary checks
 };
 
+// `nonNegativeOffsets[dim]`: the offset along `dim` is never negative, so the
+// boundary check there needs only its upper bound (which keeps the mask in the
+// `index < extent` form the access analysis reads).
 LoweredAccess lowerAddress(OpBuilder &builder, Location loc, const BlockPointer &block,
-                           RankedTensorType tile, ArrayRef<int32_t> boundaryCheck) {
+                           RankedTensorType tile, ArrayRef<int32_t> boundaryCheck,
+                           ArrayRef<bool> nonNegativeOffsets) {
   ArrayRef<int64_t> shape = tile.getShape();
   auto i64Tile = RankedTensorType::get(shape, builder.getI64Type());
   auto ptrTile = RankedTensorType::get(shape, block.base.getType());
@@ -86,13 +91,15 @@ LoweredAccess lowerAddress(OpBuilder &builder, Location loc, const BlockPointer 
                                     arith::MulIOp::create(builder, loc, index, stride));
     if (!llvm::is_contained(boundaryCheck, static_cast<int32_t>(dim)))
       continue;
-    Value zero = arith::ConstantOp::create(builder, loc,
-                                           DenseElementsAttr::get(i64Tile, builder.getI64IntegerAttr(0)));
     Value extent = tt::SplatOp::create(builder, loc, i64Tile, block.shape[dim]);
-    Value inside = arith::AndIOp::create(
-        builder, loc,
-        arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::sge, index, zero),
-        arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::slt, index, extent));
+    Value inside = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::slt, index, extent);
+    if (!nonNegativeOffsets[dim]) {
+      Value zero = arith::ConstantOp::create(
+          builder, loc, DenseElementsAttr::get(i64Tile, builder.getI64IntegerAttr(0)));
+      inside = arith::AndIOp::create(
+          builder, loc,
+          arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::sge, index, zero), inside);
+    }
     mask = mask ? arith::AndIOp::create(builder, loc, mask, inside).getResult() : inside;
   }
   return {pointers, mask};
@@ -122,23 +129,38 @@ LogicalResult lowerBlockPointers(tt::FuncOp function) {
         isa<RankedTensorType>(cast<tt::PointerType>(op->getOperand(0).getType()).getPointeeType()))
       accesses.push_back(op);
   });
+  // First every access's block pointer (its offsets with the advances
+  // applied), then one analysis of which offsets are never negative.
+  SmallVector<BlockPointer> blocks;
+  SmallVector<Value> offsets;
   for (Operation *op : accesses) {
     OpBuilder builder(op);
-    Location loc = op->getLoc();
     FailureOr<BlockPointer> block = traceBlockPointer(builder, op->getOperand(0));
     if (failed(block))
       return op->emitError("cannot differentiate an access through this block pointer: tritonad "
                            "follows tl.make_block_ptr and tl.advance, in loops when the "
                            "advance is the same in every iteration");
+    blocks.push_back(*block);
+    llvm::append_range(offsets, block->offsets);
+  }
+  SmallVector<bool> nonNegative = provablyNonNegative(function, offsets);
+  ArrayRef<bool> remaining = nonNegative;
+  for (auto [op, block] : llvm::zip(accesses, blocks)) {
+    ArrayRef<bool> nonNegativeOffsets = remaining.take_front(block.offsets.size());
+    remaining = remaining.drop_front(block.offsets.size());
+    OpBuilder builder(op);
+    Location loc = op->getLoc();
     if (auto load = dyn_cast<tt::LoadOp>(op)) {
       auto tile = cast<RankedTensorType>(load.getType());
-      LoweredAccess access = lowerAddress(builder, loc, *block, tile, load.getBoundaryCheck());
+      LoweredAccess access =
+          lowerAddress(builder, loc, block, tile, load.getBoundaryCheck(), nonNegativeOffsets);
       Value other = access.mask ? paddingValue(builder, loc, tile, load.getPadding()) : Value();
       load.replaceAllUsesWith(createLoad(builder, loc, access.pointers, access.mask, other));
     } else {
       auto store = cast<tt::StoreOp>(op);
       auto tile = cast<RankedTensorType>(store.getValue().getType());
-      LoweredAccess access = lowerAddress(builder, loc, *block, tile, store.getBoundaryCheck());
+      LoweredAccess access =
+          lowerAddress(builder, loc, block, tile, store.getBoundaryCheck(), nonNegativeOffsets);
       createStore(builder, loc, access.pointers, store.getValue(), access.mask);
     }
     op->erase();
