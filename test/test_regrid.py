@@ -59,11 +59,8 @@ def matmul_activation_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak,
 
 
 @triton.jit
-def grouped_matmul_leaky_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
-                                stride_bn, stride_cm, stride_cn, BLOCK_M: tl.constexpr,
-                                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                                GROUP_M: tl.constexpr):
-    # A leaky ReLU epilogue, programs in the matmul tutorial's grouped order.
+def _grouped_tile(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    # The matmul tutorial's grouped program order: this program's (row, column) tile.
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -72,6 +69,16 @@ def grouped_matmul_leaky_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_
     group_rows = min(num_pid_m - first_m, GROUP_M)
     pid_m = first_m + (pid % pids_per_group) % group_rows
     pid_n = (pid % pids_per_group) // group_rows
+    return pid_m, pid_n
+
+
+@triton.jit
+def grouped_matmul_leaky_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                                stride_bn, stride_cm, stride_cn, BLOCK_M: tl.constexpr,
+                                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                                GROUP_M: tl.constexpr):
+    # A leaky ReLU epilogue, programs in the matmul tutorial's grouped order.
+    pid_m, pid_n = _grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
@@ -94,14 +101,7 @@ def block_ptr_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, 
                             BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                             GROUP_M: tl.constexpr):
     # Block pointers, boundary-checked, in grouped program order.
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    pids_per_group = GROUP_M * num_pid_n
-    first_m = (pid // pids_per_group) * GROUP_M
-    group_rows = min(num_pid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % pids_per_group) % group_rows
-    pid_n = (pid % pids_per_group) // group_rows
+    pid_m, pid_n = _grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
     a_block = tl.make_block_ptr(a_ptr, (M, K), (stride_am, stride_ak), (pid_m * BLOCK_M, 0),
                                 (BLOCK_M, BLOCK_K), (1, 0))
     b_block = tl.make_block_ptr(b_ptr, (K, N), (stride_bk, stride_bn), (0, pid_n * BLOCK_N),
