@@ -32,15 +32,10 @@ TILES = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8)
 
 
 @triton.jit
-def matmul_activation_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
-                             stride_bn, stride_cm, stride_cn, BLOCK_M: tl.constexpr,
-                             BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                             GROUP_M: tl.constexpr, ACTIVATION: tl.constexpr):
-    # An activation epilogue: dC's contribution needs the loop's result.
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+def _masked_product(a_ptr, b_ptr, offs_m, offs_n, M, N, K, stride_am, stride_ak, stride_bk,
+                    stride_bn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                    BLOCK_K: tl.constexpr):
+    # The [offs_m, offs_n] tile of a @ b: a masked K loop accumulating in fp32.
     offs_k = tl.arange(0, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
@@ -50,6 +45,21 @@ def matmul_activation_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak,
         b = tl.load(b_ptr + ks[:, None] * stride_bk + offs_n[None, :] * stride_bn,
                     mask=(ks[:, None] < K) & (offs_n[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc)
+    return acc
+
+
+@triton.jit
+def matmul_activation_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                             stride_bn, stride_cm, stride_cn, BLOCK_M: tl.constexpr,
+                             BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                             GROUP_M: tl.constexpr, ACTIVATION: tl.constexpr):
+    # An activation epilogue: dC's contribution needs the loop's result.
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = _masked_product(a_ptr, b_ptr, offs_m, offs_n, M, N, K, stride_am, stride_ak,
+                          stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K)
     if ACTIVATION == "silu":
         y = acc * tl.sigmoid(acc)
     else:  # leaky ReLU
@@ -81,15 +91,8 @@ def grouped_matmul_leaky_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_
     pid_m, pid_n = _grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        ks = k * BLOCK_K + offs_k
-        a = tl.load(a_ptr + offs_m[:, None] * stride_am + ks[None, :] * stride_ak,
-                    mask=(offs_m[:, None] < M) & (ks[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + ks[:, None] * stride_bk + offs_n[None, :] * stride_bn,
-                    mask=(ks[:, None] < K) & (offs_n[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc)
+    acc = _masked_product(a_ptr, b_ptr, offs_m, offs_n, M, N, K, stride_am, stride_ak,
+                          stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K)
     y = tl.where(acc > 0, acc, 0.01 * acc)
     tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn,
              y.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))

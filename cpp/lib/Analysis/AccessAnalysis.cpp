@@ -152,9 +152,6 @@ struct AccessVariables {
     return kFirstProgramDigit + 6 * static_cast<Variable>(it - divisors.begin()) + 2 * axis +
            (remainder ? 1 : 0);
   }
-  Value divisorOf(Variable digit) const {
-    return divisors[(digit - kFirstProgramDigit) / 6];
-  }
   std::optional<Variable> keyVariable(Value value) const {
     auto it = llvm::find(keys, value);
     if (it == keys.end())
