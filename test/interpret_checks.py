@@ -304,6 +304,51 @@ def _():
                      lambda a_ptr, b_ptr: {"c_ptr": a_ptr @ b_ptr}, rtol=1e-2, atol=1e-2)
 
 
+@check("full_masks_variant_by_launch")
+def _():
+    """The backward without masks runs where the launch's sizes make them true
+    everywhere (multiples of the blocks), the masked one elsewhere (odd
+    sizes, a K tail): gradients against torch in both, and the variant the
+    launch path picked, per launch. Random sizes of both kinds."""
+    from tritonad import _masks
+
+    picked = []
+    original = _masks.choose
+
+    def recording(kernel, kwargs, grid):
+        original(kernel, kwargs, grid)
+        picked.append(kwargs[_masks.FULL_MASKS])
+    _masks.choose = recording
+    try:
+        for aligned in (True, False, True, False):
+            tiles = [int(v) for v in torch.randint(1, 4, (3,), generator=GEN)]
+            M, N, Kd = (16 * t for t in tiles)
+            if not aligned:  # (one of the three off the block)
+                which = int(torch.randint(0, 3, (1,), generator=GEN))
+                tail = int(torch.randint(1, 16, (1,), generator=GEN))
+                M, N, Kd = ((v - tail if i == which else v) for i, v in enumerate((M, N, Kd)))
+            a, b = randn(M, Kd, dtype=torch.float16), randn(Kd, N, dtype=torch.float16)
+            c = torch.empty(M, N, dtype=torch.float16)
+            grid = (triton.cdiv(M, 16) * triton.cdiv(N, 16),)
+            picked.clear()
+            kernel_gradients(K.matmul_kernel, grid, {"a_ptr": a, "b_ptr": b}, {"c_ptr": c},
+                             {"M": M, "N": N, "K": Kd, "stride_am": Kd, "stride_ak": 1,
+                              "stride_bk": N, "stride_bn": 1, "stride_cm": N, "stride_cn": 1},
+                             {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2},
+                             lambda a_ptr, b_ptr: {"c_ptr": a_ptr @ b_ptr}, rtol=1e-2, atol=1e-2)
+            assert picked and set(picked) == {int(aligned)}, (M, N, Kd, picked)
+
+            n = 64 * tiles[0] - (0 if aligned else tiles[1])
+            x, y = randn(n), randn(n)
+            picked.clear()
+            kernel_gradients(K.vector_add_kernel, (triton.cdiv(n, 64),),
+                             {"x_ptr": x, "y_ptr": y}, {"out_ptr": torch.empty(n)}, {"n": n},
+                             {"BLOCK": 64}, lambda x_ptr, y_ptr: {"out_ptr": x_ptr + y_ptr})
+            assert picked and set(picked) == {int(aligned)}, (n, picked)
+    finally:
+        _masks.choose = original
+
+
 @check("corpus_attention_online_softmax_stabilized")
 def _(dtype=torch.float32):
     BH, S, D = 2, 37, 16

@@ -103,15 +103,15 @@ def test_scratch_pointers_are_specialized_integers_are_not():
     unspecialized tape or residual pointer makes every load of it one element
     wide and unpipelined (the epilogue's parts ran 2.5x slower). The hidden
     integers stay unspecialized (a 1 would become a constant) but for the
-    program selectors, which must."""
-    from tritonad._partial import HIDDEN_INTEGERS, PROGRAM_SELECTORS
+    program selectors and the masks' variant, which must."""
+    from tritonad._partial import HIDDEN_INTEGERS, SPECIALIZED_INTEGERS
     from tritonad._residuals import RESIDUALS
     bwd = tritonad.grad(norm_kernel, accumulate=False)
     flags = {p.name: p.do_not_specialize for p in bwd.params}
     pointers = [n for n, t in WORKSPACE_TYPES.items() if t.startswith("*")] + [RESIDUALS]
     assert {n: flags[n] for n in pointers} == {n: False for n in pointers}
     assert {n: flags[n] for n in HIDDEN_INTEGERS} == {
-        n: n not in PROGRAM_SELECTORS for n in HIDDEN_INTEGERS}
+        n: n not in SPECIALIZED_INTEGERS for n in HIDDEN_INTEGERS}
 
 
 def test_atomic_mode_keeps_atomics(always_compile):

@@ -171,13 +171,13 @@ PYBIND11_MODULE(_C, m) {
       [](const std::string &ir, const std::string &primal, const std::string &into,
          const std::vector<std::pair<std::string, std::string>> &bindings,
          const std::string &modeName, bool overwrite, bool generic, bool debugInfo,
-         const std::string &bufferName, const std::string &programsName) {
+         const std::string &bufferName, const std::string &programsName, bool fullMasks) {
         tritonad::api::Accumulation mode = accumulationFrom(modeName);
         tritonad::RegridPrograms programs = regridProgramsFrom(programsName);
         tritonad::api::PrintOptions print = printOptions(generic, debugInfo);
         tritonad::api::Result result = callCore([&] {
           return tritonad::api::differentiateKernel(ir, primal, into, bindings, mode, overwrite,
-                                                    print, bufferName, programs);
+                                                    print, bufferName, programs, fullMasks);
         });
         py::list tapes;
         for (const auto &tape : result.tapes)
@@ -228,12 +228,14 @@ PYBIND11_MODULE(_C, m) {
         return py::make_tuple(result.output, scheduleToPython(result.schedule),
                               result.writtenShadows, result.partialShadows,
                               coverageToPython(result.coverage), tapes, regrid,
-                              residualsToPython(result), requirements);
+                              residualsToPython(result), requirements,
+                              result.fullMasks ? py::object(symbolicToPython(*result.fullMasks))
+                                               : py::object(py::none()));
       },
       py::arg("ir"), py::arg("primal"), py::arg("into"), py::arg("bindings"),
       py::arg("mode") = "auto", py::arg("overwrite") = false, py::arg("generic") = false,
       py::arg("debug_info") = true, py::arg("buffer_name") = "<ttir>",
-      py::arg("programs") = "all",
+      py::arg("programs") = "all", py::arg("full_masks") = false,
       "Replace kernel @into's body with the backward of kernel @primal (empty: the kernel "
       "@into calls); returns (ir, schedule: [{'kind', 'subject', 'location', 'strategy', "
       "'how', 'notes'}], "
@@ -248,7 +250,10 @@ PYBIND11_MODULE(_C, m) {
       "must satisfy: [{'shadow', 'condition', 'why'}], a condition on the arguments and grid "
       "the launch path checks (deterministic mode's plain writes). `programs`: 'all', or "
       "'main' or 'parts' for a kernel with only the forward's programs or only the "
-      "re-parallelized parts (each launched on its own; the record is the same).");
+      "re-parallelized parts (each launched on its own; the record is the same); and the "
+      "launch condition, per program, under which `full_masks` (the variant without the "
+      "masks it makes always true) is correct: an expression, or None where that variant "
+      "drops no mask.");
 
   m.def(
       "augment_forward",

@@ -25,6 +25,8 @@ from typing import Dict, List, Optional, Tuple
 
 from triton.runtime.jit import JITFunction
 
+from tritonad import _masks
+
 _TWIN = "_tritonad_jit_twin"
 
 
@@ -318,7 +320,9 @@ class InterpretedBackward(_StandsForPlaceholder):
         bound = dict(bound.arguments)
         signature, constexprs = {}, {}
         for name, value in bound.items():
-            if name in self.constexpr_params or value is None:
+            # (as Triton specializes it: the variant without the masks)
+            if name in self.constexpr_params or value is None or \
+                    (name == _masks.FULL_MASKS and value == 1):
                 signature[name] = "constexpr"
                 constexprs[name] = value
             else:
@@ -353,7 +357,8 @@ class InterpretedBackward(_StandsForPlaceholder):
         params = [p for p in inspect.signature(kernel.fn).parameters]
         recorded = {key: {name: value for name, value in metadata.get(key, {}).items()
                           if _BWD_MARKER in name}
-                    for key in ("tritonad_tapes", "tritonad_regrid", "tritonad_requirements")}
+                    for key in ("tritonad_tapes", "tritonad_regrid", "tritonad_requirements",
+                                _masks.METADATA)}
         return kernel, params, recorded
 
 

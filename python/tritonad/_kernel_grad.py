@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 from triton.runtime.jit import JITFunction
 
-from tritonad import _C, _partial, _residuals
+from tritonad import _C, _masks, _partial, _residuals
 from tritonad._schedule import Schedule
 from tritonad._core import MLIRError, locate_in_source
 from tritonad._hook import build_id, register_rewriter
@@ -198,13 +198,13 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
         f"    _tritonad_primal({', '.join(f'{n}={n}' for n in names)})\n")
     # The hidden integers are not specialized (one compile for every value; a 1
     # would become a constant, absent from the signature), except the program
-    # selectors, which must. Pointers are: Triton then knows the scratch is
+    # selectors and the masks' variant, which must. Pointers are: Triton then knows the scratch is
     # 16-byte aligned, so loads of tapes, residuals and staged values are
     # vectorized and pipelined (without it, one 2-byte load per element).
     bwd = jit_from_source(source, name, {"tl": tl, "_tritonad_primal": fn,
                                           "_tritonad_defaults": defaults},
                           do_not_specialize=[n for n in _partial.HIDDEN_INTEGERS
-                                             if n not in _partial.PROGRAM_SELECTORS])
+                                             if n not in _partial.SPECIALIZED_INTEGERS])
     _make_shadows_optional(bwd, order, shadows, spec)
     bwd.tritonad_primal = fn
     bwd.residual_forward = (
@@ -348,9 +348,11 @@ def _materialize_backward(text: str, metadata: dict) -> str:
         try:
             # (the core finds the forward kernel: the placeholder's only call)
             (text, schedule, written, partial, coverage, tapes, regrid, residuals,
-             requirements) = _C.differentiate_kernel(text, "", name, spec.bindings, spec.mode,
-                                                  overwrite=not spec.accumulate,
-                                                  programs=programs_of(body))
+             requirements, full_masks) = _C.differentiate_kernel(
+                text, "", name, spec.bindings, spec.mode, overwrite=not spec.accumulate,
+                programs=programs_of(body),
+                full_masks=_masks.variant_is_full(
+                    lambda name: specialized_to_one(body, name)))
         except MLIRError as error:
             raise DifferentiationError(
                 f"tritonad.grad({spec.primal.__name__}) failed:\n"
@@ -371,6 +373,7 @@ def _materialize_backward(text: str, metadata: dict) -> str:
         metadata.setdefault("tritonad_tapes", {})[name] = spec.tapes[name]
         metadata.setdefault("tritonad_regrid", {})[name] = regrid
         metadata.setdefault("tritonad_requirements", {})[name] = [dict(r) for r in requirements]
+        metadata.setdefault(_masks.METADATA, {})[name] = full_masks
         spec.sources[name] = render_record(text, name, name=f"{spec.primal.__name__}_backward",
                                            header=header("Backward", spec.primal))
         metadata.setdefault("tritonad_source", {})[name] = spec.sources[name]
@@ -382,14 +385,20 @@ def _materialize_backward(text: str, metadata: dict) -> str:
     return text
 
 
+def specialized_to_one(function: str, parameter: str) -> bool:
+    """Whether the placeholder's signature (the first line of its printed
+    function) lacks `parameter`: the launch path passed it as 1, which Triton
+    compiles as a constant."""
+    signature = function.split("\n", 1)[0]
+    return f'"{parameter}"' not in signature and f"%{parameter}:" not in signature
+
+
 def programs_of(function: str) -> str:
     """Which programs of a re-parallelized backward this compile is for: the
-    placeholder's signature (the first line of its printed function) lacks
-    the selector the launch path passed as 1 (_partial.PROGRAM_SELECTORS);
+    selector the launch path passed as 1 (_partial.PROGRAM_SELECTORS);
     'all' where it has both (the interpreter, a caller's own signature)."""
-    signature = function.split("\n", 1)[0]
     absent = [programs for selector, programs in _partial.PROGRAM_SELECTORS.items()
-              if f'"{selector}"' not in signature and f"%{selector}:" not in signature]
+              if specialized_to_one(function, selector)]
     return absent[0] if len(absent) == 1 else "all"
 
 

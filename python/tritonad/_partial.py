@@ -35,20 +35,23 @@ import warnings
 import triton
 import triton.language as tl
 
-from tritonad import _coverage, _regrid, _residuals
+from tritonad import _coverage, _masks, _regrid, _residuals
 
 # The hidden parameters and their Triton types (the workspace holds fp32 slots).
 WORKSPACE_TYPES = {"tritonad_workspace": "*fp32", "tritonad_slot": "i32",
                    "tritonad_programs": "i32", "tritonad_tape": "*i8",
                    "tritonad_tape_every": "i32", "tritonad_regrid": "*i64",
-                   "tritonad_main_only": "i32", "tritonad_parts_only": "i32"}
+                   "tritonad_main_only": "i32", "tritonad_parts_only": "i32",
+                   _masks.FULL_MASKS: "i32", _masks.KEEP_MASKS: "i32"}
 WORKSPACE_PARAMS = tuple(WORKSPACE_TYPES)
 HIDDEN_INTEGERS = tuple(n for n, t in WORKSPACE_TYPES.items() if not t.startswith("*"))
 # Passed as 0 or 1: Triton compiles an int argument equal to 1 as a constant,
 # absent from the kernel's signature, so a kernel compiled with one of them 1
 # runs only the forward's programs or only the re-parallelized parts (the
-# core is told which: programs_of).
+# core is told which: programs_of), or has no masks that the launch's
+# arguments make always true (_masks.py).
 PROGRAM_SELECTORS = {"tritonad_main_only": "main", "tritonad_parts_only": "parts"}
+SPECIALIZED_INTEGERS = (*PROGRAM_SELECTORS, _masks.FULL_MASKS, _masks.KEEP_MASKS)
 _PROGRAMS_PER_SM = 2
 _SUM_ROWS, _SUM_COLS = 64, 32  # (many narrow column blocks: one program per 32 columns)
 
@@ -150,6 +153,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
     with_tape = tape is not False and any_tensor is not None
     kwargs.update(tritonad_tape=_placeholder(any_tensor.device, "int8") if with_tape else None,
                   tritonad_tape_every=1, tritonad_main_only=1, tritonad_parts_only=0,
+                  **_masks.variant(full=True),
                   tritonad_regrid=_placeholder(any_tensor.device, "int64")
                   if any_tensor is not None else None)
     if not partial_possible:
@@ -195,6 +199,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
     kwargs.update(tritonad_workspace=workspace)
     overwrite = {name for name in partial if name in garbage}
     kernel = _allocate_tape(run, launch_grid, kernel, kwargs, grid_now, launch_grid, tape)
+    _masks.choose(kernel, kwargs, launch_grid)
     _initialize([s for s in garbage if s not in overwrite], kernel, kwargs, launch_grid)
     kernel = run(grid=launch_grid, warmup=False, **kwargs)
     for group, (name, shadow) in enumerate(zip(partial, targets)):
@@ -236,12 +241,15 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape):
     where gradients were re-parallelized, the forward's programs (`kernel`,
     compiled for them only) and then the parts, with a kernel of their own."""
     kernel = _allocate_tape(run, grid, kernel, kwargs, grid_now, grid_now, tape)
+    # (regridded or not, the condition is about the forward's grid)
+    _masks.choose(kernel, kwargs, grid_now)
     own = _regrid.prepare(kernel, kwargs, grid_now) if grid_now else None
     parts_kwargs = _parts_arguments(run, grid, kernel, kwargs) if own is not None else None
     if parts_kwargs is None:
         if own is not None:  # (the atomics' kernel: the table is gone from the arguments)
             kernel = _allocate_tape(run, grid, run(grid=grid, warmup=True, **kwargs), kwargs,
                                     grid_now, grid_now, tape)
+            _masks.choose(kernel, kwargs, grid_now)
         _initialize(garbage, kernel, kwargs, grid_now)
         return run(grid=grid, warmup=False, **kwargs)
     launches, stored = own

@@ -7,6 +7,7 @@
 #include "tritonad/Coverage.h"
 #include "tritonad/Schedule.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,9 @@ struct Result {
   /// saves for the backward) per program; 0 bytes: none.
   long long residualBytesPerProgram = 0;
   std::string residualFingerprint; // equal in a forward and the backward that reads it
+  /// Kernel backward: the launch condition (per program) under which the
+  /// variant without masks is correct (FullMasks.h); none: no mask it drops.
+  std::optional<SymbolicInt> fullMasks;
 };
 
 struct PrintOptions {
@@ -63,13 +67,16 @@ Result differentiateFunction(const std::string &ir, const std::string &primal,
 /// pairs each shadow argument name of `into` with the pointer parameter name
 /// of `primal` it is the gradient of. `overwrite`: input shadows arrive
 /// zeroed, and elements with one writer are stored instead of accumulated.
+/// `fullMasks`: the variant for launches where `Result::fullMasks` holds,
+/// without the masks it makes always true.
 enum class Accumulation { Auto, Atomic, Deterministic };
 Result differentiateKernel(const std::string &ir, const std::string &primal,
                            const std::string &into,
                            const std::vector<std::pair<std::string, std::string>> &bindings,
                            Accumulation mode, bool overwrite, const PrintOptions &print,
                            const std::string &bufferName,
-                           RegridPrograms programs = RegridPrograms::All);
+                           RegridPrograms programs = RegridPrograms::All,
+                           bool fullMasks = false);
 
 /// Replaces the body of the kernel `into` (which calls the kernel `primal`,
 /// empty: its only call, and has an i8 pointer argument `tritonad_residuals`)

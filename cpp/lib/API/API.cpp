@@ -4,6 +4,7 @@
 
 #include "tritonad/AutoDiff/FunctionVJP.h"
 #include "tritonad/AutoDiff/KernelBackward.h"
+#include "tritonad/AutoDiff/FullMasks.h"
 #include "tritonad/AutoDiff/Regrid.h"
 #include "tritonad/InitAll.h"
 
@@ -331,15 +332,70 @@ AccumulationMode accumulationOf(Accumulation mode) {
   return AccumulationMode::Auto;
 }
 
+/// Re-parallelizes `function`'s atomic accumulations where it can (a no-op
+/// for the modes and schedules it does not compose with) and records what
+/// became of each shadow in `report`.
+mlir::LogicalResult
+regridKernel(mlir::triton::FuncOp function,
+             const std::vector<std::pair<std::string, std::string>> &bindings,
+             AccumulationMode accumulation, bool overwrite, RegridPrograms programs,
+             KernelBackwardReport &report, Regrid &regrid, std::string &fallback) {
+  // Re-parallelization replaces atomics, which only the automatic mode
+  // chooses; it does not compose with partial buffers or tapes yet (both
+  // address scratch by the launch's program id).
+  bool deterministic = accumulation == AccumulationMode::Deterministic;
+  if (accumulation == AccumulationMode::Atomic || !report.partialShadows.empty() ||
+      !report.tapes.empty())
+    return deterministic ? checkDeterministic(function, {}) : mlir::success();
+  std::vector<std::string> shadowNames;
+  for (const auto &[shadow, primalName] : bindings)
+    if (!shadow.empty())
+      shadowNames.push_back(shadow);
+  RegridReport regridReport;
+  regridAccumulations(function, shadowNames, overwrite, deterministic, regridReport);
+  if (deterministic && mlir::failed(checkDeterministic(function, regridReport.notes)))
+    return mlir::failure();
+  keepRegridPrograms(function, programs);
+  regrid = regridReport.regrid;
+  for (const RegridNote &note : regridReport.notes)
+    for (const auto &[bound, primalName] : bindings) {
+      ScheduleEntry *entry = bound == note.shadow ? report.schedule.shadow(primalName)
+                                                  : nullptr;
+      if (!entry)
+        continue;
+      if (note.reparallelized) {
+        entry->strategy = Strategy::Reparallelized;
+        entry->how = note.how;
+        entry->notes.clear();
+      } else {
+        entry->notes.push_back(note.how);
+      }
+    }
+  if (regrid.parts.empty())
+    return mlir::success();
+  if (regrid.stagedBytes > 0)
+    report.tapes.push_back({"values staged for re-parallelized gradients", regrid.stagedBytes,
+                            SymbolicInt::constant(1)});
+  if (mlir::failed(mlir::verify(function))) {
+    fallback = "internal error: the re-parallelized backward of @" +
+               function.getSymName().str() +
+               " does not verify (please report it; mode=\"atomic\" avoids it)";
+    return mlir::failure();
+  }
+  return mlir::success();
+}
+
 } // namespace
 
 Result differentiateKernel(const std::string &ir, const std::string &primal,
                            const std::string &into,
                            const std::vector<std::pair<std::string, std::string>> &bindings,
                            Accumulation mode, bool overwrite, const PrintOptions &print,
-                           const std::string &bufferName, RegridPrograms programs) {
+                           const std::string &bufferName, RegridPrograms programs,
+                           bool fullMasks) {
   KernelBackwardReport report;
   Regrid regrid;
+  std::optional<SymbolicInt> fullMasksCondition;
   Result result = transformModule(
       ir, print, bufferName,
       [&](ModuleOp module, std::string &fallback) {
@@ -352,57 +408,18 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
                                                  report)) ||
             mlir::failed(cleanUp(module, into)) || mlir::failed(dropUnreferencedFunctions(module)))
           return mlir::failure();
-        auto marked = module.lookupSymbol<mlir::triton::FuncOp>(into);
-        auto unmark = llvm::make_scope_exit([&] {
-          if (marked)
-            dropExclusivityMarks(marked);
-        });
-        // Re-parallelization replaces atomics, which only the automatic mode
-        // chooses; it does not compose with partial buffers or tapes yet (both
-        // address scratch by the launch's program id).
-        bool deterministic = accumulation == AccumulationMode::Deterministic;
         auto function = module.lookupSymbol<mlir::triton::FuncOp>(into);
-        if (accumulation == AccumulationMode::Atomic || !report.partialShadows.empty() ||
-            !report.tapes.empty() || !function) {
-          if (function && deterministic && mlir::failed(checkDeterministic(function, {})))
-            return mlir::failure();
+        if (!function)
           return mlir::success();
-        }
-        std::vector<std::string> shadowNames;
-        for (const auto &[shadow, primalName] : bindings)
-          if (!shadow.empty())
-            shadowNames.push_back(shadow);
-        RegridReport regridReport;
-        regridAccumulations(function, shadowNames, overwrite, deterministic, regridReport);
-        if (deterministic && mlir::failed(checkDeterministic(function, regridReport.notes)))
+        auto unmark = llvm::make_scope_exit([&] { dropExclusivityMarks(function); });
+        // (on the forward's grid, before any regridding: the launch path
+        // evaluates the condition with the forward's grid)
+        fullMasksCondition = markFullMasks(function);
+        if (mlir::failed(regridKernel(function, bindings, accumulation, overwrite, programs,
+                                      report, regrid, fallback)))
           return mlir::failure();
-        keepRegridPrograms(function, programs);
-        regrid = regridReport.regrid;
-        for (const RegridNote &note : regridReport.notes)
-          for (const auto &[bound, primalName] : bindings) {
-            ScheduleEntry *entry = bound == note.shadow ? report.schedule.shadow(primalName)
-                                                        : nullptr;
-            if (!entry)
-              continue;
-            if (note.reparallelized) {
-              entry->strategy = Strategy::Reparallelized;
-              entry->how = note.how;
-              entry->notes.clear();
-            } else {
-              entry->notes.push_back(note.how);
-            }
-          }
-        if (regrid.parts.empty())
-          return mlir::success();
-        if (regrid.stagedBytes > 0)
-          report.tapes.push_back({"values staged for re-parallelized gradients",
-                                  regrid.stagedBytes, SymbolicInt::constant(1)});
-        if (mlir::failed(mlir::verify(function))) {
-          fallback = "internal error: the re-parallelized backward of @" + into +
-                     " does not verify (please report it; mode=\"atomic\" avoids it)";
-          return mlir::failure();
-        }
-        return cleanUp(module, into);
+        bool specialized = specializeFullMasks(function, fullMasks);
+        return regrid.parts.empty() && !specialized ? mlir::success() : cleanUp(module, into);
       });
   result.schedule = std::move(report.schedule);
   result.regrid = std::move(regrid);
@@ -413,6 +430,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
   result.tapes = report.tapes;
   result.residualBytesPerProgram = report.residuals.bytesPerProgram;
   result.residualFingerprint = report.residuals.fingerprint;
+  result.fullMasks = std::move(fullMasksCondition);
   return result;
 }
 

@@ -1135,7 +1135,9 @@ BlockArgument baseArgument(Value ptr) { return baseArgumentOf(ptr, false); }
 
 BlockArgument baseArgumentThroughBitcasts(Value ptr) { return baseArgumentOf(ptr, true); }
 
-std::optional<SymbolicInt> symbolize(Value scalar, bool programIds) {
+std::optional<SymbolicInt>
+symbolize(Value scalar, bool programIds,
+          llvm::function_ref<std::optional<SymbolicInt>(BlockArgument)> regionArgument) {
   using Op = SymbolicInt::Op;
   if (auto splat = scalar.getDefiningOp<tt::SplatOp>())
     scalar = splat.getSrc();
@@ -1145,8 +1147,10 @@ std::optional<SymbolicInt> symbolize(Value scalar, bool programIds) {
   if (isa<RankedTensorType>(scalar.getType()))
     return std::nullopt;
   if (auto arg = dyn_cast<BlockArgument>(scalar)) {
+    if (!isa<tt::FuncOp>(arg.getOwner()->getParentOp()))
+      return regionArgument ? regionArgument(arg) : std::nullopt;
     auto name = dyn_cast<NameLoc>(arg.getLoc());
-    if (!isa<tt::FuncOp>(arg.getOwner()->getParentOp()) || !name)
+    if (!name)
       return std::nullopt;
     SymbolicInt result;
     result.op = Op::Argument;
@@ -1169,7 +1173,7 @@ std::optional<SymbolicInt> symbolize(Value scalar, bool programIds) {
     return result;
   }
   if (isa<arith::ExtSIOp, arith::TruncIOp>(def))
-    return symbolize(def->getOperand(0), programIds);
+    return symbolize(def->getOperand(0), programIds, regionArgument);
   if (isa<tt::LoadOp>(def) && def->hasAttr(kProgramSlotAttr) && programIds) {
     SymbolicInt result;
     result.op = Op::ProgramSlot;
@@ -1201,7 +1205,7 @@ std::optional<SymbolicInt> symbolize(Value scalar, bool programIds) {
     return std::nullopt;
   std::vector<SymbolicInt> operands;
   for (Value operand : def->getOperands()) {
-    std::optional<SymbolicInt> symbol = symbolize(operand, programIds);
+    std::optional<SymbolicInt> symbol = symbolize(operand, programIds, regionArgument);
     if (!symbol)
       return std::nullopt;
     operands.push_back(std::move(*symbol));

@@ -79,8 +79,12 @@ mlir::BlockArgument baseArgumentThroughBitcasts(mlir::Value ptr);
 /// A uniform scalar (constants, the kernel's scalar arguments by name,
 /// tt.get_num_programs, integer arith on those) as an expression the launch
 /// path can evaluate; nullopt for anything else (a loaded value, a program id
-/// unless `programIds`: then tt.get_program_id is a ProgramId leaf).
-std::optional<SymbolicInt> symbolize(mlir::Value scalar, bool programIds = false);
+/// unless `programIds`: then tt.get_program_id is a ProgramId leaf; a block
+/// argument of a region unless `regionArgument` gives its expression).
+std::optional<SymbolicInt>
+symbolize(mlir::Value scalar, bool programIds = false,
+          llvm::function_ref<std::optional<SymbolicInt>(mlir::BlockArgument)> regionArgument =
+              nullptr);
 
 /// The elements the primal access `ptr` under `mask` touches, over all
 /// programs, lanes and iterations (`condition` left for the caller); nullopt

@@ -119,6 +119,23 @@ def Regrid : Pass<"tritonad-regrid", "mlir::triton::FuncOp"> {
                            "mlir::scf::SCFDialect"];
 }
 
+def FullMasks : Pass<"tritonad-full-masks", "mlir::triton::FuncOp"> {
+  let summary = "Drop the masks a launch condition makes true everywhere";
+  let description = [{
+    Marks each comparison feeding the mask of a load, store or atomic that is
+    true in every lane, program and iteration under a condition on the
+    launch's arguments and grid (Analysis/MaskBounds.h), with a remark giving
+    the condition; with `full`, replaces those comparisons by true and drops
+    the masks left true: the variant the launch path picks where the
+    condition holds (tritonad_full_masks = 1).
+  }];
+  let options = [
+    Option<"full", "full", "bool", /*default=*/"false",
+           "emit the variant without the masks (else only report the conditions)">,
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
 def PointerInduction : Pass<"tritonad-pointer-induction", "mlir::triton::FuncOp"> {
   let summary = "Express pointers advanced in scf.for iter_args through the induction variable";
   let description = [{
