@@ -63,14 +63,28 @@ def _arguments_read(expression, names):
     return names
 
 
+_INFO: Dict[int, tuple] = {}
+
+
+def _condition_info(condition):
+    """(the condition as text, the arguments it reads), once per recorded
+    condition rather than at every launch."""
+    info = _INFO.get(id(condition))
+    if info is None or info[0] is not condition:
+        if len(_INFO) >= _CACHE_LIMIT:
+            _INFO.pop(next(iter(_INFO)))
+        info = _INFO[id(condition)] = (condition, json.dumps(condition),
+                                       tuple(sorted(_arguments_read(condition, set()))))
+    return info[1], info[2]
+
+
 def holds(condition, arguments, grid: Sequence[int]) -> bool:
     """Whether `condition` (per program) holds for every program of `grid`;
     False where the launch's arguments do not determine it."""
     import torch
 
     grid = tuple(int(g) for g in (list(grid) + [1, 1, 1])[:3])
-    text = json.dumps(condition)
-    names = sorted(_arguments_read(condition, set()))
+    text, names = _condition_info(condition)
     values = tuple((n, arguments.get(n)) for n in names)
     try:
         key = (text, grid, values)
