@@ -15,27 +15,19 @@ torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 tritonad = pytest.importorskip("tritonad")
 
-from triton.compiler import ASTSource  # noqa: E402
 from tritonad import _masks  # noqa: E402
 
 from corpus.kernels import attention_fwd_kernel, matmul_kernel  # noqa: E402
 from gpu_util import requires_gpu  # noqa: E402
-from test_partial import TARGET, WORKSPACE_TYPES  # noqa: E402
-from test_regrid import MATMUL_TYPES, _args, _assert_close, _grid  # noqa: E402
+from test_partial import compile_on_cpu  # noqa: E402
+from test_regrid import MATMUL_TYPES, _args, _assert_close, _grid, grads_into_shadows  # noqa: E402
 
 TILES = dict(BLOCK_M=64, BLOCK_N=32, BLOCK_K=16, GROUP_M=4)
 
 
 def _compile(bwd, types, constexprs):
     """The compiled backward (CPU, for an sm_90 target) and its derived IR."""
-    types = dict(types)
-    for ptr, shadow in bwd.shadows.items():
-        types.setdefault(shadow, types[ptr])
-    types.update(WORKSPACE_TYPES)
-    constexprs = dict(constexprs, tritonad_residuals=None)
-    signature = {n: "constexpr" if n in constexprs else types[n] for n in bwd.arg_names}
-    kernel = triton.compile(ASTSource(bwd, signature, dict(constexprs)), target=TARGET)
-    return kernel, bwd.derived_ir()
+    return compile_on_cpu(bwd, types, constexprs), bwd.derived_ir()
 
 
 def _matmul_arguments(M, N, K):
@@ -118,14 +110,8 @@ def test_matmul_grads_match_torch_in_both_variants(picked, dtype, shape, full, t
     _assert_close(got[0], ref_a)
     _assert_close(got[1], ref_b)
     assert picked and set(picked) == {int(full)}, picked
-    # tritonad.grad into given shadows (read-add-writes)
     picked.clear()
-    bwd = tritonad.grad(matmul_kernel)
-    da, db = torch.full_like(a, 0.5), torch.zeros_like(b)
-    bwd[_grid(M, N, tiles)](*_args(a, b, torch.empty(M, N, device="cuda", dtype=dtype)), da, db,
-                            dc, **tiles)
-    _assert_close(da - 0.5, ref_a)
-    _assert_close(db, ref_b)
+    grads_into_shadows(a, b, dc, tiles, ref_a, ref_b)
     assert picked and set(picked) == {int(full)}, picked
 
 

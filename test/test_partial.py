@@ -53,8 +53,9 @@ def bias_gelu_kernel(X, B, Y, stride, N, BLOCK_N: tl.constexpr):
 TARGET = GPUTarget("cuda", 90, 32)
 
 
-def compile_for_schedule(bwd, types_, constexprs):
-    """Derives the backward on the CPU with the workspace parameters present."""
+def compile_on_cpu(bwd, types_, constexprs):
+    """The backward compiled on the CPU (for an sm_90 target) with the
+    workspace parameters present."""
     types_ = dict(types_)
     for ptr, shadow in bwd.shadows.items():
         types_.setdefault(shadow, types_[ptr])
@@ -62,7 +63,12 @@ def compile_for_schedule(bwd, types_, constexprs):
     # (no residuals: the user launches the forward, tritonad.autograd does not)
     constexprs = dict(constexprs, tritonad_residuals=None)
     signature = {n: "constexpr" if n in constexprs else types_[n] for n in bwd.arg_names}
-    triton.compile(ASTSource(bwd, signature, dict(constexprs)), target=TARGET)
+    return triton.compile(ASTSource(bwd, signature, dict(constexprs)), target=TARGET)
+
+
+def compile_for_schedule(bwd, types_, constexprs):
+    """Derives the backward on the CPU; its schedule."""
+    compile_on_cpu(bwd, types_, constexprs)
     return bwd.schedule()
 
 

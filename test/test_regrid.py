@@ -306,6 +306,19 @@ def _assert_close(got, ref):
     assert (got.double() - ref.double()).abs().max().item() <= tol
 
 
+def grads_into_shadows(a, b, dc, tiles, ref_a, ref_b):
+    """tritonad.grad(matmul_kernel), adding into given shadows (read-add-writes),
+    checked against the references; the backward."""
+    M, N = a.shape[0], b.shape[1]
+    bwd = tritonad.grad(matmul_kernel)
+    da, db = torch.full_like(a, 0.5), torch.zeros_like(b)
+    bwd[_grid(M, N, tiles)](*_args(a, b, torch.empty(M, N, device=a.device, dtype=a.dtype)), da,
+                            db, dc, **tiles)
+    _assert_close(da - 0.5, ref_a)
+    _assert_close(db, ref_b)
+    return bwd
+
+
 @pytest.mark.gpu
 @requires_gpu
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -318,13 +331,7 @@ def test_matmul_grads_match_torch(dtype, shape, tiles):
     dc = torch.randn(M, N, device="cuda", dtype=dtype)
     ref_a = dc.double() @ b.double().t()
     ref_b = a.double().t() @ dc.double()
-    # tritonad.grad, adding into given shadows (read-add-writes)
-    bwd = tritonad.grad(matmul_kernel)
-    da, db = torch.full_like(a, 0.5), torch.zeros_like(b)
-    bwd[_grid(M, N, tiles)](*_args(a, b, torch.empty(M, N, device="cuda", dtype=dtype)), da, db,
-                            dc, **tiles)
-    _assert_close(da - 0.5, ref_a)
-    _assert_close(db, ref_b)
+    bwd = grads_into_shadows(a, b, dc, tiles, ref_a, ref_b)
     assert "re-parallelized" in bwd.schedule()
     # tritonad.autograd: fresh buffers, overwritten, bitwise the same twice
     op = tritonad.autograd(matmul_kernel, outputs=("c_ptr",))

@@ -74,6 +74,19 @@ _BINARY = {
 }
 
 
+LEAVES = ("const", "arg", "programs", "pid", "slot")
+
+
+def arguments_read(expression, names: set) -> set:
+    """`names` with the kernel arguments a recorded expression reads added."""
+    if expression[0] == "arg":
+        names.add(expression[1])
+    elif expression[0] not in LEAVES:
+        for operand in expression[1:]:
+            arguments_read(operand, names)
+    return names
+
+
 def evaluate(expression, arguments: Dict[str, object], grid: Sequence[int], ids=None):
     """The value of a recorded expression; KeyError/TypeError/ZeroDivisionError
     where the launch does not determine it. With `ids` (every program's ids

@@ -33,7 +33,6 @@ METADATA = "tritonad_full_masks"
 PROGRAM_LIMIT = 1 << 22
 _CACHE: Dict[tuple, bool] = {}
 _CACHE_LIMIT = 1024
-_LEAVES = ("const", "arg", "programs", "pid", "slot")
 
 
 def variant(full: bool) -> Dict[str, int]:
@@ -54,15 +53,6 @@ def condition_of(kernel):
     return conditions[0] if conditions else None
 
 
-def _arguments_read(expression, names):
-    if expression[0] == "arg":
-        names.add(expression[1])
-    elif expression[0] not in _LEAVES:
-        for operand in expression[1:]:
-            _arguments_read(operand, names)
-    return names
-
-
 _INFO: Dict[int, tuple] = {}
 
 
@@ -74,7 +64,7 @@ def _condition_info(condition):
         if len(_INFO) >= _CACHE_LIMIT:
             _INFO.pop(next(iter(_INFO)))
         info = _INFO[id(condition)] = (condition, json.dumps(condition),
-                                       tuple(sorted(_arguments_read(condition, set()))))
+                                       tuple(sorted(_coverage.arguments_read(condition, set()))))
     return info[1], info[2]
 
 

@@ -49,21 +49,9 @@ def per_program(expression, arguments, grid, ids):
     return _coverage.evaluate(expression, arguments, grid, ids)
 
 
-_LEAVES = ("const", "arg", "programs", "pid", "slot")
-
-
-def _arguments_read(expression, names):
-    if expression[0] == "arg":
-        names.add(expression[1])
-    elif expression[0] not in _LEAVES:
-        for operand in expression[1:]:
-            _arguments_read(operand, names)
-    return names
-
-
 def reads_slot(expression) -> bool:
     """Whether a recorded expression reads the program's scratch slot."""
-    return expression[0] == "slot" or (expression[0] not in _LEAVES and
+    return expression[0] == "slot" or (expression[0] not in _coverage.LEAVES and
                                        any(reads_slot(e) for e in expression[1:]))
 
 
@@ -347,7 +335,7 @@ def _record_info(record) -> Tuple[str, tuple]:
                                part["upper"], part["step"],
                                *(e for digit in coverage["digits"] for e in digit),
                                *(bound for _, bound in coverage["clamps"])]:
-                _arguments_read(expression, names)
+                _coverage.arguments_read(expression, names)
         info = _RECORDS[id(record)] = (record, json.dumps(record, sort_keys=True),
                                        tuple(sorted(names)))
     return info[1], info[2]
