@@ -246,9 +246,10 @@ std::optional<SymbolicInt> alwaysTrueCondition(arith::CmpIOp cmp) {
   case arith::CmpIPredicate::sge: strict = false; lessThan = false; break;
   default: return std::nullopt; // (equalities are not bounds; unsigned not modelled)
   }
-  unsigned width = getElementTypeOrSelf(cmp.getLhs().getType()).getIntOrFloatBitWidth();
-  if (width < 8 || width > 64)
-    return std::nullopt;
+  auto integer = dyn_cast<IntegerType>(getElementTypeOrSelf(cmp.getLhs().getType()));
+  if (!integer || integer.getWidth() < 8 || integer.getWidth() > 64)
+    return std::nullopt; // (i1, index: not offsets)
+  unsigned width = integer.getWidth();
   auto shape = isa<RankedTensorType>(cmp.getLhs().getType())
                    ? cast<RankedTensorType>(cmp.getLhs().getType()).getShape()
                    : ArrayRef<int64_t>{};

@@ -6,12 +6,12 @@
 
 // A block of a row: pid * 128 + lane < n, at the last lane (n, an argument,
 // needs no range check of its own).
-// COND: 43:14: remark: true everywhere when (((((127 + (pid0 * 128)) - n) <= -1) & ((pid0 * 128) >= -2147483648)) & ((127 + (pid0 * 128)) <= 2147483647))
+// COND: full-masks.mlir:{{[0-9]+}}:14: remark: true everywhere when (((((127 + (pid0 * 128)) - n) <= -1) & ((pid0 * 128) >= -2147483648)) & ((127 + (pid0 * 128)) <= 2147483647))
 // The K tail, at the loop's first and last iterations (k in [0, cdiv(K, 64))).
-// COND: 56:15: remark: true everywhere when {{.*}}((63 - K) <= -1){{.*}}((63 - (K - ((((K + 63) / 64) - 1) * 64))) <= -1)
+// COND: full-masks.mlir:{{[0-9]+}}:15: remark: true everywhere when {{.*}}((63 - K) <= -1){{.*}}((63 - (K - ((((K + 63) / 64) - 1) * 64))) <= -1)
 // A causal comparison holds at no launch (false at the diagonal): not marked;
-// nor an unsigned one, nor one of a value a loop carries.
-// COND-NOT: :{{6[0-9]|7[0-9]}}:{{[0-9]+}}: remark
+// nor an unsigned one, nor one of a value a loop carries, nor one of indices.
+// COND-NOT: :{{6[0-9]|7[0-9]|8[0-9]}}:{{[0-9]+}}: remark
 // COND: remark: launch condition:
 
 // FULL-LABEL: tt.func public @k
@@ -24,6 +24,7 @@
 // FULL: tt.load %{{[0-9a-z_]+}}, %{{[0-9a-z_]+}} : tensor<64x!tt.ptr<f32>>
 // FULL: arith.cmpi slt
 // FULL: tt.store %{{[0-9a-z_]+}}, %{{[0-9a-z_]+}}, %{{[0-9a-z_]+}} : tensor<64x!tt.ptr<f32>>
+// FULL: arith.cmpi slt, %{{[0-9a-z_]+}}, %{{[0-9a-z_]+}} : index
 
 
 
@@ -78,6 +79,12 @@ module {
       %next = arith.addi %o, %r64 : tensor<64xi32>
       scf.yield %next : tensor<64xi32>
     }
+    %i0 = arith.index_cast %n : i32 to index
+    %i1 = arith.index_cast %K : i32 to index
+    %indexed = arith.cmpi slt, %i0, %i1 : index
+    %im = tt.splat %indexed : i1 -> tensor<64xi1>
+    %zeros = arith.constant dense<0.0> : tensor<64xf32>
+    tt.store %xk0, %zeros, %im : tensor<64x!tt.ptr<f32>>
     tt.return
   }
 }
