@@ -20,6 +20,7 @@ is "not covered": the caller zero-fills, the safe path.
 
 from __future__ import annotations
 
+import json
 from typing import Dict, List, Optional, Sequence, Tuple
 
 
@@ -85,6 +86,36 @@ def arguments_read(expression, names: set) -> set:
         for operand in expression[1:]:
             arguments_read(operand, names)
     return names
+
+
+_DESCRIBED: Dict[int, tuple] = {}
+_DESCRIBED_LIMIT = 1024
+
+
+def described(record, expressions) -> Tuple[str, tuple]:
+    """(`record` as JSON text, the kernel arguments the expressions
+    `expressions()` yields read), computed once per recorded object (a compiled
+    kernel's metadata) rather than at every launch: the key of a launch's cache."""
+    info = _DESCRIBED.get(id(record))
+    if info is None or info[0] is not record:
+        if len(_DESCRIBED) >= _DESCRIBED_LIMIT:
+            _DESCRIBED.pop(next(iter(_DESCRIBED)))
+        names: set = set()
+        for expression in expressions():
+            arguments_read(expression, names)
+        info = _DESCRIBED[id(record)] = (record, json.dumps(record, sort_keys=True),
+                                         tuple(sorted(names)))
+    return info[1], info[2]
+
+
+def program_ids(grid: Sequence[int]):
+    """Every program's ids along axes 0..2 of a grid of up to three axes (int64
+    tensors, in launch order: axis 0 fastest)."""
+    import torch
+
+    gx, gy, gz = (list(grid) + [1, 1, 1])[:3]
+    linear = torch.arange(gx * gy * gz, dtype=torch.int64)
+    return linear % gx, (linear // gx) % gy, linear // (gx * gy)
 
 
 def evaluate(expression, arguments: Dict[str, object], grid: Sequence[int], ids=None):

@@ -198,9 +198,10 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
         f"    _tritonad_primal({', '.join(f'{n}={n}' for n in names)})\n")
     # The hidden integers are not specialized (one compile for every value; a 1
     # would become a constant, absent from the signature), except the program
-    # selectors and the masks' variant, which must. Pointers are: Triton then knows the scratch is
-    # 16-byte aligned, so loads of tapes, residuals and staged values are
-    # vectorized and pipelined (without it, one 2-byte load per element).
+    # selectors and the masks' variant, which must. Pointers are: Triton then
+    # knows the scratch is 16-byte aligned, so loads of tapes, residuals and
+    # staged values are vectorized and pipelined (without it, one 2-byte load
+    # per element).
     bwd = jit_from_source(source, name, {"tl": tl, "_tritonad_primal": fn,
                                           "_tritonad_defaults": defaults},
                           do_not_specialize=[n for n in _partial.HIDDEN_INTEGERS

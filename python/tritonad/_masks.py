@@ -20,7 +20,6 @@ arguments) and passes 1 only where it holds in all of them.
 
 from __future__ import annotations
 
-import json
 from typing import Dict, Sequence
 
 from tritonad import _coverage
@@ -53,28 +52,11 @@ def condition_of(kernel):
     return conditions[0] if conditions else None
 
 
-_INFO: Dict[int, tuple] = {}
-
-
-def _condition_info(condition):
-    """(the condition as text, the arguments it reads), once per recorded
-    condition rather than at every launch."""
-    info = _INFO.get(id(condition))
-    if info is None or info[0] is not condition:
-        if len(_INFO) >= _CACHE_LIMIT:
-            _INFO.pop(next(iter(_INFO)))
-        info = _INFO[id(condition)] = (condition, json.dumps(condition),
-                                       tuple(sorted(_coverage.arguments_read(condition, set()))))
-    return info[1], info[2]
-
-
 def holds(condition, arguments, grid: Sequence[int]) -> bool:
     """Whether `condition` (per program) holds for every program of `grid`;
     False where the launch's arguments do not determine it."""
-    import torch
-
     grid = tuple(int(g) for g in (list(grid) + [1, 1, 1])[:3])
-    text, names = _condition_info(condition)
+    text, names = _coverage.described(condition, lambda: [condition])
     values = tuple((n, arguments.get(n)) for n in names)
     try:
         key = (text, grid, values)
@@ -86,10 +68,8 @@ def holds(condition, arguments, grid: Sequence[int]) -> bool:
     programs = grid[0] * grid[1] * grid[2]
     result = False
     if programs <= PROGRAM_LIMIT:
-        linear = torch.arange(programs, dtype=torch.int64)
-        ids = (linear % grid[0], (linear // grid[0]) % grid[1], linear // (grid[0] * grid[1]))
         try:
-            value = _coverage.evaluate(condition, arguments, grid, ids)
+            value = _coverage.evaluate(condition, arguments, grid, _coverage.program_ids(grid))
         except (KeyError, TypeError, ZeroDivisionError, IndexError):
             value = 0
         result = bool(value) if isinstance(value, int) else bool((value != 0).all())

@@ -32,7 +32,6 @@ training loop pays for the grouping once per shape.
 
 from __future__ import annotations
 
-import json
 from typing import Dict, Optional, Sequence, Tuple
 
 from tritonad import _coverage
@@ -239,8 +238,7 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
 
     gx, gy, gz = (list(grid) + [1, 1, 1])[:3]
     programs = gx * gy * gz
-    linear = torch.arange(programs, dtype=torch.int64)
-    ids = (linear % gx, (linear // gx) % gy, linear // (gx * gy))
+    ids = _coverage.program_ids(grid)
     parts = record["parts"]
     groupings = {index: _grouping(part, arguments, grid, ids, programs)
                  for index, part in enumerate(parts) if part.get("leader", -1) < 0}
@@ -320,25 +318,13 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
     return words, total, stored
 
 
-_RECORDS: Dict[int, tuple] = {}
-
-
-def _record_info(record) -> Tuple[str, tuple]:
-    """(the record as text, the arguments its expressions read), computed once
-    per compiled kernel's record rather than on every launch."""
-    info = _RECORDS.get(id(record))
-    if info is None or info[0] is not record:
-        names = set()
-        for part in record["parts"]:
-            coverage = part.get("coverage") or {"digits": [], "clamps": []}
-            for expression in [*part["key"], *part.get("frontier", []), part["lower"],
-                               part["upper"], part["step"],
-                               *(e for digit in coverage["digits"] for e in digit),
-                               *(bound for _, bound in coverage["clamps"])]:
-                _coverage.arguments_read(expression, names)
-        info = _RECORDS[id(record)] = (record, json.dumps(record, sort_keys=True),
-                                       tuple(sorted(names)))
-    return info[1], info[2]
+def _expressions(record):
+    """Every expression of a regrid record, for the arguments they read."""
+    for part in record["parts"]:
+        coverage = part.get("coverage") or {"digits": [], "clamps": []}
+        yield from (*part["key"], *part.get("frontier", []), part["lower"], part["upper"],
+                    part["step"], *(e for digit in coverage["digits"] for e in digit),
+                    *(bound for _, bound in coverage["clamps"]))
 
 
 def prepare(kernel, kwargs, grid: Sequence[int]):
@@ -355,7 +341,7 @@ def prepare(kernel, kwargs, grid: Sequence[int]):
     if record is None:
         return None
     placeholder = kwargs["tritonad_regrid"]
-    text, names = _record_info(record)
+    text, names = _coverage.described(record, lambda: _expressions(record))
     values = tuple((n, kwargs.get(n)) for n in names)
     layouts = tuple((tuple(t.shape), tuple(t.stride())) if isinstance(t, torch.Tensor) else None
                     for t in (kwargs.get(part["shadow"]) for part in record["parts"]))

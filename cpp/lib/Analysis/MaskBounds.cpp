@@ -354,18 +354,20 @@ std::optional<SymbolicInt> alwaysTrueCondition(arith::CmpIOp cmp) {
   int64_t typeMin = width == 64 ? INT64_MIN : -(int64_t(1) << (width - 1));
   int64_t typeMax = width == 64 ? INT64_MAX : (int64_t(1) << (width - 1)) - 1;
   for (unsigned corner = 0; corner < (1u << loops.size()); ++corner) {
-    SymbolicInt gap = binary(Op::Sub, valueAt(small, corner, small.laneMax),
-                             valueAt(large, corner, large.laneMin));
-    conjuncts.push_back(binary(Op::Le, std::move(gap), SymbolicInt::constant(strict ? -1 : 0)));
+    // (each side's least and largest value at this corner)
+    std::array<SymbolicInt, 2> smallRange = {valueAt(small, corner, small.laneMin),
+                                             valueAt(small, corner, small.laneMax)};
+    std::array<SymbolicInt, 2> largeRange = {valueAt(large, corner, large.laneMin),
+                                             valueAt(large, corner, large.laneMax)};
+    conjuncts.push_back(binary(Op::Le, binary(Op::Sub, smallRange[1], largeRange[0]),
+                               SymbolicInt::constant(strict ? -1 : 0)));
     if (width == 64)
       continue; // (int64 arithmetic on the host wraps as the device's does)
-    for (const Side *side : {&small, &large}) {
+    for (auto [side, range] : {std::pair{&small, &smallRange}, std::pair{&large, &largeRange}}) {
       if (side->isArgument())
         continue;
-      conjuncts.push_back(binary(Op::Ge, valueAt(*side, corner, side->laneMin),
-                                 SymbolicInt::constant(typeMin)));
-      conjuncts.push_back(binary(Op::Le, valueAt(*side, corner, side->laneMax),
-                                 SymbolicInt::constant(typeMax)));
+      conjuncts.push_back(binary(Op::Ge, (*range)[0], SymbolicInt::constant(typeMin)));
+      conjuncts.push_back(binary(Op::Le, (*range)[1], SymbolicInt::constant(typeMax)));
     }
   }
   SymbolicInt condition = std::move(conjuncts.front());
