@@ -261,6 +261,20 @@ def attention_case(L, opts, failures):
         failures.append(f"attention L={L} deterministic: error {det_err:.2e}, "
                         f"reproducible {reproducible}")
     calls.insert(2, ("deterministic", det_call))
+    if opts.tune:
+        # The backward's own launch options (tune=True), searched on the first call.
+        tuned = tritonad.autograd(kernel, outputs=("Out", "Lse"), tune=True)
+        tuned_in = tuple(t.detach().clone().requires_grad_(True) for t in (q, k, v))
+        tuned_out = tuned[grid](*tuned_in, torch.empty_like(out), torch.empty_like(lse),
+                                *args[5:], **meta)[0]
+
+        def tuned_call():
+            return torch.autograd.grad(tuned_out, tuned_in, dout, retain_graph=True)
+        tuned_err = max(rel_err(g, w.reshape(BH, L, D)) for g, w in zip(tuned_call(), want))
+        print(f"  tuned vs SDPA, max over dQ, dK, dV: {tuned_err:.2e}")
+        if not tuned_err <= ATTN_TOL:
+            failures.append(f"attention L={L} tuned: error {tuned_err:.2e}")
+        calls.insert(2, ("tuned", tuned_call))
     if opts.compile:
         keep = torch.ones(L, L, dtype=torch.bool, device=DEVICE).tril()
 
@@ -376,9 +390,11 @@ def report(attention_rows, ce_row, opts, failures) -> str:
     lines = []
     if attention_rows:
         extra = " compile GPU us | tritonad/compile |" if opts.compile else ""
+        tuned = " tuned GPU us | tuned/flash |" if opts.tune else ""
         header = ("| L | B*H | tritonad GPU us | tritonad.autograd GPU us | "
                   "deterministic GPU us | flash GPU us | "
-                  "tritonad/flash | tritonad.autograd/flash | deterministic/flash |" + extra
+                  "tritonad/flash | tritonad.autograd/flash | deterministic/flash |" + tuned
+                  + extra
                   + " tritonad wall us | flash wall us | loop | max diff vs SDPA (dQ, dK, dV) |")
         lines += [f"Causal attention ({opts.attention_kernel}), fp16, D=64, "
                   f"BLOCK_M={opts.block_m}, "
@@ -392,6 +408,8 @@ def report(attention_rows, ce_row, opts, failures) -> str:
                      f"{det:.1f}", f"{t['flash'][0]:.1f}",
                      f"{t['tritonad'][0] / t['flash'][0]:.2f}",
                      f"{user / t['flash'][0]:.2f}", f"{det / t['flash'][0]:.2f}"]
+            if opts.tune:
+                cells += [f"{t['tuned'][0]:.1f}", f"{t['tuned'][0] / t['flash'][0]:.2f}"]
             if opts.compile:
                 cells += [f"{t['compile'][0]:.1f}", f"{t['tritonad'][0] / t['compile'][0]:.2f}"]
             cells += [f"{t['tritonad'][1]:.1f}", f"{t['flash'][1]:.1f}", r["loop"],
@@ -449,6 +467,9 @@ def main():
                         help="one key loop, or two as in Triton's tutorial (off-diagonal "
                              "blocks, then the diagonal)")
     parser.add_argument("--ce-warps", type=int, default=8, help="cross-entropy num_warps")
+    parser.add_argument("--tune", action="store_true",
+                        help="also time tritonad.autograd(..., tune=True): the backward's "
+                             "own launch options")
     opts = parser.parse_args()
     try:
         lengths = [int(x) for x in split_list(opts.lengths)] or [512, 1024, 2048, 4096, 8192]

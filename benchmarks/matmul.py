@@ -12,6 +12,8 @@ Workloads (fp16 and bf16 inputs, fp32 accumulation):
               tritonad.autograd  what a user pays: torch.autograd.grad through
                         tritonad.autograd(matmul_fwd)'s op (fresh gradient buffers,
                         overwritten: no fill where the launch proves them covered)
+              tuned     the same with tune=True (the backward's own launch options,
+                        searched on its first call)
               hand      the forward kernel on transposed views, same tiles:
                         dA = dC @ B^T, dB = A^T @ dC (two launches)
               cuBLAS    torch.autograd.grad of a @ b
@@ -78,8 +80,8 @@ def _checked(derived, grads, refs, others, label, failures):
     first = tuple(g.clone() for g in grads)
     derived()
     reproducible = all(torch.equal(x, y) for x, y in zip(first, grads))
-    for who in ("tritonad", "tritonad.autograd"):
-        if errors[who] > max(2 * errors["cuBLAS"], 1e-2):
+    for who in ("tritonad", "tritonad.autograd", "tuned"):
+        if who in errors and errors[who] > max(2 * errors["cuBLAS"], 1e-2):
             failures.append(f"{label}: {who} error {errors[who]:.2e} vs "
                             f"cuBLAS {errors['cuBLAS']:.2e}")
     return errors, reproducible
@@ -134,6 +136,16 @@ def matmul_case(n, dtype_name, blocks, opts, failures):
     def user():
         got["user"] = torch.autograd.grad(cu, (au, bu), dc, retain_graph=True)
 
+    # The same, with the backward's own launch options (tune=True).
+    tuned_op = tritonad.autograd(bench.matmul_fwd, outputs=("c_ptr",), tune=True)
+    at2, bt2 = a.clone().requires_grad_(), b.clone().requires_grad_()
+    ct2 = tuned_op[grid](at2, bt2, torch.empty_like(c), n, n, n, at2.stride(0), at2.stride(1),
+                         bt2.stride(0), bt2.stride(1), c.stride(0), c.stride(1), **meta,
+                         **launch)
+
+    def tuned():
+        got["tuned"] = torch.autograd.grad(ct2, (at2, bt2), dc, retain_graph=True)
+
     compiled = torch.compile(lambda x, y, g: (g @ y.t(), x.t() @ g))
 
     def compile_bwd():
@@ -143,18 +155,20 @@ def matmul_case(n, dtype_name, blocks, opts, failures):
     hand()
     cublas()
     user()
+    tuned()
     torch.cuda.synchronize()
     ref_a = dc.float() @ b.float().t()
     ref_b = a.float().t() @ dc.float()
     errors, reproducible = _checked(derived, (da, db), (ref_a, ref_b), {
-        "tritonad.autograd": got["user"], "hand": (da_hand, db_hand),
+        "tritonad.autograd": got["user"], "tuned": got["tuned"], "hand": (da_hand, db_hand),
         "cuBLAS": (got["da"], got["db"])}, f"matmul {dtype_name} {n}", failures)
     print(f"matmul {dtype_name} {n}^3, tiles {BM}x{BN}x{BK}: errors "
           + ", ".join(f"{k} {v:.2e}" for k, v in errors.items())
           + f"; reproducible {reproducible}; atomics in IR {atomics(matmul_bwd)}", flush=True)
     loops.print_schedule(matmul_bwd)
     times, parts = loops.time_calls([("tritonad", derived), ("tritonad.autograd", user),
-                                     ("hand", hand), ("cuBLAS", cublas), ("compile", compile_bwd)])
+                                     ("tuned", tuned), ("hand", hand), ("cuBLAS", cublas),
+                                     ("compile", compile_bwd)])
     return dict(workload=f"matmul {dtype_name}", size=f"{n}^3", tiles=f"{BM}x{BN}x{BK}",
                 times=times, parts=parts, errors=errors, reproducible=reproducible,
                 atomics=atomics(matmul_bwd))
@@ -304,10 +318,11 @@ def report(rows, opts, failures) -> str:
         "fills) and wall time (do_bench), in us. Error: max |grad - fp32 reference| / "
         "max |reference| over dA and dB.",
         "",
-        "| workload | size | tiles | tritonad GPU | tritonad.autograd GPU | hand GPU | cuBLAS GPU | "
-        "compile GPU | tritonad / cuBLAS | tritonad / hand | autograd / cuBLAS | tritonad wall | "
+        "| workload | size | tiles | tritonad GPU | tritonad.autograd GPU | tuned GPU | hand GPU | "
+        "cuBLAS GPU | compile GPU | tritonad / cuBLAS | tritonad / hand | autograd / cuBLAS | "
+        "tuned / cuBLAS | tuned / hand | tritonad wall | "
         "error tritonad / cuBLAS | atomics in IR | bitwise reproducible |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         if row.get("epilogue"):
@@ -316,10 +331,11 @@ def report(rows, opts, failures) -> str:
         gpu = lambda who: t[who][0] if who in t else float("nan")  # noqa: E731
         lines.append(
             f"| {row['workload']} | {row['size']} | {row['tiles']} | {gpu('tritonad'):.1f} | "
-            f"{gpu('tritonad.autograd'):.1f} | {gpu('hand'):.1f} | {gpu('cuBLAS'):.1f} | "
-            f"{gpu('compile'):.1f} | {gpu('tritonad') / gpu('cuBLAS'):.2f} | "
+            f"{gpu('tritonad.autograd'):.1f} | {gpu('tuned'):.1f} | {gpu('hand'):.1f} | "
+            f"{gpu('cuBLAS'):.1f} | {gpu('compile'):.1f} | {gpu('tritonad') / gpu('cuBLAS'):.2f} | "
             f"{gpu('tritonad') / gpu('hand'):.2f} | "
             f"{gpu('tritonad.autograd') / gpu('cuBLAS'):.2f} | "
+            f"{gpu('tuned') / gpu('cuBLAS'):.2f} | {gpu('tuned') / gpu('hand'):.2f} | "
             f"{t['tritonad'][1]:.1f} | {row['errors']['tritonad']:.2e} / "
             f"{row['errors']['cuBLAS']:.2e} | {row['atomics']} | {row['reproducible']} |")
     epilogues = [row for row in rows if row.get("epilogue")]
@@ -344,7 +360,7 @@ def report(rows, opts, failures) -> str:
                 f"{row['atomics']} | {row['reproducible']} |")
     lines += ["", "Where tritonad's GPU time goes (us per call, largest first):", ""]
     for row in rows:
-        for who in ("tritonad", "tritonad.autograd"):
+        for who in ("tritonad", "tritonad.autograd", "tuned"):
             if who in row["parts"]:
                 lines.append(f"- {row['workload']} {row['size']} {who}: "
                              f"{loops.top(row['parts'][who])}")

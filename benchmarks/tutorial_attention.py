@@ -10,6 +10,7 @@ are used as they are:
   tritonad.autograd  what a user pays: torch.autograd.grad through
             tritonad.autograd(_attn_fwd, outputs=("Out", "M")), whose forward
             saves residuals the derived backward reads
+  tuned     the same with tune=True (the backward's own launch options)
   deterministic      the same with mode="deterministic" (no atomics)
   tutorial  the tutorial's backward as its autograd.Function launches it: k
             pre-scaled by sm_scale / ln 2, _attn_bwd_preprocess (rowsum(dO * O)),
@@ -132,9 +133,10 @@ def case(tut, L, heads, opts, failures):
     calls = [("tutorial", lambda: tutorial_backward(tut, q, k, v, o, M, do, sm_scale)),
              ("flash", flash)]
 
-    for label, mode in (("tritonad.autograd", "auto"), ("deterministic", "deterministic")):
+    for label, mode, tune in (("tritonad.autograd", "auto", False), ("tuned", "auto", True),
+                              ("deterministic", "deterministic", False)):
         try:
-            op = tritonad.autograd(forward, outputs=("Out", "M"), mode=mode)
+            op = tritonad.autograd(forward, outputs=("Out", "M"), mode=mode, tune=tune)
             inputs = tuple(t.clone().requires_grad_(True) for t in (q, k, v))
             out, _ = op[grid](*forward_arguments(*inputs, sm_scale, torch.empty_like(M),
                                                  torch.empty_like(o)), **meta)
@@ -167,9 +169,10 @@ def report(rows, opts, failures) -> str:
              f"Triton's fused-attention tutorial (`{os.path.basename(opts.tutorial)}`): its "
              f"causal forward `_attn_fwd` ({opts.block_m}x{opts.block_n} blocks, "
              f"{opts.warps} warps, {opts.stages} stages), fp16, D={D}. GPU us per backward:",
-             "", "| L | heads | tritonad.autograd | deterministic | tutorial backward | flash | "
-             "autograd / tutorial | deterministic / tutorial | autograd / flash | "
-             "tutorial / flash |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "", "| L | heads | tritonad.autograd | tuned | deterministic | tutorial backward | "
+             "flash | autograd / tutorial | tuned / tutorial | deterministic / tutorial | "
+             "autograd / flash | tuned / flash | tutorial / flash |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def us(row, who):  # (None: not run, see Failures)
         return row["times"].get(who, (None,))[0]
@@ -180,10 +183,10 @@ def report(rows, opts, failures) -> str:
     def ratio(x, y):
         return None if x is None or y is None else x / y
     for row in rows:
-        a, d, t, f = (us(row, w) for w in ("tritonad.autograd", "deterministic", "tutorial",
-                                              "flash"))
-        cells = [text(v, 1) for v in (a, d, t, f)] + [
-            text(ratio(x, y), 2) for x, y in ((a, t), (d, t), (a, f), (t, f))]
+        a, u, d, t, f = (us(row, w) for w in ("tritonad.autograd", "tuned", "deterministic",
+                                                 "tutorial", "flash"))
+        cells = [text(v, 1) for v in (a, u, d, t, f)] + [
+            text(ratio(x, y), 2) for x, y in ((a, t), (u, t), (d, t), (a, f), (u, f), (t, f))]
         lines.append(f"| {row['L']} | {row['heads']} | " + " | ".join(cells) + " |")
     lines += ["", "GPU time per call by kernel (us):"]
     for row in rows:

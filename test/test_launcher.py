@@ -345,8 +345,8 @@ def interpreted(monkeypatch):
     real = launcher_module.backward_kernel
     log = []
 
-    def stand_in(kernel, mode):
-        return StandIn(real(kernel, mode), STAND_INS[unwrap(kernel)[0]], log)
+    def stand_in(kernel, mode, tune=False):
+        return StandIn(real(kernel, mode, tune), STAND_INS[unwrap(kernel)[0]], log)
 
     monkeypatch.setattr(launcher_module, "backward_kernel", stand_in)
     return log

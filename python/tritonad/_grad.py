@@ -92,6 +92,14 @@ def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]
     The same scratch holds, for gradients with programs of their own, what each
     forward program computes once before its loop for them (an epilogue's
     ``dC * act'(acc)``); ``tape=False`` turns that off too.
+    The backward launches with the forward's ``num_warps`` / ``num_stages``
+    unless ``tune=`` says otherwise: ``tune=True`` times launch options around
+    them (stages up, then down, then twice or half the warps) for each of the
+    backward's launches (the forward's programs, re-parallelized parts) and keeps
+    the fastest per compiled kernel, grid and integer arguments; ``tune=[{"num_warps":
+    8, "num_stages": 3}, ...]`` times exactly those. Trials restore what the
+    backward writes; the options change the gradient at most by the order of its sums.
+    ``TRITON_PRINT_AUTOTUNING=1`` prints each choice.
     ``bwd.forward[grid](*forward_args, **constexprs)`` launches the forward so that
     it also saves what the backward would recompute (the results of its
     reductions and loops, listed as ``residual`` in ``bwd.schedule()``) and

@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 from triton.runtime.jit import JITFunction
 
-from tritonad import _C, _masks, _partial, _residuals
+from tritonad import _C, _masks, _partial, _residuals, _tuning
 from tritonad._schedule import Schedule
 from tritonad._core import MLIRError, locate_in_source
 from tritonad._hook import build_id, register_rewriter
@@ -115,7 +115,8 @@ def resolve_params(fn, wrt, names: List[str], constexprs) -> List[str]:
 
 
 def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
-                mode: str = "auto", accumulate: bool = True, tape: Optional[bool] = None):
+                mode: str = "auto", accumulate: bool = True, tape: Optional[bool] = None,
+                tune=False):
     fn, wrappers = unwrap(kernel)
     reject_derivative(fn)
     if not isinstance(mode, str) or mode not in _MODES:
@@ -126,6 +127,7 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     if tape not in (None, True, False):
         raise TypeError(f"tape must be None (loop tapes where they fit in memory), True "
                         f"(always) or False (never: replay), got {tape!r}")
+    _tuning.validate(tune)
     names = param_names(fn)
     constexprs = set(constexpr_names(fn))
     runtime = [n for n in names if n not in constexprs]
@@ -224,6 +226,7 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     bwd.tapes = lambda: _recorded(spec.tapes, bwd, "tritonad_tapes")
     bwd.accumulate = accumulate
     bwd.tape = tape
+    bwd.tune = tune
     bwd.source = lambda: source_of(_recorded(spec.sources, bwd, "tritonad_source"))
     if getattr(fn, "tritonad_interpreted", None) is not None:
         bwd = InterpretedBackward(bwd, fn, shadows, [n for n in names if n in constexprs])
@@ -279,7 +282,8 @@ def _make_shadows_optional(bwd, order, shadows, spec):
         for shadow in shadows:
             kwargs.setdefault(shadow, None)
         return _partial.launch(run, grid, warmup, kwargs, shadows,
-                               use_partial=spec.mode != "atomic", tape=bwd.tape)
+                               use_partial=spec.mode != "atomic", tape=bwd.tape,
+                               tune=bwd.tune)
 
     bwd.run = run_with_optional_shadows
     # (callers may pass shadows uninitialized only to kernels launched this way)

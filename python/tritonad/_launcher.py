@@ -29,7 +29,7 @@ from tritonad._kernel_grad import unwrap
 from tritonad._source import function_def, param_names
 from tritonad._torch import overlaps
 
-_LAUNCHER_OPTIONS = ("mode",)
+_LAUNCHER_OPTIONS = ("mode", "tune")
 
 
 # ---------------------------------------------------------------------------
@@ -75,8 +75,8 @@ def autograd(fn=None, outputs: Optional[Sequence[str]] = None, **options):
     kernel that loads and stores one buffer, a store into memory of a tensor
     that requires grad, a tensor the launcher computes with torch from a
     kernel's output and passes on to a kernel or returns (tritonad does not see
-    torch ops inside a launcher; do them outside). Options: ``mode=`` as in
-    ``tritonad.grad``. With grad mode disabled the launcher runs as it is.
+    torch ops inside a launcher; do them outside). Options: ``mode=`` and
+    ``tune=`` as in ``tritonad.grad``. With grad mode disabled the launcher runs as it is.
 
     Under ``torch.compile`` (``fullgraph=True`` and ``dynamic=True`` included)
     the launcher is one custom operator for Dynamo and Inductor (see
@@ -85,7 +85,7 @@ def autograd(fn=None, outputs: Optional[Sequence[str]] = None, **options):
     **A kernel**: ``f = tritonad.autograd(kernel, outputs=("out_ptr",))`` is
     launched like the kernel, ``y = f[grid](x, out, n, BLOCK=256)``, and
     returns the tensors passed for ``outputs`` with a ``grad_fn``; keyword
-    options are those of ``tritonad.grad`` (``pointers=``, ``mode=``,
+    options are those of ``tritonad.grad`` (``pointers=``, ``mode=``, ``tune=``,
     ``wrt=``). See ``tritonad._torch.autograd`` for its rules.
 
     Why one name: both forms answer the question a torch user asks, "make this
@@ -170,12 +170,15 @@ def _unique_name(fn) -> str:
 class DifferentiableLauncher:
     """What ``tritonad.autograd(launcher)`` returns: call it as the launcher."""
 
-    def __init__(self, fn, mode: str = "auto"):
+    def __init__(self, fn, mode: str = "auto", tune=False):
         if not isinstance(mode, str) or mode not in ("auto", "atomic", "deterministic"):
             raise ValueError(f"mode must be 'auto', 'atomic' or 'deterministic', got {mode!r}")
+        from tritonad._tuning import validate
+        validate(tune)
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.mode = mode
+        self.tune = tune
         self.tritonad_name = _unique_name(fn)
         try:
             self._signature = inspect.signature(fn)
@@ -354,16 +357,16 @@ _BACKWARD: Dict[tuple, tuple] = {}
 _BACKWARD_LOCK = threading.Lock()
 
 
-def backward_kernel(kernel, mode: str):
-    """``tritonad.grad(kernel, mode=mode)`` (accumulate mode: several launches may
+def backward_kernel(kernel, mode: str, tune=False):
+    """``tritonad.grad(kernel, mode=mode, tune=tune)`` (accumulate mode: several launches may
     add into one gradient buffer), made once per kernel."""
     from tritonad._kernel_grad import kernel_grad
 
-    key = (id(kernel), mode)
+    key = (id(kernel), mode, repr(tune))
     with _BACKWARD_LOCK:
         entry = _BACKWARD.get(key)
         if entry is None or entry[0] is not kernel:
-            entry = (kernel, kernel_grad(kernel, mode=mode))
+            entry = (kernel, kernel_grad(kernel, mode=mode, tune=tune))
             _BACKWARD[key] = entry
     return entry[1]
 
@@ -802,7 +805,7 @@ class _Plan:
             if grad is not None and view is not None:
                 view.add_(grad)
         for launch, arguments in reversed(list(zip(self.launches, self.launch_args))):
-            bwd = backward_kernel(launch.kernel, self.mode)
+            bwd = backward_kernel(launch.kernel, self.mode, self.launcher.tune)
             call = {name: tensors[value] if kind == "tensor" else value
                     for name, (kind, value) in arguments.items()}
             reaches_input = False

@@ -35,7 +35,7 @@ import warnings
 import triton
 import triton.language as tl
 
-from tritonad import _coverage, _masks, _regrid, _residuals
+from tritonad import _coverage, _masks, _regrid, _residuals, _tuning
 
 # The hidden parameters and their Triton types (the workspace holds fp32 slots).
 WORKSPACE_TYPES = {"tritonad_workspace": "*fp32", "tritonad_slot": "i32",
@@ -128,12 +128,12 @@ def uninitialized(tensors):
                 t.zero_()
 
 
-def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
+def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None, tune=False):
     """Runs the backward (`run` is JITFunction.run) with the workspace parameters
     filled in; with partial buffers, launches G programs and sums the slots into
     the shadows afterwards. `tape`: True keeps loop tapes whatever they take,
     False never (loops are replayed), None when they fit the budget
-    (_tape_budget)."""
+    (_tape_budget). `tune`: each launch's own options (_tuning.py)."""
     import torch
 
     given = [p for p in WORKSPACE_PARAMS if kwargs.get(p) is not None]
@@ -162,7 +162,8 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
         if warmup:
             return kernel
         _check_requirements(kernel, kwargs, grid_now)
-        return _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape)
+        return _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape,
+                                _Launcher(run, kwargs, shadows, tune))
     # The workspace's dtype is part of the kernel's signature: fp64 slots for
     # fp64 gradients (gradcheck), fp32 otherwise.
     wide = any(isinstance(kwargs.get(s), torch.Tensor) and kwargs[s].dtype == torch.float64
@@ -180,8 +181,9 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
     if warmup:
         return kernel
     _check_requirements(kernel, kwargs, grid_now)
+    launcher = _Launcher(run, kwargs, shadows, tune)
     if not partial:
-        return _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape)
+        return _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape, launcher)
 
     kernel = _resident(run, grid, kernel, kwargs)
     targets = [kwargs[name] for name in partial]
@@ -201,7 +203,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None):
     kernel = _allocate_tape(run, launch_grid, kernel, kwargs, grid_now, launch_grid, tape)
     _masks.choose(kernel, kwargs, launch_grid)
     _initialize([s for s in garbage if s not in overwrite], kernel, kwargs, launch_grid)
-    kernel = run(grid=launch_grid, warmup=False, **kwargs)
+    kernel = launcher(launch_grid, kwargs, workspace)
     for group, (name, shadow) in enumerate(zip(partial, targets)):
         span = _span(shadow)
         if shadow.is_contiguous():
@@ -236,7 +238,26 @@ def _check_requirements(kernel, kwargs, grid):
                 f"disjoint, or use mode='auto' (atomics where they overlap)")
 
 
-def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape):
+class _Launcher:
+    """Launches the backward with its own tuned options where `tune` asks for
+    them (_tuning.py); a trial may write the shadows given and `extra`."""
+
+    def __init__(self, run, kwargs, shadows, tune):
+        self.run, self.tune = run, tune
+        # (the caller's register cap, before the launch path adds its own)
+        self.user_cap = kwargs.get("maxnreg")
+        self.shadows = [kwargs[s] for s in shadows if kwargs.get(s) is not None]
+
+    def __call__(self, grid, arguments, *extra, computed=None):
+        """Launches on `grid` (`computed`: its value where it is a callable)."""
+        shape = grid if computed is None else computed
+        if self.tune is False or callable(shape) or not shape:
+            return self.run(grid=grid, warmup=False, **arguments)
+        return _tuning.launch(self.run, tuple(shape), arguments, self.tune,
+                              [*self.shadows, *extra], self.user_cap, _fits, _resident)
+
+
+def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape, launcher):
     """Launches a kernel without partial buffers: on the forward's grid, or,
     where gradients were re-parallelized, the forward's programs (`kernel`,
     compiled for them only) and then the parts, with a kernel of their own."""
@@ -251,7 +272,7 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape):
                                     grid_now, grid_now, tape)
             _masks.choose(kernel, kwargs, grid_now)
         _initialize(garbage, kernel, kwargs, grid_now)
-        return run(grid=grid, warmup=False, **kwargs)
+        return launcher(grid, kwargs, computed=grid_now)
     launches, stored = own
     _initialize(garbage, kernel, kwargs, grid_now, stored=stored)
     launched = kernel  # (nothing to do where every launch is empty: an empty grid or loop)
@@ -259,7 +280,7 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape):
         if launch_grid[0] > 0:
             arguments = kwargs if programs == "main" else parts_kwargs
             arguments["tritonad_regrid"] = table
-            launched = run(grid=launch_grid, warmup=False, **arguments)
+            launched = launcher(launch_grid, arguments)
     return launched
 
 
