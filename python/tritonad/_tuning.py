@@ -75,6 +75,10 @@ def launch(run, grid, kwargs, tune, written, user_cap, fits, resident, clock=Non
                  if isinstance(v, int) and not isinstance(v, bool)))
     chosen = kernel.__dict__.setdefault("tritonad_tuned", {})
     if key not in chosen:
+        import torch
+        if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+            # (no timing inside a CUDA graph's capture: the forward's options)
+            return run(grid=grid, warmup=False, **kwargs)
         search = _Search(run, grid, kwargs, written, user_cap, fits, resident,
                          clock or gpu_microseconds)
         chosen[key] = search.best(kernel, tune)
