@@ -76,6 +76,28 @@ def test_attention_condition_reads_the_sequence_length(always_compile):
         assert _masks.holds(condition, arguments, grid) is expected, length
 
 
+def attention_grads_match_torch(length, **options):
+    """tritonad.autograd(attention_fwd_kernel, **options)'s gradients of (out,
+    lse) against an fp64 torch reference, 3 heads of D = 32."""
+    BH, D = 3, 32
+    q, k, v = (torch.randn(BH, length, D, device="cuda", requires_grad=True) for _ in range(3))
+    scale = D ** -0.5
+    op = tritonad.autograd(attention_fwd_kernel, outputs=("out_ptr", "lse_ptr"), **options)
+    out = torch.empty_like(q)
+    lse = torch.empty(BH, length, device="cuda")
+    out, lse = op[(triton.cdiv(length, 32), BH)](q, k, v, out, lse, scale, length, length * D, D,
+                                                 HEAD_DIM=D, BLOCK_M=32, BLOCK_N=64)
+    do, dlse = torch.randn_like(out), torch.randn_like(lse)
+    got = torch.autograd.grad((out, lse), (q, k, v), (do, dlse))
+    leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
+    scores = leaves[0] @ leaves[1].transpose(1, 2) * scale
+    ref_out = torch.softmax(scores, -1) @ leaves[2]
+    want = torch.autograd.grad((ref_out, torch.logsumexp(scores, -1)), leaves,
+                               (do.double(), dlse.double()))
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g.double(), w, rtol=1e-3, atol=1e-3)
+
+
 @pytest.fixture
 def picked(monkeypatch):
     """The variant each launch picked (1: without masks)."""
@@ -119,21 +141,5 @@ def test_matmul_grads_match_torch_in_both_variants(picked, dtype, shape, full, t
 @requires_gpu
 @pytest.mark.parametrize("length, full", [(128, True), (256, True), (200, False)])
 def test_attention_grads_match_torch_in_both_variants(picked, length, full):
-    BH, D = 3, 32
-    q, k, v = (torch.randn(BH, length, D, device="cuda", requires_grad=True) for _ in range(3))
-    scale = D ** -0.5
-    op = tritonad.autograd(attention_fwd_kernel, outputs=("out_ptr", "lse_ptr"))
-    out = torch.empty_like(q)
-    lse = torch.empty(BH, length, device="cuda")
-    out, lse = op[(triton.cdiv(length, 32), BH)](q, k, v, out, lse, scale, length, length * D, D,
-                                                 HEAD_DIM=D, BLOCK_M=32, BLOCK_N=64)
-    do, dlse = torch.randn_like(out), torch.randn_like(lse)
-    got = torch.autograd.grad((out, lse), (q, k, v), (do, dlse))
-    leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
-    scores = leaves[0] @ leaves[1].transpose(1, 2) * scale
-    ref_out = torch.softmax(scores, -1) @ leaves[2]
-    want = torch.autograd.grad((ref_out, torch.logsumexp(scores, -1)), leaves,
-                               (do.double(), dlse.double()))
-    for g, w in zip(got, want):
-        torch.testing.assert_close(g.double(), w, rtol=1e-3, atol=1e-3)
+    attention_grads_match_torch(length)
     assert picked and set(picked) == {int(full)}, picked

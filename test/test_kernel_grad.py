@@ -1491,3 +1491,21 @@ def test_gradcheck_softmax_fp64():
         return f[(M,)](out, t, t.stride(0), out.stride(0), N, BLOCK_N=BLOCK_N)
 
     assert torch.autograd.gradcheck(fn, (x,))
+
+
+def test_a_triton_pass_failing_on_the_derived_backward_is_named(monkeypatch):
+    # Triton's own passes can fail on a derived backward (fuzz seed 310222: an
+    # i1 tensor Triton moves through shared memory for a dot operand); the
+    # error says that the derivation succeeded and where to look.
+    from tritonad import _partial
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("PassManager::run failed")
+    monkeypatch.setattr(_partial, "launch", failing)
+    bwd = tritonad.grad(swiglu_kernel)
+    with pytest.raises(RuntimeError, match=r"backward of swiglu_kernel was derived, but Triton"):
+        bwd.run(None, None, None, 4, grid=(1,), warmup=True, BLOCK=4)
+    monkeypatch.setattr(_partial, "launch", lambda *a, **k: (_ for _ in ()).throw(
+        RuntimeError("other")))
+    with pytest.raises(RuntimeError, match="^other$"):
+        bwd.run(None, None, None, 4, grid=(1,), warmup=True, BLOCK=4)

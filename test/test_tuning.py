@@ -16,8 +16,9 @@ tritonad = pytest.importorskip("tritonad")
 
 from tritonad import _tuning  # noqa: E402
 
-from corpus.kernels import attention_fwd_kernel, matmul_kernel  # noqa: E402
+from corpus.kernels import matmul_kernel  # noqa: E402
 from gpu_util import requires_gpu  # noqa: E402
+from test_full_masks import attention_grads_match_torch  # noqa: E402
 from test_regrid import _args, _assert_close, _grid  # noqa: E402
 
 
@@ -179,20 +180,4 @@ def test_tuned_matmul_parts_match_torch(monkeypatch, dtype, shape):
 @pytest.mark.gpu
 @requires_gpu
 def test_tuned_attention_with_atomics_matches_torch():
-    BH, D, length = 3, 32, 300
-    q, k, v = (torch.randn(BH, length, D, device="cuda", requires_grad=True) for _ in range(3))
-    scale = D ** -0.5
-    op = tritonad.autograd(attention_fwd_kernel, outputs=("out_ptr", "lse_ptr"), tune=True)
-    out = torch.empty_like(q)
-    lse = torch.empty(BH, length, device="cuda")
-    out, lse = op[(triton.cdiv(length, 32), BH)](q, k, v, out, lse, scale, length, length * D, D,
-                                                 HEAD_DIM=D, BLOCK_M=32, BLOCK_N=64)
-    do, dlse = torch.randn_like(out), torch.randn_like(lse)
-    got = torch.autograd.grad((out, lse), (q, k, v), (do, dlse))
-    leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
-    scores = leaves[0] @ leaves[1].transpose(1, 2) * scale
-    ref_out = torch.softmax(scores, -1) @ leaves[2]
-    want = torch.autograd.grad((ref_out, torch.logsumexp(scores, -1)), leaves,
-                               (do.double(), dlse.double()))
-    for g, w in zip(got, want):
-        torch.testing.assert_close(g.double(), w, rtol=1e-3, atol=1e-3)
+    attention_grads_match_torch(300, tune=True)

@@ -281,9 +281,21 @@ def _make_shadows_optional(bwd, order, shadows, spec):
             kwargs[name] = value
         for shadow in shadows:
             kwargs.setdefault(shadow, None)
-        return _partial.launch(run, grid, warmup, kwargs, shadows,
-                               use_partial=spec.mode != "atomic", tape=bwd.tape,
-                               tune=bwd.tune)
+        try:
+            return _partial.launch(run, grid, warmup, kwargs, shadows,
+                                   use_partial=spec.mode != "atomic", tape=bwd.tape,
+                                   tune=bwd.tune)
+        except RuntimeError as error:
+            if str(error) != "PassManager::run failed":
+                raise
+            # (Triton's own passes, after the derivation: the IR and the pass are
+            # in Triton's message on stderr)
+            raise RuntimeError(
+                f"tritonad: the backward of {spec.primal.__name__} was derived, but Triton's "
+                f"compiler failed on it in one of its own passes (its message and the failing "
+                f"IR are on stderr above; bwd.derived_ir() holds tritonad's output). This is "
+                f"a Triton limitation that the derived code reaches; other tile sizes, "
+                f"num_warps or mode='atomic' derive or lower a different kernel") from error
 
     bwd.run = run_with_optional_shadows
     # (callers may pass shadows uninitialized only to kernels launched this way)
