@@ -19,6 +19,7 @@ from tritonad import _tuning  # noqa: E402
 from corpus.kernels import matmul_kernel  # noqa: E402
 from gpu_util import requires_gpu  # noqa: E402
 from test_full_masks import attention_grads_match_torch  # noqa: E402
+from test_kernel_grad import gelu_autotuned_kernel  # noqa: E402
 from test_regrid import _args, _assert_close, _grid  # noqa: E402
 
 
@@ -37,6 +38,7 @@ def test_good_tunes_are_taken():
     for tune in (False, True, [{"num_warps": 4}, {"num_warps": 8, "num_stages": 3,
                                                    "maxnreg": 128}]):
         assert tritonad.grad(matmul_kernel, tune=tune).tune == tune
+        assert tritonad.grad(gelu_autotuned_kernel, tune=tune).tune == tune  # (rewrapped)
         tritonad.autograd(lambda a: a, tune=tune)
 
 

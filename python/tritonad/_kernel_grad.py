@@ -319,7 +319,8 @@ def _rewrap(bwd, wrappers, shadows):
                             "backward kernel")
         for attr in ("tritonad_primal", "forward", "launch_signature", "shadows", "pointer_roles",
                      "derived_ir", "schedule", "written_shadows", "partial_shadows",
-                     "coverage", "accumulate", "source", "tritonad_launch_path"):
+                     "coverage", "accumulate", "tape", "tune", "source",
+                     "tritonad_launch_path"):
             setattr(result, attr, getattr(bwd, attr))
     return result
 
