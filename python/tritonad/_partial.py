@@ -148,6 +148,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None, tun
                if isinstance(kwargs.get(s), torch.Tensor) and id(kwargs[s]) in pending]
     partial_possible = use_partial and any_tensor is not None and programs > 1 and \
         any(isinstance(kwargs.get(s), torch.Tensor) for s in shadows)
+    launcher = _Launcher(run, kwargs, shadows, tune)
     # Whether the kernel keeps a tape is decided when it is derived: compile it
     # (or take it from the cache) with a placeholder first.
     with_tape = tape is not False and any_tensor is not None
@@ -162,8 +163,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None, tun
         if warmup:
             return kernel
         _check_requirements(kernel, kwargs, grid_now)
-        return _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape,
-                                _Launcher(run, kwargs, shadows, tune))
+        return _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape, launcher)
     # The workspace's dtype is part of the kernel's signature: fp64 slots for
     # fp64 gradients (gradcheck), fp32 otherwise.
     wide = any(isinstance(kwargs.get(s), torch.Tensor) and kwargs[s].dtype == torch.float64
@@ -181,7 +181,6 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None, tun
     if warmup:
         return kernel
     _check_requirements(kernel, kwargs, grid_now)
-    launcher = _Launcher(run, kwargs, shadows, tune)
     if not partial:
         return _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape, launcher)
 

@@ -57,15 +57,15 @@ def validate(tune) -> None:
 
 
 def launch(run, grid, kwargs, tune, written, user_cap, fits, resident, clock=None):
-    """run(grid, **kwargs), each launch with its tuned options where `tune`
-    asks for them. `written`: the tensors the launch may write (restored after
-    each trial); `user_cap`: the ``maxnreg`` the caller passed (kept), None
-    where the launch path may cap registers; `fits(kernel)` and
-    `resident(run, grid, kernel, arguments)` are the launch path's checks that
-    a compiled kernel loads on the device, and its register cap. `clock(go,
-    restore)`: GPU microseconds of go() (restore() before each run; CUDA
-    events by default)."""
-    if tune is False or any(int(extent) <= 0 for extent in grid):
+    """run(grid, **kwargs) with its tuned options (`tune`: True or a list of
+    candidates, as validate() takes). `written`: the tensors the launch may
+    write (restored after each trial); `user_cap`: the ``maxnreg`` the caller
+    passed (kept), None where the launch path may cap registers; `fits(kernel)`
+    and `resident(run, grid, kernel, arguments)` are the launch path's checks
+    that a compiled kernel loads on the device, and its register cap.
+    `clock(go, restore)`: GPU microseconds of go() (restore() before each run;
+    CUDA events by default)."""
+    if any(int(extent) <= 0 for extent in grid):
         return run(grid=grid, warmup=False, **kwargs)
     kernel = run(grid=grid, warmup=True, **kwargs)
     if getattr(kernel, "_init_handles", None) is None:  # (the interpreter: nothing to time)
