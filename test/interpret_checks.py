@@ -1515,11 +1515,26 @@ def run_in_interpreter(script, out):
 
 
 def main(argv, checks=None):
-    """Runs `checks` (name -> check; this module's by default)."""
+    """Runs `checks` (name -> check; this module's by default) as the command line
+    `argv` says; see the module docstring."""
+    import argparse
+
     checks = CHECKS if checks is None else checks
-    out = argv[0] if argv else None
-    seed = int(argv[1]) if len(argv) > 1 else int.from_bytes(os.urandom(4), "little")
-    wanted = argv[2:] or sorted(checks)
+    parser = argparse.ArgumentParser(
+        description="Gradient checks in Triton's CPU interpreter (set TRITON_INTERPRET=1).")
+    parser.add_argument("out", nargs="?", help="write {name: {ok, error, seed, seconds}} "
+                        "here as JSON (default: print a line per check)")
+    parser.add_argument("seed", nargs="?", type=int, help="random seed (default: random)")
+    parser.add_argument("names", nargs="*", metavar="name", help="checks to run (default: all)")
+    args = parser.parse_args(argv)
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        parser.error("set TRITON_INTERPRET=1 before running the checks")
+    unknown = [name for name in args.names if name not in checks]
+    if unknown:
+        parser.error(f"no check named {', '.join(unknown)}")
+    out = args.out
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    wanted = args.names or sorted(checks)
     results = {}
     for name in wanted:
         GEN.manual_seed(seed ^ zlib.crc32(name.encode()))

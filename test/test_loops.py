@@ -759,11 +759,8 @@ def test_interpreted(interpreted, name):
 
 
 def _interpret_main(argv):
-    """Runs the interpreter checks (TRITON_INTERPRET=1 must be set); writes
-    {name: {ok, error, seed, seconds}} to argv[0] (or prints it)."""
+    """Runs this file's interpreter checks, with interpret_checks.py's command line."""
     import interpret_checks as ic
-    if os.environ.get("TRITON_INTERPRET") != "1":
-        raise SystemExit("set TRITON_INTERPRET=1 before running this file")
     return ic.main(argv, INTERPRET_CHECKS)
 
 
