@@ -511,6 +511,54 @@ def test_two_stage_causal_attention_grad(seq_len, dtype):
 @pytest.mark.gpu
 @requires_gpu
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("seq_len,block_m,block_n", [(100, 64, 32), (777, 64, 32),
+                                                     (1000, 128, 64)])
+def test_two_stage_causal_attention_deterministic(seq_len, block_m, block_n, dtype):
+    # mode="deterministic" through tritonad.autograd: dK and dV summed by
+    # programs of their own for each loop, the diagonal loop's in a second
+    # launch; no atomic contention, bitwise the same on a second run.
+    gen = make_generator("two_stage_deterministic", seq_len, str(dtype), block_m, block_n)
+    BH, D = 5, 64
+    q, k, v = (randn(gen, BH, seq_len, D, dtype=dtype) for _ in range(3))
+    sm_scale = D ** -0.5
+    op = tritonad.autograd(two_stage_causal_attention_fwd, outputs=("Out", "Lse"),
+                           mode="deterministic")
+    dout, dlse = randn(gen, BH, seq_len, D, dtype=dtype), randn(gen, BH, seq_len)
+    runs = []
+    for _ in range(2):
+        leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+        out, lse = op[(triton.cdiv(seq_len, block_m), BH)](
+            *leaves, torch.empty_like(q), torch.empty(BH, seq_len, device="cuda"), sm_scale,
+            seq_len, q.stride(0), q.stride(1), BLOCK_M=block_m, BLOCK_N=block_n, HEAD_DIM=D)
+        runs.append(torch.autograd.grad((out, lse), leaves, (dout, dlse)))
+    _, ref = reference_grads(
+        lambda a, b, c: attention_reference(a, b, c, sm_scale, causal=True), [q, k, v],
+        [dout, dlse])
+    for name, got, again, want in zip(("dQ", "dK", "dV"), runs[0], runs[1], ref):
+        assert got.dtype == dtype
+        assert_near(name, got, want, HALF_TOL)
+        assert torch.equal(got, again), name
+    lines = {line.split(": ", 1)[0]: line for line in op.backward_kernel.schedule().splitlines()}
+    for name in ("K", "V"):
+        assert lines[name].count("re-parallelized (programs of its own") == 2, lines[name]
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("advance", [False, True], ids=["offsets", "advanced_pointers"])
+def test_two_loop_attention_deterministic_spellings(advance):
+    # interpret_checks.py's two_loop_attention (the CPU interpreter runs it
+    # too): key offsets from the induction variable, or pointers advanced per
+    # iteration; fp32 with tf32 products.
+    import interpret_checks as ic
+    for length, block_m, block_n in ((300, 64, 32), (64, 64, 16)):
+        ic.two_loop_attention_grads(length, 3, advance, block_m, block_n, device="cuda",
+                                    rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 def test_causal_attention_grad_zero_dlse(dtype):
     # No upstream gradient for Lse: only Out's adjoint flows.
     run_causal_attention(250, dtype, 64, 64, "zero_dlse", dlse_kind="zeros")

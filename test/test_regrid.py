@@ -165,11 +165,19 @@ def test_atomic_mode_keeps_the_forward_schedule(always_compile):
     assert _lines(schedule)["a_ptr"].startswith("atomic (atomics requested)")
 
 
-def test_epilogue_from_the_loop_result_says_why(always_compile):
-    # dC * gelu'(acc) needs acc, the forward loop's result, in every member:
-    # recomputing it per member would replay the forward's loop; refused.
+def test_epilogue_from_the_loop_result_is_staged_or_says_why(always_compile):
+    # dC * silu'(acc) needs acc, the result of the forward loop the backward
+    # recomputes, in every member: the forward's programs store it into
+    # scratch for the parts; without scratch (recomputing it per member would
+    # replay the forward's loop) refused, with the reason.
     bwd = tritonad.grad(matmul_activation_kernel)
     lines = _lines(compile_for_schedule(bwd, MATMUL_TYPES, dict(TILES, ACTIVATION="silu")))
+    for name in ("a_ptr", "b_ptr"):
+        assert lines[name].startswith("re-parallelized (programs of its own"), lines[name]
+        assert "from scratch" in lines[name], lines[name]
+    bwd = tritonad.grad(matmul_activation_kernel)
+    lines = _lines(compile_for_schedule(bwd, MATMUL_TYPES, dict(TILES, ACTIVATION="silu",
+                                                                 tritonad_tape=None)))
     for name in ("a_ptr", "b_ptr"):
         assert lines[name].startswith("atomic")
         assert "not re-parallelized: its contribution depends on the result of scf.for" in \
@@ -489,6 +497,30 @@ def test_table_orders_members_by_trip_count_and_counts_each_tile():
     assert follow[0] == 0 and follow[1:9] == lead[1:9] and follow[10] == lead[10]
     described = _regrid.describe(torch.tensor(words))
     assert [p["programs"] for p in described] == [14, 0]
+
+
+@pytest.mark.parametrize("window, overlaps", [(0, False), (16, True)])
+def test_table_refuses_overlapping_starts_in_deterministic_mode(window, overlaps):
+    # A loop from its program's own block, lo = m * 32 - window, to (m + 1) * 32 in
+    # steps of 16: its start joins the key (after the head, the address key).
+    # Without a window the groups' ranges meet end to end; with one they
+    # overlap, which deterministic mode refuses at launch (auto: atomics).
+    pid0, pid1 = ("pid", 0), ("pid", 1)
+    lower = ("sub", ("mul", pid0, ("const", 32)), ("const", window))
+    upper = ("mul", ("add", pid0, ("const", 1)), ("const", 32))
+    part = dict(shadow="dk", key=[("mul", pid1, ("const", 1000)), lower], lower=lower,
+                upper=upper, step=("const", 16), affine=False, frontier=[], coarsening=1,
+                coverage=None, key_digits=[], condition_keys=[], store_only=False,
+                trips_vary=True, lower_varies=True, address_keys=1, leader=-1, phase=1)
+    for deterministic in (False, True):
+        record = dict(main=True, deterministic=deterministic, parts=[part])
+        if deterministic and overlaps:
+            with pytest.raises(RuntimeError, match="dk start their loop at places whose ranges"):
+                _regrid._table(record, {}, (4, 2))
+            continue
+        words, total, _ = _regrid._table(record, {}, (4, 2))
+        # 8 groups (4 blocks x 2 heads), each of 2 (or 3 with the window) iterations
+        assert [p["programs"] for p in _regrid.describe(words)] == [8 * (3 if window else 2)]
 
 
 def test_deterministic_mode_takes_the_parts(always_compile):

@@ -207,12 +207,16 @@ PYBIND11_MODULE(_C, m) {
             entry["condition_keys"] = part.conditionKeys;
             entry["store_only"] = part.storeOnly;
             entry["trips_vary"] = part.tripsVary;
+            entry["lower_varies"] = part.lowerVaries;
+            entry["phase"] = part.phase;
+            entry["address_keys"] = part.addressKeys;
             entry["leader"] = part.leader;
             entry["frontier"] = frontier;
             parts.append(entry);
           }
           py::dict record;
           record["main"] = result.regrid.mainPart;
+          record["deterministic"] = result.regrid.deterministic;
           record["staged"] = result.regrid.stagedBytes;
           record["parts"] = parts;
           regrid = record;

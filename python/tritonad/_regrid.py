@@ -24,7 +24,14 @@ the same key block) are one part: the first record leads and has the
 programs, the others follow it with none. Where the loop's trip count varies by
 program (a causal loop up to the diagonal), each group's members are ordered
 by decreasing trip count and the table counts, per (group, tile), the members
-that reach the tile: its program loops over those only.
+that reach the tile: its program loops over those only. A loop may also start
+where the program's key says (a loop over the program's own diagonal block):
+its members share the start.
+
+A shadow that parts of two loops add into (attention written as an off-band
+and a diagonal loop) is summed by each in a launch of its own, in the loops'
+order (a *phase* per part): each launch has one writer per shadow, and the
+sums land in a fixed order.
 
 Tables are cached by the arguments the expressions read and the grid, so a
 training loop pays for the grouping once per shape.
@@ -186,8 +193,11 @@ def _grouping(part, arguments, grid, ids, programs):
     import torch
 
     try:
-        lower, step = (_coverage.evaluate(part[b], arguments, grid) for b in ("lower", "step"))
-        # (where trips vary, the upper bound per program)
+        step = _coverage.evaluate(part["step"], arguments, grid)
+        # (where trips vary, the bounds per program; the lower bound, where it
+        # varies, the same for a group's members: a function of the key)
+        lower = _column(per_program(part["lower"], arguments, grid, ids), programs) \
+            if part.get("lower_varies") else _coverage.evaluate(part["lower"], arguments, grid)
         upper = _column(per_program(part["upper"], arguments, grid, ids), programs) \
             if part.get("trips_vary") else _coverage.evaluate(part["upper"], arguments, grid)
         key = [_column(per_program(k, arguments, grid, ids), programs) for k in part["key"]]
@@ -207,6 +217,36 @@ def _grouping(part, arguments, grid, ids, programs):
         unique = keys[:1]
         inverse = torch.zeros(programs, dtype=torch.int64)
     return trips_each, trips, unique, inverse
+
+
+def _check_starts_apart(part, arguments, grid, ids, programs, grouping):
+    """Deterministic mode, a part whose loop starts where its key says (a
+    diagonal loop): groups with the same address keys must start far enough
+    apart that no two sum the same iteration (else two of its programs would
+    add into one element, in either order). Raises a RuntimeError naming the
+    shadow where they do not (a sliding window's overlapping ranges)."""
+    import torch
+
+    trips_each, _, unique, inverse = grouping
+    if not len(unique) or trips_each is None:
+        return
+    lower = _column(per_program(part["lower"], arguments, grid, ids), programs)
+    step = _coverage.evaluate(part["step"], arguments, grid)
+    groups = len(unique)
+    starts = torch.zeros(groups, dtype=torch.int64).scatter_(0, inverse, lower)
+    ends = starts + torch.zeros(groups, dtype=torch.int64).scatter_reduce_(
+        0, inverse, trips_each, "amax", include_self=False) * step
+    address = unique[:, :int(part.get("address_keys", 0))]
+    _, bucket = torch.unique(address, dim=0, return_inverse=True) if address.shape[1] else \
+        (None, torch.zeros(groups, dtype=torch.int64))
+    order = torch.argsort(bucket * (int(ends.max()) - int(starts.min()) + 1) +
+                          (starts - int(starts.min())))
+    same = bucket[order][1:] == bucket[order][:-1]
+    if bool((same & (starts[order][1:] < ends[order][:-1])).any()):
+        raise RuntimeError(
+            f"tritonad: deterministic mode: the programs adding into {part['shadow']} start "
+            f"their loop at places whose ranges overlap at this launch, so two would add into "
+            f"one element in either order; mode='auto' adds them with atomics")
 
 
 def _slot_orders(record, groupings, programs):
@@ -242,6 +282,10 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
     parts = record["parts"]
     groupings = {index: _grouping(part, arguments, grid, ids, programs)
                  for index, part in enumerate(parts) if part.get("leader", -1) < 0}
+    if record.get("deterministic"):
+        for index, grouping in groupings.items():
+            if parts[index].get("lower_varies"):
+                _check_starts_apart(parts[index], arguments, grid, ids, programs, grouping)
 
     # The slot order that keeps the most parts' members affine (the first of
     # equals): each group's members, where trips vary by decreasing trip count.
@@ -333,8 +377,8 @@ def prepare(kernel, kwargs, grid: Sequence[int]):
     programs it runs), in order; the shadows the launch overwrites whole,
     which need no zero fill); None for any other kernel (launched on the
     forward's grid). The forward's programs (where they do anything: they may
-    stage values the parts read) run first, then the parts, whose table says
-    there are no forward programs."""
+    stage values the parts read) run first, then the parts, a launch per
+    phase, whose tables say there are no forward programs."""
     import torch
 
     record = record_of(kernel)
@@ -352,11 +396,20 @@ def prepare(kernel, kwargs, grid: Sequence[int]):
         if len(_CACHE) >= _CACHE_LIMIT:
             _CACHE.pop(next(iter(_CACHE)))
         main = int(words[0])  # (read on the host, before the copy)
-        parts_only = words.clone()
-        parts_only[0] = 0
-        launches = (((main,), words.to(placeholder.device), "main"),
-                    ((total - main,), parts_only.to(placeholder.device), "parts"))
-        cached = _CACHE[key] = (launches, stored)
+        launches = [((main,), words.to(placeholder.device), "main")]
+        # A launch per phase: parts adding into a shadow that a part of an
+        # earlier phase adds into run after it (their tables give the other
+        # phases' parts no programs).
+        phases = [int(part.get("phase", 0)) for part in record["parts"]]
+        for phase in sorted(set(phases)):
+            only = words.clone()
+            only[0] = 0
+            for index, of in enumerate(phases):
+                if of != phase:
+                    only[_HEADER + _PART_HEADER * index] = 0
+            programs = int(only[_HEADER:_HEADER + _PART_HEADER * len(phases):_PART_HEADER].sum())
+            launches.append(((programs,), only.to(placeholder.device), "parts"))
+        cached = _CACHE[key] = (tuple(launches), stored)
     global last_table
     last_table = cached[0][0][1]  # (the whole table: its first word counts the forward programs)
     return cached

@@ -96,11 +96,25 @@ struct LoopTape {
 struct RegridPart {
   std::string shadow;
   std::vector<SymbolicInt> key;   // per program: ProgramId leaves
-  SymbolicInt lower, upper, step; // the loop's bounds; lower and step the same for every program
+  SymbolicInt lower, upper, step; // the loop's bounds; step the same for every program
   /// `upper` depends on the program (a causal attention's keys up to the
   /// diagonal): the launch orders each group's members by decreasing trip
   /// count and counts, per (group, iteration), the members that reach it.
   bool tripsVary = false;
+  /// `lower` depends on the program, only through the key (the same for a
+  /// group's members: a loop over the program's own diagonal block); the
+  /// trips then vary too.
+  bool lowerVaries = false;
+  /// Where `lowerVaries`: the key's first `addressKeys` values are those the
+  /// addresses depend on the program through, the others the start's. In
+  /// deterministic mode the launch checks that groups with the same address
+  /// keys start far enough apart that their iterations (tiles) do not meet.
+  int addressKeys = 0;
+  /// The launch, after the forward's programs, that runs the part: a part
+  /// adding into a shadow that an earlier part (another loop) adds into runs
+  /// in a later launch, so each launch has one writer per shadow and the
+  /// sums land in a fixed order.
+  int phase = 0;
   /// Index of the part whose programs also sum this one (its accumulations
   /// share their members, and each member's values once), or -1: this part
   /// has programs of its own (its record then holds the grouping).
@@ -153,9 +167,12 @@ constexpr const char *kProgramSlotAttr = "tritonad.program_slot";
 /// in the order of their slots).
 /// The launch path runs the forward's programs and the parts as two launches
 /// (the forward's first), each with a kernel compiled for its programs only
-/// (RegridPrograms); the parts' table says mainPrograms 0.
+/// (RegridPrograms); the parts' table says mainPrograms 0. `deterministic`:
+/// derived in deterministic mode (the launch then refuses groupings whose
+/// parts would add into one element from several programs).
 struct Regrid {
   bool mainPart = true;
+  bool deterministic = false;
   std::vector<RegridPart> parts;
   int64_t stagedBytes = 0;
 };

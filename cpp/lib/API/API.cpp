@@ -357,20 +357,28 @@ regridKernel(mlir::triton::FuncOp function,
     return mlir::failure();
   keepRegridPrograms(function, programs);
   regrid = regridReport.regrid;
-  for (const RegridNote &note : regridReport.notes)
-    for (const auto &[bound, primalName] : bindings) {
-      ScheduleEntry *entry = bound == note.shadow ? report.schedule.shadow(primalName)
-                                                  : nullptr;
-      if (!entry)
-        continue;
-      if (note.reparallelized) {
-        entry->strategy = Strategy::Reparallelized;
-        entry->how = note.how;
-        entry->notes.clear();
-      } else {
-        entry->notes.push_back(note.how);
+  regrid.deterministic = deterministic;
+  // The re-parallelized accumulations first (a shadow that parts of two
+  // loops sum lists both), then why others were not: a shadow with some of
+  // its accumulations left as atomics says so.
+  for (bool reparallelized : {true, false})
+    for (const RegridNote &note : regridReport.notes)
+      for (const auto &[bound, primalName] : bindings) {
+        ScheduleEntry *entry = bound == note.shadow && note.reparallelized == reparallelized
+                                   ? report.schedule.shadow(primalName)
+                                   : nullptr;
+        if (!entry)
+          continue;
+        if (!reparallelized) {
+          entry->notes.push_back(note.how);
+        } else if (entry->strategy == Strategy::Reparallelized) {
+          entry->how += "; and " + note.how;
+        } else {
+          entry->strategy = Strategy::Reparallelized;
+          entry->how = note.how;
+          entry->notes.clear();
+        }
       }
-    }
   if (regrid.parts.empty())
     return mlir::success();
   if (regrid.stagedBytes > 0)

@@ -665,9 +665,10 @@ static bool isConstantExpression(Value value) {
 // The loops of a family are reversed together, each with the family's final
 // value: none may fall back to another strategy (their adjoints would be of
 // other values). Refused here what would make one fall back: a store in a
-// body, and a first loop from max = -inf whose other carried values start
+// body, and a first loop from max = -inf whose other carried floats start
 // from anything but constants (the first iteration's rescaling by 0, which the
-// final value turns into 1, would pass their gradient on).
+// final value turns into 1, would pass their gradient on; pointers and
+// integers, such as a pointer advanced per iteration, carry none).
 static bool reversibleAsFamily(ArrayRef<Stabilizer> family) {
   for (Stabilizer member : family) {
     bool writes = false;
@@ -680,7 +681,7 @@ static bool reversibleAsFamily(ArrayRef<Stabilizer> family) {
   std::optional<double> start = floatConstant(first.getInitArgs()[root.carried]);
   if (start && std::isinf(*start))
     for (Value init : first.getInitArgs())
-      if (!isConstantExpression(init))
+      if (isa<FloatType>(getElementTypeOrSelf(init.getType())) && !isConstantExpression(init))
         return false;
   return true;
 }

@@ -25,7 +25,9 @@ struct RegridPass : public impl::RegridBase<RegridPass> {
       mlir::emitRemark(loc) << note.shadow << ": " << note.how;
     for (const RegridPart &part : report.regrid.parts)
       mlir::emitRemark(loc) << "part " << part.shadow << ": grouped by "
-                            << part.key.size() << " key value(s)";
+                            << part.key.size() << " key value(s)"
+                            << (part.lowerVaries ? ", starting where its key says" : "")
+                            << ", launch " << part.phase + 1 << " of the parts";
     if (!report.regrid.parts.empty())
       mlir::emitRemark(loc) << (report.regrid.mainPart ? "the forward's schedule remains"
                                                        : "nothing remains in the forward's "

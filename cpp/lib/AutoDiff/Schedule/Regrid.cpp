@@ -78,9 +78,12 @@ struct Part {
 // The ops that compute `roots` from the kernel's arguments, program ids and
 // the induction variable of `loop`: ops of the entry block and of the loop's
 // body, side-effect free or loads, no results of loops or branches.
+// With `regionResults`, a result of a loop or branch of the entry block is
+// collected there instead (a leaf, for the Stager), not refused.
 LogicalResult collectSlice(ArrayRef<Value> roots, Block &entry, scf::ForOp loop,
                            llvm::SetVector<Operation *> &ops, std::string &why,
-                           ArrayRef<Value> leaves = {}) {
+                           ArrayRef<Value> leaves = {},
+                           llvm::SetVector<Value> *regionResults = nullptr) {
   SmallVector<Value> work(roots.begin(), roots.end());
   DenseSet<Value> seen(leaves.begin(), leaves.end());
   while (!work.empty()) {
@@ -99,6 +102,10 @@ LogicalResult collectSlice(ArrayRef<Value> roots, Block &entry, scf::ForOp loop,
       return failure();
     }
     if (def->getNumRegions() && !isa<tt::ReduceOp, tt::ScanOp>(def)) {
+      if (regionResults && def->getBlock() == &entry) {
+        regionResults->insert(value);
+        continue;
+      }
       why = "its contribution depends on the result of " + where(def);
       return failure();
     }
@@ -128,22 +135,32 @@ SmallVector<Operation *> inProgramOrder(const llvm::SetVector<Operation *> &ops,
 }
 
 // The integer scalars through which `roots` depend on the program: walking
-// back from them, the first pid-dependent integer scalars met. A load whose
+// back from them, the first pid-dependent integer scalars met that do not
+// change with `loop`'s iteration (a scalar of the body that mixes the program
+// with the iteration, as a block pointer's offset lo + ((i - lo) / step) *
+// step with lo = start_m * BLOCK_M does, is walked through to lo). A load whose
 // addresses depend on the program is walked through (`throughLoads`: the copy
 // recomputes its addresses) or refused (a key must not depend on data).
 LogicalResult collectFrontier(ArrayRef<Value> roots, ArrayRef<Operation *> sliceInOrder,
-                              bool throughLoads, llvm::SetVector<Value> &frontier,
-                              std::string &why) {
-  DenseSet<Operation *> onProgram;
+                              scf::ForOp loop, bool throughLoads,
+                              llvm::SetVector<Value> &frontier, std::string &why) {
+  DenseSet<Operation *> onProgram, onIteration;
   for (Operation *op : sliceInOrder) {
-    bool depends = isa<tt::GetProgramIdOp>(op);
+    bool depends = isa<tt::GetProgramIdOp>(op), varies = false;
     op->walk([&](Operation *inner) {
-      for (Value operand : inner->getOperands())
-        if (Operation *def = operand.getDefiningOp())
+      for (Value operand : inner->getOperands()) {
+        if (Operation *def = operand.getDefiningOp()) {
           depends |= onProgram.contains(def);
+          varies |= onIteration.contains(def);
+        }
+        if (auto arg = dyn_cast<BlockArgument>(operand))
+          varies |= arg.getOwner() == loop.getBody(); // (the induction variable, carried values)
+      }
     });
     if (depends)
       onProgram.insert(op);
+    if (varies)
+      onIteration.insert(op);
   }
   SmallVector<Value> work(roots.begin(), roots.end());
   DenseSet<Value> seen;
@@ -154,7 +171,7 @@ LogicalResult collectFrontier(ArrayRef<Value> roots, ArrayRef<Operation *> slice
     Operation *def = value.getDefiningOp();
     if (!def || !onProgram.contains(def))
       continue;
-    if (isa<IntegerType>(value.getType())) {
+    if (isa<IntegerType>(value.getType()) && !onIteration.contains(def)) {
       frontier.insert(value);
       continue;
     }
@@ -849,9 +866,20 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
   Value tile = arith::RemSIOp::create(b, loc, q, tiles);
   Value group = arith::DivSIOp::create(b, loc, q, tiles);
 
-  // The loop's bounds are the same for every program (checked): clone them
-  // with any program's ids.
-  IRMapping bounds;
+  // The group's key: the addresses and masks of the writes, and the values
+  // of the frontier that are keys (the same for every member: what they
+  // address is loaded once, before the member loop).
+  IRMapping keyed;
+  Value keysAt = add(word(kKeysAt), mul(group, i32(b, loc, part.key.size())));
+  for (auto [i, value] : llvm::enumerate(part.key))
+    keyed.map(value, withDivisibility(
+                         b,
+                         wordAs(b, loc, readWord(b, loc, table, add(keysAt, i32(b, loc, i))),
+                                value.getType()),
+                         value));
+  // The loop's bounds are the same for every member (checked: the program
+  // reaches them only through the key): clone them with the group's key.
+  IRMapping bounds = keyed;
   Value zero = i32(b, loc, 0);
   cloneWithPrograms(b, part.boundOps, bounds, {zero, zero, zero}, grid);
   Value lower = bounds.lookupOrDefault(part.loop.getLowerBound());
@@ -879,17 +907,6 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
                                         add(word(kCountsAt), add(mul(group, tiles), tile))))
                    : readI32(b, loc, table, add(groupAt, i32(b, loc, 1)));
 
-  // The group's key: the addresses and masks of the writes, and the values
-  // of the frontier that are keys (the same for every member: what they
-  // address is loaded once, before the member loop).
-  IRMapping keyed;
-  Value keysAt = add(word(kKeysAt), mul(group, i32(b, loc, part.key.size())));
-  for (auto [i, value] : llvm::enumerate(part.key))
-    keyed.map(value, withDivisibility(
-                         b,
-                         wordAs(b, loc, readWord(b, loc, table, add(keysAt, i32(b, loc, i))),
-                                value.getType()),
-                         value));
   // Sums (per iteration c, per accumulation s: index c * count + s).
   int count = part.sums.size();
   SmallVector<Summand> summands;
@@ -1208,22 +1225,47 @@ public:
     return !boundary.empty();
   }
 
+  // Results of the entry block's loops and branches that `loop`'s
+  // contribution reads (the final statistics of a forward loop the backward
+  // recomputes): a part cannot run the loop for every member, so the
+  // forward's programs store them. Every use but the store reads the staged
+  // copy until the parts are emitted (their slices then start from it).
+  // Fails, staging nothing, where a value has no scratch slot.
+  LogicalResult stageRegionResults(ArrayRef<Value> results, Block &entry) {
+    for (Value value : results)
+      if (!staged.count(value) && !tapeSlotFor(value.getType()))
+        return failure();
+    for (Value value : results)
+      if (!staged.count(value))
+        stageValue(value, nullptr, entry);
+    return success();
+  }
+
   // After the parts are emitted: the forward's programs compute their own
   // values again; a store no part reads is dropped. Returns the bytes per
   // program of the scratch (0: nothing staged for a part).
   int64_t finish(ArrayRef<Operation *> partOps) {
     int64_t total = 0;
     bool read = false;
+    SmallVector<Value> addresses;
     for (auto &[value, entry] : staged) {
       total += entry.bytes;
       Operation *load = entry.load.getDefiningOp();
       bool used = llvm::is_contained(partOps, load);
       read |= used;
       entry.load.replaceAllUsesWith(value);
+      addresses.append(load->getOperands().begin(), load->getOperands().end());
       load->erase();
-      if (!used)
+      if (!used) {
+        addresses.append(entry.store->getOperands().begin(), entry.store->getOperands().end());
         entry.store->erase();
+      }
     }
+    // (where no part reads scratch, neither does the forward's program: its
+    // slot's read of the table goes too, whose launch may have no table)
+    if (slotOfProgram)
+      addresses.push_back(slotOfProgram);
+    eraseUnused(addresses);
     return read ? total : 0;
   }
 
@@ -1292,6 +1334,27 @@ private:
     return once->getResult(0);
   }
 
+  // The ops computing `values` that nothing uses any more (arithmetic and
+  // loads), erased from the values back.
+  static void eraseUnused(ArrayRef<Value> values) {
+    SmallVector<Operation *> work;
+    for (Value value : values)
+      if (Operation *def = value.getDefiningOp())
+        work.push_back(def);
+    DenseSet<Operation *> erased;
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      if (erased.contains(op) || !op->use_empty() || op->getNumRegions() ||
+          !(isMemoryEffectFree(op) || isa<tt::LoadOp>(op)))
+        continue;
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          work.push_back(def);
+      erased.insert(op);
+      op->erase();
+    }
+  }
+
   // This program's slot and the number of programs, read once, at the start
   // of `entry` (where every staged value's store can use them).
   void locate(Block &entry, Location loc) {
@@ -1322,7 +1385,10 @@ private:
     createStore(b, loc, ptr, value, Value());
     Operation *store = &*std::prev(b.getInsertionPoint());
     Value load = createLoad(b, loc, ptr, Value(), Value());
-    value.replaceUsesWithIf(load, [&](OpOperand &use) { return loop->isProperAncestor(use.getOwner()); });
+    // (without a loop: every use but the store)
+    value.replaceUsesWithIf(load, [&](OpOperand &use) {
+      return loop ? loop->isProperAncestor(use.getOwner()) : use.getOwner() != store;
+    });
     staged.insert({value, Staged{load, store, bytes}});
     offsetBytes += bytes;
   }
@@ -1434,8 +1500,20 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       Accumulation sum{atomic, name};
       sum.element = getElementTypeOrSelf(atomic.getVal().getType());
       llvm::SetVector<Operation *> valueSlice, addressSlice;
+      llvm::SetVector<Value> regionResults;
       std::string why;
-      bool ok = succeeded(collectSlice({atomic.getVal()}, entry, loop, valueSlice, why));
+      bool ok = succeeded(collectSlice({atomic.getVal()}, entry, loop, valueSlice, why, {},
+                                       stager ? &regionResults : nullptr));
+      if (ok && !regionResults.empty()) {
+        valueSlice.clear();
+        if (failed(stager.stageRegionResults(regionResults.getArrayRef(), entry))) {
+          ok = false;
+          why = "its contribution depends on the result of " +
+                where(regionResults.front().getDefiningOp()) + ", which has no scratch slot";
+        } else {
+          ok = succeeded(collectSlice({atomic.getVal()}, entry, loop, valueSlice, why));
+        }
+      }
       if (llvm::none_of(valueSlice, [](Operation *op) { return isa<tt::DotOp>(op); }))
         continue; // not a product of tiles: partial buffers or atomics suit it
       auto refuse = [&](std::string reason) {
@@ -1523,7 +1601,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       sum.valueOps = inProgramOrder(valueSlice, entry);
       SmallVector<Operation *> addressOps = inProgramOrder(addressSlice, entry);
       llvm::SetVector<Value> key;
-      if (failed(collectFrontier(addressRoots, addressOps, /*throughLoads=*/false, key, why))) {
+      if (failed(collectFrontier(addressRoots, addressOps, loop, /*throughLoads=*/false, key, why))) {
         refuse(why);
         continue;
       }
@@ -1605,7 +1683,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       // program to be computable on the host.
       llvm::SetVector<Value> frontier;
       llvm::SetVector<Operation *> fromFrontier;
-      if (succeeded(collectFrontier(values, part.valueOps, /*throughLoads=*/true, frontier,
+      if (succeeded(collectFrontier(values, part.valueOps, loop, /*throughLoads=*/true, frontier,
                                     why))) {
         bool &affine = part.data.affine;
         affine = true;
@@ -1625,19 +1703,49 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
           part.frontierOps.clear();
         }
       }
-      // Lower bound and step the same for every program; the upper bound may
-      // depend on it (the launch counts the members reaching each iteration).
+      // The step the same for every program; the lower bound too, or the
+      // same for a group's members (a function of the key: the part computes
+      // it from the group's key; where the addresses do not already make it
+      // one, the values it takes from the program join the key, so members
+      // share it: a loop over the program's own diagonal block); the upper
+      // bound may depend on the program (the launch counts the members
+      // reaching each iteration).
       std::optional<SymbolicInt> lower = symbolize(loop.getLowerBound());
       std::optional<SymbolicInt> step = symbolize(loop.getStep());
       std::optional<SymbolicInt> upper = symbolize(loop.getUpperBound());
-      if (!upper) {
+      part.data.addressKeys = part.key.size();
+      if (!lower && step) {
+        llvm::SetVector<Operation *> lowerSlice;
+        llvm::SetVector<Value> starts;
+        std::string ignored;
+        if (succeeded(collectSlice({loop.getLowerBound()}, entry, loop, lowerSlice, ignored)) &&
+            succeeded(collectFrontier({loop.getLowerBound()}, inProgramOrder(lowerSlice, entry),
+                                      loop, /*throughLoads=*/false, starts, ignored)))
+          for (Value start : starts) {
+            if (llvm::is_contained(part.key, start))
+              continue;
+            std::optional<SymbolicInt> symbol = symbolize(start, /*programIds=*/true);
+            if (!symbol)
+              break;
+            part.key.push_back(start);
+            part.data.key.push_back(std::move(*symbol));
+          }
+      }
+      llvm::SetVector<Operation *> boundSlice;
+      bool boundsKnown = succeeded(collectSlice({loop.getLowerBound(), loop.getStep()}, entry,
+                                                loop, boundSlice, why, part.key));
+      if (!lower && boundsKnown &&
+          llvm::none_of(boundSlice, [](Operation *op) {
+            return isa<tt::GetProgramIdOp, tt::GetNumProgramsOp>(op);
+          })) {
+        lower = symbolize(loop.getLowerBound(), /*programIds=*/true);
+        part.data.lowerVaries = lower.has_value();
+      }
+      if (!upper || part.data.lowerVaries) {
         upper = symbolize(loop.getUpperBound(), /*programIds=*/true);
         part.data.tripsVary = upper.has_value();
       }
-      llvm::SetVector<Operation *> boundSlice;
-      if (!lower || !upper || !step ||
-          failed(collectSlice({loop.getLowerBound(), loop.getStep()}, entry, loop, boundSlice,
-                              why))) {
+      if (!lower || !upper || !step || !boundsKnown) {
         refuse("the loop at " + locationText(loop.getLoc()) +
                " starts or steps by values that depend on the program or on loaded data, or "
                "its trip count cannot be evaluated at launch");
@@ -1662,35 +1770,56 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
                     llvm::PowerOf2Ceil(std::max<int64_t>(1, (128 * 128) / std::max<int64_t>(
                                                                               1, elements))),
                     1, 4));
-      for (Accumulation &sum : part.sums) {
-        RegridPart &data = sum.data;
-        data = part.data;
-        data.shadow = sum.shadow;
-        // Plain writes need the part to be the shadow's only writer: another
-        // part or the forward's schedule may add to the same elements meanwhile.
-        BlockArgument base = baseArgument(sum.atomic.getPtr());
-        bool soleWriter = written.lookup(base) == 1;
-        KeyedDigits keyed;
-        if (std::optional<ShadowCoverage> reached =
-                soleWriter && !part.data.tripsVary
-                    ? analyzeCoverage(sum.atomic, sum.atomic.getPtr(), sum.atomic.getMask(),
-                                      part.key, &keyed)
-                    : std::nullopt) {
-          data.hasCoverage = true;
-          data.coverage = std::move(*reached);
-          data.coverage.shadow = sum.shadow;
-          data.coverage.condition.value = 1;
-          data.keyDigits = keyed.digitOfKey;
-          data.conditionKeys = keyed.conditionKeys;
-        }
-        data.storeOnly = overwrite && soleWriter;
-      }
       parts.push_back(std::move(part));
     }
   }
   if (parts.empty()) {
     stager.finish({});
     return;
+  }
+
+  // Phases: a part adding into a shadow that an earlier part (another loop:
+  // the tutorial's off-band and diagonal key blocks) adds into runs in a later
+  // launch. Plain writes need the part to be its shadow's only writer in its
+  // launch: every write into the shadow is a part's, and no other
+  // accumulation of its own part adds into it; stores, the first writer too.
+  DenseMap<BlockArgument, int> regridded, lastPhase;
+  for (Part &part : parts)
+    for (Accumulation &sum : part.sums)
+      ++regridded[baseArgument(sum.atomic.getPtr())];
+  for (Part &part : parts) {
+    int phase = 0;
+    for (Accumulation &sum : part.sums)
+      if (auto it = lastPhase.find(baseArgument(sum.atomic.getPtr())); it != lastPhase.end())
+        phase = std::max(phase, it->second + 1);
+    part.data.phase = phase;
+    for (Accumulation &sum : part.sums) {
+      RegridPart &data = sum.data;
+      data = part.data;
+      data.shadow = sum.shadow;
+      BlockArgument base = baseArgument(sum.atomic.getPtr());
+      int inPart = llvm::count_if(part.sums, [&](Accumulation &other) {
+        return baseArgument(other.atomic.getPtr()) == base;
+      });
+      bool soleWriter = written.lookup(base) == regridded.lookup(base) && inPart == 1;
+      bool firstWriter = !lastPhase.contains(base);
+      KeyedDigits keyed;
+      if (std::optional<ShadowCoverage> reached =
+              soleWriter && !part.data.tripsVary
+                  ? analyzeCoverage(sum.atomic, sum.atomic.getPtr(), sum.atomic.getMask(),
+                                    part.key, &keyed)
+                  : std::nullopt) {
+        data.hasCoverage = true;
+        data.coverage = std::move(*reached);
+        data.coverage.shadow = sum.shadow;
+        data.coverage.condition.value = 1;
+        data.keyDigits = keyed.digitOfKey;
+        data.conditionKeys = keyed.conditionKeys;
+      }
+      data.storeOnly = overwrite && soleWriter && firstWriter;
+    }
+    for (Accumulation &sum : part.sums)
+      lastPhase[baseArgument(sum.atomic.getPtr())] = phase;
   }
 
   // The launch: programs [0, mainPrograms) run the forward's schedule with
@@ -1778,6 +1907,10 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
                (part.data.tripsVary ? " (whose trip count varies by program)" : "") +
                (with.empty() ? std::string()
                              : ", which also sum " + with + " from the same members") +
+               (part.data.phase > 0
+                    ? ", launched after the parts of an earlier loop that add into the same "
+                      "shadow (launch " + std::to_string(part.data.phase + 1) + " of the parts)"
+                    : std::string()) +
                (part.contractionPasses > 1
                     ? ", contracting each member's tiles in " +
                           std::to_string(part.contractionPasses) + " passes of " +
