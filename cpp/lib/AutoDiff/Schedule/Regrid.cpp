@@ -1205,24 +1205,37 @@ public:
   bool stage(const llvm::SetVector<Operation *> &slice, Block &entry, scf::ForOp loop,
              bool tiles) {
     SmallVector<Value> boundary;
+    bool redirected = false;
     for (Operation *op : slice) {
       if (op->getBlock() != &entry)
         continue;
       for (Value result : op->getResults()) {
-        auto type = dyn_cast<RankedTensorType>(result.getType());
-        if (!type || !isa<FloatType>(type.getElementType()) || !tapeSlotFor(type) ||
-            staged.count(result) || (!tiles && type.getRank() > 1))
-          continue;
         bool usedInLoop = llvm::any_of(result.getUsers(), [&](Operation *user) {
           return slice.contains(user) && loop->isProperAncestor(user);
         });
+        // Staged for an earlier loop (both loops of a two-loop attention
+        // read the same row statistics): this loop reads the same copy (its
+        // part would otherwise recompute it from the tiles behind it).
+        if (auto it = staged.find(result); it != staged.end()) {
+          if (usedInLoop) {
+            result.replaceUsesWithIf(it->second.load, [&](OpOperand &use) {
+              return loop->isProperAncestor(use.getOwner());
+            });
+            redirected = true;
+          }
+          continue;
+        }
+        auto type = dyn_cast<RankedTensorType>(result.getType());
+        if (!type || !isa<FloatType>(type.getElementType()) || !tapeSlotFor(type) ||
+            (!tiles && type.getRank() > 1))
+          continue;
         if (usedInLoop && worthStaging(result, slice, entry))
           boundary.push_back(result);
       }
     }
     for (Value value : boundary)
       stageValue(narrowed(value, loop), loop, entry);
-    return !boundary.empty();
+    return redirected || !boundary.empty();
   }
 
   // Results of the entry block's loops and branches that `loop`'s
