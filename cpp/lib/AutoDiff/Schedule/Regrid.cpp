@@ -49,6 +49,7 @@ struct Accumulation {
   RegridPart data; // its own record (coverage, store-only), the part's grouping
   Type element;    // the gradient's element type
   Value plain;     // its plain word of the table (set where emitted)
+  bool mixesRows = false; // its products mix fewer than 64 rows with 64 or more
 };
 
 // Accumulations of one loop whose addresses depend on the program through
@@ -1512,6 +1513,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
         continue;
       Accumulation sum{atomic, name};
       sum.element = getElementTypeOrSelf(atomic.getVal().getType());
+      sum.mixesRows = !tiles;
       llvm::SetVector<Operation *> valueSlice, addressSlice;
       llvm::SetVector<Value> regionResults;
       std::string why;
@@ -1785,6 +1787,39 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
                     1, 4));
       parts.push_back(std::move(part));
     }
+  }
+  // Measured on an H100 (Triton 3.6): attention written as two loops with
+  // BLOCK_N = 32 < BLOCK_M = 64 in fp16 or bf16, its dK and dV summed by a part
+  // per loop reading the forward's residuals, read an illegal address and gave
+  // a wrong dK; with 64 x 64 or 128 x 64 blocks, or fp32, it matched. Until the
+  // cause is found, a shadow that parts of several loops would sum, where a
+  // loop's products mix fewer than 64 rows with 64 or more (the shape class of
+  // the Hopper miscompile `stagesTiles` describes), keeps the forward's
+  // schedule.
+  {
+    DenseMap<BlockArgument, llvm::SmallSetVector<Operation *, 2>> loopsOf;
+    DenseSet<BlockArgument> mixing;
+    for (Part &part : parts)
+      for (Accumulation &sum : part.sums) {
+        BlockArgument base = baseArgument(sum.atomic.getPtr());
+        loopsOf[base].insert(part.loop);
+        if (sum.mixesRows)
+          mixing.insert(base);
+      }
+    for (Part &part : parts)
+      llvm::erase_if(part.sums, [&](Accumulation &sum) {
+        BlockArgument base = baseArgument(sum.atomic.getPtr());
+        bool refused = mixing.contains(base) && loopsOf[base].size() > 1;
+        if (refused)
+          report.notes.push_back(
+              {sum.shadow, false,
+               "not re-parallelized: " + std::to_string(loopsOf[base].size()) +
+                   " loops add into it and their products mix fewer than 64 rows with 64 or "
+                   "more (BLOCK_N < 64 <= BLOCK_M), whose parts Triton 3.6 miscompiled on "
+                   "Hopper (measured: an illegal address)"});
+        return refused;
+      });
+    llvm::erase_if(parts, [](Part &part) { return part.sums.empty(); });
   }
   if (parts.empty()) {
     stager.finish({});
