@@ -583,7 +583,10 @@ def test_two_loop_attention_deterministic_spellings(advance):
     # too): key offsets from the induction variable, or pointers advanced per
     # iteration; fp32 with tf32 products.
     import interpret_checks as ic
-    for length, block_m, block_n in ((300, 64, 64), (200, 32, 16)):
+    # (blocks under 64 rows: with 64 or more some products of the parts have
+    # fewer rows than others, and parts of two loops are refused, see
+    # test_two_stage_attention_with_mixed_row_counts_keeps_atomics)
+    for length, block_m, block_n in ((200, 32, 16), (90, 32, 32)):
         ic.two_loop_attention_grads(length, 3, advance, block_m, block_n, device="cuda",
                                     rtol=1e-2, atol=1e-2)
 

@@ -463,6 +463,38 @@ def test_epilogue_through_autograd_matches_torch(dtype, shape, activation):
     assert line.startswith("re-parallelized") and "from scratch" in line, line
 
 
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("activation", ["leaky", "silu"])
+def test_epilogue_through_grad_stages_the_loop_result(dtype, activation):
+    # tritonad.grad (no residuals): the backward recomputes acc, the
+    # forward's programs stage it in scratch, the parts read it.
+    M, N, K = 200, 136, 328
+    tiles = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, ACTIVATION=activation)
+    a = torch.randn(M, K, device="cuda", dtype=dtype)
+    b = torch.randn(K, N, device="cuda", dtype=dtype)
+    dy = torch.randn(M, N, device="cuda", dtype=dtype)
+    bwd = tritonad.grad(matmul_activation_kernel)
+    runs = []
+    for _ in range(2):
+        da, db = torch.zeros_like(a), torch.zeros_like(b)
+        bwd[(triton.cdiv(M, 64), triton.cdiv(N, 64))](
+            *_args(a, b, torch.empty(M, N, device="cuda", dtype=dtype)), da, db, dy.clone(),
+            **tiles)
+        runs.append((da, db))
+    leaves = [t.double().requires_grad_() for t in (a, b)]
+    acc = leaves[0] @ leaves[1]
+    act = acc * torch.sigmoid(acc) if activation == "silu" else \
+        torch.where(acc > 0, acc, 0.01 * acc)
+    ref = torch.autograd.grad(act, leaves, dy.double())
+    for g, r, g2 in zip(runs[0], ref, runs[1]):
+        _assert_close(g, r)
+        assert torch.equal(g, g2)
+    line = _lines(bwd.schedule())["a_ptr"]
+    assert line.startswith("re-parallelized") and "from scratch" in line, line
+
+
 def test_table_orders_members_by_trip_count_and_counts_each_tile():
     # A causal loop: program (m, h) takes min((m + 1) * 2, 7) iterations; the
     # grouping key is the head h. Members (m of one head) come longest first,
