@@ -1193,6 +1193,24 @@ def _():
 # ---------------------------------------------------------------------------
 
 @triton.jit
+def _online_softmax_step(acc, l_i, m_i, q, k, v, offs_m, offs_n, seq_len, qk_scale,
+                         CAUSAL: tl.constexpr):
+    # One key block of flash attention's online softmax (exp2 domain); CAUSAL
+    # masks the keys after each query (the diagonal block).
+    qk = tl.dot(q, tl.trans(k)) * qk_scale
+    if CAUSAL:
+        qk = tl.where((offs_m[:, None] >= offs_n[None, :]) & (offs_n[None, :] < seq_len),
+                      qk, float("-inf"))
+    m_ij = tl.maximum(m_i, tl.max(qk, 1))
+    p = tl.math.exp2(qk - m_ij[:, None])
+    alpha = tl.math.exp2(m_i - m_ij)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = acc * alpha[:, None]
+    acc = tl.dot(p, v, acc)
+    return acc, l_i, m_ij
+
+
+@triton.jit
 def _two_stage_inner(acc, l_i, m_i, q, K, V, offs_m, offs_d, start, end, seq_len, qk_scale,
                      MASKED: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr):
     for start_n in range(start, end, BLOCK_N):
@@ -1201,17 +1219,8 @@ def _two_stage_inner(acc, l_i, m_i, q, K, V, offs_m, offs_d, start, end, seq_len
                     mask=offs_n[:, None] < seq_len, other=0.0)
         v = tl.load(V + offs_n[:, None] * HEAD_DIM + offs_d[None, :],
                     mask=offs_n[:, None] < seq_len, other=0.0)
-        qk = tl.dot(q, tl.trans(k)) * qk_scale
-        if MASKED:
-            qk = tl.where((offs_m[:, None] >= offs_n[None, :]) & (offs_n[None, :] < seq_len),
-                          qk, float("-inf"))
-        m_ij = tl.maximum(m_i, tl.max(qk, 1))
-        p = tl.math.exp2(qk - m_ij[:, None])
-        alpha = tl.math.exp2(m_i - m_ij)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        acc = tl.dot(p, v, acc)
-        m_i = m_ij
+        acc, l_i, m_i = _online_softmax_step(acc, l_i, m_i, q, k, v, offs_m, offs_n, seq_len,
+                                             qk_scale, MASKED)
     return acc, l_i, m_i
 
 
@@ -1296,17 +1305,8 @@ def _two_loop_blocks(acc, l_i, m_i, q, K, V, head, offs_m, offs_d, lo, hi, seq_l
                         other=0.0)
             v = tl.load(V + head + offs_n[:, None] * HEAD_DIM + offs_d[None, :], mask=keys_in,
                         other=0.0)
-        qk = tl.dot(q, tl.trans(k)) * qk_scale
-        if ON_DIAGONAL:
-            qk = tl.where((offs_m[:, None] >= offs_n[None, :]) & (offs_n[None, :] < seq_len),
-                          qk, float("-inf"))
-        m_ij = tl.maximum(m_i, tl.max(qk, 1))
-        p = tl.math.exp2(qk - m_ij[:, None])
-        alpha = tl.math.exp2(m_i - m_ij)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        acc = tl.dot(p, v, acc)
-        m_i = m_ij
+        acc, l_i, m_i = _online_softmax_step(acc, l_i, m_i, q, k, v, offs_m, offs_n, seq_len,
+                                             qk_scale, ON_DIAGONAL)
     return acc, l_i, m_i
 
 
