@@ -575,6 +575,25 @@ def test_two_stage_attention_with_mixed_row_counts_keeps_atomics():
             assert lines[name].startswith("atomic"), lines[name]
 
 
+def test_loop_result_tiles_are_not_staged_for_mixed_row_counts():
+    # Through tritonad.grad the parts would read the forward loop's result
+    # (acc) from scratch: a tile, which the Hopper miscompile stagesTiles
+    # describes forbids where the products mix fewer than 64 rows with 64 or
+    # more (BLOCK_N = 32 < 64 <= BLOCK_M). Deterministic mode says so.
+    from test_partial import compile_for_schedule
+
+    types = dict(Q=F16, K=F16, V=F16, Out=F16, Lse=F32, sm_scale="fp32", seq_len="i32",
+                 stride_bh="i32", stride_s="i32")
+    bwd = tritonad.grad(causal_attention_fwd, mode="deterministic", accumulate=False)
+    with pytest.raises(tritonad.DifferentiationError,
+                       match=r"'K'.*depends on the result of scf.for at .*test_loops.py:\d+:\d+, "
+                             r"a tile its part would read from scratch"):
+        compile_for_schedule(bwd, types, dict(BLOCK_M=64, BLOCK_N=32, HEAD_DIM=64))
+    bwd = tritonad.grad(causal_attention_fwd, mode="deterministic", accumulate=False)
+    schedule = compile_for_schedule(bwd, types, dict(BLOCK_M=64, BLOCK_N=64, HEAD_DIM=64))
+    assert "from scratch" in dict(line.split(": ", 1) for line in schedule.splitlines())["K"]
+
+
 @pytest.mark.gpu
 @requires_gpu
 @pytest.mark.parametrize("advance", [False, True], ids=["offsets", "advanced_pointers"])

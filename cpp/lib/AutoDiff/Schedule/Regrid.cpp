@@ -1244,11 +1244,15 @@ public:
   // recomputes): a part cannot run the loop for every member, so the
   // forward's programs store them. Every use but the store reads the staged
   // copy until the parts are emitted (their slices then start from it).
-  // Fails, staging nothing, where a value has no scratch slot.
-  LogicalResult stageRegionResults(ArrayRef<Value> results, Block &entry) {
-    for (Value value : results)
-      if (!staged.count(value) && !tapeSlotFor(value.getType()))
+  // Fails, staging nothing, where a value has no scratch slot, or is a tile
+  // and `tiles` is false (see stagesTiles).
+  LogicalResult stageRegionResults(ArrayRef<Value> results, Block &entry, bool tiles) {
+    for (Value value : results) {
+      auto type = dyn_cast<RankedTensorType>(value.getType());
+      if (!staged.count(value) &&
+          (!tapeSlotFor(value.getType()) || (!tiles && type && type.getRank() > 1)))
         return failure();
+    }
     for (Value value : results)
       if (!staged.count(value))
         stageValue(value, nullptr, entry);
@@ -1430,8 +1434,10 @@ SmallVector<bool> stagesTiles(ArrayRef<tt::AtomicRMWOp> atomics, Block &entry, s
   SmallVector<int> family(atomics.size());
   for (auto [index, atomic] : llvm::enumerate(atomics)) {
     llvm::SetVector<Operation *> slice;
+    llvm::SetVector<Value> regionResults; // (leaves here: the products are what counts)
     std::string why;
-    (void)collectSlice({tt::AtomicRMWOp(atomic).getVal()}, entry, loop, slice, why);
+    (void)collectSlice({tt::AtomicRMWOp(atomic).getVal()}, entry, loop, slice, why, {},
+                       &regionResults);
     for (Operation *op : slice)
       if (isa<tt::DotOp>(op))
         products[index].insert(op);
@@ -1520,12 +1526,16 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       bool ok = succeeded(collectSlice({atomic.getVal()}, entry, loop, valueSlice, why, {},
                                        stager ? &regionResults : nullptr));
       if (ok && !regionResults.empty()) {
-        valueSlice.clear();
-        if (failed(stager.stageRegionResults(regionResults.getArrayRef(), entry))) {
+        if (failed(stager.stageRegionResults(regionResults.getArrayRef(), entry, tiles))) {
           ok = false;
           why = "its contribution depends on the result of " +
-                where(regionResults.front().getDefiningOp()) + ", which has no scratch slot";
+                where(regionResults.front().getDefiningOp()) +
+                (tiles ? ", which has no scratch slot"
+                       : ", a tile its part would read from scratch while its products mix "
+                         "fewer than 64 rows with 64 or more (miscompiled by Triton 3.6 on "
+                         "Hopper, see stagesTiles)");
         } else {
+          valueSlice.clear();
           ok = succeeded(collectSlice({atomic.getVal()}, entry, loop, valueSlice, why));
         }
       }
