@@ -575,6 +575,42 @@ def test_two_stage_attention_with_mixed_row_counts_keeps_atomics():
             assert lines[name].startswith("atomic"), lines[name]
 
 
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("blocks", [(64, 64), (128, 64)], ids=["64x64", "128x64"])
+@pytest.mark.parametrize("two_stage", [False, True], ids=["one_loop", "two_loops"])
+def test_grad_deterministic_attention_stages_loop_results(two_stage, blocks, dtype):
+    # tritonad.grad (no residuals), deterministic: the forward's programs
+    # stage the recomputed loop's results (the final statistics, acc) in
+    # scratch for the parts; bitwise the same on a second run.
+    kernel = two_stage_causal_attention_fwd if two_stage else causal_attention_fwd
+    (block_m, block_n), BH, L, D = blocks, 3, 300, 64
+    gen = make_generator("grad_deterministic", two_stage, block_m, block_n, str(dtype))
+    q, k, v = (randn(gen, BH, L, D, dtype=dtype) for _ in range(3))
+    sm_scale = D ** -0.5
+    dout, dlse = randn(gen, BH, L, D, dtype=dtype), randn(gen, BH, L)
+    args = (q, k, v, torch.empty_like(q), torch.empty(BH, L, device="cuda"), sm_scale, L,
+            q.stride(0), q.stride(1))
+    grid, meta = (triton.cdiv(L, block_m), BH), dict(BLOCK_M=block_m, BLOCK_N=block_n,
+                                                      HEAD_DIM=D)
+    kernel[grid](*args, **meta)
+    bwd = tritonad.grad(kernel, mode="deterministic")
+    runs = []
+    for _ in range(2):
+        grads = [torch.zeros_like(t) for t in (q, k, v)]
+        bwd[grid](*args, dQ=grads[0], dK=grads[1], dV=grads[2], dOut=dout.clone(),
+                  dLse=dlse.clone(), **meta)
+        runs.append(grads)
+    _, ref = reference_grads(
+        lambda a, b, c: attention_reference(a, b, c, sm_scale, causal=True), [q, k, v],
+        [dout, dlse])
+    for name, got, again, want in zip(("dQ", "dK", "dV"), runs[0], runs[1], ref):
+        assert_near(name, got, want, HALF_TOL)
+        assert torch.equal(got, again), name
+    assert "from scratch" in bwd.schedule()
+
+
 def test_loop_result_tiles_are_not_staged_for_mixed_row_counts():
     # Through tritonad.grad the parts would read the forward loop's result
     # (acc) from scratch: a tile, which the Hopper miscompile stagesTiles
