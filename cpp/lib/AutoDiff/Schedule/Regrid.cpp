@@ -1227,8 +1227,7 @@ public:
           continue;
         }
         auto type = dyn_cast<RankedTensorType>(result.getType());
-        if (!type || !isa<FloatType>(type.getElementType()) || !tapeSlotFor(type) ||
-            (!tiles && type.getRank() > 1))
+        if (!type || !isa<FloatType>(type.getElementType()) || !fitsScratch(type, tiles))
           continue;
         if (usedInLoop && worthStaging(result, slice, entry))
           boundary.push_back(result);
@@ -1247,12 +1246,9 @@ public:
   // Fails, staging nothing, where a value has no scratch slot, or is a tile
   // and `tiles` is false (see stagesTiles).
   LogicalResult stageRegionResults(ArrayRef<Value> results, Block &entry, bool tiles) {
-    for (Value value : results) {
-      auto type = dyn_cast<RankedTensorType>(value.getType());
-      if (!staged.count(value) &&
-          (!tapeSlotFor(value.getType()) || (!tiles && type && type.getRank() > 1)))
+    for (Value value : results)
+      if (!staged.count(value) && !fitsScratch(value.getType(), tiles))
         return failure();
-    }
     for (Value value : results)
       if (!staged.count(value))
         stageValue(value, nullptr, entry);
@@ -1350,6 +1346,13 @@ private:
       truncation.erase();
     }
     return once->getResult(0);
+  }
+
+  // Whether a value of `type` has a scratch slot: tiles (rank 2 and more)
+  // only where `tiles` allows them (see stagesTiles).
+  static bool fitsScratch(Type type, bool tiles) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    return tapeSlotFor(type) && (tiles || !tensor || tensor.getRank() <= 1);
   }
 
   // The ops computing `values` that nothing uses any more (arithmetic and
