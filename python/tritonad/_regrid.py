@@ -186,10 +186,11 @@ def _column(values, programs):
     return torch.as_tensor(values, dtype=torch.int64).expand(programs)
 
 
-def _grouping(part, arguments, grid, ids, programs):
+def _grouping(part, arguments, grid, ids, programs, deterministic=False):
     """A leading part's trips and groups at this launch: (trips per program,
     or None where they do not vary, the most trips, the unique keys, each
-    program's group)."""
+    program's group). `deterministic`: a loop starting where its key says
+    must have its groups start apart (_check_starts_apart)."""
     import torch
 
     try:
@@ -216,22 +217,22 @@ def _grouping(part, arguments, grid, ids, programs):
     else:
         unique = keys[:1]
         inverse = torch.zeros(programs, dtype=torch.int64)
+    if deterministic and part.get("lower_varies"):  # (trips then vary too)
+        _check_starts_apart(part, lower, step, trips_each, unique, inverse)
     return trips_each, trips, unique, inverse
 
 
-def _check_starts_apart(part, arguments, grid, ids, programs, grouping):
+def _check_starts_apart(part, lower, step, trips_each, unique, inverse):
     """Deterministic mode, a part whose loop starts where its key says (a
-    diagonal loop): groups with the same address keys must start far enough
-    apart that no two sum the same iteration (else two of its programs would
-    add into one element, in either order). Raises a RuntimeError naming the
-    shadow where they do not (a sliding window's overlapping ranges)."""
+    diagonal loop; `lower` and `trips_each` per program): groups with the same
+    address keys must start far enough apart that no two sum the same
+    iteration (else two of its programs would add into one element, in either
+    order). Raises a RuntimeError naming the shadow where they do not (a
+    sliding window's overlapping ranges)."""
     import torch
 
-    trips_each, _, unique, inverse = grouping
-    if not len(unique) or trips_each is None:
+    if not len(unique):
         return
-    lower = _column(per_program(part["lower"], arguments, grid, ids), programs)
-    step = _coverage.evaluate(part["step"], arguments, grid)
     groups = len(unique)
     starts = torch.zeros(groups, dtype=torch.int64).scatter_(0, inverse, lower)
     ends = starts + torch.zeros(groups, dtype=torch.int64).scatter_reduce_(
@@ -280,12 +281,9 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
     programs = gx * gy * gz
     ids = _coverage.program_ids(grid)
     parts = record["parts"]
-    groupings = {index: _grouping(part, arguments, grid, ids, programs)
+    groupings = {index: _grouping(part, arguments, grid, ids, programs,
+                                  bool(record.get("deterministic")))
                  for index, part in enumerate(parts) if part.get("leader", -1) < 0}
-    if record.get("deterministic"):
-        for index, grouping in groupings.items():
-            if parts[index].get("lower_varies"):
-                _check_starts_apart(parts[index], arguments, grid, ids, programs, grouping)
 
     # The slot order that keeps the most parts' members affine (the first of
     # equals): each group's members, where trips vary by decreasing trip count.
