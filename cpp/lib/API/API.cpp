@@ -339,7 +339,8 @@ mlir::LogicalResult
 regridKernel(mlir::triton::FuncOp function,
              const std::vector<std::pair<std::string, std::string>> &bindings,
              AccumulationMode accumulation, bool overwrite, RegridPrograms programs,
-             KernelBackwardReport &report, Regrid &regrid, std::string &fallback) {
+             RegridWidth width, KernelBackwardReport &report, Regrid &regrid,
+             std::string &fallback) {
   // Re-parallelization replaces atomics, which only the automatic mode
   // chooses; it does not compose with partial buffers or tapes yet (both
   // address scratch by the launch's program id).
@@ -352,7 +353,7 @@ regridKernel(mlir::triton::FuncOp function,
     if (!shadow.empty())
       shadowNames.push_back(shadow);
   RegridReport regridReport;
-  regridAccumulations(function, shadowNames, overwrite, deterministic, regridReport);
+  regridAccumulations(function, shadowNames, overwrite, deterministic, regridReport, width);
   if (deterministic && mlir::failed(checkDeterministic(function, regridReport.notes)))
     return mlir::failure();
   keepRegridPrograms(function, programs);
@@ -400,7 +401,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
                            const std::vector<std::pair<std::string, std::string>> &bindings,
                            Accumulation mode, bool overwrite, const PrintOptions &print,
                            const std::string &bufferName, RegridPrograms programs,
-                           bool fullMasks) {
+                           bool fullMasks, RegridWidth width) {
   KernelBackwardReport report;
   Regrid regrid;
   std::optional<SymbolicInt> fullMasksCondition;
@@ -424,7 +425,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
         // evaluates the condition with the forward's grid)
         fullMasksCondition = markFullMasks(function);
         if (mlir::failed(regridKernel(function, bindings, accumulation, overwrite, programs,
-                                      report, regrid, fallback)))
+                                      width, report, regrid, fallback)))
           return mlir::failure();
         bool specialized = specializeFullMasks(function, fullMasks);
         return regrid.parts.empty() && !specialized ? mlir::success() : cleanUp(module, into);
