@@ -1433,56 +1433,6 @@ def _regridded(schedule, *names):
         assert lines[name].startswith("re-parallelized"), schedule
 
 
-@check("regrid_matmul_wide")
-def _():
-    """Wide parts (128 x 256 gradient elements per program, which the launch
-    picks for grids of many programs; forced here on a small grid): tiles of
-    64 x 128 take 4 iterations per program instead of 2. Random sizes with
-    tails in M, N and K, the grouped program order: gradients against fp64
-    torch; the launch must have picked the wide variant, and a launch of the
-    same kernel with too few programs the narrow one."""
-    from corpus.kernels import matmul_kernel
-    from tritonad import _masks, _partial, _regrid
-
-    picked = []
-    original_choose = _masks.choose
-
-    def recording(kernel, kwargs, grid):
-        original_choose(kernel, kwargs, grid)
-        record = _regrid.record_of(kernel)
-        if record is not None:
-            picked.append((kwargs[_regrid.WIDE_PARTS], [p["coarsening"] for p in record["parts"]]))
-
-    saved = (_partial._multiprocessors, _regrid.WIDE_PROGRAMS_PER_SM,
-             _regrid.WIDE_ACCUMULATOR_REGISTERS, _masks.choose)
-    _partial._multiprocessors = lambda kwargs: 1
-    # (the interpreter's kernels record no warps: taken as 4, which hold no
-    # wide accumulators)
-    _regrid.WIDE_ACCUMULATOR_REGISTERS = 256
-    _masks.choose = recording
-    try:
-        for case, per_sm in enumerate((0, 0, 10 ** 6)):
-            _regrid.WIDE_PROGRAMS_PER_SM = per_sm
-            M, N = (int(v) for v in torch.randint(40, 150, (2,), generator=GEN))
-            K = int(torch.randint(300, 700, (1,), generator=GEN))
-            a, b, c = randn(M, K), randn(K, N), torch.empty(M, N)
-            picked.clear()
-            bwd = kernel_gradients(
-                matmul_kernel, (triton.cdiv(M, 64) * triton.cdiv(N, 64),),
-                {"a_ptr": a, "b_ptr": b}, {"c_ptr": c},
-                dict(M=M, N=N, K=K, stride_am=a.stride(0), stride_ak=a.stride(1),
-                     stride_bk=b.stride(0), stride_bn=b.stride(1), stride_cm=c.stride(0),
-                     stride_cn=c.stride(1)),
-                dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_M=1 + case),
-                lambda a_ptr, b_ptr: {"c_ptr": a_ptr @ b_ptr}, rtol=1e-2, atol=3e-2)
-            _regridded(bwd.schedule(), "a_ptr", "b_ptr")
-            wide = per_sm == 0
-            assert picked and picked[-1] == (int(wide), [4 if wide else 2] * 2), picked
-    finally:
-        (_partial._multiprocessors, _regrid.WIDE_PROGRAMS_PER_SM,
-         _regrid.WIDE_ACCUMULATOR_REGISTERS, _masks.choose) = saved
-
-
 @check("regrid_matmul_random")
 def _():
     """Random sizes, tiles, group sizes and operand layouts (transposed views

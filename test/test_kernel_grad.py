@@ -876,8 +876,7 @@ def test_signature_is_the_positional_order():
     assert list(bwd.arg_names) == list(bwd.launch_signature) + [
         "tritonad_workspace", "tritonad_slot", "tritonad_programs", "tritonad_tape",
         "tritonad_tape_every", "tritonad_regrid", "tritonad_main_only", "tritonad_parts_only",
-        "tritonad_full_masks", "tritonad_keep_masks", "tritonad_wide_parts",
-        "tritonad_narrow_parts", "tritonad_residuals"]
+        "tritonad_full_masks", "tritonad_keep_masks", "tritonad_residuals"]
 
 
 def test_autotuned_backward_accepts_none_shadows():

@@ -356,47 +356,6 @@ def test_matmul_grads_match_torch(dtype, shape, tiles):
 @pytest.mark.gpu
 @requires_gpu
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("shape, forced, wide", [
-    ((513, 257, 1000), True, True), ((512, 384, 1024), True, True),
-    ((4096, 4096, 4096), False, True), ((1024, 1024, 1024), False, False)])
-def test_wide_parts_match_torch(monkeypatch, dtype, shape, forced, wide):
-    """Wide parts (4 iterations of 128 x 64 per program), forced on small
-    grids (with tails) and picked by the launch at 4096^3 (not at 1024^3):
-    gradients against fp64 torch, bitwise the same twice."""
-    from tritonad import _masks
-
-    if forced:
-        monkeypatch.setattr(_regrid, "WIDE_PROGRAMS_PER_SM", 0)
-    picked = []
-    original = _masks.choose
-
-    def recording(kernel, kwargs, grid):
-        original(kernel, kwargs, grid)
-        if _regrid.record_of(kernel) is not None:
-            picked.append((kwargs[_regrid.WIDE_PARTS],
-                           [p["coarsening"] for p in _regrid.record_of(kernel)["parts"]]))
-    monkeypatch.setattr(_masks, "choose", recording)
-    M, N, K = shape
-    tiles = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8)
-    a = torch.randn(M, K, device="cuda", dtype=dtype)
-    b = torch.randn(K, N, device="cuda", dtype=dtype)
-    dc = torch.randn(M, N, device="cuda", dtype=dtype)
-    ref_a, ref_b = dc.double() @ b.double().t(), a.double().t() @ dc.double()
-    op = tritonad.autograd(matmul_kernel, outputs=("c_ptr",))
-    at, bt = a.clone().requires_grad_(), b.clone().requires_grad_()
-    c = op[_grid(M, N, tiles)](*_args(at, bt, torch.empty(M, N, device="cuda", dtype=dtype)),
-                               num_warps=8, num_stages=3, **tiles)
-    first = torch.autograd.grad(c, (at, bt), dc, retain_graph=True)
-    again = torch.autograd.grad(c, (at, bt), dc)
-    _assert_close(first[0], ref_a)
-    _assert_close(first[1], ref_b)
-    assert all(torch.equal(x, y) for x, y in zip(first, again))
-    assert picked and picked[-1] == (int(wide), [4 if wide else 2] * 2), picked
-
-
-@pytest.mark.gpu
-@requires_gpu
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(200, 136, 328), (1, 70, 65), (513, 257, 129)])
 @pytest.mark.parametrize("options", [{}, dict(mode="deterministic")])
 def test_block_pointer_matmul_grads_match_torch(dtype, shape, options):
@@ -570,36 +529,6 @@ def test_table_orders_members_by_trip_count_and_counts_each_tile():
     assert follow[0] == 0 and follow[1:9] == lead[1:9] and follow[10] == lead[10]
     described = _regrid.describe(torch.tensor(words))
     assert [p["programs"] for p in described] == [14, 0]
-
-
-def test_wide_parts_only_for_many_programs_whose_accumulators_fit():
-    """The launch compiles wide parts (128 x 256 gradient elements per program)
-    where some part then takes more iterations, the narrow parts' programs
-    number WIDE_PROGRAMS_PER_SM per multiprocessor or more, and every part's
-    wide accumulators fit WIDE_ACCUMULATOR_REGISTERS per thread."""
-    from types import SimpleNamespace
-
-    def kernel(warps, *parts):
-        return SimpleNamespace(metadata=SimpleNamespace(
-            num_warps=warps, tritonad_regrid={"bwd": {"parts": list(parts)}}))
-
-    def launches(programs):
-        return [((7,), None, "main"), ((programs // 2,), None, "parts"),
-                ((programs - programs // 2,), None, "parts")]
-
-    part = dict(leader=-1, coarsening=2, wide_coarsening=4, elements=128 * 64)
-    follower = dict(part, leader=0)  # (its leader's numbers: not counted twice)
-    many = _regrid.WIDE_PROGRAMS_PER_SM * 132
-    assert _regrid.wide_pays(kernel(8, part, follower), launches(many), 132)
-    assert not _regrid.wide_pays(kernel(8, part), launches(many - 1), 132)
-    # 4 warps would hold 256 fp32 accumulators per thread.
-    assert not _regrid.wide_pays(kernel(4, part), launches(many), 132)
-    assert not _regrid.wide_pays(kernel(8, dict(part, wide_coarsening=2)), launches(many), 132)
-    assert not _regrid.wide_pays(kernel(8, part, dict(part, elements=128 * 128)),
-                                 launches(many), 132)
-    assert not _regrid.wide_pays(kernel(8, part), launches(many), 0)  # (off a GPU)
-    assert not _regrid.wide_pays(SimpleNamespace(metadata=None), launches(many), 132)
-    assert _regrid.width(True) == {_regrid.WIDE_PARTS: 1, _regrid.NARROW_PARTS: 0}
 
 
 @pytest.mark.parametrize("window, overlaps", [(0, False), (16, True)])

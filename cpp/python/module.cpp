@@ -171,16 +171,13 @@ PYBIND11_MODULE(_C, m) {
       [](const std::string &ir, const std::string &primal, const std::string &into,
          const std::vector<std::pair<std::string, std::string>> &bindings,
          const std::string &modeName, bool overwrite, bool generic, bool debugInfo,
-         const std::string &bufferName, const std::string &programsName, bool fullMasks,
-         bool wide) {
+         const std::string &bufferName, const std::string &programsName, bool fullMasks) {
         tritonad::api::Accumulation mode = accumulationFrom(modeName);
         tritonad::RegridPrograms programs = regridProgramsFrom(programsName);
-        tritonad::RegridWidth width = wide ? tritonad::RegridWidth::Wide : tritonad::RegridWidth::Narrow;
         tritonad::api::PrintOptions print = printOptions(generic, debugInfo);
         tritonad::api::Result result = callCore([&] {
           return tritonad::api::differentiateKernel(ir, primal, into, bindings, mode, overwrite,
-                                                    print, bufferName, programs, fullMasks,
-                                                    width);
+                                                    print, bufferName, programs, fullMasks);
         });
         py::list tapes;
         for (const auto &tape : result.tapes)
@@ -204,8 +201,6 @@ PYBIND11_MODULE(_C, m) {
               frontier.append(symbolicToPython(value));
             entry["affine"] = part.affine;
             entry["coarsening"] = part.coarsening;
-            entry["elements"] = part.elements;
-            entry["wide_coarsening"] = part.wideCoarsening;
             entry["coverage"] = part.hasCoverage ? py::object(shadowCoverageToPython(part.coverage))
                                                  : py::object(py::none());
             entry["key_digits"] = part.keyDigits;
@@ -244,7 +239,7 @@ PYBIND11_MODULE(_C, m) {
       py::arg("ir"), py::arg("primal"), py::arg("into"), py::arg("bindings"),
       py::arg("mode") = "auto", py::arg("overwrite") = false, py::arg("generic") = false,
       py::arg("debug_info") = true, py::arg("buffer_name") = "<ttir>",
-      py::arg("programs") = "all", py::arg("full_masks") = false, py::arg("wide") = false,
+      py::arg("programs") = "all", py::arg("full_masks") = false,
       "Replace kernel @into's body with the backward of kernel @primal (empty: the kernel "
       "@into calls); returns (ir, schedule: [{'kind', 'subject', 'location', 'strategy', "
       "'how', 'notes'}], "

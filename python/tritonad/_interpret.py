@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Tuple
 
 from triton.runtime.jit import JITFunction
 
-from tritonad import _masks, _regrid
+from tritonad import _masks
 
 _TWIN = "_tritonad_jit_twin"
 
@@ -322,7 +322,7 @@ class InterpretedBackward(_StandsForPlaceholder):
         for name, value in bound.items():
             # (as Triton specializes it: the variant without the masks)
             if name in self.constexpr_params or value is None or \
-                    (name in (_masks.FULL_MASKS, _regrid.WIDE_PARTS) and value == 1):
+                    (name == _masks.FULL_MASKS and value == 1):
                 signature[name] = "constexpr"
                 constexprs[name] = value
             else:

@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 from triton.runtime.jit import JITFunction
 
-from tritonad import _C, _masks, _partial, _regrid, _residuals, _tuning
+from tritonad import _C, _masks, _partial, _residuals, _tuning
 from tritonad._schedule import Schedule
 from tritonad._core import MLIRError, locate_in_source
 from tritonad._hook import build_id, register_rewriter
@@ -370,8 +370,7 @@ def _materialize_backward(text: str, metadata: dict) -> str:
                 text, "", name, spec.bindings, spec.mode, overwrite=not spec.accumulate,
                 programs=programs_of(body),
                 full_masks=_masks.variant_is_full(
-                    lambda name: specialized_to_one(body, name)),
-                wide=_regrid.variant_is_wide(lambda name: specialized_to_one(body, name)))
+                    lambda name: specialized_to_one(body, name)))
         except MLIRError as error:
             raise DifferentiationError(
                 f"tritonad.grad({spec.primal.__name__}) failed:\n"

@@ -42,18 +42,16 @@ WORKSPACE_TYPES = {"tritonad_workspace": "*fp32", "tritonad_slot": "i32",
                    "tritonad_programs": "i32", "tritonad_tape": "*i8",
                    "tritonad_tape_every": "i32", "tritonad_regrid": "*i64",
                    "tritonad_main_only": "i32", "tritonad_parts_only": "i32",
-                   _masks.FULL_MASKS: "i32", _masks.KEEP_MASKS: "i32",
-                   _regrid.WIDE_PARTS: "i32", _regrid.NARROW_PARTS: "i32"}
+                   _masks.FULL_MASKS: "i32", _masks.KEEP_MASKS: "i32"}
 WORKSPACE_PARAMS = tuple(WORKSPACE_TYPES)
 HIDDEN_INTEGERS = tuple(n for n, t in WORKSPACE_TYPES.items() if not t.startswith("*"))
 # Passed as 0 or 1: Triton compiles an int argument equal to 1 as a constant,
 # absent from the kernel's signature, so a kernel compiled with one of them 1
 # runs only the forward's programs or only the re-parallelized parts (the
 # core is told which: programs_of), or has no masks that the launch's
-# arguments make always true (_masks.py), or wide parts (_regrid.py).
+# arguments make always true (_masks.py).
 PROGRAM_SELECTORS = {"tritonad_main_only": "main", "tritonad_parts_only": "parts"}
-SPECIALIZED_INTEGERS = (*PROGRAM_SELECTORS, _masks.FULL_MASKS, _masks.KEEP_MASKS,
-                        _regrid.WIDE_PARTS, _regrid.NARROW_PARTS)
+SPECIALIZED_INTEGERS = (*PROGRAM_SELECTORS, _masks.FULL_MASKS, _masks.KEEP_MASKS)
 _PROGRAMS_PER_SM = 2
 _SUM_ROWS, _SUM_COLS = 64, 32  # (many narrow column blocks: one program per 32 columns)
 
@@ -82,18 +80,6 @@ def _workers(device_index: int) -> int:
     import torch
 
     return _PROGRAMS_PER_SM * torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
-def _multiprocessors(kwargs) -> int:
-    """The multiprocessors of the device the launch's tensors are on (0 off a GPU)."""
-    tensor = _device_of(kwargs)
-    if tensor is None or tensor.device.type != "cuda":
-        return 0
-    import torch
-
-    index = tensor.device.index
-    return torch.cuda.get_device_properties(
-        index if index is not None else torch.cuda.current_device()).multi_processor_count
 
 
 @functools.lru_cache(maxsize=None)
@@ -168,7 +154,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None, tun
     with_tape = tape is not False and any_tensor is not None
     kwargs.update(tritonad_tape=_placeholder(any_tensor.device, "int8") if with_tape else None,
                   tritonad_tape_every=1, tritonad_main_only=1, tritonad_parts_only=0,
-                  **_masks.variant(full=True), **_regrid.width(False),
+                  **_masks.variant(full=True),
                   tritonad_regrid=_placeholder(any_tensor.device, "int64")
                   if any_tensor is not None else None)
     if not partial_possible:
@@ -274,17 +260,10 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape, launche
     """Launches a kernel without partial buffers: on the forward's grid, or,
     where gradients were re-parallelized, the forward's programs (`kernel`,
     compiled for them only) and then the parts, with a kernel of their own."""
-    def prepared(kernel):
-        kernel = _allocate_tape(run, grid, kernel, kwargs, grid_now, grid_now, tape)
-        # (regridded or not, the condition is about the forward's grid)
-        _masks.choose(kernel, kwargs, grid_now)
-        return kernel, (_regrid.prepare(kernel, kwargs, grid_now) if grid_now else None)
-
-    kernel, own = prepared(kernel)
-    if own is not None and _regrid.wide_pays(kernel, own[0], _multiprocessors(kwargs)):
-        kwargs.update(_regrid.width(True))
-        kernel, own = prepared(_residuals.checked(run, grid, run(grid=grid, warmup=True,
-                                                                 **kwargs), kwargs))
+    kernel = _allocate_tape(run, grid, kernel, kwargs, grid_now, grid_now, tape)
+    # (regridded or not, the condition is about the forward's grid)
+    _masks.choose(kernel, kwargs, grid_now)
+    own = _regrid.prepare(kernel, kwargs, grid_now) if grid_now else None
     parts_kwargs = _parts_arguments(run, grid, kernel, kwargs) if own is not None else None
     if parts_kwargs is None:
         if own is not None:  # (the atomics' kernel: the table is gone from the arguments)

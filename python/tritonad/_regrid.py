@@ -33,14 +33,6 @@ and a diagonal loop) is summed by each in a launch of its own, in the loops'
 order (a *phase* per part): each launch has one writer per shadow, and the
 sums land in a fixed order.
 
-A part's program sums a gradient tile of up to 128 x 128 elements (several
-iterations of the loop where the forward's tile is smaller). For a launch of
-many parts' programs the backward is compiled a second time with tiles of up
-to 128 x 256 (``tritonad_wide_parts`` 1): each member's shared tile is then
-loaded once for twice the products, at half the programs and one program per
-SM (measured on an H100, 4096^3 fp16 matmul: 13% faster; at 2048^3 no faster,
-and at 1024^3 too few programs to fill the GPU). `wide_pays` decides.
-
 Tables are cached by the arguments the expressions read and the grid, so a
 training loop pays for the grouping once per shape.
 """
@@ -54,46 +46,6 @@ from tritonad import _coverage
 _HEADER, _PART_HEADER = 6, 11  # (cpp/lib/AutoDiff/Schedule/Regrid.cpp: kHeader, PartWord)
 _CACHE: Dict[tuple, tuple] = {}
 _CACHE_LIMIT = 256
-
-# The hidden arguments that pick the parts' width, one 1 and the other 0
-# (Triton compiles an argument equal to 1 as a constant, absent from the
-# signature the core sees; a compile that passes neither is narrow).
-WIDE_PARTS, NARROW_PARTS = "tritonad_wide_parts", "tritonad_narrow_parts"
-# Wide parts for launches of at least this many narrow parts' programs per SM
-# (4096^3 matmul: 15.5, faster wide; 2048^3: 3.9, no faster).
-WIDE_PROGRAMS_PER_SM = 8
-# ... whose accumulators take at most this many registers per thread.
-WIDE_ACCUMULATOR_REGISTERS = 128
-
-
-def width(wide: bool) -> Dict[str, int]:
-    """The hidden arguments that pick the parts' width."""
-    return {WIDE_PARTS: int(wide), NARROW_PARTS: int(not wide)}
-
-
-def variant_is_wide(specialized_to_one) -> bool:
-    """Whether a compile is of the wide variant, given which hidden arguments
-    it specialized to 1 (`specialized_to_one(name)`)."""
-    return specialized_to_one(WIDE_PARTS) and not specialized_to_one(NARROW_PARTS)
-
-
-def wide_pays(kernel, launches, multiprocessors: int) -> bool:
-    """Whether the launches `prepare` made for `kernel` (narrow parts) should
-    run wide: some part takes more iterations wide, the parts' programs are
-    many (WIDE_PROGRAMS_PER_SM per multiprocessor), and every part's wide
-    accumulators fit WIDE_ACCUMULATOR_REGISTERS per thread."""
-    record = record_of(kernel)
-    if record is None or multiprocessors <= 0:
-        return False
-    warps = int(getattr(kernel.metadata, "num_warps", 4))
-    leaders = [p for p in record["parts"] if p.get("leader", -1) < 0]
-    if not any(p.get("wide_coarsening", 1) > p.get("coarsening", 1) for p in leaders):
-        return False
-    if any(p.get("elements", 0) * p.get("wide_coarsening", 1) >
-           WIDE_ACCUMULATOR_REGISTERS * 32 * warps for p in leaders):
-        return False
-    programs = sum(int(grid[0]) for grid, _, runs in launches if runs == "parts")
-    return programs >= WIDE_PROGRAMS_PER_SM * multiprocessors
 
 
 def per_program(expression, arguments, grid, ids):

@@ -68,8 +68,7 @@ Result differentiateFunction(const std::string &ir, const std::string &primal,
 /// of `primal` it is the gradient of. `overwrite`: input shadows arrive
 /// zeroed, and elements with one writer are stored instead of accumulated.
 /// `fullMasks`: the variant for launches where `Result::fullMasks` holds,
-/// without the masks it makes always true. `width`: the gradient tile a
-/// re-parallelized part's program owns (RegridWidth).
+/// without the masks it makes always true.
 enum class Accumulation { Auto, Atomic, Deterministic };
 Result differentiateKernel(const std::string &ir, const std::string &primal,
                            const std::string &into,
@@ -77,7 +76,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
                            Accumulation mode, bool overwrite, const PrintOptions &print,
                            const std::string &bufferName,
                            RegridPrograms programs = RegridPrograms::All,
-                           bool fullMasks = false, RegridWidth width = RegridWidth::Narrow);
+                           bool fullMasks = false);
 
 /// Replaces the body of the kernel `into` (which calls the kernel `primal`,
 /// empty: its only call, and has an i8 pointer argument `tritonad_residuals`)

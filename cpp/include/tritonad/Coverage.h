@@ -127,11 +127,6 @@ struct RegridPart {
   /// Iterations each program of the part handles (its programs: groups x
   /// ceil(trips / coarsening)).
   int coarsening = 1;
-  /// The gradient elements one iteration's sums hold (all accumulations the
-  /// part sums), and the coarsening the part takes at RegridWidth::Wide: the
-  /// launch weighs the wide variant's registers per thread from them.
-  int64_t elements = 0;
-  int wideCoarsening = 1;
   /// The elements the part's adds reach, for the launch to prove that each is
   /// reached once (then the part writes without atomics): digits of the
   /// lanes, the iteration and the keys. `keyDigits`: per key, its digit (its
@@ -187,14 +182,6 @@ struct Regrid {
 /// (All, which serves any launch). One kernel for both would size the
 /// parts' registers and shared memory for the forward's code as well.
 enum class RegridPrograms { All, Main, Parts };
-
-/// How many gradient elements a part's program sums (its iterations, by
-/// coarsening): `Narrow` up to 128 x 128, as a hand-written kernel's output
-/// tile; `Wide` up to 128 x 256, fewer loads per product but half the
-/// programs, which the launch picks for grids of many programs (measured on an
-/// H100, 4096^3 fp16 matmul: 13% faster; at 2048^3 no faster, and at 1024^3 too
-/// few programs to fill the GPU).
-enum class RegridWidth { Narrow, Wide };
 
 } // namespace tritonad
 

@@ -339,8 +339,7 @@ mlir::LogicalResult
 regridKernel(mlir::triton::FuncOp function,
              const std::vector<std::pair<std::string, std::string>> &bindings,
              AccumulationMode accumulation, bool overwrite, RegridPrograms programs,
-             RegridWidth width, KernelBackwardReport &report, Regrid &regrid,
-             std::string &fallback) {
+             KernelBackwardReport &report, Regrid &regrid, std::string &fallback) {
   // Re-parallelization replaces atomics, which only the automatic mode
   // chooses; it does not compose with partial buffers or tapes yet (both
   // address scratch by the launch's program id).
@@ -353,7 +352,7 @@ regridKernel(mlir::triton::FuncOp function,
     if (!shadow.empty())
       shadowNames.push_back(shadow);
   RegridReport regridReport;
-  regridAccumulations(function, shadowNames, overwrite, deterministic, regridReport, width);
+  regridAccumulations(function, shadowNames, overwrite, deterministic, regridReport);
   if (deterministic && mlir::failed(checkDeterministic(function, regridReport.notes)))
     return mlir::failure();
   keepRegridPrograms(function, programs);
@@ -401,7 +400,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
                            const std::vector<std::pair<std::string, std::string>> &bindings,
                            Accumulation mode, bool overwrite, const PrintOptions &print,
                            const std::string &bufferName, RegridPrograms programs,
-                           bool fullMasks, RegridWidth width) {
+                           bool fullMasks) {
   KernelBackwardReport report;
   Regrid regrid;
   std::optional<SymbolicInt> fullMasksCondition;
@@ -425,7 +424,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
         // evaluates the condition with the forward's grid)
         fullMasksCondition = markFullMasks(function);
         if (mlir::failed(regridKernel(function, bindings, accumulation, overwrite, programs,
-                                      width, report, regrid, fallback)))
+                                      report, regrid, fallback)))
           return mlir::failure();
         bool specialized = specializeFullMasks(function, fullMasks);
         return regrid.parts.empty() && !specialized ? mlir::success() : cleanUp(module, into);

@@ -15,7 +15,7 @@ struct RegridPass : public impl::RegridBase<RegridPass> {
   void runOnOperation() override {
     RegridReport report;
     std::vector<std::string> names(shadows.begin(), shadows.end());
-    regridAccumulations(getOperation(), names, overwrite, deterministic, report, width);
+    regridAccumulations(getOperation(), names, overwrite, deterministic, report);
     if (deterministic && failed(checkDeterministic(getOperation(), report.notes)))
       return signalPassFailure();
     keepRegridPrograms(getOperation(), programs);
@@ -27,8 +27,7 @@ struct RegridPass : public impl::RegridBase<RegridPass> {
       mlir::emitRemark(loc) << "part " << part.shadow << ": grouped by "
                             << part.key.size() << " key value(s)"
                             << (part.lowerVaries ? ", starting where its key says" : "")
-                            << ", launch " << part.phase + 1 << " of the parts, "
-                            << part.coarsening << " iteration(s) per program";
+                            << ", launch " << part.phase + 1 << " of the parts";
     if (!report.regrid.parts.empty())
       mlir::emitRemark(loc) << (report.regrid.mainPart ? "the forward's schedule remains"
                                                        : "nothing remains in the forward's "

@@ -72,11 +72,9 @@ mlir::LogicalResult checkDeterministic(mlir::triton::FuncOp kernel,
                                        const std::vector<RegridNote> &notes);
 
 /// `deterministic`: the caller refuses atomics (mode="deterministic"): parts
-/// are taken where they are correct, whatever they cost. `width`: the
-/// gradient tile a part's program owns (RegridWidth).
+/// are taken where they are correct, whatever they cost.
 void regridAccumulations(mlir::triton::FuncOp kernel, llvm::ArrayRef<std::string> shadows,
-                         bool overwrite, bool deterministic, RegridReport &report,
-                         RegridWidth width = RegridWidth::Narrow);
+                         bool overwrite, bool deterministic, RegridReport &report);
 
 } // namespace tritonad
 

@@ -114,11 +114,6 @@ def Regrid : Pass<"tritonad-regrid", "mlir::triton::FuncOp"> {
              clEnumValN(tritonad::RegridPrograms::All, "all", "both (by the program id)"),
              clEnumValN(tritonad::RegridPrograms::Main, "main", "the forward's programs"),
              clEnumValN(tritonad::RegridPrograms::Parts, "parts", "the parts"))}]>,
-    Option<"width", "width", "tritonad::RegridWidth", /*default=*/"tritonad::RegridWidth::Narrow",
-           "the gradient tile a part's program owns (its iterations, by coarsening)",
-           [{::llvm::cl::values(
-             clEnumValN(tritonad::RegridWidth::Narrow, "narrow", "up to 128 x 128 elements"),
-             clEnumValN(tritonad::RegridWidth::Wide, "wide", "up to 128 x 256 elements"))}]>,
   ];
   let dependentDialects = ["mlir::triton::TritonDialect", "mlir::arith::ArithDialect",
                            "mlir::scf::SCFDialect"];

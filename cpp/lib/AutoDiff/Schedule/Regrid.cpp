@@ -1485,7 +1485,7 @@ LogicalResult checkDeterministic(tt::FuncOp kernel, const std::vector<RegridNote
 }
 
 void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool overwrite,
-                         bool deterministic, RegridReport &report, RegridWidth width) {
+                         bool deterministic, RegridReport &report) {
   Block &entry = kernel.getBody().front();
   // The hidden argument `name`, a pointer to integers of `width` bits.
   auto hidden = [&](StringRef name, unsigned width) -> BlockArgument {
@@ -1784,25 +1784,20 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       part.data.upper = std::move(*upper);
       part.data.step = std::move(*step);
       // Iterations per program: a gradient tile smaller than a hand-written
-      // kernel's output tile (128 x 128, or 128 x 256 wide) takes several
-      // iterations, which share each member's loads of tiles that do not
-      // depend on the iteration. Where trips vary, one: members reach a
-      // tile's iterations unevenly.
+      // kernel's output tile (128 x 128) takes several iterations, which
+      // share each member's loads of tiles that do not depend on the
+      // iteration. Where trips vary, one: members reach a tile's iterations
+      // unevenly.
       int64_t elements = 0;
       for (Accumulation &sum : part.sums)
         elements += cast<RankedTensorType>(sum.atomic.getVal().getType()).getNumElements();
-      auto coarseningFor = [&](int64_t tile) {
-        return part.data.tripsVary
-                   ? 1
-                   : static_cast<int>(std::clamp<int64_t>(
-                         llvm::PowerOf2Ceil(std::max<int64_t>(1, tile / std::max<int64_t>(
-                                                                            1, elements))),
-                         1, 4));
-      };
-      part.data.elements = elements;
-      part.data.wideCoarsening = coarseningFor(128 * 256);
       part.data.coarsening =
-          width == RegridWidth::Wide ? part.data.wideCoarsening : coarseningFor(128 * 128);
+          part.data.tripsVary
+              ? 1
+              : static_cast<int>(std::clamp<int64_t>(
+                    llvm::PowerOf2Ceil(std::max<int64_t>(1, (128 * 128) / std::max<int64_t>(
+                                                                              1, elements))),
+                    1, 4));
       parts.push_back(std::move(part));
     }
   }
