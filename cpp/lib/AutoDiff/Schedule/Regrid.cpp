@@ -1244,11 +1244,20 @@ public:
   // forward's programs store them. Every use but the store reads the staged
   // copy until the parts are emitted (their slices then start from it).
   // Fails, staging nothing, where a value has no scratch slot, or is a tile
-  // and `tiles` is false (see stagesTiles).
-  LogicalResult stageRegionResults(ArrayRef<Value> results, Block &entry, bool tiles) {
-    for (Value value : results)
-      if (!staged.count(value) && !fitsScratch(value.getType(), tiles))
-        return failure();
+  // and `tiles` is false (see stagesTiles): `why` names the value and which.
+  LogicalResult stageRegionResults(ArrayRef<Value> results, Block &entry, bool tiles,
+                                   std::string &why) {
+    for (Value value : results) {
+      if (staged.count(value) || fitsScratch(value.getType(), tiles))
+        continue;
+      why = "its contribution depends on the result of " + where(value.getDefiningOp()) +
+            (tapeSlotFor(value.getType())
+                 ? ", a tile its part would read from scratch while its products mix fewer "
+                   "than 64 rows with 64 or more (miscompiled by Triton 3.6 on Hopper, see "
+                   "stagesTiles)"
+                 : ", which has no scratch slot");
+      return failure();
+    }
     for (Value value : results)
       if (!staged.count(value))
         stageValue(value, nullptr, entry);
@@ -1529,14 +1538,8 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       bool ok = succeeded(collectSlice({atomic.getVal()}, entry, loop, valueSlice, why, {},
                                        stager ? &regionResults : nullptr));
       if (ok && !regionResults.empty()) {
-        if (failed(stager.stageRegionResults(regionResults.getArrayRef(), entry, tiles))) {
+        if (failed(stager.stageRegionResults(regionResults.getArrayRef(), entry, tiles, why))) {
           ok = false;
-          why = "its contribution depends on the result of " +
-                where(regionResults.front().getDefiningOp()) +
-                (tiles ? ", which has no scratch slot"
-                       : ", a tile its part would read from scratch while its products mix "
-                         "fewer than 64 rows with 64 or more (miscompiled by Triton 3.6 on "
-                         "Hopper, see stagesTiles)");
         } else {
           valueSlice.clear();
           ok = succeeded(collectSlice({atomic.getVal()}, entry, loop, valueSlice, why));
