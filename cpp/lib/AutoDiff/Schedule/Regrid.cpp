@@ -922,9 +922,6 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
   for (int c = 0; c < coarsening; ++c)
     for (int i = 0; i < count; ++i)
       initial.push_back(createZero(b, loc, gradientTypes[i].clone(summands[i].element)));
-  SmallVector<Type> accumulatorTypes;
-  for (Value value : initial)
-    accumulatorTypes.push_back(value.getType());
   int results = coarsening * count;
   Value iv = part.loop.getInductionVar();
   auto accumulate = [&](scf::ForOp loop, ArrayRef<IRMapping> mappings) {
@@ -1021,52 +1018,53 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
       return SmallVector<Value>(split->loop.getResults());
     return SmallVector<Value>(loop.getResults());
   };
-  SmallVector<Value> sums;
-  if (part.data.affine) {
-    Value affine = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, word(kAffine), zero);
-    auto branch = scf::IfOp::create(b, loc, accumulatorTypes, affine, /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(branch.thenBlock());
-    scf::YieldOp::create(b, loc, sumAffine());
-    b.setInsertionPointToStart(branch.elseBlock());
-    scf::YieldOp::create(b, loc, sumMembers());
-    sums.assign(branch.getResults().begin(), branch.getResults().end());
-  } else {
-    sums = sumMembers();
-  }
-
-  for (auto [i, sum] : llvm::enumerate(part.sums)) {
-    SmallVector<IRMapping> mappings =
-        cloneForIterations(b, sum.addressOps, iv, ivs, keyed, {zero, zero, zero}, grid, {});
-    // Where the launch proved each element reached once, plain writes; else
-    // atomics (predicated, not branched: see KernelBackward's emitPlain).
-    Value plain, atomic;
-    if (sum.data.hasCoverage) {
-      plain = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, sum.plain, zero);
-      atomic = arith::XOrIOp::create(b, loc, plain,
-                                     arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
-    }
-    RankedTensorType gradientType = gradientTypes[i];
-    for (auto [c, mapping] : llvm::enumerate(mappings)) {
-      Value total = castFloat(b, loc, sums[c * count + i], gradientType.getElementType());
-      Value mask = sum.atomic.getMask() ? mapping.lookupOrDefault(sum.atomic.getMask()) : Value();
-      if (coarsening > 1)
-        mask = predicate(b, loc, mask, inRange[c], gradientType);
-      Value ptr = mapping.lookupOrDefault(sum.atomic.getPtr());
-      if (!plain) {
-        createAtomicAdd(b, loc, ptr, total, mask);
-        continue;
+  // Each path writes its own sums: an scf.if whose results carry member loops'
+  // accumulators makes ptxas serialize their wgmma (C7515).
+  auto writeSums = [&](ArrayRef<Value> sums) {
+    for (auto [i, sum] : llvm::enumerate(part.sums)) {
+      SmallVector<IRMapping> mappings =
+          cloneForIterations(b, sum.addressOps, iv, ivs, keyed, {zero, zero, zero}, grid, {});
+      // Where the launch proved each element reached once, plain writes; else
+      // atomics (predicated, not branched: see KernelBackward's emitPlain).
+      Value plain, atomic;
+      if (sum.data.hasCoverage) {
+        plain = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, sum.plain, zero);
+        atomic = arith::XOrIOp::create(b, loc, plain,
+                                       arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
       }
-      Value plainMask = predicate(b, loc, mask, plain, gradientType);
-      if (sum.data.storeOnly) {
-        createStore(b, loc, ptr, total, plainMask);
-      } else {
-        Value old = createLoad(b, loc, ptr, plainMask, createZero(b, loc, gradientType));
-        createStore(b, loc, ptr, arith::AddFOp::create(b, loc, old, total), plainMask);
+      RankedTensorType gradientType = gradientTypes[i];
+      for (auto [c, mapping] : llvm::enumerate(mappings)) {
+        Value total = castFloat(b, loc, sums[c * count + i], gradientType.getElementType());
+        Value mask = sum.atomic.getMask() ? mapping.lookupOrDefault(sum.atomic.getMask()) : Value();
+        if (coarsening > 1)
+          mask = predicate(b, loc, mask, inRange[c], gradientType);
+        Value ptr = mapping.lookupOrDefault(sum.atomic.getPtr());
+        if (!plain) {
+          createAtomicAdd(b, loc, ptr, total, mask);
+          continue;
+        }
+        Value plainMask = predicate(b, loc, mask, plain, gradientType);
+        if (sum.data.storeOnly) {
+          createStore(b, loc, ptr, total, plainMask);
+        } else {
+          Value old = createLoad(b, loc, ptr, plainMask, createZero(b, loc, gradientType));
+          createStore(b, loc, ptr, arith::AddFOp::create(b, loc, old, total), plainMask);
+        }
+        createAtomicAdd(b, loc, ptr, total, predicate(b, loc, mask, atomic, gradientType));
       }
-      createAtomicAdd(b, loc, ptr, total, predicate(b, loc, mask, atomic, gradientType));
     }
+  };
+  if (!part.data.affine) {
+    writeSums(sumMembers());
+    return;
   }
+  Value affine = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, word(kAffine), zero);
+  auto branch = scf::IfOp::create(b, loc, affine, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(branch.thenBlock()->getTerminator());
+  writeSums(sumAffine());
+  b.setInsertionPoint(branch.elseBlock()->getTerminator());
+  writeSums(sumMembers());
 }
 
 // scf.if (q < programs of part i) { part i } else { the next parts, q - programs }
