@@ -31,6 +31,7 @@ without importing tritonad (for a GPU machine where tritonad's compiled core doe
 load, e.g. another Python version).
 
   PYTHONPATH=python python3 test/fuzz/run.py --cpu-only --count 200
+  python3 test/fuzz/run.py --count 200 --grad-options '{"mode": "deterministic"}'   # a schedule
   python3 test/fuzz/run.py --count 500 --workers 16 --json fuzz.json      # on a GPU
   PYTHONPATH=python python3 test/fuzz/run.py --export /tmp/cases --count 600   # here,
   python3 test/fuzz/run.py --imported /tmp/cases --workers 16                  # there
@@ -581,13 +582,25 @@ def run_case(task, mode):
     return res
 
 
+GRAD_OPTIONS_ENV = "TRITONAD_FUZZ_GRAD_OPTIONS"
+
+
+def grad_options():
+    """tritonad.grad's keyword options for every case (--grad-options, a JSON object
+    passed to the workers through the environment): e.g. {"mode": "deterministic"} or
+    {"accumulate": false}, so the fuzz checks each schedule, not only the default."""
+    text = os.environ.get(GRAD_OPTIONS_ENV)
+    return json.loads(text) if text else {}
+
+
 def _derive(case, module):
     """tritonad.grad with the pointers named explicitly (tritonad's own reading of the
     source misses pointers only loaded in helpers: reported as `undiscovered`)."""
     import tritonad
 
     pointers = [p["name"] for p in case.meta["params"] if p["kind"] == "ptr"]
-    return tritonad.grad(module.kernel, pointers=pointers), _discovery(module.kernel, pointers)
+    return (tritonad.grad(module.kernel, pointers=pointers, **grad_options()),
+            _discovery(module.kernel, pointers))
 
 
 def _check_reference_cpu(case, module):
@@ -773,7 +786,9 @@ def _launch_backward(case, bwd, args, ref, up_base, gen_, device, residuals):
         name = p["name"]
         if p["role"] == "in":
             scale = ref[name].abs().max().item() or 1.0
-            if meta["dtype"] == "fp32":   # the gradient must be ADDED to what is there
+            # the gradient must be ADDED to what is there, unless the contract is
+            # fresh (zeroed) gradient buffers
+            if meta["dtype"] == "fp32" and grad_options().get("accumulate", True):
                 fill = (torch.rand(p["shape"], generator=gen_, dtype=torch.float64)
                         * 2 - 1) * scale
             else:
@@ -1321,6 +1336,9 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per case")
     ap.add_argument("--always-compile", action="store_true",
                     help="TRITON_ALWAYS_COMPILE=1: never serve a backward from Triton's cache")
+    ap.add_argument("--grad-options", type=json.loads, default={}, metavar="JSON",
+                    help='tritonad.grad keyword options for every case, e.g. '
+                         '\'{"mode": "deterministic"}\' or \'{"accumulate": false}\'')
     ap.add_argument("--json")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--show", type=int, help="print the generated module of this seed and exit")
@@ -1359,14 +1377,23 @@ def main(argv=None):
                   f" ({res.get('time', 0):.1f}s)", flush=True)
 
     env = {"TRITON_ALWAYS_COMPILE": "1"} if args.always_compile else {}
+    if args.grad_options:
+        if not isinstance(args.grad_options, dict):
+            ap.error("--grad-options takes a JSON object")
+        env[GRAD_OPTIONS_ENV] = json.dumps(args.grad_options)
+        if args.imported:
+            ap.error("--grad-options applies where the backward is derived, not to --imported")
     results = run_tasks(tasks, mode_name, args.workers, args.timeout, env=env,
                         on_result=progress)
     summary = summarize(results)
     summary["mode"] = mode_name
+    summary["grad_options"] = args.grad_options
     summary["seconds"] = round(time.time() - t0, 1)
     print()
     print_summary(summary, results)
-    print(f"\n({mode_name} mode, {summary['seconds']}s, {args.workers} workers)")
+    options = f", tritonad.grad options {json.dumps(args.grad_options)}" if args.grad_options \
+        else ""
+    print(f"\n({mode_name} mode{options}, {summary['seconds']}s, {args.workers} workers)")
     minimized = []
     if not args.no_minimize and not args.regressions and not args.imported and \
             mode_name in ("gpu", "cpu", "interpret"):

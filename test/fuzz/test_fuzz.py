@@ -104,6 +104,27 @@ def test_fuzz_cpu_compile_never_crashes():
     assert not bad, f"{len(bad)} of {len(results)} kernels crashed:\n{text}"
 
 
+# The schedules other than the default, each fuzzed on its own: the deterministic one
+# (programs of their own, no atomics) and fresh gradient buffers (stores where one
+# writer is proven).
+SCHEDULES = {"deterministic": {"mode": "deterministic"}, "fresh": {"accumulate": False}}
+
+
+@pytest.mark.parametrize("schedule", sorted(SCHEDULES))
+def test_fuzz_cpu_compile_never_crashes_under_each_schedule(schedule):
+    seeds = sorted(set(range(11_000, 11_012)) | set(_seeds_using(("dot", "dot_kloop"), 2, 31_000)))
+    env = {"TRITON_ALWAYS_COMPILE": "1",
+           run.GRAD_OPTIONS_ENV: run.json.dumps(SCHEDULES[schedule])}
+    results = run.run_tasks([dict(seed=s) for s in seeds], "cpu", _workers(4), timeout=300,
+                            env=env)
+    bad, text = _report(results, ("crash", "gen-error"))
+    assert not bad, f"{len(bad)} of {len(results)} kernels crashed:\n{text}"
+    # the options reached the workers: each schedule leaves its mark
+    notes = "\n".join(r.get("schedule") or r.get("detail") or "" for r in results)
+    mark = "deterministic mode" if schedule == "deterministic" else "overwrite"
+    assert mark in notes, notes[:3000]
+
+
 def test_fuzz_generator_forward_matches_reference_in_interpreter():
     seeds = sorted(set(INTERPRET_SEEDS) | set(_seeds_using(NEW_FEATURES, 2, 40_000)))
     tasks = [dict(seed=s) for s in seeds]
@@ -170,6 +191,21 @@ def test_fuzz_gpu_no_silently_wrong_gradient():
     bad, text = _report(results, ("mismatch", "crash", "gen-error", "fwd-mismatch"))
     assert not bad, (f"{summary['counts']}\n{text}\n(reproduce and minimize with "
                      f"`python3 test/fuzz/run.py --seeds <seed>`)")
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("schedule", sorted(SCHEDULES))
+def test_fuzz_gpu_no_silently_wrong_gradient_under_each_schedule(schedule):
+    tasks = [dict(seed=s) for s in range(200, 260)]
+    env = {"TRITON_ALWAYS_COMPILE": "1",
+           run.GRAD_OPTIONS_ENV: run.json.dumps(SCHEDULES[schedule])}
+    results = run.run_tasks(tasks, "gpu", _workers(16), timeout=600, env=env)
+    summary = run.summarize(results)
+    bad, text = _report(results, ("mismatch", "crash", "gen-error", "fwd-mismatch"))
+    assert not bad, (f"{summary['counts']}\n{text}\n(reproduce and minimize with "
+                     f"`python3 test/fuzz/run.py --seeds <seed> --grad-options "
+                     f"'{run.json.dumps(SCHEDULES[schedule])}'`)")
 
 
 @pytest.mark.gpu
