@@ -291,6 +291,23 @@ def _():
                      {"stride": N, "N": N, "eps": 1e-6}, {"BLOCK": 128}, reference)
 
 
+@check("transposed_reading_deterministic")
+def _():
+    """Programs reading columns of a row-major x (test_transposed_access.py):
+    disjoint with the programs innermost, which deterministic mode now takes
+    (checked at launch) where it refused before."""
+    from test_transposed_access import column_rms_kernel
+
+    M, N = 45, 37
+    x = randn(M, N)
+
+    def reference(X):
+        return {"Y": (X * torch.rsqrt((X * X).mean(0, keepdim=True) + 1e-5)).T}
+    kernel_gradients(column_rms_kernel, (N,), {"X": x}, {"Y": torch.empty(N, M)},
+                     {"stride_r": N, "stride_c": 1, "M": M, "eps": 1e-5}, {"BLOCK_M": 64},
+                     reference, mode="deterministic")
+
+
 @check("corpus_matmul_fp16_dot_loop")
 def _():
     M, N, Kd = 37, 20, 45

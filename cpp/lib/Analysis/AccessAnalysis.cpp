@@ -919,57 +919,98 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     digits.push_back(Digit{it->second, programs, std::nullopt, kPrograms + axis});
   }
 
-  UniformExpr ok;
-  ok.op = Op::True;
-  for (const UniformExpr &positive : positiveDivisors)
-    ok = binaryExpr(Op::And, ok, positive);
-  UniformExpr span = constantExpr(1);
-  std::optional<int64_t> constantSpan = 1; // span of the digits so far, if static
-  bool allStatic = positiveDivisors.empty();
-  for (const Digit &digit : digits) {
-    if (digit.clampTo) {
-      span = binaryExpr(Op::Min, span, *digit.clampTo);
-      constantSpan = std::nullopt;
-      continue;
-    }
-    UniformExpr extentMinusOne = binaryExpr(Op::Sub, digit.extent, constantExpr(1));
-    if (digit.sequential) {
-      UniformExpr grown =
-          binaryExpr(Op::Mul, coefficientExpr(digit.coefficient), extentMinusOne);
-      span = binaryExpr(Op::Add, span, grown);
-      constantSpan = std::nullopt;
-      allStatic = false;
-      continue;
-    }
-    if (digit.coefficient.isConstant() && digit.coefficient.constant == 0) {
-      // A used program axis the address ignores: needs exactly one program.
-      ok = binaryExpr(Op::And, ok, binaryExpr(Op::LessEqual, digit.extent, constantExpr(1)));
-      allStatic = false;
-      constantSpan = std::nullopt;
-      continue;
-    }
-    if (digit.coefficient.isConstant() && constantSpan) {
-      if (digit.coefficient.constant < *constantSpan) {
-        result.known = false;
-        result.explanation = "lanes or programs overlap (stride " +
-                             std::to_string(digit.coefficient.constant) + " < span " +
-                             std::to_string(*constantSpan) + ")";
-        return result;
+  // Stacks `ordered` as a mixed-radix number: the condition that each digit's
+  // coefficient covers the span of those before it, or the digit whose
+  // constant stride is statically below that span.
+  struct Stacked {
+    UniformExpr ok;
+    bool allStatic;
+    std::string overlap; // non-empty: lanes or programs statically overlap
+  };
+  auto stack = [&](ArrayRef<Digit> ordered) -> Stacked {
+    Stacked stacked{UniformExpr{}, positiveDivisors.empty(), ""};
+    UniformExpr &ok = stacked.ok;
+    ok.op = Op::True;
+    for (const UniformExpr &positive : positiveDivisors)
+      ok = binaryExpr(Op::And, ok, positive);
+    UniformExpr span = constantExpr(1);
+    std::optional<int64_t> constantSpan = 1; // span of the digits so far, if static
+    for (const Digit &digit : ordered) {
+      if (digit.clampTo) {
+        span = binaryExpr(Op::Min, span, *digit.clampTo);
+        constantSpan = std::nullopt;
+        continue;
       }
-    } else {
-      ok = binaryExpr(Op::And, ok,
-                      binaryExpr(Op::GreaterEqual, coefficientExpr(digit.coefficient), span));
-      allStatic = false;
+      UniformExpr extentMinusOne = binaryExpr(Op::Sub, digit.extent, constantExpr(1));
+      if (digit.sequential) {
+        UniformExpr grown =
+            binaryExpr(Op::Mul, coefficientExpr(digit.coefficient), extentMinusOne);
+        span = binaryExpr(Op::Add, span, grown);
+        constantSpan = std::nullopt;
+        stacked.allStatic = false;
+        continue;
+      }
+      if (digit.coefficient.isConstant() && digit.coefficient.constant == 0) {
+        // A used program axis the address ignores: needs exactly one program.
+        ok = binaryExpr(Op::And, ok, binaryExpr(Op::LessEqual, digit.extent, constantExpr(1)));
+        stacked.allStatic = false;
+        constantSpan = std::nullopt;
+        continue;
+      }
+      if (digit.coefficient.isConstant() && constantSpan) {
+        if (digit.coefficient.constant < *constantSpan) {
+          stacked.overlap = "lanes or programs overlap (stride " +
+                            std::to_string(digit.coefficient.constant) + " < span " +
+                            std::to_string(*constantSpan) + ")";
+          return stacked;
+        }
+      } else {
+        ok = binaryExpr(Op::And, ok,
+                        binaryExpr(Op::GreaterEqual, coefficientExpr(digit.coefficient), span));
+        stacked.allStatic = false;
+      }
+      span = binaryExpr(Op::Add, span,
+                        binaryExpr(Op::Mul, coefficientExpr(digit.coefficient), extentMinusOne));
+      if (constantSpan && digit.coefficient.isConstant() && digit.constantExtent)
+        constantSpan = *constantSpan + digit.coefficient.constant * (*digit.constantExtent - 1);
+      else
+        constantSpan = std::nullopt;
     }
-    span = binaryExpr(Op::Add, span,
-                      binaryExpr(Op::Mul, coefficientExpr(digit.coefficient), extentMinusOne));
-    if (constantSpan && digit.coefficient.isConstant() && digit.constantExtent)
-      constantSpan = *constantSpan + digit.coefficient.constant * (*digit.constantExtent - 1);
-    else
-      constantSpan = std::nullopt;
+    return stacked;
+  };
+  Stacked stacked = stack(digits);
+  // A runtime stride between lanes may put the programs innermost: a
+  // transposed view's program reads a column (stride 1 per program, the row
+  // stride per lane). Any order of the digits proves distinct addresses, so
+  // the launch may take either; not with in-program iterations (which revisit
+  // addresses), and without the mask's clamp of the in-program span (which
+  // no longer applies there).
+  auto isProgramsDigit = [](const Digit &digit) { return digit.order >= kPrograms; };
+  bool runtimeLaneStride = llvm::any_of(digits, [&](const Digit &digit) {
+    return !isProgramsDigit(digit) && !digit.sequential && !digit.clampTo &&
+           !digit.coefficient.isConstant();
+  });
+  if (runtimeLaneStride &&
+      llvm::none_of(digits, [](const Digit &digit) { return digit.sequential; }) &&
+      llvm::any_of(digits, isProgramsDigit)) {
+    SmallVector<Digit> programsFirst;
+    llvm::copy_if(digits, std::back_inserter(programsFirst), isProgramsDigit);
+    for (const Digit &digit : digits)
+      if (!isProgramsDigit(digit) && !digit.clampTo)
+        programsFirst.push_back(digit);
+    Stacked other = stack(programsFirst);
+    if (other.overlap.empty())
+      stacked = stacked.overlap.empty()
+                    ? Stacked{binaryExpr(Op::Or, stacked.ok, other.ok), false, ""}
+                    : other;
   }
-  result.condition = ok;
-  if (allStatic) {
+  if (!stacked.overlap.empty()) {
+    result.known = false;
+    result.explanation = stacked.overlap;
+    return result;
+  }
+  result.condition = stacked.ok;
+  if (stacked.allStatic) {
     result.known = true;
     result.explanation = "proven: offsets from program_id with strides >= the tile extent";
   } else {

@@ -102,6 +102,8 @@ Value emitUniform(OpBuilder &builder, Location loc, const UniformExpr &expr,
     return arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::sge, operand(0), operand(1));
   case Op::And:
     return arith::AndIOp::create(builder, loc, operand(0), operand(1));
+  case Op::Or:
+    return arith::OrIOp::create(builder, loc, operand(0), operand(1));
   }
   llvm_unreachable("unknown UniformExpr op");
 }

@@ -21,7 +21,7 @@ namespace tritonad {
 /// materializes it (the analysis writes no IR).
 struct UniformExpr {
   enum class Op { True, Constant, Scalar, NumPrograms, Add, Sub, Mul, Min, LessEqual,
-                  GreaterEqual, And };
+                  GreaterEqual, And, Or };
   Op op = Op::True;
   int64_t value = 0;   // Constant: the value; NumPrograms: the axis
   mlir::Value scalar;  // Scalar: a primal value, uniform over programs and lanes

@@ -1,0 +1,98 @@
+"""Programs that read a transposed view: program `col` reads column `col` of a
+row-major x, ``x[rows, col]`` at ``col * stride_c + rows * stride_r``, with stride_c = 1
+and the row stride between its lanes. Its addresses are disjoint from every other
+program's, but with the programs as the inner digit of the address, not the lanes.
+
+The access analysis stacks the address's digits in either order where a runtime stride
+separates the lanes (Analysis/AccessAnalysis.cpp; lit: AutoDiff/kernel-exclusive-
+transposed.mlir), and the launch checks the disjunction: the gradient into x is a plain
+read-add-write for the transposed and the row-major reading alike, an atomic add where
+the programs do share addresses (a column broadcast over them, stride 0), and
+``mode="deterministic"`` takes the first two and refuses the third at launch. (Before,
+the transposed reading got atomics, and deterministic mode refused it.)
+
+CPU: the schedule. GPU: gradients against torch.autograd in each layout, fp32 and bf16,
+odd sizes, and bitwise-equal deterministic launches.
+"""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+tritonad = pytest.importorskip("tritonad")
+
+import triton.language as tl  # noqa: E402
+
+from gpu_util import requires_gpu  # noqa: E402
+from test_partial import compile_for_schedule  # noqa: E402
+
+
+@triton.jit
+def column_rms_kernel(X, Y, stride_r, stride_c, M, eps, BLOCK_M: tl.constexpr):
+    # One program per column of X ([M, N] through its strides); Y is [N, M] row-major.
+    col = tl.program_id(0)
+    rows = tl.arange(0, BLOCK_M)
+    mask = rows < M
+    x = tl.load(X + col * stride_c + rows * stride_r, mask=mask, other=0.0).to(tl.float32)
+    y = x * (1.0 / tl.sqrt(tl.sum(x * x, axis=0) / M + eps))
+    tl.store(Y + col * M + rows, y.to(Y.dtype.element_ty), mask=mask)
+
+
+TYPES = dict(X="*fp32", Y="*fp32", stride_r="i32", stride_c="i32", M="i32", eps="fp32")
+
+
+def test_transposed_reading_is_checked_at_launch(always_compile):
+    for mode in ("auto", "deterministic"):
+        bwd = tritonad.grad(column_rms_kernel, mode=mode)
+        schedule = compile_for_schedule(bwd, TYPES, dict(BLOCK_M=64))
+        line = next(l for l in schedule.splitlines() if l.startswith("X: "))
+        assert "strides, masks and grid keep tiles disjoint" in line, schedule
+        ir = bwd.derived_ir()
+        assert "arith.ori" in ir  # either order of the digits
+        assert ir.count("tt.atomic_rmw") == (1 if mode == "auto" else 0), mode
+
+
+def _inputs(layout, M, N, dtype):
+    if layout == "transposed":   # x row-major [M, N]: programs innermost
+        x = torch.randn(M, N, device="cuda", dtype=dtype)
+        return x, torch.zeros_like(x), lambda t: t
+    if layout == "row_major":    # x = t.T with t row-major [N, M]: lanes innermost
+        t = torch.randn(N, M, device="cuda", dtype=dtype)
+        return t.T, torch.zeros_like(t).T, lambda t: t
+    # one column broadcast to every program: stride_c = 0, a shared gradient
+    x = torch.randn(M, 1, device="cuda", dtype=dtype)
+    return x, torch.zeros_like(x), lambda t: t.expand(M, N)
+
+
+def _launch(bwd, x, dx, expand, dy, M, N):
+    xs, dxs = expand(x), expand(dx)
+    y = torch.empty(N, M, device="cuda", dtype=x.dtype)
+    bwd[(N,)](xs, y, xs.stride(0), xs.stride(1), M, 1e-5,
+              **{bwd.shadows["X"]: dxs, bwd.shadows["Y"]: dy.clone()}, BLOCK_M=64)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("layout", ["transposed", "row_major", "broadcast"])
+@pytest.mark.parametrize("mode", ["auto", "deterministic"])
+def test_column_rms_grads_match_torch(dtype, layout, mode):
+    M, N = 45, 37
+    x, dx, expand = _inputs(layout, M, N, dtype)
+    dy = torch.randn(N, M, device="cuda", dtype=dtype)
+    bwd = tritonad.grad(column_rms_kernel, mode=mode)
+    if mode == "deterministic" and layout == "broadcast":
+        with pytest.raises(RuntimeError, match="programs write the same addresses"):
+            _launch(bwd, x, dx, expand, dy, M, N)
+        return
+    _launch(bwd, x, dx, expand, dy, M, N)
+    leaf = x.detach().double().requires_grad_()
+    xd = expand(leaf)
+    out = (xd * torch.rsqrt((xd * xd).mean(0, keepdim=True) + 1e-5)).T
+    (want,) = torch.autograd.grad(out, leaf, dy.double())
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
+    assert (dx.double() - want).abs().max().item() <= tol * want.abs().max().item()
+    if mode == "deterministic":
+        again = torch.zeros_like(dx)
+        _launch(bwd, x, again, expand, dy, M, N)
+        assert torch.equal(again, dx)
