@@ -11,6 +11,12 @@ random upstream gradients). Outcomes:
                  into a primal buffer
   located-error  tritonad refused with a DifferentiationError/ValueError whose message has
                  a source location; grouped by a short cause key
+  launch-refused a deterministic backward refused the launch's arguments, under which
+                 programs may write the same gradient addresses (checked per launch): safe;
+                 right where they do (overlapping rows, an input a 2-D grid's programs
+                 share along an axis its address ignores), a false refusal where the check
+                 is conservative (a block pointer's boundary_check does not yet bound its
+                 lanes: seed 208 under --grad-options '{"mode": "deterministic"}')
   crash          any other exception (or a dead / hung worker): a bug
   gen-error      the generated forward kernel or reference itself failed (a bug here)
   fwd-mismatch   the forward kernel disagrees with its reference (a bug here, or Triton's)
@@ -119,8 +125,11 @@ GAP_MIN = 3e-5        # selections (max/min/where/if) closer to a tie: data re-d
                       # (values are <= 12 in magnitude: ~20 fp32 ulps)
 DATA_TRIES = 8
 GUARD = 64            # elements of guard band around every buffer (keeps 16B alignment)
-OUTCOMES = ("match", "compiled", "mismatch", "located-error", "crash", "gen-error",
-            "fwd-mismatch", "skipped")
+OUTCOMES = ("match", "compiled", "mismatch", "located-error", "launch-refused", "crash",
+            "gen-error", "fwd-mismatch", "skipped")
+# What a launch raises when its arguments break a condition the backward was derived
+# under (deterministic mode: each address written by one program, checked per launch).
+_LAUNCH_REFUSAL = "tritonad: mode='deterministic' writes the gradient"
 _LOCATION = re.compile(r":\d+:\d+: (?:error|warning|note|remark)")
 
 
@@ -157,6 +166,8 @@ def classify_exception(exc: BaseException):
     msg = str(exc)
     if isinstance(exc, ValueError) and _LOCATION.search(msg[:200_000]):
         return "located-error", cause_key(msg)
+    if isinstance(exc, RuntimeError) and msg.startswith(_LAUNCH_REFUSAL):
+        return "launch-refused", cause_key(msg)
     first = msg.strip().split("\n", 1)[0][:160]
     return "crash", f"{type(exc).__name__}: {first}"
 
@@ -1256,8 +1267,8 @@ def summarize(results):
     counts = collections.Counter(r["outcome"] for r in results)
     causes = collections.defaultdict(list)
     for r in results:
-        if r["outcome"] in ("located-error", "crash", "gen-error", "fwd-mismatch", "skipped",
-                            "mismatch"):
+        if r["outcome"] in ("located-error", "launch-refused", "crash", "gen-error",
+                            "fwd-mismatch", "skipped", "mismatch"):
             causes[(r["outcome"], r["cause"])].append(r["seed"])
     by_feature = collections.defaultdict(collections.Counter)
     for r in results:
@@ -1286,7 +1297,8 @@ def print_summary(summary, results, out=sys.stdout):
               f"features: {' '.join(r['features'])}")
             for line in r["detail"].splitlines()[:4]:
                 p(f"      {line}")
-    for outcome in ("located-error", "crash", "gen-error", "fwd-mismatch", "skipped"):
+    for outcome in ("located-error", "launch-refused", "crash", "gen-error", "fwd-mismatch",
+                    "skipped"):
         rows = [x for x in summary["causes"] if x["outcome"] == outcome]
         if not rows:
             continue
