@@ -791,15 +791,16 @@ def _launch_backward(case, bwd, args, ref, up_base, gen_, device, residuals):
     meta = case.meta
     dt = _torch_dtype(meta["dtype"])
     shadows, prefill = {}, {}
+    # the gradient must be ADDED to what is there, unless the contract is fresh
+    # (zeroed) gradient buffers
+    prefilled = meta["dtype"] == "fp32" and grad_options().get("accumulate", True)
     for p in meta["params"]:
         if p["kind"] != "ptr":
             continue
         name = p["name"]
         if p["role"] == "in":
             scale = ref[name].abs().max().item() or 1.0
-            # the gradient must be ADDED to what is there, unless the contract is
-            # fresh (zeroed) gradient buffers
-            if meta["dtype"] == "fp32" and grad_options().get("accumulate", True):
+            if prefilled:
                 fill = (torch.rand(p["shape"], generator=gen_, dtype=torch.float64)
                         * 2 - 1) * scale
             else:

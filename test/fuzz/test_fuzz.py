@@ -113,13 +113,17 @@ def test_fuzz_cpu_compile_never_crashes():
 SCHEDULES = {"deterministic": {"mode": "deterministic"}, "fresh": {"accumulate": False}}
 
 
+def _schedule_env(schedule):
+    """The workers' environment for fuzzing `schedule`, always compiling."""
+    return {"TRITON_ALWAYS_COMPILE": "1",
+            run.GRAD_OPTIONS_ENV: run.json.dumps(SCHEDULES[schedule])}
+
+
 @pytest.mark.parametrize("schedule", sorted(SCHEDULES))
 def test_fuzz_cpu_compile_never_crashes_under_each_schedule(schedule):
     seeds = sorted(set(range(11_000, 11_012)) | set(_seeds_using(("dot", "dot_kloop"), 2, 31_000)))
-    env = {"TRITON_ALWAYS_COMPILE": "1",
-           run.GRAD_OPTIONS_ENV: run.json.dumps(SCHEDULES[schedule])}
     results = run.run_tasks([dict(seed=s) for s in seeds], "cpu", _workers(4), timeout=300,
-                            env=env)
+                            env=_schedule_env(schedule))
     bad, text = _report(results, ("crash", "gen-error"))
     assert not bad, f"{len(bad)} of {len(results)} kernels crashed:\n{text}"
     # the options reached the workers: each schedule leaves its mark
@@ -201,9 +205,8 @@ def test_fuzz_gpu_no_silently_wrong_gradient():
 @pytest.mark.parametrize("schedule", sorted(SCHEDULES))
 def test_fuzz_gpu_no_silently_wrong_gradient_under_each_schedule(schedule):
     tasks = [dict(seed=s) for s in range(200, 260)]
-    env = {"TRITON_ALWAYS_COMPILE": "1",
-           run.GRAD_OPTIONS_ENV: run.json.dumps(SCHEDULES[schedule])}
-    results = run.run_tasks(tasks, "gpu", _workers(16), timeout=600, env=env)
+    results = run.run_tasks(tasks, "gpu", _workers(16), timeout=600,
+                            env=_schedule_env(schedule))
     summary = run.summarize(results)
     bad, text = _report(results, ("mismatch", "crash", "gen-error", "fwd-mismatch"))
     assert not bad, (f"{summary['counts']}\n{text}\n(reproduce and minimize with "
