@@ -657,20 +657,157 @@ def _():
     assert "64" in bwd.source()  # the block the heuristic chose is compiled in
 
 
+@triton.jit
+def atomic_max_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.atomic_max(out_ptr, tl.max(x * x, axis=0))
+
+
 @check("errors_stay_located")
 def _():
     import inspect
 
-    bwd = tritonad.grad(K.atomic_sum_kernel)
-    lines, first = inspect.getsourcelines(K.atomic_sum_kernel.fn)
-    line = first + next(i for i, text in enumerate(lines) if "tl.atomic_add" in text)
+    bwd = tritonad.grad(atomic_max_kernel)
+    lines, first = inspect.getsourcelines(atomic_max_kernel.fn)
+    line = first + next(i for i, text in enumerate(lines) if "tl.atomic_max" in text)
     try:
         bwd[(1,)](torch.zeros(8), torch.zeros(1), 8, torch.zeros(8), torch.ones(1), BLOCK=8)
     except tritonad.DifferentiationError as error:
-        assert f"kernels.py:{line}:" in str(error), str(error)
-        assert "atomic" in str(error), str(error)
+        assert f"interpret_checks.py:{line}:" in str(error), str(error)
+        assert "tl.atomic_max" in str(error), str(error)
     else:
         raise AssertionError("no DifferentiationError")
+
+
+# ---------------------------------------------------------------------------
+# Atomic adds into a differentiated output (test_atomic_outputs.py has them on
+# the GPU): each add's value reads the upstream at its addresses
+# ---------------------------------------------------------------------------
+
+@triton.jit
+def scatter_add_kernel(x_ptr, w_ptr, idx_ptr, out_ptr, n, D: tl.constexpr,
+                       BLOCK: tl.constexpr):
+    # out[idx[i], :] += w[i] * x[i, :] (an embedding bag's sum; indices repeat)
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    cols = tl.arange(0, D)
+    mask = (rows < n)[:, None]
+    x = tl.load(x_ptr + rows[:, None] * D + cols[None, :], mask=mask, other=0.0)
+    w = tl.load(w_ptr + rows, mask=rows < n, other=0.0)
+    target = tl.load(idx_ptr + rows, mask=rows < n, other=0)
+    tl.atomic_add(out_ptr + target[:, None] * D + cols[None, :], x * tl.sigmoid(w)[:, None],
+                  mask=mask)
+
+
+@triton.jit
+def split_k_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, K_PER_SPLIT, BM: tl.constexpr,
+                          BN: tl.constexpr, BK: tl.constexpr):
+    # c += a[:, ks] @ b[ks, :] for this program's share ks of K (split-K;
+    # K_PER_SPLIT a multiple of BK)
+    pid_m, pid_n, split = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    acc = tl.zeros([BM, BN], tl.float32)
+    for k in range(split * K_PER_SPLIT, tl.minimum((split + 1) * K_PER_SPLIT, K), BK):
+        rk = k + tl.arange(0, BK)
+        a = tl.load(a_ptr + rm[:, None] * K + rk[None, :],
+                    mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + rk[:, None] * N + rn[None, :],
+                    mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision="ieee")
+    tl.atomic_add(c_ptr + rm[:, None] * N + rn[None, :], acc,
+                  mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@check("atomic_add_outputs")
+def _():
+    # a sum of squares over programs into one scalar (the corpus's atomic_sum)
+    n = 301
+    x = randn(n)
+    bwd = kernel_gradients(K.atomic_sum_kernel, (triton.cdiv(n, 64),), {"x_ptr": x},
+                           {"out_ptr": torch.zeros(1)}, {"n": n}, {"BLOCK": 64},
+                           lambda x_ptr: {"out_ptr": (x_ptr * x_ptr).sum().reshape(1)})
+    schedule = bwd.schedule()
+    assert "out_ptr: output, atomically added to" in schedule, schedule
+    # programs along an axis the kernel never reads each add again
+    kernel_gradients(K.atomic_sum_kernel, (triton.cdiv(n, 64), 3), {"x_ptr": x},
+                     {"out_ptr": torch.zeros(1)}, {"n": n}, {"BLOCK": 64},
+                     lambda x_ptr: {"out_ptr": 3 * (x_ptr * x_ptr).sum().reshape(1)})
+    # a scatter-add with repeated indices and a masked tail
+    n, D, rows = 45, 8, 6
+    idx = torch.randint(0, rows, (n,), generator=GEN, dtype=torch.int32)
+
+    def scatter(x_ptr, w_ptr):
+        out = torch.zeros(rows, D, dtype=x_ptr.dtype)
+        return {"out_ptr": out.index_add(0, idx.long(), x_ptr * torch.sigmoid(w_ptr)[:, None])}
+
+    kernel_gradients(scatter_add_kernel, (triton.cdiv(n, 16),),
+                     {"x_ptr": randn(n, D), "w_ptr": randn(n)}, {"out_ptr": torch.zeros(rows, D)},
+                     {"idx_ptr": idx, "n": n}, {"D": D, "BLOCK": 16}, scatter)
+    # split-K: programs along axis 2 add partial products into each tile
+    M, N, Kd, per_split = 37, 29, 53, 16
+    kernel_gradients(split_k_matmul_kernel,
+                     (triton.cdiv(M, 16), triton.cdiv(N, 16), triton.cdiv(Kd, per_split)),
+                     {"a_ptr": randn(M, Kd), "b_ptr": randn(Kd, N)},
+                     {"c_ptr": torch.zeros(M, N)},
+                     {"M": M, "N": N, "K": Kd, "K_PER_SPLIT": per_split},
+                     {"BM": 16, "BN": 16, "BK": 16}, lambda a_ptr, b_ptr: {"c_ptr": a_ptr @ b_ptr},
+                     rtol=1e-4, atol=1e-4)
+
+
+@triton.jit
+def _affine_then(a_left, b_left, a_right, b_right):
+    return a_left * a_right, a_right * b_left + b_right
+
+
+@triton.jit
+def recurrence_kernel(a_ptr, b_ptr, h_ptr, p_ptr, stride, n_cols, BLOCK: tl.constexpr,
+                      REVERSE: tl.constexpr):
+    # h_k = a_k h_{k-1} + b_k along each row (from the right when REVERSE), and the
+    # running product of a
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    a = tl.load(a_ptr + row * stride + cols, mask=mask, other=0.0)
+    b = tl.load(b_ptr + row * stride + cols, mask=mask, other=0.0)
+    # (the masked tail is the identity map: a reverse scan meets it first)
+    p, h = tl.associative_scan((tl.where(mask, tl.sigmoid(a), 1.0), b * b), axis=0,
+                               combine_fn=_affine_then, reverse=REVERSE)
+    tl.store(h_ptr + row * stride + cols, h, mask=mask)
+    tl.store(p_ptr + row * stride + cols, p, mask=mask)
+
+
+def _recurrence_reference(a, b, reverse):
+    a, b = torch.sigmoid(a), b * b
+    if reverse:
+        a, b = a.flip(-1), b.flip(-1)
+    h, p, hs, ps = torch.zeros_like(a[:, 0]), torch.ones_like(a[:, 0]), [], []
+    for k in range(a.shape[-1]):
+        h, p = a[:, k] * h + b[:, k], p * a[:, k]
+        hs.append(h)
+        ps.append(p)
+    h, p = torch.stack(hs, -1), torch.stack(ps, -1)
+    return (h.flip(-1), p.flip(-1)) if reverse else (h, p)
+
+
+@check("linear_recurrence_scan")
+def _():
+    """tl.associative_scan with the affine-map combiner: a first-order linear
+    recurrence, forward and reverse, with a masked tail, against a loop in torch."""
+    rows, cols = 5, 43
+    for reverse in (False, True):
+        a = randn(rows, cols) * 2
+        a[0, 7] = -30.0  # sigmoid(a) = 1e-13: the recurrence all but restarts
+        b = randn(rows, cols)
+
+        def reference(a_ptr, b_ptr):
+            h, p = _recurrence_reference(a_ptr, b_ptr, reverse)
+            return {"h_ptr": h, "p_ptr": p}
+
+        kernel_gradients(recurrence_kernel, (rows,), {"a_ptr": a, "b_ptr": b},
+                         {"h_ptr": torch.empty(rows, cols), "p_ptr": torch.empty(rows, cols)},
+                         {"stride": cols, "n_cols": cols}, {"BLOCK": 64, "REVERSE": reverse},
+                         reference, rtol=1e-4, atol=1e-5)
 
 
 INTEGER_TTIR = """

@@ -27,6 +27,8 @@ namespace tt = mlir::triton;
 namespace tritonad {
 namespace {
 
+bool pointerSources(Value ptr, SmallVectorImpl<BlockArgument> &sources);
+
 // Like baseArgument, but follows pointers carried through scf.for iter_args
 // back to their initial values.
 BlockArgument traceBase(Value ptr) {
@@ -131,6 +133,8 @@ private:
   }
   LogicalResult emitStoreAdjoint(OpBuilder &builder, Operation *store,
                                  GradientUtils &gutils) override {
+    if (auto add = dyn_cast<tt::AtomicRMWOp>(store))
+      return emitAtomicAddAdjoint(builder, add, gutils);
     return emitStoreAdjoint(builder, cast<tt::StoreOp>(store), gutils);
   }
   Value tapeRegion(OpBuilder &builder, scf::ForOp loop, int64_t bytesPerState,
@@ -146,6 +150,8 @@ private:
   Operation *loopRevisitingThroughOtherLanes(tt::LoadOp load);
   FailureOr<Value> shadowPointer(OpBuilder &builder, Value ptr, const IRMapping &forward);
   LogicalResult emitStoreAdjoint(OpBuilder &builder, tt::StoreOp store, GradientUtils &state);
+  LogicalResult emitAtomicAddAdjoint(OpBuilder &builder, tt::AtomicRMWOp add,
+                                     GradientUtils &state);
   LogicalResult emitLoadAdjoint(OpBuilder &builder, tt::LoadOp load, GradientUtils &state);
   // i1: this program is the first along every axis the kernel never reads
   // (null when it reads them all).
@@ -209,13 +215,34 @@ private:
   DenseMap<BlockArgument, int> loadSites;  // shadowed argument -> loads of it
   DenseMap<BlockArgument, int> storeSites; // shadowed argument -> stores through it
   DenseMap<Operation *, bool> firstStore;  // the forward-first store of its argument
+  DenseSet<BlockArgument> atomicallyAdded; // shadowed arguments the forward atomically adds to
 };
 
 LogicalResult KernelBackwardBuilder::validate() {
-  DenseSet<BlockArgument> loaded, stored;
+  DenseSet<BlockArgument> loaded, stored, plainStored;
   WalkResult walk = primal.walk([&](Operation *op) {
     if (residualIndex(op))
       return WalkResult::advance(); // scratch memory of tritonad's own
+    if (isa<tt::LoadOp, tt::StoreOp, tt::AtomicRMWOp, tt::AtomicCASOp>(op) &&
+        !isDifferentiableType(isa<tt::LoadOp>(op) ? op->getResult(0).getType()
+                                                  : op->getOperand(1).getType())) {
+      // Differentiated memory reinterpreted as integers (a pointer bitcast,
+      // as tl.atomic_max of floats does): the gradient cannot follow the bits.
+      SmallVector<BlockArgument> sources;
+      (void)pointerSources(op->getOperand(0), sources);
+      for (BlockArgument source : sources)
+        if (auto pointer = dyn_cast<tt::PointerType>(source.getType());
+            pointer && shadows.count(source) && isDifferentiableType(pointer.getPointeeType())) {
+          op->emitError("cannot differentiate an access to the differentiated pointer '")
+              << argumentName(source) << "' as integers (its pointer is bitcast"
+              << (isa<tt::AtomicRMWOp, tt::AtomicCASOp>(op)
+                      ? ", as tl.atomic_max and tl.atomic_min of floats do"
+                      : "")
+              << "): the gradient cannot follow the bits; pass None for its shadow if it "
+              << "needs none";
+          return WalkResult::interrupt();
+        }
+    }
     if (isa<tt::LoadOp, tt::StoreOp>(op)) {
       BlockArgument traced = traceBase(op->getOperand(0));
       if (traced && shadows.count(traced) && baseArgument(op->getOperand(0)) != traced) {
@@ -242,17 +269,46 @@ LogicalResult KernelBackwardBuilder::validate() {
       if (failed(validateProvenance(op, store.getPtr(), floats)) ||
           (floats && isShadowed(store.getPtr()) && failed(classifyStoreInLoops(store))))
         return WalkResult::interrupt();
-    } else if (isa<tt::AtomicRMWOp, tt::AtomicCASOp>(op)) {
-      BlockArgument base = baseArgument(op->getOperand(0));
+    } else if (auto rmw = dyn_cast<tt::AtomicRMWOp>(op)) {
+      // Y[ptr] += v commutes with every other add: the final Y is the sum
+      // whatever the order, so each add reads the upstream at its addresses.
+      bool floats = isDifferentiableType(rmw.getVal().getType());
+      BlockArgument base = baseArgument(rmw.getPtr());
       if (base && shadows.count(base)) {
-        op->emitError("cannot differentiate an atomic update of a differentiated pointer");
+        if (rmw.getAtomicRmwOp() != tt::RMWOp::FADD || !floats) {
+          op->emitError("cannot differentiate an atomic ")
+              << stringifyRMWOp(rmw.getAtomicRmwOp()) << " of "
+              << (floats ? "floats" : "integers") << " into a differentiated pointer: only atomic adds of floats carry a "
+              << "gradient (an atomic max, min or exchange keeps one program's value, and "
+              << "tritonad cannot tell which)";
+          return WalkResult::interrupt();
+        }
+        stored.insert(base);
+        atomicallyAdded.insert(base);
+      }
+      if (failed(validateProvenance(op, rmw.getPtr(), floats)))
+        return WalkResult::interrupt();
+    } else if (auto cas = dyn_cast<tt::AtomicCASOp>(op)) {
+      BlockArgument base = baseArgument(cas.getPtr());
+      if (base && shadows.count(base)) {
+        op->emitError("cannot differentiate tl.atomic_cas into a differentiated pointer: the "
+                      "value that survives depends on the order of the programs");
         return WalkResult::interrupt();
       }
     }
+    if (auto store = dyn_cast<tt::StoreOp>(op))
+      if (BlockArgument base = baseArgument(store.getPtr()))
+        plainStored.insert(base);
     return WalkResult::advance();
   });
   if (walk.wasInterrupted())
     return failure();
+  for (BlockArgument arg : atomicallyAdded)
+    if (plainStored.contains(arg))
+      return primal.emitError("pointer argument '")
+             << argumentName(arg) << "' is both stored to and atomically added to: which "
+             << "values survive depends on the order of the programs, so tritonad cannot "
+             << "route its gradient; use one of the two for it";
   for (auto &[arg, shadow] : shadows)
     if (loaded.contains(arg) && stored.contains(arg))
       return primal.emitError("pointer argument '")
@@ -315,7 +371,9 @@ LogicalResult KernelBackwardBuilder::validateProvenance(Operation *access, Value
                                                         bool carriesFloats) {
   if (!carriesFloats || shadows.empty())
     return success();
-  StringRef what = isa<tt::LoadOp>(access) ? "load" : "store";
+  StringRef what = isa<tt::LoadOp>(access)        ? "load"
+                   : isa<tt::AtomicRMWOp>(access) ? "atomic add"
+                                                  : "store";
   BlockArgument base = baseArgument(ptr);
   if (base && base.getOwner() == &primal.getBody().front()) {
     if (shadows.count(base) || knownPointers.contains(base))
@@ -541,6 +599,25 @@ LogicalResult KernelBackwardBuilder::emitStoreAdjoint(OpBuilder &builder, tt::St
     // the barrier makes the zeros visible to every thread of the program.
     gpu::BarrierOp::create(builder, loc);
   }
+  return success();
+}
+
+LogicalResult KernelBackwardBuilder::emitAtomicAddAdjoint(OpBuilder &builder,
+                                                          tt::AtomicRMWOp add,
+                                                          GradientUtils &state) {
+  // out[ptr] += v  =>  dv += dout[ptr] (masked lanes: 0); dout is left as it
+  // is: the value out held before the add reaches the result unchanged.
+  Value value = add.getVal();
+  if (!state.isActive(value))
+    return success();
+  const IRMapping &forward = state.mapping();
+  FailureOr<Value> shadow = shadowPointer(builder, add.getPtr(), forward);
+  if (failed(shadow))
+    return add.emitError("cannot form the shadow address of this atomic add");
+  Location loc = add.getLoc();
+  Value mask = add.getMask() ? forward.lookupOrDefault(add.getMask()) : Value();
+  Value other = mask ? createZero(builder, loc, value.getType()) : Value();
+  state.accumulate(builder, value, createLoad(builder, loc, *shadow, mask, other));
   return success();
 }
 
@@ -815,6 +892,10 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
   for (BlockArgument arg : partial.shadowed)
     report.partialShadows.push_back(shadowNames.lookup(arg));
   primal.walk([&](tt::GetProgramIdOp pid) { usedAxes[static_cast<int>(pid.getAxis())] = true; });
+  // Programs along an axis the kernel never reads repeat each other's
+  // stores, but each of their atomic adds counts: they are not duplicates.
+  if (!atomicallyAdded.empty())
+    std::fill(std::begin(usedAxes), std::end(usedAxes), true);
   primal.walk([&](Operation *op) {
     if (auto load = dyn_cast<tt::LoadOp>(op))
       if (isShadowed(load.getPtr()))
@@ -829,8 +910,12 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
     return load && isShadowed(load.getPtr());
   };
   auto storedThroughShadow = [&](OpOperand &operand) {
-    auto store = dyn_cast<tt::StoreOp>(operand.getOwner());
-    return store && operand.getOperandNumber() == 1 && isShadowed(store.getPtr());
+    Operation *owner = operand.getOwner();
+    if (auto store = dyn_cast<tt::StoreOp>(owner))
+      return operand.get() == store.getValue() && isShadowed(store.getPtr());
+    if (auto add = dyn_cast<tt::AtomicRMWOp>(owner))
+      return operand.get() == add.getVal() && isShadowed(add.getPtr());
+    return false;
   };
   Stabilizers stabilizers = findStabilizers(primal);
   ActivitySeeds seeds{loadVaries, storedThroughShadow, &stabilizers.heldConstant};
@@ -868,6 +953,9 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
     auto it = schedule.find(entry.subject);
     if (it != schedule.end()) {
       std::tie(entry.strategy, entry.how) = it->second;
+    } else if (atomicallyAdded.contains(arg)) {
+      entry.strategy = Strategy::Output;
+      entry.how = "output, atomically added to: its shadow is read (the upstream gradient)";
     } else if (storeSites.lookup(arg)) {
       entry.strategy = Strategy::Output;
       entry.how = "output: its shadow is read (the upstream gradient)" +

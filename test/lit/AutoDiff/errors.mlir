@@ -42,7 +42,7 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16xf32> {
 
 // A running max (scan with a maxnumf combine) has no rule.
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
-  // expected-error @+1 {{cannot differentiate tt.scan: its combine region is neither a sum nor a product}}
+  // expected-error @+1 {{cannot differentiate tt.scan: its combine region is not a sum, a product or a first-order linear recurrence}}
   %0 = "tt.scan"(%x) <{axis = 1 : i32, reverse = false}> ({
   ^bb0(%a: f32, %b: f32):
     // expected-note @+1 {{combine region op: arith.maxnumf}}
@@ -50,6 +50,25 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
     tt.scan.return %m : f32
   }) : (tensor<16x32xf32>) -> tensor<16x32xf32>
   tt.return %0 : tensor<16x32xf32>
+}
+
+// -----
+
+// A combiner that is not an affine composition (b1 * b2 + a2 in the second
+// result): refused, not differentiated as a recurrence.
+tt.func public @f(%a: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<16xf32> {
+  // expected-error @+1 {{cannot differentiate tt.scan: its combine region is not a sum, a product or a first-order linear recurrence}}
+  %0:2 = "tt.scan"(%a, %b) <{axis = 0 : i32, reverse = false}> ({
+  ^bb0(%a1: f32, %b1: f32, %a2: f32, %b2: f32):
+    // expected-note @+1 {{combine region op: arith.mulf}}
+    %p = arith.mulf %a1, %a2 : f32
+    // expected-note @+1 {{combine region op: arith.mulf}}
+    %q = arith.mulf %b1, %b2 : f32
+    // expected-note @+1 {{combine region op: arith.addf}}
+    %r = arith.addf %q, %a2 : f32
+    tt.scan.return %p, %r : f32, f32
+  }) : (tensor<16xf32>, tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>)
+  tt.return %0#1 : tensor<16xf32>
 }
 
 // -----

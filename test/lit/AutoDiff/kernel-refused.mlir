@@ -90,6 +90,61 @@ module {
 
 // -----
 
+// An atomic max into a differentiated output keeps one program's value:
+// refused (an atomic add is differentiated: kernel-atomic-add.mlir).
+module {
+  tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y")) {
+    %true = arith.constant true
+    %v = tt.load %x : !tt.ptr<f32>
+    // expected-error @+1 {{cannot differentiate an atomic max of floats into a differentiated pointer}}
+    %t = tt.atomic_rmw max, acq_rel, gpu, %y, %v, %true : (!tt.ptr<f32>, f32, i1) -> f32
+    tt.return
+  }
+  tt.func public @bwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %dx: !tt.ptr<f32> loc("dx"), %dy: !tt.ptr<f32> loc("dy")) {
+    tt.call @fwd(%x, %y) : (!tt.ptr<f32>, !tt.ptr<f32>) -> ()
+    tt.return
+  }
+}
+
+// -----
+
+// Stored to and atomically added to: what survives depends on the order of
+// the programs. Refused.
+module {
+  // expected-error @+1 {{pointer argument 'y' is both stored to and atomically added to}}
+  tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y")) {
+    %true = arith.constant true
+    %v = tt.load %x : !tt.ptr<f32>
+    tt.store %y, %v : !tt.ptr<f32>
+    %t = tt.atomic_rmw fadd, acq_rel, gpu, %y, %v, %true : (!tt.ptr<f32>, f32, i1) -> f32
+    tt.return
+  }
+  tt.func public @bwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %dx: !tt.ptr<f32> loc("dx"), %dy: !tt.ptr<f32> loc("dy")) {
+    tt.call @fwd(%x, %y) : (!tt.ptr<f32>, !tt.ptr<f32>) -> ()
+    tt.return
+  }
+}
+
+// -----
+
+// A float atomic add through a pointer tritonad was not told about would lose
+// its gradient: refused, as a store through it is.
+module {
+  tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %w: !tt.ptr<f32> loc("w")) {
+    %true = arith.constant true
+    %v = tt.load %x : !tt.ptr<f32>
+    // expected-error @+1 {{this atomic add goes through pointer parameter 'w', which tritonad was not told about}}
+    %t = tt.atomic_rmw fadd, acq_rel, gpu, %w, %v, %true : (!tt.ptr<f32>, f32, i1) -> f32
+    tt.return
+  }
+  tt.func public @bwd(%x: !tt.ptr<f32> loc("x"), %w: !tt.ptr<f32> loc("w"), %dx: !tt.ptr<f32> loc("dx")) {
+    tt.call @fwd(%x, %w) : (!tt.ptr<f32>, !tt.ptr<f32>) -> ()
+    tt.return
+  }
+}
+
+// -----
+
 // Float bits through integers (as tl.sort swaps values): refused at the bitcast
 // that rebuilds the float, not cut silently at the integer.
 module {

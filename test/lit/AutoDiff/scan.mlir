@@ -95,3 +95,33 @@ tt.func public @f(%x: tensor<32xf32>) -> tensor<32xf32> {
   }) : (tensor<32xf32>) -> tensor<32xf32>
   tt.return %0 : tensor<32xf32>
 }
+
+// -----
+
+// tl.associative_scan((a, b), axis=0, combine) with the affine-map combiner
+// (a1, b1), (a2, b2) -> (a1 * a2, b1 * a2 + b2): h_k = a_k h_{k-1} + b_k, a
+// first-order linear recurrence. Only h is used: lambda = the reverse scan of
+// (g, 1, a) triples (lambda_k = g_k + a_{k+1} lambda_{k+1}), db = lambda, and
+// da = lambda * h_{k-1}, h_{k-1} the second result of a forward scan over
+// (map without the last element, whole map) quadruples.
+// CHECK-LABEL: tt.func private @f_vjp
+// CHECK-SAME: (%[[A:[^:]+]]: tensor<16x32xf32>, %[[B:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> (tensor<16x32xf32>, tensor<16x32xf32>)
+// CHECK: %[[ONE:.+]] = arith.constant dense<1.000000e+00>
+// CHECK: %[[LAMBDA:.+]]:3 = "tt.scan"(%[[G]], %[[ONE]], %[[A]]) <{axis = 0 : i32, reverse = true}>
+// CHECK: %[[PREV:.+]]:4 = "tt.scan"(%[[ONE]], %{{.+}}, %[[A]], %[[B]]) <{axis = 0 : i32, reverse = false}> ({
+// CHECK-NEXT: ^bb0(%[[EA1:[^:]+]]: f32, %[[EB1:[^:]+]]: f32, %[[A1:[^:]+]]: f32, %[[B1:[^:]+]]: f32, %[[EA2:[^:]+]]: f32, %[[EB2:[^:]+]]: f32, %[[A2:[^:]+]]: f32, %[[B2:[^:]+]]: f32):
+// CHECK-NEXT: %[[X:.+]] = arith.mulf %[[A1]], %[[EA2]] : f32
+// CHECK-NEXT: %[[Y:.+]] = arith.mulf %[[B1]], %[[EA2]] : f32
+// CHECK-NEXT: %[[Z:.+]] = arith.addf %[[Y]], %[[EB2]] : f32
+// CHECK: %[[DA:.+]] = arith.mulf %[[LAMBDA]]#0, %[[PREV]]#1
+// CHECK: tt.return %[[DA]], %[[LAMBDA]]#0
+tt.func public @f(%a: tensor<16x32xf32>, %b: tensor<16x32xf32>) -> tensor<16x32xf32> {
+  %0:2 = "tt.scan"(%a, %b) <{axis = 0 : i32, reverse = false}> ({
+  ^bb0(%a1: f32, %b1: f32, %a2: f32, %b2: f32):
+    %p = arith.mulf %a1, %a2 : f32
+    %q = arith.mulf %b1, %a2 : f32
+    %r = arith.addf %q, %b2 : f32
+    tt.scan.return %p, %r : f32, f32
+  }) : (tensor<16x32xf32>, tensor<16x32xf32>) -> (tensor<16x32xf32>, tensor<16x32xf32>)
+  tt.return %0#1 : tensor<16x32xf32>
+}

@@ -44,8 +44,8 @@ public:
   /// is accumulated into the shadow (by the strategy the driver chose).
   virtual llvm::LogicalResult emitLoadAdjoint(mlir::OpBuilder &builder, mlir::Operation *load,
                                               GradientUtils &gutils) = 0;
-  /// The adjoint of a store through a shadowed pointer: the stored value's
-  /// adjoint is read from the shadow.
+  /// The adjoint of a store (or an atomic add) through a shadowed pointer:
+  /// the stored (added) value's adjoint is read from the shadow.
   virtual llvm::LogicalResult emitStoreAdjoint(mlir::OpBuilder &builder, mlir::Operation *store,
                                                GradientUtils &gutils) = 0;
   /// Scratch memory for a loop's carried state (a tape): emits (at the

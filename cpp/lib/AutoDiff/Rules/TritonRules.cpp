@@ -493,30 +493,93 @@ SmallVector<Value> scanWith(
   return SmallVector<Value>(scan.getResult().begin(), scan.getResult().end());
 }
 
+Value multiplyFloats(OpBuilder &builder, Value lhs, Value rhs) {
+  return arith::MulFOp::create(builder, lhs.getLoc(), lhs, rhs).getResult();
+}
+
+// R_k = sum_{j>=k} g_j prod_{k<i<=j} x_i (j, i in scan order): a scan in the
+// opposite order over segments (R, product of all but the first, first);
+// `one` is a tensor of ones shaped like x.
+Value weightedSuffixSum(OpBuilder &builder, Location loc, Value x, Value g, Value one, int axis,
+                        bool reverse) {
+  return scanWith(builder, loc, {g, one, x}, axis, !reverse,
+                  [&](OpBuilder &b, ValueRange after, ValueRange before) {
+                    Value bridge = multiplyFloats(b, before[1], after[2]);
+                    Value r = arith::AddFOp::create(b, loc, before[0],
+                                                    multiplyFloats(b, bridge, after[0]));
+                    return SmallVector<Value>{r, multiplyFloats(b, bridge, after[1]), before[2]};
+                  })[0];
+}
+
 // y_k = prod_{i<=k} x_i (in scan order)  =>  dx_k = E_k * R_k with
-// E_k = prod_{i<k} x_i and R_k = sum_{j>=k} g_j prod_{k<i<=j} x_i: no division,
-// so zeros in x give torch's finite gradient. E is a scan over segments
-// (product of all but the last, product); R one in the opposite order over
-// segments (R, product of all but the first, first).
+// E_k = prod_{i<k} x_i and R_k = weightedSuffixSum(x, g): no division, so
+// zeros in x give torch's finite gradient. E is a scan over segments
+// (product of all but the last, product).
 Value cumulativeProductAdjoint(OpBuilder &builder, Location loc, Value x, Value g, int axis,
                                bool reverse) {
   Value one = createFloatConstant(builder, loc, x.getType(), 1.0);
-  auto mul = [](OpBuilder &b, Value l, Value r) {
-    return arith::MulFOp::create(b, l.getLoc(), l, r).getResult();
-  };
   Value exclusive = scanWith(builder, loc, {one, x}, axis, reverse,
                              [&](OpBuilder &b, ValueRange earlier, ValueRange later) {
-                               return SmallVector<Value>{mul(b, earlier[1], later[0]),
-                                                         mul(b, earlier[1], later[1])};
+                               return SmallVector<Value>{multiplyFloats(b, earlier[1], later[0]),
+                                                         multiplyFloats(b, earlier[1], later[1])};
                              })[0];
-  Value tail = scanWith(builder, loc, {g, one, x}, axis, !reverse,
-                        [&](OpBuilder &b, ValueRange after, ValueRange before) {
-                          Value bridge = mul(b, before[1], after[2]);
-                          Value r = arith::AddFOp::create(b, loc, before[0],
-                                                          mul(b, bridge, after[0]));
-                          return SmallVector<Value>{r, mul(b, bridge, after[1]), before[2]};
-                        })[0];
-  return arith::MulFOp::create(builder, loc, exclusive, tail);
+  return multiplyFloats(builder, exclusive,
+                        weightedSuffixSum(builder, loc, x, g, one, axis, reverse));
+}
+
+// A first-order linear recurrence h_k = a_k h_{k-1} + b_k as an associative
+// scan: the combiner composes affine maps, (a1, b1) then (a2, b2) gives
+// (a1 a2, b1 a2 + b2). The operand indices of a and b, if `combine` is that
+// (in any operand order of its commutative ops).
+std::optional<std::pair<unsigned, unsigned>> matchLinearRecurrence(Block &combine) {
+  Operation *terminator = combine.getTerminator();
+  if (combine.getNumArguments() != 4 || terminator->getNumOperands() != 2)
+    return std::nullopt;
+  auto isPair = [](Operation *op, Value x, Value y) {
+    return op && op->getNumOperands() == 2 &&
+           ((op->getOperand(0) == x && op->getOperand(1) == y) ||
+            (op->getOperand(0) == y && op->getOperand(1) == x));
+  };
+  for (unsigned a = 0; a < 2; ++a) {
+    unsigned b = 1 - a;
+    Value a1 = combine.getArgument(a), b1 = combine.getArgument(b);
+    Value a2 = combine.getArgument(2 + a), b2 = combine.getArgument(2 + b);
+    auto product = terminator->getOperand(a).getDefiningOp<arith::MulFOp>();
+    auto sum = terminator->getOperand(b).getDefiningOp<arith::AddFOp>();
+    if (!product || !sum || !isPair(product, a1, a2))
+      continue;
+    for (unsigned side = 0; side < 2; ++side) {
+      auto scaled = sum->getOperand(side).getDefiningOp<arith::MulFOp>();
+      if (sum->getOperand(1 - side) == b2 && isPair(scaled, b1, a2))
+        return std::make_pair(a, b);
+    }
+  }
+  return std::nullopt;
+}
+
+// The adjoints of h_k = a_k h_{k-1} + b_k (h before the first: 0) given
+// g = dL/dh: lambda_k = g_k + a_{k+1} lambda_{k+1} = weightedSuffixSum(a, g)
+// (no shift of a needed), db = lambda and da_k = lambda_k h_{k-1}, where
+// h_{k-1} comes from a scan over segments (the map without the last element:
+// ea, eb; the whole map: a, b).
+std::pair<Value, Value> linearRecurrenceAdjoint(OpBuilder &builder, Location loc, Value a,
+                                                Value b, Value g, int axis, bool reverse) {
+  Value one = createFloatConstant(builder, loc, a.getType(), 1.0);
+  Value zero = createZero(builder, loc, a.getType());
+  auto affine = [](OpBuilder &bld, Value h, Value scale, Value shift) {
+    return arith::AddFOp::create(bld, h.getLoc(), multiplyFloats(bld, h, scale), shift)
+        .getResult();
+  };
+  Value lambda = weightedSuffixSum(builder, loc, a, g, one, axis, reverse);
+  Value previous = scanWith(builder, loc, {one, zero, a, b}, axis, reverse,
+                            [&](OpBuilder &bld, ValueRange earlier, ValueRange later) {
+                              return SmallVector<Value>{
+                                  multiplyFloats(bld, earlier[2], later[0]),
+                                  affine(bld, earlier[3], later[0], later[1]),
+                                  multiplyFloats(bld, earlier[2], later[2]),
+                                  affine(bld, earlier[3], later[2], later[3])};
+                            })[1];
+  return {multiplyFloats(builder, lambda, previous), lambda};
 }
 
 struct ScanModel : public ReverseModeOpInterface::ExternalModel<ScanModel, tt::ScanOp> {
@@ -527,6 +590,24 @@ struct ScanModel : public ReverseModeOpInterface::ExternalModel<ScanModel, tt::S
     int axis = scan.getAxis();
     bool reverse = scan.getReverse();
     Location loc = op->getLoc();
+    if (auto recurrence = matchLinearRecurrence(combine)) {
+      auto [ia, ib] = *recurrence;
+      Value a = scan.getSrcs()[ia], b = scan.getSrcs()[ib];
+      // The coefficients' running product (result ia) is a cumulative product.
+      if (Value gProduct = state.adjoint(scan.getResult()[ia]); gProduct && state.isActive(a))
+        state.accumulate(builder, a,
+                         cumulativeProductAdjoint(builder, loc, state.forward(a), gProduct, axis,
+                                                  reverse));
+      if (Value g = state.adjoint(scan.getResult()[ib])) {
+        auto [da, db] = linearRecurrenceAdjoint(builder, loc, state.forward(a), state.forward(b),
+                                                g, axis, reverse);
+        if (state.isActive(a))
+          state.accumulate(builder, a, da);
+        if (state.isActive(b))
+          state.accumulate(builder, b, db);
+      }
+      return success();
+    }
     for (unsigned i = 0; i < n; ++i) {
       Value src = scan.getSrcs()[i];
       Value g = state.adjoint(scan.getResult()[i]);
@@ -544,7 +625,8 @@ struct ScanModel : public ReverseModeOpInterface::ExternalModel<ScanModel, tt::S
         continue;
       }
       InFlightDiagnostic diag = op->emitError(
-          "cannot differentiate tt.scan: its combine region is neither a sum nor a product");
+          "cannot differentiate tt.scan: its combine region is not a sum, a product or a "
+          "first-order linear recurrence ((a1, b1), (a2, b2)) -> (a1 * a2, b1 * a2 + b2)");
       for (Operation &inner : combine.without_terminator())
         diag.attachNote(inner.getLoc()) << "combine region op: " << inner.getName();
       return diag;
@@ -589,6 +671,27 @@ struct StoreModel : public ReverseModeOpInterface::ExternalModel<StoreModel, tt:
   }
 };
 
+/// An atomic add through a shadowed pointer (the kernel driver accepts
+/// float adds only): the added value's adjoint is read from the shadow.
+struct AtomicAddModel
+    : public ReverseModeOpInterface::ExternalModel<AtomicAddModel, tt::AtomicRMWOp> {
+  bool needsAdjoint(Operation *op, const GradientUtils &gutils) const {
+    return gutils.driver() && gutils.driver()->isShadowed(cast<tt::AtomicRMWOp>(op).getPtr());
+  }
+  bool passesGradientWithoutResults(Operation *op, const GradientUtils &gutils) const {
+    return gutils.isActive(cast<tt::AtomicRMWOp>(op).getVal());
+  }
+  LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, GradientUtils &gutils) const {
+    return gutils.driver()->emitStoreAdjoint(builder, op, gutils);
+  }
+  LogicalResult verifyDifferentiable(Operation *op, const GradientUtils &gutils) const {
+    if (gutils.driver())
+      return success();
+    return op->emitError("cannot differentiate an atomic in a device function: memory has no "
+                         "shadow there; differentiate the kernel that updates it");
+  }
+};
+
 } // namespace
 
 void tritonad::registerTritonReverseModeRules(DialectRegistry &registry) {
@@ -609,6 +712,7 @@ void tritonad::registerTritonReverseModeRules(DialectRegistry &registry) {
     tt::ScanOp::attachInterface<ScanModel>(*context);
     tt::LoadOp::attachInterface<LoadModel>(*context);
     tt::StoreOp::attachInterface<StoreModel>(*context);
+    tt::AtomicRMWOp::attachInterface<AtomicAddModel>(*context);
     tt::BitcastOp::attachInterface<BitcastModel<tt::BitcastOp>>(*context);
   });
 }
