@@ -215,6 +215,15 @@ def atomic_result_kernel(x_ptr, counter_ptr, y_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def atomic_max_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    # (floats: Triton casts the pointer to integers, max for positives, umin for
+    # negatives; the gradient once went missing here without a word)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.atomic_max(y_ptr + offs % 4, x * x, mask=offs < n)
+
+
+@triton.jit
 def full_reduction_kernel(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
     rm = tl.arange(0, BM)[:, None]
     rn = tl.arange(0, BN)[None, :]
@@ -259,6 +268,8 @@ REFUSED = {
                       dict(BLOCK=64), "which pointer parameter"),
     "atomic_result": (atomic_result_kernel, dict(x_ptr=F32, counter_ptr="*i32", y_ptr=F32),
                       dict(BLOCK=64), "update memory a second time"),
+    "atomic_max": (atomic_max_kernel, dict(x_ptr=F32, y_ptr=F32, n="i32"), dict(BLOCK=64),
+                   "as integers (its pointer is bitcast, as tl.atomic_max"),
 }
 
 

@@ -114,6 +114,8 @@ FEATURES = {
                   "the matmul tutorial's GROUP_M swizzle",
     "helpers": "@triton.jit math helpers",
     "multi_out": "several outputs",
+    "atomic_out": "an output written by tl.atomic_add into its zeroed buffer (the same "
+                  "values as a store: each element is added once)",
     # dtypes
     "fp16": "fp16 buffers (math in fp32)", "bf16": "bf16 buffers (math in fp32)",
 }
@@ -239,6 +241,7 @@ class _Gen:
         self.arng = random.Random(seed * 7919 + 3)     # adapters
         self.xrng = random.Random(seed * 1000033 + 17)  # tileloop / while / dot decisions
         self.drng = random.Random(seed * 1000037 + 29)  # pid_decode
+        self.wrng = random.Random(seed * 1000039 + 31)  # atomic_out
         self.enabled = set(enabled)
         self.used = set()
         self.size_override = dict(sizes or {})
@@ -270,6 +273,16 @@ class _Gen:
 
     def use(self, feat):
         self.used.add(feat)
+
+    def write(self, args):
+        """The statement writing an output: tl.store(args), or (atomic_out, its own
+        stream wrng) tl.atomic_add(args) into the zeroed buffer, the same values. (Not
+        in bf16: Triton's interpreter, which checks the generator, has no bf16 atomics.)"""
+        if (self.wrng.random() < 0.25 and "atomic_out" in self.enabled
+                and self.dtype != "bf16"):
+            self.use("atomic_out")
+            return f"tl.atomic_add({args})"
+        return f"tl.store({args})"
 
     def pick_weighted(self, table, available):
         """table: [(key, weight)]; draws from the whole table, re-draws with `alt`
@@ -1015,7 +1028,7 @@ class _Gen:
             offs = {"flat": "offs", "rows": f"row * {st} + cols", "loop": f"row * {st} + cols",
                     "grid2d": f"rm[:, None] * {st} + rn[None, :]",
                     "tileloop": f"rm[:, None] * {st} + rn[None, :]"}[lay]
-            self.kl(f"tl.store({ptr} + {offs}, {val}, mask=mask)")
+            self.kl(self.write(f"{ptr} + {offs}, {val}, mask=mask"))
         self.outputs[ptr] = f"({v.name}, W, P)"
 
     def out_reduced(self, name, v):
@@ -1026,38 +1039,38 @@ class _Gen:
         if self.layout == "flat":
             nb = -(-s["n"] // s["BLOCK"])
             self.add_ptr(ptr, "out", (nb,), ("full",))
-            self.kl(f"tl.store({ptr} + pid, {val})")
+            self.kl(self.write(f"{ptr} + pid, {val}"))
             b = s["BLOCK"]
             self.outputs[ptr] = f"({v.name}[::{b}], W[::{b}], P[::{b}])"
         elif self.layout in ("rows", "loop"):
             self.add_ptr(ptr, "out", (s["M"],), ("full",))
-            self.kl(f"tl.store({ptr} + row, {val})")
+            self.kl(self.write(f"{ptr} + row, {val}"))
             self.outputs[ptr] = f"({v.name}[:, 0], W[:, 0], P[:, 0])"
         elif self.layout == "tileloop":
             if v.shape[0]:      # a [BLOCK_M, 1] column: one value per row
                 self.add_ptr(ptr, "out", (s["M"],), ("full",))
-                self.kl(f"tl.store({ptr} + rm[:, None], {val}, mask=(rm < M)[:, None])")
+                self.kl(self.write(f"{ptr} + rm[:, None], {val}, mask=(rm < M)[:, None]"))
                 self.outputs[ptr] = f"({v.name}[:, 0], W[:, 0], P[:, 0])"
             else:               # a scalar: one value per program
                 bm = s["BM"]
                 self.add_ptr(ptr, "out", (-(-s["M"] // bm),), ("full",))
-                self.kl(f"tl.store({ptr} + pid_m, {val})")
+                self.kl(self.write(f"{ptr} + pid_m, {val}"))
                 self.outputs[ptr] = f"({v.name}[::{bm}, 0], W[::{bm}, 0], P[::{bm}, 0])"
         else:
             bm, bn = s["BM"], s["BN"]
             nbm, nbn = -(-s["M"] // bm), -(-s["N"] // bn)
             if v.shape == (False, True):
                 self.add_ptr(ptr, "out", (nbm, s["N"]), ("full",))
-                self.kl(f"tl.store({ptr} + pid_m * N + rn[None, :], {val}, mask=(rn < N)[None, :])")
+                self.kl(self.write(f"{ptr} + pid_m * N + rn[None, :], {val}, mask=(rn < N)[None, :]"))
                 self.outputs[ptr] = f"({v.name}[::{bm}, :], W[::{bm}, :], P[::{bm}, :])"
             elif v.shape == (True, False):
                 self.add_ptr(ptr, "out", (s["M"], nbn), ("full",))
-                self.kl(f"tl.store({ptr} + rm[:, None] * {self.programs_n} + pid_n, {val}, "
-                        f"mask=(rm < M)[:, None])")
+                self.kl(self.write(f"{ptr} + rm[:, None] * {self.programs_n} + pid_n, {val}, "
+                                   f"mask=(rm < M)[:, None]"))
                 self.outputs[ptr] = f"({v.name}[:, ::{bn}], W[:, ::{bn}], P[:, ::{bn}])"
             else:
                 self.add_ptr(ptr, "out", (nbm * nbn,), ("full",))
-                self.kl(f"tl.store({ptr} + pid_m * {self.programs_n} + pid_n, {val})")
+                self.kl(self.write(f"{ptr} + pid_m * {self.programs_n} + pid_n, {val}"))
                 self.outputs[ptr] = (f"({v.name}[::{bm}, ::{bn}].reshape(-1), "
                                      f"W[::{bm}, ::{bn}].reshape(-1), "
                                      f"P[::{bm}, ::{bn}].reshape(-1))")
