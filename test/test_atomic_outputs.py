@@ -128,7 +128,9 @@ def test_scatter_add_matches_torch(dtype):
     bwd = tritonad.grad(scatter_add_kernel)
     dx, dw = torch.zeros_like(x), torch.zeros_like(w)
     out = torch.zeros(rows, D, device="cuda", dtype=dtype)
-    bwd[(triton.cdiv(n, 64),)](x, w, idx, out, n, dx, dw, up.clone(), D=D, BLOCK=64)
+    shadows = {bwd.shadows["x_ptr"]: dx, bwd.shadows["w_ptr"]: dw,
+               bwd.shadows["out_ptr"]: up.clone()}  # (the indices' shadow stays None)
+    bwd[(triton.cdiv(n, 64),)](x, w, idx, out, n, **shadows, D=D, BLOCK=64)
     xd, wd = x.double().requires_grad_(), w.double().requires_grad_()
     ref = torch.zeros(rows, D, dtype=torch.float64, device="cuda").index_add(
         0, idx.long(), xd * torch.sigmoid(wd)[:, None])

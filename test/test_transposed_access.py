@@ -96,3 +96,53 @@ def test_column_rms_grads_match_torch(dtype, layout, mode):
         again = torch.zeros_like(dx)
         _launch(bwd, x, again, expand, dy, M, N)
         assert torch.equal(again, dx)
+
+
+@triton.jit
+def block_pointer_rows_kernel(X, Y, stride, N, BLOCK_N: tl.constexpr):
+    # One row per program through a block pointer; rows `stride` apart, stride < BLOCK_N
+    row = tl.program_id(0)
+    bp = tl.make_block_ptr(base=X + row * stride, shape=(N,), strides=(1,), offsets=(0,),
+                           block_shape=(BLOCK_N,), order=(0,))
+    x = tl.load(bp, boundary_check=(0,), padding_option="zero").to(tl.float32)
+    cols = tl.arange(0, BLOCK_N)
+    tl.store(Y + row * N + cols, (x * tl.sigmoid(x)).to(Y.dtype.element_ty), mask=cols < N)
+
+
+def test_block_pointer_boundary_check_bounds_the_rows(always_compile):
+    """The boundary check's `index < N` clamps the row's span (its i32 offset widened to
+    i64 is the constant it is): rows 138 apart with N = 133 < BLOCK_N = 256 are disjoint,
+    which deterministic mode once refused at launch (the fuzz's seed 208)."""
+    from tritonad import _coverage
+    from test_partial import compile_on_cpu
+
+    bwd = tritonad.grad(block_pointer_rows_kernel, mode="deterministic")
+    compiled = compile_on_cpu(bwd, dict(X="*fp32", Y="*fp32", stride="i32", N="i32"),
+                              dict(BLOCK_N=256))
+    (condition,) = [r["condition"] for rs in compiled.metadata.tritonad_requirements.values()
+                    for r in rs]
+    holds = lambda stride, n: _coverage.evaluate(condition, dict(stride=stride, N=n),  # noqa: E731
+                                                 (20, 1, 1))
+    assert holds(138, 133) and holds(133, 133) and not holds(132, 133), condition
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("mode", ["auto", "deterministic"])
+def test_block_pointer_rows_match_torch(dtype, mode):
+    M, N, stride = 21, 133, 138
+    buf = torch.randn(M, stride, device="cuda", dtype=dtype)
+    dbuf = torch.zeros_like(buf)
+    dy = torch.randn(M, N, device="cuda", dtype=dtype)
+    bwd = tritonad.grad(block_pointer_rows_kernel, mode=mode)
+    shadows = {bwd.shadows["X"]: dbuf, bwd.shadows["Y"]: dy.clone()}
+    bwd[(M,)](buf, torch.empty(M, N, device="cuda", dtype=dtype), stride, N, **shadows,
+              BLOCK_N=256)
+    x = buf[:, :N].double().requires_grad_()
+    (want,) = torch.autograd.grad(x * torch.sigmoid(x), x, dy.double())
+    tol = 1e-4 if dtype == torch.float32 else 2e-2
+    assert (dbuf[:, :N].double() - want).abs().max().item() <= tol * want.abs().max().item()
+    assert not dbuf[:, N:].any()  # the gap between rows is no one's
+    if mode == "deterministic":
+        assert "tt.atomic_rmw" not in bwd.derived_ir()

@@ -15,8 +15,8 @@ random upstream gradients). Outcomes:
                  programs may write the same gradient addresses (checked per launch): safe;
                  right where they do (overlapping rows, an input a 2-D grid's programs
                  share along an axis its address ignores), a false refusal where the check
-                 is conservative (a block pointer's boundary_check does not yet bound its
-                 lanes: seed 208 under --grad-options '{"mode": "deterministic"}')
+                 is conservative (seed 208 under --grad-options '{"mode": "deterministic"}'
+                 was one until a block pointer's boundary_check bounded its lanes)
   crash          any other exception (or a dead / hung worker): a bug
   gen-error      the generated forward kernel or reference itself failed (a bug here)
   fwd-mismatch   the forward kernel disagrees with its reference (a bug here, or Triton's)

@@ -73,6 +73,12 @@ std::optional<int64_t> constantInt(Value value) {
   APInt result;
   if (matchPattern(value, m_ConstantInt(&result)))
     return result.getSExtValue();
+  // A widened constant (a block pointer's i32 offset as an i64 index) is one.
+  if (auto widened = value.getDefiningOp<arith::ExtSIOp>())
+    return constantInt(widened.getIn());
+  if (auto widened = value.getDefiningOp<arith::ExtUIOp>())
+    if (matchPattern(widened.getIn(), m_ConstantInt(&result)))
+      return static_cast<int64_t>(result.getZExtValue());
   return std::nullopt;
 }
 
