@@ -693,10 +693,11 @@ def scatter_add_kernel(x_ptr, w_ptr, idx_ptr, out_ptr, n, D: tl.constexpr,
     cols = tl.arange(0, D)
     mask = (rows < n)[:, None]
     x = tl.load(x_ptr + rows[:, None] * D + cols[None, :], mask=mask, other=0.0)
-    w = tl.load(w_ptr + rows, mask=rows < n, other=0.0)
+    w = tl.load(w_ptr + rows, mask=rows < n, other=0.0).to(tl.float32)
     target = tl.load(idx_ptr + rows, mask=rows < n, other=0)
-    tl.atomic_add(out_ptr + target[:, None] * D + cols[None, :], x * tl.sigmoid(w)[:, None],
-                  mask=mask)
+    added = x.to(tl.float32) * tl.sigmoid(w)[:, None]
+    tl.atomic_add(out_ptr + target[:, None] * D + cols[None, :],
+                  added.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit

@@ -4,7 +4,7 @@ programs, a scatter-add with repeated indices (an embedding bag), split-K produc
 ``out[ptr] += v`` commutes with every other add, so the final ``out`` is its initial value
 plus the sum of every add whatever their order: each add's value reads the upstream
 gradient at its addresses, and the output's shadow is left as it is
-(AutoDiff/KernelBackward.cpp, ``emitAtomicAddAdjoint``; lit: AutoDiff/kernel-atomic-
+(AutoDiff/KernelBackward.cpp, ``emitWriteAdjoint``; lit: AutoDiff/kernel-atomic-
 add.mlir). Programs along a grid axis the kernel never reads are no longer duplicates of
 the first one (each adds again), so the inputs' gradients there are plain only where that
 axis has one program. Atomic max, min, exchange and compare-and-swap into a differentiated
@@ -46,16 +46,6 @@ def test_schedule_reads_the_output_shadow(always_compile):
     assert ir.count("tt.atomic_rmw") == 1 and "tt.get_num_programs y" in ir, ir
 
 
-@pytest.mark.parametrize("kernel, what", [
-    (atomic_max_kernel, "tl.atomic_max"),
-])
-def test_order_dependent_atomics_are_refused(always_compile, kernel, what):
-    bwd = tritonad.grad(kernel)
-    with pytest.raises(tritonad.DifferentiationError, match="interpret_checks.py:[0-9]+:") as info:
-        compile_for_schedule(bwd, SUM_TYPES, dict(BLOCK=128))
-    assert what in str(info.value)
-
-
 @triton.jit
 def store_then_add_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -71,13 +61,15 @@ def exchange_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.atomic_xchg(out_ptr + offs % 4, x, mask=offs < n)
 
 
-@pytest.mark.parametrize("kernel, message", [
-    (store_then_add_kernel, "both stored to and atomically added to"),
-    (exchange_kernel, "cannot differentiate an atomic exch of floats"),
+@pytest.mark.parametrize("kernel, where, message", [
+    (atomic_max_kernel, "interpret_checks.py", "tl.atomic_max"),
+    (store_then_add_kernel, "test_atomic_outputs.py", "both stored to and atomically added to"),
+    (exchange_kernel, "test_atomic_outputs.py", "cannot differentiate an atomic exch of floats"),
 ])
-def test_refusals_name_the_kernel(always_compile, kernel, message):
+def test_order_dependent_writes_are_refused_at_the_kernel_line(always_compile, kernel, where,
+                                                              message):
     bwd = tritonad.grad(kernel)
-    with pytest.raises(tritonad.DifferentiationError, match="test_atomic_outputs.py:[0-9]+:") as info:
+    with pytest.raises(tritonad.DifferentiationError, match=f"{where}:[0-9]+:") as info:
         compile_for_schedule(bwd, SUM_TYPES, dict(BLOCK=128))
     assert message in str(info.value)
 

@@ -133,9 +133,7 @@ private:
   }
   LogicalResult emitStoreAdjoint(OpBuilder &builder, Operation *store,
                                  GradientUtils &gutils) override {
-    if (auto add = dyn_cast<tt::AtomicRMWOp>(store))
-      return emitAtomicAddAdjoint(builder, add, gutils);
-    return emitStoreAdjoint(builder, cast<tt::StoreOp>(store), gutils);
+    return emitWriteAdjoint(builder, store, gutils);
   }
   Value tapeRegion(OpBuilder &builder, scf::ForOp loop, int64_t bytesPerState,
                    function_ref<Value(OpBuilder &, Value)> bytesPerProgram,
@@ -149,9 +147,7 @@ private:
   bool writtenOncePerProgram(tt::LoadOp load);
   Operation *loopRevisitingThroughOtherLanes(tt::LoadOp load);
   FailureOr<Value> shadowPointer(OpBuilder &builder, Value ptr, const IRMapping &forward);
-  LogicalResult emitStoreAdjoint(OpBuilder &builder, tt::StoreOp store, GradientUtils &state);
-  LogicalResult emitAtomicAddAdjoint(OpBuilder &builder, tt::AtomicRMWOp add,
-                                     GradientUtils &state);
+  LogicalResult emitWriteAdjoint(OpBuilder &builder, Operation *write, GradientUtils &state);
   LogicalResult emitLoadAdjoint(OpBuilder &builder, tt::LoadOp load, GradientUtils &state);
   // i1: this program is the first along every axis the kernel never reads
   // (null when it reads them all).
@@ -574,50 +570,39 @@ FailureOr<Value> KernelBackwardBuilder::shadowPointer(OpBuilder &builder, Value 
   return result;
 }
 
-LogicalResult KernelBackwardBuilder::emitStoreAdjoint(OpBuilder &builder, tt::StoreOp store,
+LogicalResult KernelBackwardBuilder::emitWriteAdjoint(OpBuilder &builder, Operation *write,
                                                       GradientUtils &state) {
-  // out[ptr] = v  =>  dv += dout[ptr] (masked lanes: 0)
-  Value value = store.getValue();
+  // out[ptr] = v (a store) or out[ptr] += v (an atomic add)  =>  dv += dout[ptr]
+  // (masked lanes: 0). An add leaves dout as it is: the value out held before
+  // the add reaches the result unchanged.
+  auto store = dyn_cast<tt::StoreOp>(write);
+  auto add = dyn_cast<tt::AtomicRMWOp>(write);
+  Value ptr = store ? store.getPtr() : add.getPtr();
+  Value value = store ? store.getValue() : add.getVal();
+  Value primalMask = store ? store.getMask() : add.getMask();
   if (!state.isActive(value))
     return success();
   const IRMapping &forward = state.mapping();
-  FailureOr<Value> shadow = shadowPointer(builder, store.getPtr(), forward);
+  FailureOr<Value> shadow = shadowPointer(builder, ptr, forward);
   if (failed(shadow))
-    return store.emitError("cannot form the shadow address of this store");
-  Location loc = store.getLoc();
-  Value mask = store.getMask() ? forward.lookupOrDefault(store.getMask()) : Value();
-  mask = lastIterationMask(builder, store, forward, mask);
+    return write->emitError("cannot form the shadow address of this ")
+           << (store ? "store" : "atomic add");
+  Location loc = write->getLoc();
+  Value mask = primalMask ? forward.lookupOrDefault(primalMask) : Value();
+  if (store)
+    mask = lastIterationMask(builder, store, forward, mask);
   Value other = mask ? createZero(builder, loc, value.getType()) : Value();
   Value upstream = createLoad(builder, loc, *shadow, mask, other);
   state.accumulate(builder, value, upstream);
   // Several stores through one pointer: a later store overwrites an earlier
   // one at the same address, so once a store has taken the upstream
   // gradient, earlier stores must see zero there (the shadow is consumed).
-  if (storeSites.lookup(baseArgument(store.getPtr())) > 1 && !firstStore.lookup(store)) {
+  if (store && storeSites.lookup(baseArgument(ptr)) > 1 && !firstStore.lookup(store)) {
     createStore(builder, loc, *shadow, createZero(builder, loc, value.getType()), mask);
     // The earlier store's read may happen in another thread (another layout):
     // the barrier makes the zeros visible to every thread of the program.
     gpu::BarrierOp::create(builder, loc);
   }
-  return success();
-}
-
-LogicalResult KernelBackwardBuilder::emitAtomicAddAdjoint(OpBuilder &builder,
-                                                          tt::AtomicRMWOp add,
-                                                          GradientUtils &state) {
-  // out[ptr] += v  =>  dv += dout[ptr] (masked lanes: 0); dout is left as it
-  // is: the value out held before the add reaches the result unchanged.
-  Value value = add.getVal();
-  if (!state.isActive(value))
-    return success();
-  const IRMapping &forward = state.mapping();
-  FailureOr<Value> shadow = shadowPointer(builder, add.getPtr(), forward);
-  if (failed(shadow))
-    return add.emitError("cannot form the shadow address of this atomic add");
-  Location loc = add.getLoc();
-  Value mask = add.getMask() ? forward.lookupOrDefault(add.getMask()) : Value();
-  Value other = mask ? createZero(builder, loc, value.getType()) : Value();
-  state.accumulate(builder, value, createLoad(builder, loc, *shadow, mask, other));
   return success();
 }
 
