@@ -16,6 +16,7 @@ to each rewriter's `restore` when Triton serves a kernel from its cache.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -27,6 +28,14 @@ _RESTORERS: Dict[str, Callable[[dict], None]] = {}
 _installed = False
 _previous_hook = None
 _previous_listener = None
+
+
+@functools.lru_cache(maxsize=None)
+def stagger_enabled() -> bool:
+    """Whether reversed loops whose atomic adds collide run their iterations in a
+    per-program order (the default; ``TRITONAD_STAGGER=0`` keeps forward order,
+    read once per process)."""
+    return os.environ.get("TRITONAD_STAGGER", "1") != "0"
 
 
 def build_id() -> str:
@@ -46,6 +55,8 @@ def build_id() -> str:
     digest.update(Path(_C.__file__).read_bytes())
     for source in sorted(Path(__file__).parent.glob("*.py")):
         digest.update(source.read_bytes())
+    # (settings that change what is derived)
+    digest.update(f"stagger={stagger_enabled()}".encode())
     _BUILD_ID = digest.hexdigest()[:16]
     return _BUILD_ID
 
