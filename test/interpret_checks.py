@@ -385,9 +385,6 @@ def _(dtype=torch.float32):
     # key loop is reversed once, in forward order, not replayed per iteration.
     schedule = bwd.schedule()
     assert "only stabilizes exponentials" in schedule and "n(n-1)/2" not in schedule, schedule
-    # Every query block's program adds into every key block's dK and dV: each
-    # runs the key blocks in its own order (the sums match torch whatever it is).
-    assert "staggered" in schedule and "rotated by program_id(0)," in schedule, schedule
 
 
 @check("corpus_dropout_integer_philox")
@@ -1436,8 +1433,6 @@ def _():
         notes = [line for line in bwd.schedule().splitlines() if line.startswith("loop ")]
         stabilized = [("only stabilizes exponentials" in note) for note in notes]
         assert stabilized == [not loaded] * 2, bwd.schedule()
-        # (a causal start: program i's off-band loop runs key blocks i - 1, ..., 0)
-        assert [("staggered" in note) for note in notes] == [not loaded] * 2, bwd.schedule()
 
 
 # Deterministic two-loop attention: dK and dV summed by programs of their own

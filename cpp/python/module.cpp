@@ -171,15 +171,13 @@ PYBIND11_MODULE(_C, m) {
       [](const std::string &ir, const std::string &primal, const std::string &into,
          const std::vector<std::pair<std::string, std::string>> &bindings,
          const std::string &modeName, bool overwrite, bool generic, bool debugInfo,
-         const std::string &bufferName, const std::string &programsName, bool fullMasks,
-         bool stagger) {
+         const std::string &bufferName, const std::string &programsName, bool fullMasks) {
         tritonad::api::Accumulation mode = accumulationFrom(modeName);
         tritonad::RegridPrograms programs = regridProgramsFrom(programsName);
         tritonad::api::PrintOptions print = printOptions(generic, debugInfo);
         tritonad::api::Result result = callCore([&] {
           return tritonad::api::differentiateKernel(ir, primal, into, bindings, mode, overwrite,
-                                                    print, bufferName, programs, fullMasks,
-                                                    stagger);
+                                                    print, bufferName, programs, fullMasks);
         });
         py::list tapes;
         for (const auto &tape : result.tapes)
@@ -241,7 +239,7 @@ PYBIND11_MODULE(_C, m) {
       py::arg("ir"), py::arg("primal"), py::arg("into"), py::arg("bindings"),
       py::arg("mode") = "auto", py::arg("overwrite") = false, py::arg("generic") = false,
       py::arg("debug_info") = true, py::arg("buffer_name") = "<ttir>",
-      py::arg("programs") = "all", py::arg("full_masks") = false, py::arg("stagger") = true,
+      py::arg("programs") = "all", py::arg("full_masks") = false,
       "Replace kernel @into's body with the backward of kernel @primal (empty: the kernel "
       "@into calls); returns (ir, schedule: [{'kind', 'subject', 'location', 'strategy', "
       "'how', 'notes'}], "
@@ -259,8 +257,7 @@ PYBIND11_MODULE(_C, m) {
       "re-parallelized parts (each launched on its own; the record is the same); and the "
       "launch condition, per program, under which `full_masks` (the variant without the "
       "masks it makes always true) is correct: an expression, or None where that variant "
-      "drops no mask. `stagger`: reversed loops that add atomically into addresses other "
-      "programs share run their iterations in a per-program order (StaggerIterations.h).");
+      "drops no mask.");
 
   m.def(
       "augment_forward",

@@ -89,11 +89,6 @@ def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]
     does so where it fits a quarter of the free device memory
     (``TRITONAD_TAPE_BUDGET`` bytes if set) and otherwise replays iterations
     [0, i) for each i, ``tape=True`` always tapes, ``tape=False`` always replays.
-    A loop reversed in forward order whose atomic adds every program aims at the
-    same addresses (a causal attention's key blocks) runs its iterations in a
-    per-program order instead, last to first from a rotated start (``staggered``
-    in ``bwd.schedule()``): the sums are the same, the atomics stop colliding;
-    ``TRITONAD_STAGGER=0`` keeps forward order.
     The same scratch holds, for gradients with programs of their own, what each
     forward program computes once before its loop for them (an epilogue's
     ``dC * act'(acc)``); ``tape=False`` turns that off too.

@@ -16,7 +16,6 @@ to each rewriter's `restore` when Triton serves a kernel from its cache.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import tempfile
@@ -28,14 +27,6 @@ _RESTORERS: Dict[str, Callable[[dict], None]] = {}
 _installed = False
 _previous_hook = None
 _previous_listener = None
-
-
-@functools.lru_cache(maxsize=None)
-def stagger_enabled() -> bool:
-    """Whether reversed loops whose atomic adds collide run their iterations in a
-    per-program order (the default; ``TRITONAD_STAGGER=0`` keeps forward order,
-    read once per process)."""
-    return os.environ.get("TRITONAD_STAGGER", "1") != "0"
 
 
 def build_id() -> str:
@@ -55,8 +46,6 @@ def build_id() -> str:
     digest.update(Path(_C.__file__).read_bytes())
     for source in sorted(Path(__file__).parent.glob("*.py")):
         digest.update(source.read_bytes())
-    # (settings that change what is derived)
-    digest.update(f"stagger={stagger_enabled()}".encode())
     _BUILD_ID = digest.hexdigest()[:16]
     return _BUILD_ID
 

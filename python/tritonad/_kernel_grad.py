@@ -15,7 +15,7 @@ from triton.runtime.jit import JITFunction
 from tritonad import _C, _masks, _partial, _residuals, _tuning
 from tritonad._schedule import Schedule
 from tritonad._core import MLIRError, locate_in_source
-from tritonad._hook import build_id, register_rewriter, stagger_enabled
+from tritonad._hook import build_id, register_rewriter
 from tritonad._source import (constexpr_names, functions_in, jit_from_source, param_names,
                               pointer_roles, strip_locations)
 from tritonad._interpret import InterpretedBackward, is_interpreted, jit_twin
@@ -368,7 +368,7 @@ def _materialize_backward(text: str, metadata: dict) -> str:
             (text, schedule, written, partial, coverage, tapes, regrid, residuals,
              requirements, full_masks) = _C.differentiate_kernel(
                 text, "", name, spec.bindings, spec.mode, overwrite=not spec.accumulate,
-                programs=programs_of(body), stagger=stagger_enabled(),
+                programs=programs_of(body),
                 full_masks=_masks.variant_is_full(
                     lambda name: specialized_to_one(body, name)))
         except MLIRError as error:

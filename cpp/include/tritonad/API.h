@@ -76,7 +76,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
                            Accumulation mode, bool overwrite, const PrintOptions &print,
                            const std::string &bufferName,
                            RegridPrograms programs = RegridPrograms::All,
-                           bool fullMasks = false, bool stagger = true);
+                           bool fullMasks = false);
 
 /// Replaces the body of the kernel `into` (which calls the kernel `primal`,
 /// empty: its only call, and has an i8 pointer argument `tritonad_residuals`)

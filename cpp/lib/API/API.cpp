@@ -5,7 +5,6 @@
 #include "tritonad/AutoDiff/FunctionVJP.h"
 #include "tritonad/AutoDiff/KernelBackward.h"
 #include "tritonad/AutoDiff/FullMasks.h"
-#include "tritonad/AutoDiff/StaggerIterations.h"
 #include "tritonad/AutoDiff/Regrid.h"
 #include "tritonad/InitAll.h"
 
@@ -401,7 +400,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
                            const std::vector<std::pair<std::string, std::string>> &bindings,
                            Accumulation mode, bool overwrite, const PrintOptions &print,
                            const std::string &bufferName, RegridPrograms programs,
-                           bool fullMasks, bool stagger) {
+                           bool fullMasks) {
   KernelBackwardReport report;
   Regrid regrid;
   std::optional<SymbolicInt> fullMasksCondition;
@@ -428,14 +427,6 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
                                       report, regrid, fallback)))
           return mlir::failure();
         bool specialized = specializeFullMasks(function, fullMasks);
-        // (after the masks are marked and the parts made: both read the loops'
-        // induction variables as affine)
-        staggerIterations(function, stagger, [&](mlir::Operation *loop, llvm::StringRef note) {
-          std::string location = locationText(loop->getLoc());
-          for (ScheduleEntry &entry : report.schedule.entries)
-            if (entry.kind == ScheduleEntry::Kind::Loop && entry.location == location)
-              entry.notes.push_back(note.str());
-        });
         return regrid.parts.empty() && !specialized ? mlir::success() : cleanUp(module, into);
       });
   result.schedule = std::move(report.schedule);

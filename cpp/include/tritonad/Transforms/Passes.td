@@ -136,24 +136,6 @@ def FullMasks : Pass<"tritonad-full-masks", "mlir::triton::FuncOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
-def StaggerIterations : Pass<"tritonad-stagger-iterations", "mlir::triton::FuncOp"> {
-  let summary = "Run a reversed loop's iterations in a per-program order where its atomics collide";
-  let description = [{
-    A reversed scf.for that tritonad-kernel-backward marked
-    `tritonad.independent_iterations` (its carried gradients are sums, its
-    forward writes no memory) and that adds atomically into addresses not
-    computed from some program id runs, in each program, the iterations last
-    to first from a start rotated by the sum of those program ids: programs
-    that share the addresses reach different ones at each step. A remark per
-    rewritten loop; removes every mark (AutoDiff/StaggerIterations.h).
-  }];
-  let options = [
-    Option<"enable", "enable", "bool", /*default=*/"true",
-           "rewrite the loops (else only remove the marks)">,
-  ];
-  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::triton::TritonDialect"];
-}
-
 def PointerInduction : Pass<"tritonad-pointer-induction", "mlir::triton::FuncOp"> {
   let summary = "Express pointers advanced in scf.for iter_args through the induction variable";
   let description = [{

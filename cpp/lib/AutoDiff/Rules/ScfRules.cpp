@@ -8,7 +8,6 @@
 #include "../TensorBuilders.h"
 
 #include "tritonad/Analysis/ShiftInvariance.h"
-#include "tritonad/AutoDiff/StaggerIterations.h"
 #include "tritonad/AutoDiff/ReverseModeInterface.h"
 #include "tritonad/Dialect/Triton/Dialect.h"
 
@@ -430,22 +429,6 @@ LogicalResult reverseAccumulatingFor(scf::ForOp loop, scf::ForOp original,
   auto reverse = scf::ForOp::create(builder, loc, state.forward(loop.getLowerBound()),
                                     state.forward(loop.getUpperBound()),
                                     state.forward(loop.getStep()), inits);
-  // Its iterations only add (commutative sums, into registers and shadows)
-  // unless the forward writes memory: a kernel's schedule may reorder them.
-  // The mark lists the grid axes the forward reads (the backward reads others
-  // to find duplicate programs).
-  bool writes = false;
-  loop.getBody()->walk([&](Operation *op) { writes |= writesMemory(op); });
-  if (!writes && state.driver()) {
-    SmallVector<int32_t> axes;
-    loop->getParentOfType<tt::FuncOp>().walk([&](tt::GetProgramIdOp pid) {
-      int32_t axis = static_cast<int32_t>(pid.getAxis());
-      if (!llvm::is_contained(axes, axis))
-        axes.push_back(axis);
-    });
-    llvm::sort(axes);
-    reverse->setAttr(kIndependentIterations, builder.getDenseI32ArrayAttr(axes));
-  }
   Block *body = reverse.getBody();
   if (!body->empty())
     body->getTerminator()->erase();
