@@ -658,6 +658,34 @@ def _():
 
 
 @triton.jit
+def f16_products_summed(x_ptr, w_ptr, out_ptr, n_blocks, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r)  # f16, read by every iteration
+    acc = tl.zeros([BLOCK], tl.float32)
+    for i in range(n_blocks):
+        acc += (x * tl.load(w_ptr + i * BLOCK + r)).to(tl.float32)  # f16 products
+    tl.store(out_ptr + r, acc)
+
+
+@check("f16_adjoints_sum_in_f32")
+def _():
+    # dx = sum_i w_i: integers, exact in f16 one by one, whose running sum
+    # passes 2048 (f16's spacing grows to 2, then 4): summed in f16 it would
+    # round hundreds of times; summed in f32 and rounded once, it is the exact
+    # sum rounded to f16.
+    n_blocks, block = 517, 16
+    x = torch.ones(block, dtype=torch.float16)
+    w = torch.randint(1, 17, (n_blocks * block,)).to(torch.float16)
+    bwd = tritonad.grad(f16_products_summed)
+    dx = torch.zeros_like(x)
+    bwd[(1,)](x, w, torch.empty(block), n_blocks, dx_ptr=dx, dout_ptr=torch.ones(block),
+                BLOCK=block)
+    exact = w.double().view(n_blocks, block).sum(0)
+    assert float(exact.min()) > 4096, exact
+    assert torch.equal(dx, exact.half()), (dx, exact)
+
+
+@triton.jit
 def atomic_max_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)

@@ -67,17 +67,26 @@ struct SelectModel
   }
 };
 
-// Precision casts: the adjoint is cast back to the operand's type.
+// Precision casts: the adjoint is cast back to the operand's type. An f32
+// operand of a truncf to f16/bf16 takes its result's adjoint as summed in f32
+// (GradientUtils): rounding it to f16 and back would drop bits the forward's
+// rounding does not make the gradient lose.
 template <typename OpT, typename InverseOpT>
 struct FloatCastModel
     : public ReverseModeOpInterface::ExternalModel<FloatCastModel<OpT, InverseOpT>, OpT> {
   LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, GradientUtils &state) const {
-    Value g = state.adjoint(op->getResult(0));
+    Value result = op->getResult(0);
     Value source = op->getOperand(0);
-    if (!g || !state.isActive(source))
+    if (!state.adjoint(result) || !state.isActive(source))
       return success();
+    Value summed = state.summedAdjoint(builder, result);
+    if (summed.getType() == source.getType()) {
+      state.accumulate(builder, source, summed);
+      return success();
+    }
     state.accumulate(builder, source,
-                     InverseOpT::create(builder, op->getLoc(), source.getType(), g));
+                     InverseOpT::create(builder, op->getLoc(), source.getType(),
+                                        state.adjoint(result)));
     return success();
   }
 };

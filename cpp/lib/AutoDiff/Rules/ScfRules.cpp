@@ -122,6 +122,14 @@ FailureOr<SmallVector<Value>> reverseBody(Block &primal, OpBuilder &builder, IRM
   return adjoints;
 }
 
+// A running sum of a captured value's adjoint (summed in f32 for f16 and
+// bf16 values: GradientUtils) plus one iteration's delta.
+Value addToSum(OpBuilder &builder, Location loc, Value sum, Value delta) {
+  if (sum.getType() != delta.getType())
+    delta = widenFloat(builder, loc, delta);
+  return arith::AddFOp::create(builder, loc, sum, delta);
+}
+
 // The yield of a loop replayed in forward order: the recomputed inactive
 // carried values, then each captured adjoint's running sum plus its delta.
 void yieldForwardReplay(OpBuilder &builder, Location loc, ArrayRef<bool> isActive,
@@ -132,7 +140,7 @@ void yieldForwardReplay(OpBuilder &builder, Location loc, ArrayRef<bool> isActiv
     if (!active)
       yields.push_back(recomputed[j]);
   for (auto [sum, delta] : llvm::zip(running, deltas))
-    yields.push_back(arith::AddFOp::create(builder, loc, sum, delta));
+    yields.push_back(addToSum(builder, loc, sum, delta));
   scf::YieldOp::create(builder, loc, yields);
 }
 
@@ -143,7 +151,8 @@ void accumulateForwardReplay(OpBuilder &builder, GradientUtils &state, ArrayRef<
                              ArrayRef<Value> captured, ValueRange capturedAdjoints,
                              ValueRange results, ValueRange inits) {
   for (auto [value, adjoint] : llvm::zip(captured, capturedAdjoints))
-    state.accumulate(builder, value, adjoint);
+    state.accumulate(builder, value, convertFloat(builder, value.getLoc(), adjoint,
+                                                  value.getType()));
   for (auto [j, active] : llvm::enumerate(isActive))
     if (active)
       if (Value g = state.adjoint(results[j]))
@@ -193,7 +202,7 @@ LogicalResult reverseForLastToFirst(scf::ForOp loop, OpBuilder &builder, Gradien
   for (unsigned j : activeCarried)
     inits.push_back(state.adjointOrZero(builder, loop.getResult(j)));
   for (Value value : captured)
-    inits.push_back(createZero(builder, loc, value.getType()));
+    inits.push_back(createZero(builder, loc, summedType(value.getType())));
 
   auto reverse = scf::ForOp::create(builder, loc, zero, trips, one, inits);
   Block *body = reverse.getBody();
@@ -227,12 +236,14 @@ LogicalResult reverseForLastToFirst(scf::ForOp loop, OpBuilder &builder, Gradien
     yields.push_back((*adjoints)[captured.size() + k]);
   for (auto [k, value] : llvm::enumerate(captured)) {
     Value running = reverse.getRegionIterArgs()[activeCarried.size() + k];
-    yields.push_back(arith::AddFOp::create(bodyBuilder, loc, running, (*adjoints)[k]));
+    yields.push_back(addToSum(bodyBuilder, loc, running, (*adjoints)[k]));
   }
   scf::YieldOp::create(bodyBuilder, loc, yields);
 
   for (auto [k, value] : llvm::enumerate(captured))
-    state.accumulate(builder, value, reverse.getResult(activeCarried.size() + k));
+    state.accumulate(builder, value,
+                     convertFloat(builder, loc, reverse.getResult(activeCarried.size() + k),
+                                  value.getType()));
   for (auto [k, j] : llvm::enumerate(activeCarried))
     state.accumulate(builder, loop.getInitArgs()[j], reverse.getResult(k));
   return success();
@@ -424,7 +435,7 @@ LogicalResult reverseAccumulatingFor(scf::ForOp loop, scf::ForOp original,
       inits.push_back(state.forward(loop.getInitArgs()[j]));
   unsigned numRecomputed = inits.size();
   for (Value value : captured)
-    inits.push_back(createZero(builder, loc, value.getType()));
+    inits.push_back(createZero(builder, loc, summedType(value.getType())));
 
   auto reverse = scf::ForOp::create(builder, loc, state.forward(loop.getLowerBound()),
                                     state.forward(loop.getUpperBound()),
@@ -683,7 +694,7 @@ LogicalResult reverseWhile(scf::WhileOp loop, OpBuilder &builder, GradientUtils 
       inits.push_back(state.forward(loop.getInits()[j]));
   unsigned numRecomputed = inits.size();
   for (Value value : captured)
-    inits.push_back(createZero(builder, loc, value.getType()));
+    inits.push_back(createZero(builder, loc, summedType(value.getType())));
   SmallVector<Type> types;
   SmallVector<Location> locs;
   for (Value init : inits) {

@@ -1,0 +1,38 @@
+// Adjoints of f16 and bf16 values are summed in f32 (GradientUtils): a loop's
+// running sum of a captured f16 value's adjoint is carried in f32 and rounded
+// once after the loop, and the f32 operand of a truncf takes its result's
+// adjoint before rounding (no truncf / extf round trip).
+
+// RUN: tritonad-opt %s --tritonad-differentiate="function=f wrt=0,2" --canonicalize --cse | FileCheck %s
+
+// CHECK-LABEL: tt.func private @f_vjp
+// CHECK-SAME: (%[[A:[^:]+]]: tensor<16x16xf16>, %[[B:[^:]+]]: tensor<16x16xf16>, %[[X:[^:]+]]: tensor<16x16xf32>, %[[N:[^:]+]]: i32, %[[G:[^:]+]]: tensor<16x16xf32>)
+// CHECK: %[[ZERO:.+]] = arith.constant dense<0.000000e+00> : tensor<16x16xf32>
+// CHECK: %[[G16:.+]] = arith.truncf %[[G]] : tensor<16x16xf32> to tensor<16x16xf16>
+// CHECK: %[[BT:.+]] = tt.trans %[[B]]
+// CHECK: %[[GB:.+]] = tt.dot %[[G16]], %[[BT]], %[[ZERO]] : tensor<16x16xf16> * tensor<16x16xf16> -> tensor<16x16xf32>
+// x's adjoint: 2 x (g b^T), the product in f32 as the dot made it.
+// CHECK-NOT: arith.extf
+// CHECK: %[[HALF:.+]] = arith.mulf %[[GB]], %[[X]] : tensor<16x16xf32>
+// CHECK: %[[DX:.+]] = arith.addf %[[HALF]], %[[HALF]] : tensor<16x16xf32>
+// a's adjoint: n times g b^T, summed in f32.
+// CHECK: %[[SUM:.+]] = scf.for %{{.+}} = %{{.+}} to %[[N]] step %{{.+}} iter_args(%[[RSUM:.+]] = %[[ZERO]]) -> (tensor<16x16xf32>)
+// CHECK:   %[[NEXT:.+]] = arith.addf %[[RSUM]], %[[GB]] : tensor<16x16xf32>
+// CHECK:   scf.yield %[[NEXT]] : tensor<16x16xf32>
+// CHECK: %[[DA:.+]] = arith.truncf %[[SUM]] : tensor<16x16xf32> to tensor<16x16xf16>
+// CHECK: tt.return %[[DA]], %[[DX]] : tensor<16x16xf16>, tensor<16x16xf32>
+module {
+  tt.func private @f(%a: tensor<16x16xf16>, %b: tensor<16x16xf16>, %x: tensor<16x16xf32>, %n: i32) -> tensor<16x16xf32> {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %zero = arith.constant dense<0.0> : tensor<16x16xf32>
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (tensor<16x16xf32>) : i32 {
+      %d = tt.dot %a, %b, %acc : tensor<16x16xf16> * tensor<16x16xf16> -> tensor<16x16xf32>
+      scf.yield %d : tensor<16x16xf32>
+    }
+    %sq = arith.mulf %x, %x : tensor<16x16xf32>
+    %h = arith.truncf %sq : tensor<16x16xf32> to tensor<16x16xf16>
+    %e = tt.dot %h, %b, %r : tensor<16x16xf16> * tensor<16x16xf16> -> tensor<16x16xf32>
+    tt.return %e : tensor<16x16xf32>
+  }
+}
