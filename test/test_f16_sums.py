@@ -1,12 +1,13 @@
-"""Adjoints of f16 and bf16 values are summed in f32 and rounded once (GradientUtils).
+"""A reversed loop carries the running sum of an f16 or bf16 value's adjoint in f32.
 
-A gradient that many contributions reach (a query tile's dQ over every key block of an
-attention loop, an input read by each iteration) was summed in the value's own dtype:
-every iteration rounded the running sum. It is now carried in f32 through the reversed
-loop and rounded once after it, and the f32 operand of an f16 cast takes its result's
-adjoint before rounding. The check: integer contributions, each exact in f16 / bf16, whose
-sum passes the dtype's exact-integer range, so that the gradient must equal the exact sum
-rounded once (summed in the dtype, it is off by tens). CPU: the interpreter's check
+A gradient that many iterations reach (an input every iteration of a loop reads, a
+query tile's dQ over every key block of an attention loop) was summed in the value's own
+dtype: every iteration rounded the running sum. The reversed loop now carries it in f32
+and rounds it once after the loop (each iteration's contribution keeps its own rounding:
+see summedType in GradientUtils.h and addToSum in ScfRules.cpp for what the alternatives
+cost). The check: integer contributions, each exact in f16 / bf16, whose sum passes the
+dtype's exact-integer range, so that the gradient must equal the exact sum rounded once
+(summed in the dtype, it is off by tens). CPU: the interpreter's check
 ``f16_adjoints_sum_in_f32``; lit: AutoDiff/f16-adjoint-sums.mlir. GPU: below.
 """
 

@@ -52,27 +52,13 @@ Value addFloats(OpBuilder &builder, Location loc, Value lhs, Value rhs) {
       .getResult();
 }
 
-bool sumsInF32(Type type) {
-  return isa<Float16Type, BFloat16Type>(getElementTypeOrSelf(type));
-}
-
 Type summedType(Type type) {
-  if (!sumsInF32(type))
+  if (!isa<Float16Type, BFloat16Type>(getElementTypeOrSelf(type)))
     return type;
   Type f32 = Float32Type::get(type.getContext());
   if (auto tensor = dyn_cast<RankedTensorType>(type))
     return tensor.clone(f32);
   return f32;
-}
-
-Value widenFloat(OpBuilder &builder, Location loc, Value value) {
-  Type wide = summedType(value.getType());
-  if (wide == value.getType())
-    return value;
-  if (auto rounded = value.getDefiningOp<arith::TruncFOp>())
-    if (rounded.getIn().getType() == wide)
-      return rounded.getIn();
-  return arith::ExtFOp::create(builder, loc, wide, value);
 }
 
 Value convertFloat(OpBuilder &builder, Location loc, Value value, Type type) {
@@ -87,30 +73,8 @@ Value convertFloat(OpBuilder &builder, Location loc, Value value, Type type) {
 void GradientUtils::accumulate(OpBuilder &builder, Value primal, Value delta) {
   if (!delta || !isActive(primal))
     return;
-  Location loc = delta.getLoc();
-  if (sumsInF32(primal.getType()) && delta.getType() == primal.getType()) {
-    Value wide = widenFloat(builder, loc, delta);
-    Value &sum = sums[primal];
-    if (!sum && adjoints.lookup(primal))
-      sum = widenFloat(builder, loc, adjoints.lookup(primal));
-    if (!sum) {
-      sum = wide;
-      adjoints[primal] = delta;
-      return;
-    }
-    sum = arith::AddFOp::create(builder, loc, sum, wide);
-    adjoints[primal] = convertFloat(builder, loc, sum, primal.getType());
-    return;
-  }
   Value &slot = adjoints[primal];
-  slot = slot ? addFloats(builder, loc, slot, delta) : delta;
-}
-
-Value GradientUtils::summedAdjoint(OpBuilder &builder, Value primal) {
-  if (Value sum = sums.lookup(primal))
-    return sum;
-  Value narrow = adjoint(primal);
-  return narrow ? widenFloat(builder, narrow.getLoc(), narrow) : narrow;
+  slot = slot ? addFloats(builder, delta.getLoc(), slot, delta) : delta;
 }
 
 } // namespace tritonad

@@ -71,16 +71,12 @@ bool hasArithmetic(mlir::Type type);
 mlir::Value addFloats(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value lhs,
                       mlir::Value rhs);
 
-/// Whether the adjoints of values of `type` are summed in f32: f16 and bf16,
-/// whose running sums would round at every contribution (a loop's hundred
-/// key blocks), where hand-written kernels sum in f32 and round once.
-bool sumsInF32(mlir::Type type);
-/// The type an adjoint of a `type` value is summed in (f32 for sumsInF32).
+/// The type a running sum of adjoints of `type` values is carried in across
+/// a reversed loop's iterations: f32 for f16 and bf16, whose running sums
+/// would round at every iteration (a loop's hundreds of blocks), as
+/// hand-written kernels sum in f32 and round once; `type` otherwise.
 mlir::Type summedType(mlir::Type type);
-/// `value` (f16 or bf16) in f32: the operand of the truncf that rounded it
-/// from f32 (the bits the rounding dropped come back), else its extension.
-mlir::Value widenFloat(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value value);
-/// `value` rounded (or extended) to `type`'s element type.
+/// `value` extended or rounded to `type` (same shape, float elements).
 mlir::Value convertFloat(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value value,
                          mlir::Type type);
 
@@ -121,20 +117,11 @@ public:
   mlir::Value adjointOrZero(mlir::OpBuilder &builder, mlir::Value primal);
 
   /// adjoint(primal) += delta; ignored for inactive values. `delta` must have
-  /// primal's type. For sumsInF32 types the sum is kept in f32 (a delta
-  /// rounded from f32 by a truncf adds its f32 operand) and adjoint(primal)
-  /// is that sum rounded.
+  /// primal's type.
   void accumulate(mlir::OpBuilder &builder, mlir::Value primal, mlir::Value delta);
 
-  /// The adjoint of `primal` in summedType (the unrounded f32 sum for f16 and
-  /// bf16), or null (zero) if none.
-  mlir::Value summedAdjoint(mlir::OpBuilder &builder, mlir::Value primal);
-
   /// Sets the adjoint outright (used when seeding).
-  void setAdjoint(mlir::Value primal, mlir::Value adjoint) {
-    adjoints[primal] = adjoint;
-    sums.erase(primal);
-  }
+  void setAdjoint(mlir::Value primal, mlir::Value adjoint) { adjoints[primal] = adjoint; }
 
   /// The stabilizers of the function being differentiated (null: none known).
   const Stabilizers *stabilizers() const { return stabilizerFacts; }
@@ -148,7 +135,6 @@ private:
   mlir::IRMapping &forwardMap;
   const llvm::DenseSet<mlir::Value> &activeValues;
   llvm::DenseMap<mlir::Value, mlir::Value> adjoints;
-  llvm::DenseMap<mlir::Value, mlir::Value> sums; // f32 sums of sumsInF32 adjoints
   SweepDriver *sweepDriver;
   const Stabilizers *stabilizerFacts = nullptr;
   const Residuals *savedResiduals = nullptr;

@@ -67,26 +67,17 @@ struct SelectModel
   }
 };
 
-// Precision casts: the adjoint is cast back to the operand's type. An f32
-// operand of a truncf to f16/bf16 takes its result's adjoint as summed in f32
-// (GradientUtils): rounding it to f16 and back would drop bits the forward's
-// rounding does not make the gradient lose.
+// Precision casts: the adjoint is cast back to the operand's type.
 template <typename OpT, typename InverseOpT>
 struct FloatCastModel
     : public ReverseModeOpInterface::ExternalModel<FloatCastModel<OpT, InverseOpT>, OpT> {
   LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, GradientUtils &state) const {
-    Value result = op->getResult(0);
+    Value g = state.adjoint(op->getResult(0));
     Value source = op->getOperand(0);
-    if (!state.adjoint(result) || !state.isActive(source))
+    if (!g || !state.isActive(source))
       return success();
-    Value summed = state.summedAdjoint(builder, result);
-    if (summed.getType() == source.getType()) {
-      state.accumulate(builder, source, summed);
-      return success();
-    }
     state.accumulate(builder, source,
-                     InverseOpT::create(builder, op->getLoc(), source.getType(),
-                                        state.adjoint(result)));
+                     InverseOpT::create(builder, op->getLoc(), source.getType(), g));
     return success();
   }
 };

@@ -122,12 +122,14 @@ FailureOr<SmallVector<Value>> reverseBody(Block &primal, OpBuilder &builder, IRM
   return adjoints;
 }
 
-// A running sum of a captured value's adjoint (summed in f32 for f16 and
-// bf16 values: GradientUtils) plus one iteration's delta.
+// A running sum of a captured value's adjoint (carried in summedType) plus
+// one iteration's delta. Each delta keeps its own rounding: looking through
+// the truncf of an f32 product to its operand would let Triton fold the sum
+// into the product's accumulator, measured 19% slower on a causal attention's
+// dQ (H100), and an f32 product in place of its f16 rounding, 10% (register
+// pressure in the loop).
 Value addToSum(OpBuilder &builder, Location loc, Value sum, Value delta) {
-  if (sum.getType() != delta.getType())
-    delta = widenFloat(builder, loc, delta);
-  return arith::AddFOp::create(builder, loc, sum, delta);
+  return arith::AddFOp::create(builder, loc, sum, convertFloat(builder, loc, delta, sum.getType()));
 }
 
 // The yield of a loop replayed in forward order: the recomputed inactive
