@@ -93,6 +93,13 @@ tt.func public @block_offsets(%x: !tt.ptr<f32>, %M: i64, %N: i64, %s: i64, %o: i
 // BLOCK: arith.divsi
 // BLOCK: arith.trunci
 // BLOCK: arith.muli
+// Each dim's stride scales its lanes before they are broadcast over the tile.
+// BLOCK: arith.muli %{{.+}}, %{{.+}} : tensor<16xi64>
+// BLOCK-NOT: arith.muli %{{.+}}, %{{.+}} : tensor<16x32xi64>
+// BLOCK: tt.broadcast %{{.+}} : tensor<16x1xi64> -> tensor<16x32xi64>
+// BLOCK-NOT: arith.muli %{{.+}}, %{{.+}} : tensor<16x32xi64>
+// BLOCK: arith.muli %{{.+}}, %{{.+}} : tensor<32xi64>
+// BLOCK-NOT: arith.muli %{{.+}}, %{{.+}} : tensor<16x32xi64>
 // BLOCK: tt.load %{{.+}}, %{{.+}}, %{{.+}} : tensor<16x32x!tt.ptr<f32>>
 // BLOCK-NOT: tt.load %{{.+}} : !tt.ptr<tensor
 tt.func public @carried(%x: !tt.ptr<f32>, %M: i64, %N: i64, %s: i64, %n: i32) -> f32 {

@@ -37,8 +37,8 @@ FailureOr<BlockPointer> traceBlockPointer(OpBuilder &builder, Value ptr) {
 }
 
 // The row-major index along `dim` of every element of a block of `shape`:
-// offset + arange(0, shape[dim]), broadcast over the other dims (i64).
-Value indexAlong(OpBuilder &builder, Location loc, ArrayRef<int64_t> shape, unsigned dim,
+// offset + arange(0, shape[dim]) (i64), one lane per element along `dim`.
+Value lanesAlong(OpBuilder &builder, Location loc, ArrayRef<int64_t> shape, unsigned dim,
                  Value offset) {
   Type i64 = builder.getI64Type();
   auto rangeType = RankedTensorType::get({shape[dim]}, builder.getI32Type());
@@ -47,25 +47,31 @@ Value indexAlong(OpBuilder &builder, Location loc, ArrayRef<int64_t> shape, unsi
       {builder.getNamedAttr("start", builder.getI32IntegerAttr(0)),
        builder.getNamedAttr("end", builder.getI32IntegerAttr(shape[dim]))});
   auto wide = RankedTensorType::get({shape[dim]}, i64);
-  Value index = arith::AddIOp::create(
+  return arith::AddIOp::create(
       builder, loc,
       tt::SplatOp::create(builder, loc, wide,
                           arith::ExtSIOp::create(builder, loc, i64, offset).getResult()),
       arith::ExtSIOp::create(builder, loc, wide, range));
+}
+
+// `lanes` (one per element along `dim`), broadcast over the other dims.
+Value spreadAlong(OpBuilder &builder, Location loc, ArrayRef<int64_t> shape, unsigned dim,
+                  Value lanes) {
+  Type element = cast<RankedTensorType>(lanes.getType()).getElementType();
   SmallVector<int64_t> current{shape[dim]};
   for (unsigned axis = 0; axis < shape.size(); ++axis) {
     if (axis == dim)
       continue;
     unsigned position = axis < dim ? axis : current.size();
     current.insert(current.begin() + position, 1);
-    index = tt::ExpandDimsOp::create(
-        builder, loc, TypeRange{RankedTensorType::get(current, i64)}, ValueRange{index},
+    lanes = tt::ExpandDimsOp::create(
+        builder, loc, TypeRange{RankedTensorType::get(current, element)}, ValueRange{lanes},
         {builder.getNamedAttr("axis", builder.getI32IntegerAttr(position))});
   }
-  auto full = RankedTensorType::get(shape, i64);
-  if (index.getType() != full)
-    index = tt::BroadcastOp::create(builder, loc, full, index);
-  return index;
+  auto full = RankedTensorType::get(shape, element);
+  if (lanes.getType() != full)
+    lanes = tt::BroadcastOp::create(builder, loc, full, lanes);
+  return lanes;
 }
 
 struct LoweredAccess {
@@ -85,12 +91,16 @@ LoweredAccess lowerAddress(OpBuilder &builder, Location loc, const BlockPointer 
   Value pointers = tt::SplatOp::create(builder, loc, ptrTile, block.base);
   Value mask;
   for (unsigned dim = 0; dim < shape.size(); ++dim) {
-    Value index = indexAlong(builder, loc, shape, dim, block.offsets[dim]);
-    Value stride = tt::SplatOp::create(builder, loc, i64Tile, block.strides[dim]);
-    pointers = tt::AddPtrOp::create(builder, loc, ptrTile, pointers,
-                                    arith::MulIOp::create(builder, loc, index, stride));
+    // (scaled by the stride before the broadcast: one i64 product per lane
+    // along `dim`, not one per element of the tile)
+    Value lanes = lanesAlong(builder, loc, shape, dim, block.offsets[dim]);
+    Value stride = tt::SplatOp::create(builder, loc, lanes.getType(), block.strides[dim]);
+    pointers = tt::AddPtrOp::create(
+        builder, loc, ptrTile, pointers,
+        spreadAlong(builder, loc, shape, dim, arith::MulIOp::create(builder, loc, lanes, stride)));
     if (!llvm::is_contained(boundaryCheck, static_cast<int32_t>(dim)))
       continue;
+    Value index = spreadAlong(builder, loc, shape, dim, lanes);
     Value extent = tt::SplatOp::create(builder, loc, i64Tile, block.shape[dim]);
     Value inside = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::slt, index, extent);
     if (!nonNegativeOffsets[dim]) {
