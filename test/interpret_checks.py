@@ -686,6 +686,32 @@ def _():
 
 
 @triton.jit
+def _multiply(a, b):
+    return a * b
+
+
+@triton.jit
+def row_product_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=1.0)
+    tl.store(out_ptr + row, tl.reduce(x, 0, _multiply))
+
+
+@check("product_reduce")
+def _():
+    # Rows with no zero, one zero and two zeros: torch.prod's gradient is finite
+    # in each (the product of the other elements), which a division would not give.
+    rows, cols = 5, 37
+    x = 0.5 + torch.rand(rows, cols, generator=GEN)
+    x[1, 7] = 0.0
+    x[2, 3] = x[2, 30] = 0.0
+    kernel_gradients(row_product_kernel, (rows,), {"x_ptr": x}, {"out_ptr": torch.empty(rows)},
+                     {"n_cols": cols}, {"BLOCK": 64},
+                     lambda x_ptr: {"out_ptr": x_ptr.prod(1)}, rtol=1e-4, atol=1e-6)
+
+
+@triton.jit
 def atomic_max_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)

@@ -573,6 +573,16 @@ def f_cumprod0_rev(x):
     return tl.cumprod(x, axis=0, reverse=True)
 
 
+@triton.jit
+def _mul_combine(a, b):
+    return a * b
+
+
+@triton.jit
+def f_prod1(x):
+    return tl.reduce(x, 1, _mul_combine)
+
+
 # ---------------------------------------------------------------------------
 # torch references
 # ---------------------------------------------------------------------------
@@ -748,6 +758,9 @@ CASES = [
     Case("cumprod_axis0_reverse", f_cumprod0_rev, [T(M, N, domain="near1")],
          lambda x: _flip_cumprod(x, 0), ["tt.scan", "reverse = false"],
          rtol=1e-4, atol=1e-5),
+    # a product tt.reduce: the exclusive products from both ends
+    Case("prod_axis1", f_prod1, [T(M, N, domain="near1")], lambda x: torch.prod(x, 1),
+         ["tt.scan", "reverse = false", "reverse = true"], rtol=1e-4, atol=1e-5),
 ]
 
 _IDS = [c.id for c in CASES]

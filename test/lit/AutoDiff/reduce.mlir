@@ -9,7 +9,9 @@
 //    layouts, and a two-operand (value, index) reduce is paired wrongly by
 //    Triton 3.6 on H100 after a reshape;
 //  - argmax-style lane selection (tl.max(x, axis, return_indices=True)): the
-//    cotangent goes to the lane whose tl.arange index was returned (arith.cmpi eq).
+//    cotangent goes to the lane whose tl.arange index was returned (arith.cmpi eq);
+//  - product (arith.mulf): the cotangent times the product of the other elements,
+//    the exclusive products from both ends (two tt.scan), no division.
 
 // RUN: tritonad-opt %s --split-input-file --tritonad-differentiate="function=f" | FileCheck %s
 
@@ -232,4 +234,27 @@ tt.func public @f(%x: tensor<32xf32>, %off: i32) -> f32 {
     tt.reduce.return %v, %i : f32, i32
   }) : (tensor<32xf32>, tensor<32xi32>) -> (f32, i32)
   tt.return %0#0 : f32
+}
+
+// -----
+
+// A product along axis 1: dx = g * (exclusive product from the end) * (from the
+// start), each a tt.scan of (1, x) pairs.
+// CHECK-LABEL: tt.func private @f_vjp
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16xf32>) -> tensor<16x32xf32>
+// CHECK: %[[ONE:.+]] = arith.constant dense<1.000000e+00> : tensor<16x32xf32>
+// CHECK: %[[FROMSTART:.+]]:2 = "tt.scan"(%[[ONE]], %[[X]]) <{axis = 1 : i32, reverse = false}>
+// CHECK: %[[FROMEND:.+]]:2 = "tt.scan"(%{{.+}}, %[[X]]) <{axis = 1 : i32, reverse = true}>
+// CHECK: %[[OTHERS:.+]] = arith.mulf %[[FROMSTART]]#0, %[[FROMEND]]#0 : tensor<16x32xf32>
+// CHECK: %[[E:.+]] = tt.expand_dims %[[G]] {axis = 1 : i32} : tensor<16xf32> -> tensor<16x1xf32>
+// CHECK: %[[GS:.+]] = tt.broadcast %[[E]] : tensor<16x1xf32> -> tensor<16x32xf32>
+// CHECK: %[[DX:.+]] = arith.mulf %[[GS]], %[[OTHERS]] : tensor<16x32xf32>
+// CHECK: tt.return %[[DX]] : tensor<16x32xf32>
+tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16xf32> {
+  %0 = "tt.reduce"(%x) <{axis = 1 : i32}> ({
+  ^bb0(%a: f32, %b: f32):
+    %p = arith.mulf %a, %b : f32
+    tt.reduce.return %p : f32
+  }) : (tensor<16x32xf32>) -> tensor<16xf32>
+  tt.return %0 : tensor<16xf32>
 }

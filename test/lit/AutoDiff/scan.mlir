@@ -58,7 +58,7 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 // CHECK-NEXT: %[[EA:.+]] = arith.mulf %[[T1]], %[[A2]] : f32
 // CHECK-NEXT: %[[ET:.+]] = arith.mulf %[[T1]], %[[T2]] : f32
 // CHECK-NEXT: tt.scan.return %[[EA]], %[[ET]]
-// CHECK: %[[R:.+]]:3 = "tt.scan"(%[[G]], %[[ONE]], %[[X]]) <{axis = 1 : i32, reverse = false}> ({
+// CHECK: %[[R:.+]]:3 = "tt.scan"(%[[G]], %{{.+}}, %[[X]]) <{axis = 1 : i32, reverse = false}> ({
 // CHECK-NEXT: ^bb0(%[[RB:[^:]+]]: f32, %[[HB:[^:]+]]: f32, %[[FB:[^:]+]]: f32, %[[RA:[^:]+]]: f32, %[[HA:[^:]+]]: f32, %[[FA:[^:]+]]: f32):
 // CHECK-NEXT: %[[BR:.+]] = arith.mulf %[[HA]], %[[FB]] : f32
 // CHECK-NEXT: %[[P:.+]] = arith.mulf %[[BR]], %[[RB]] : f32

@@ -352,6 +352,9 @@ bool mayDifferBetweenLayouts(Value value) {
   return false;
 }
 
+Value exclusiveProduct(OpBuilder &builder, Location loc, Value x, int axis, bool reverse);
+Value multiplyFloats(OpBuilder &builder, Value lhs, Value rhs);
+
 bool isSumReduce(tt::ReduceOp reduce) {
   return matchCombiner<arith::AddFOp>(reduce.getCombineOp().front(), 0, 1) != nullptr;
 }
@@ -429,6 +432,25 @@ struct ReduceModel : public ReverseModeOpInterface::ExternalModel<ReduceModel, t
       return success();
     }
 
+    if (n == 1 && matchCombiner<arith::MulFOp>(combine, 0, 1)) {
+      // A product: dx_k = g prod_{i != k} x_i, the exclusive products from
+      // both ends (two scans), no division, so zeros in x get torch's finite
+      // gradient.
+      Value src = reduce.getSrcs()[0];
+      Value g = state.adjoint(reduce.getResult()[0]);
+      if (!g || !state.isActive(src))
+        return success();
+      auto srcType = cast<RankedTensorType>(src.getType());
+      Value x = state.forward(src);
+      Value fromStart = exclusiveProduct(builder, loc, x, axis, false);
+      Value fromEnd = exclusiveProduct(builder, loc, x, axis, true);
+      Value others = multiplyFloats(builder, fromStart, fromEnd);
+      state.accumulate(builder, src,
+                       multiplyFloats(builder, broadcastAlongAxis(builder, loc, g, axis, srcType),
+                                      others));
+      return success();
+    }
+
     if (isLaneSelection(combine, n)) {
       // argmax/argmin style: the gradient goes to the lane whose index the
       // reduction returned; needs an operand that provably enumerates the axis.
@@ -461,8 +483,8 @@ struct ReduceModel : public ReverseModeOpInterface::ExternalModel<ReduceModel, t
     }
 
     InFlightDiagnostic diag = op->emitError(
-        "cannot differentiate tt.reduce: its combine region is not a sum, max, min or an "
-        "index-selecting (argmax-style) combiner");
+        "cannot differentiate tt.reduce: its combine region is not a sum, a product, max, min "
+        "or an index-selecting (argmax-style) combiner");
     for (Operation &inner : combine.without_terminator())
       diag.attachNote(inner.getLoc()) << "combine region op: " << inner.getName();
     return diag;
@@ -512,19 +534,27 @@ Value weightedSuffixSum(OpBuilder &builder, Location loc, Value x, Value g, Valu
 }
 
 // y_k = prod_{i<=k} x_i (in scan order)  =>  dx_k = E_k * R_k with
-// E_k = prod_{i<k} x_i and R_k = weightedSuffixSum(x, g): no division, so
-// zeros in x give torch's finite gradient. E is a scan over segments
-// (product of all but the last, product).
+// E_k = exclusiveProduct(x) and R_k = weightedSuffixSum(x, g): no division,
+// so zeros in x give torch's finite gradient.
 Value cumulativeProductAdjoint(OpBuilder &builder, Location loc, Value x, Value g, int axis,
                                bool reverse) {
+  // (one statement each: the IR's order must not be the compiler's order of
+  // evaluating arguments)
+  Value exclusive = exclusiveProduct(builder, loc, x, axis, reverse);
   Value one = createFloatConstant(builder, loc, x.getType(), 1.0);
-  Value exclusive = scanWith(builder, loc, {one, x}, axis, reverse,
-                             [&](OpBuilder &b, ValueRange earlier, ValueRange later) {
-                               return SmallVector<Value>{multiplyFloats(b, earlier[1], later[0]),
-                                                         multiplyFloats(b, earlier[1], later[1])};
-                             })[0];
-  return multiplyFloats(builder, exclusive,
-                        weightedSuffixSum(builder, loc, x, g, one, axis, reverse));
+  Value suffix = weightedSuffixSum(builder, loc, x, g, one, axis, reverse);
+  return multiplyFloats(builder, exclusive, suffix);
+}
+
+// E_k = prod_{i<k} x_i (in scan order; 1 for the first): a scan over
+// segments (product of all but the last, product).
+Value exclusiveProduct(OpBuilder &builder, Location loc, Value x, int axis, bool reverse) {
+  Value one = createFloatConstant(builder, loc, x.getType(), 1.0);
+  return scanWith(builder, loc, {one, x}, axis, reverse,
+                  [&](OpBuilder &b, ValueRange earlier, ValueRange later) {
+                    return SmallVector<Value>{multiplyFloats(b, earlier[1], later[0]),
+                                              multiplyFloats(b, earlier[1], later[1])};
+                  })[0];
 }
 
 // A first-order linear recurrence h_k = a_k h_{k-1} + b_k as an associative
