@@ -675,7 +675,7 @@ def _():
     # sum rounded to f16.
     n_blocks, block = 517, 16
     x = torch.ones(block, dtype=torch.float16)
-    w = torch.randint(1, 17, (n_blocks * block,)).to(torch.float16)
+    w = torch.randint(8, 17, (n_blocks * block,)).to(torch.float16)  # (sums >= 517 * 8)
     bwd = tritonad.grad(f16_products_summed)
     dx = torch.zeros_like(x)
     bwd[(1,)](x, w, torch.empty(block), n_blocks, dx_ptr=dx, dout_ptr=torch.ones(block),
@@ -683,6 +683,61 @@ def _():
     exact = w.double().view(n_blocks, block).sum(0)
     assert float(exact.min()) > 4096, exact
     assert torch.equal(dx, exact.half()), (dx, exact)
+
+
+@triton.jit
+def prefix_blocks_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # Program (b, h) sums exp(x) * (index + 1) over the blocks 0..b of row h:
+    # its loop's trip count grows with b, as a causal attention's does.
+    b = tl.program_id(0)
+    h = tl.program_id(1)
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, (b + 1) * BLOCK, BLOCK):
+        at = start + offs
+        x = tl.load(x_ptr + h * n + at, mask=at < n, other=0.0)
+        acc += tl.exp(x) * (at + 1).to(tl.float32)
+    tl.store(out_ptr + (h * tl.num_programs(0) + b) * BLOCK + offs, acc)
+
+
+def prefix_blocks_reference(x, dout, block):
+    """dx of prefix_blocks_kernel, by torch.autograd in fp64."""
+    rows, n = x.shape
+    blocks = -(-n // block)
+    x = x.double().requires_grad_(True)
+    padded = torch.nn.functional.pad(x, (0, blocks * block - n), value=float("-inf"))
+    terms = (padded.exp() * torch.arange(1, blocks * block + 1, dtype=torch.float64))
+    sums = terms.view(rows, blocks, block).cumsum(1)  # (program b: blocks 0..b)
+    (sums * dout.double().view(rows, blocks, block)).sum().backward()
+    return x.grad
+
+
+@check("longest_programs_first")
+def _():
+    # The backward's programs are launched by decreasing trip count: the
+    # gradient is the same (up to the atomics' order), the schedule says so,
+    # and the launch's order is a permutation, longest first.
+    from tritonad import _order
+
+    rows, n, block = 3, 203, 16
+    blocks = -(-n // block)
+    x = randn(rows, n) * 0.5
+    dout = randn(rows * blocks * block)
+    bwd = tritonad.grad(prefix_blocks_kernel)
+    dx = torch.zeros_like(x)
+    bwd[(blocks, rows)](x, torch.empty(rows * blocks * block), n, dx_ptr=dx, dout_ptr=dout,
+                        BLOCK=block)
+    assert_close("x", dx, prefix_blocks_reference(x, dout, block), 1e-4, 1e-4)
+    entries = [e for e in bwd.schedule().entries if e.kind == "programs"]
+    assert [e.strategy for e in entries] == ["longest-first"], bwd.schedule()
+    orders = [t for t in _order._CACHE.values() if len(t) == rows * blocks]
+    assert orders, "the launch computed no order"
+    order = orders[-1].tolist()
+    assert sorted(order) == list(range(rows * blocks)), order
+    # x fastest: program p is block p % blocks, whose loop runs p % blocks + 1 times
+    trips = [p % blocks + 1 for p in order]
+    assert trips == sorted(trips, reverse=True), trips
+    assert order[:rows] == [blocks - 1 + r * blocks for r in range(rows)], order
 
 
 @triton.jit

@@ -234,7 +234,10 @@ PYBIND11_MODULE(_C, m) {
                               coverageToPython(result.coverage), tapes, regrid,
                               residualsToPython(result), requirements,
                               result.fullMasks ? py::object(symbolicToPython(*result.fullMasks))
-                                               : py::object(py::none()));
+                                               : py::object(py::none()),
+                              result.programOrder
+                                  ? py::object(symbolicToPython(*result.programOrder))
+                                  : py::object(py::none()));
       },
       py::arg("ir"), py::arg("primal"), py::arg("into"), py::arg("bindings"),
       py::arg("mode") = "auto", py::arg("overwrite") = false, py::arg("generic") = false,
@@ -257,7 +260,9 @@ PYBIND11_MODULE(_C, m) {
       "re-parallelized parts (each launched on its own; the record is the same); and the "
       "launch condition, per program, under which `full_masks` (the variant without the "
       "masks it makes always true) is correct: an expression, or None where that variant "
-      "drops no mask.");
+      "drops no mask; and the work per program by which the launch orders the programs, "
+      "longest first, passing the order as tritonad_regrid: an expression, or None where the "
+      "kernel reads its program ids as launched.");
 
   m.def(
       "augment_forward",

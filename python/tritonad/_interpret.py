@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Tuple
 
 from triton.runtime.jit import JITFunction
 
-from tritonad import _masks
+from tritonad import _masks, _order
 
 _TWIN = "_tritonad_jit_twin"
 
@@ -358,7 +358,7 @@ class InterpretedBackward(_StandsForPlaceholder):
         recorded = {key: {name: value for name, value in metadata.get(key, {}).items()
                           if _BWD_MARKER in name}
                     for key in ("tritonad_tapes", "tritonad_regrid", "tritonad_requirements",
-                                _masks.METADATA)}
+                                _masks.METADATA, _order.METADATA)}
         return kernel, params, recorded
 
 

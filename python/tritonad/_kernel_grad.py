@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 from triton.runtime.jit import JITFunction
 
-from tritonad import _C, _masks, _partial, _residuals, _tuning
+from tritonad import _C, _masks, _order, _partial, _residuals, _tuning
 from tritonad._schedule import Schedule
 from tritonad._core import MLIRError, locate_in_source
 from tritonad._hook import build_id, register_rewriter
@@ -366,7 +366,7 @@ def _materialize_backward(text: str, metadata: dict) -> str:
         try:
             # (the core finds the forward kernel: the placeholder's only call)
             (text, schedule, written, partial, coverage, tapes, regrid, residuals,
-             requirements, full_masks) = _C.differentiate_kernel(
+             requirements, full_masks, program_order) = _C.differentiate_kernel(
                 text, "", name, spec.bindings, spec.mode, overwrite=not spec.accumulate,
                 programs=programs_of(body),
                 full_masks=_masks.variant_is_full(
@@ -392,6 +392,7 @@ def _materialize_backward(text: str, metadata: dict) -> str:
         metadata.setdefault("tritonad_regrid", {})[name] = regrid
         metadata.setdefault("tritonad_requirements", {})[name] = [dict(r) for r in requirements]
         metadata.setdefault(_masks.METADATA, {})[name] = full_masks
+        metadata.setdefault(_order.METADATA, {})[name] = program_order
         spec.sources[name] = render_record(text, name, name=f"{spec.primal.__name__}_backward",
                                            header=header("Backward", spec.primal))
         metadata.setdefault("tritonad_source", {})[name] = spec.sources[name]

@@ -35,7 +35,7 @@ import warnings
 import triton
 import triton.language as tl
 
-from tritonad import _coverage, _masks, _regrid, _residuals, _tuning
+from tritonad import _coverage, _masks, _order, _regrid, _residuals, _tuning
 
 # The hidden parameters and their Triton types (the workspace holds fp32 slots).
 WORKSPACE_TYPES = {"tritonad_workspace": "*fp32", "tritonad_slot": "i32",
@@ -270,6 +270,10 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape, launche
             kernel = _allocate_tape(run, grid, run(grid=grid, warmup=True, **kwargs), kwargs,
                                     grid_now, grid_now, tape)
             _masks.choose(kernel, kwargs, grid_now)
+        order = _order.table(kernel, kwargs, grid_now, kwargs["tritonad_regrid"].device) \
+            if kwargs.get("tritonad_regrid") is not None else None
+        if order is not None:  # (longest programs first: _order.py)
+            kwargs["tritonad_regrid"] = order
         _initialize(garbage, kernel, kwargs, grid_now)
         return launcher(grid, kwargs, computed=grid_now)
     launches, stored = own

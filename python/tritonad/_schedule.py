@@ -24,7 +24,8 @@ class ScheduleEntry:
     strategy: "plain", "overwrite", "plain-when-disjoint",
     "overwrite-when-disjoint", "atomic", "partial-buffer", "re-parallelized",
     "output", "no-gradient" (shadows); "forward-order", "final-stabilizers",
-    "taped", "replayed" (loops); "grid-stride" (programs); "stabilizer"; "saved"
+    "taped", "replayed" (loops); "grid-stride", "longest-first" (programs);
+    "stabilizer"; "saved"
     (residual).
     how: what and why, for people; notes: what later decisions added."""
     kind: str

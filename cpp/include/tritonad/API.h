@@ -32,6 +32,10 @@ struct Result {
   /// Kernel backward: the launch condition (per program) under which the
   /// variant without masks is correct (FullMasks.h); none: no mask it drops.
   std::optional<SymbolicInt> fullMasks;
+  /// Kernel backward: the work per program (ProgramOrder.h) by which the
+  /// launch orders the programs, longest first, passing the order as
+  /// tritonad_regrid; none: the kernel reads its program ids as launched.
+  std::optional<SymbolicInt> programOrder;
 };
 
 struct PrintOptions {

@@ -28,6 +28,7 @@ enum class Strategy {
   Taped,               // last to first, carried state from a tape
   Replayed,            // last to first, carried state replayed from the start
   GridStride,          // the program loop of partial buffers
+  LongestFirst,        // programs launched by decreasing work
   // values
   Stabilizer,          // carries no gradient (shift invariance)
   Saved,               // a residual: saved by the forward, read instead of recomputed
@@ -50,6 +51,7 @@ inline const char *strategyName(Strategy strategy) {
   case Strategy::Taped: return "taped";
   case Strategy::Replayed: return "replayed";
   case Strategy::GridStride: return "grid-stride";
+  case Strategy::LongestFirst: return "longest-first";
   case Strategy::Stabilizer: return "stabilizer";
   case Strategy::Saved: return "saved";
   }

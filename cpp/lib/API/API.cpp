@@ -5,6 +5,7 @@
 #include "tritonad/AutoDiff/FunctionVJP.h"
 #include "tritonad/AutoDiff/KernelBackward.h"
 #include "tritonad/AutoDiff/FullMasks.h"
+#include "tritonad/AutoDiff/ProgramOrder.h"
 #include "tritonad/AutoDiff/Regrid.h"
 #include "tritonad/InitAll.h"
 
@@ -17,6 +18,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -404,6 +406,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
   KernelBackwardReport report;
   Regrid regrid;
   std::optional<SymbolicInt> fullMasksCondition;
+  std::optional<SymbolicInt> programOrder;
   Result result = transformModule(
       ir, print, bufferName,
       [&](ModuleOp module, std::string &fallback) {
@@ -427,7 +430,22 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
                                       report, regrid, fallback)))
           return mlir::failure();
         bool specialized = specializeFullMasks(function, fullMasks);
-        return regrid.parts.empty() && !specialized ? mlir::success() : cleanUp(module, into);
+        // (the parts, partial buffers and tapes address their programs
+        // themselves: they keep the launch's order)
+        if (regrid.parts.empty() && report.partialShadows.empty() && report.tapes.empty())
+          if (std::optional<ProgramOrder> order = orderProgramsByWork(function)) {
+            programOrder = order->work;
+            ScheduleEntry entry;
+            entry.kind = ScheduleEntry::Kind::Programs;
+            entry.strategy = Strategy::LongestFirst;
+            entry.how = "launched longest first: the launch orders the forward's programs by "
+                        "decreasing work (the trip counts of the loops at " +
+                        llvm::join(order->loops, ", ") +
+                        " vary by program), so that no long program starts last";
+            report.schedule.entries.push_back(std::move(entry));
+          }
+        return regrid.parts.empty() && !specialized && !programOrder ? mlir::success()
+                                                                     : cleanUp(module, into);
       });
   result.schedule = std::move(report.schedule);
   result.regrid = std::move(regrid);
@@ -439,6 +457,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
   result.residualBytesPerProgram = report.residuals.bytesPerProgram;
   result.residualFingerprint = report.residuals.fingerprint;
   result.fullMasks = std::move(fullMasksCondition);
+  result.programOrder = std::move(programOrder);
   return result;
 }
 

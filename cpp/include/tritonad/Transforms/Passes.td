@@ -136,6 +136,19 @@ def FullMasks : Pass<"tritonad-full-masks", "mlir::triton::FuncOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def OrderPrograms : Pass<"tritonad-order-programs", "mlir::triton::FuncOp"> {
+  let summary = "Read the program ids from a launch order, longest programs first";
+  let description = [{
+    Where the trip counts of a backward's outermost loops vary by program and
+    are expressions of the program ids and the arguments, replaces each
+    tt.get_program_id by the id that `tritonad_regrid` (word i: the program,
+    numbered x fastest, that launch index i runs) gives, and reports the work
+    per program the launch path orders by (trips times the ops of an
+    iteration, summed over the loops) as a remark.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
 def PointerInduction : Pass<"tritonad-pointer-induction", "mlir::triton::FuncOp"> {
   let summary = "Express pointers advanced in scf.for iter_args through the induction variable";
   let description = [{

@@ -1,0 +1,123 @@
+#include "tritonad/AutoDiff/ProgramOrder.h"
+
+#include "tritonad/Analysis/AccessAnalysis.h"
+#include "tritonad/AutoDiff/KernelBackward.h"
+#include "tritonad/AutoDiff/Regrid.h"
+
+#include "../TensorBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+namespace tt = mlir::triton;
+
+namespace tritonad {
+namespace {
+
+using Op = SymbolicInt::Op;
+
+bool readsProgramId(const SymbolicInt &expression) {
+  if (expression.op == Op::ProgramId)
+    return true;
+  for (const SymbolicInt &operand : expression.operands)
+    if (readsProgramId(operand))
+      return true;
+  return false;
+}
+
+// max(0, ceil((upper - lower) / step)); nullopt where a bound is not an
+// expression of the program ids and the arguments.
+std::optional<SymbolicInt> tripCount(scf::ForOp loop) {
+  std::optional<SymbolicInt> lower = symbolize(loop.getLowerBound(), /*programIds=*/true);
+  std::optional<SymbolicInt> upper = symbolize(loop.getUpperBound(), /*programIds=*/true);
+  std::optional<SymbolicInt> step = symbolize(loop.getStep(), /*programIds=*/true);
+  if (!lower || !upper || !step)
+    return std::nullopt;
+  SymbolicInt rounded = SymbolicInt::of(
+      Op::Add, {SymbolicInt::of(Op::Sub, {*upper, *lower}),
+                SymbolicInt::of(Op::Sub, {*step, SymbolicInt::constant(1)})});
+  return SymbolicInt::of(
+      Op::Max, {SymbolicInt::of(Op::DivS, {rounded, *step}), SymbolicInt::constant(0)});
+}
+
+// The ops one iteration runs, nested regions included: a proxy for its cost
+// that weighs a loop of five products above a loop of one.
+int64_t opsPerIteration(scf::ForOp loop) {
+  int64_t count = 0;
+  loop.getBody()->walk([&](Operation *) { ++count; });
+  return count;
+}
+
+BlockArgument orderTable(tt::FuncOp kernel) {
+  for (BlockArgument arg : kernel.getBody().front().getArguments())
+    if (auto type = dyn_cast<tt::PointerType>(arg.getType());
+        type && type.getPointeeType().isInteger(64) && argumentName(arg) == kRegridArgument)
+      return arg;
+  return BlockArgument();
+}
+
+// Replaces every program id the kernel reads by the one the launch's table
+// gives this launch index.
+void readProgramIdsFrom(tt::FuncOp kernel, Value table) {
+  SmallVector<tt::GetProgramIdOp> reads;
+  kernel.walk([&](tt::GetProgramIdOp read) { reads.push_back(read); });
+  OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
+  Location loc = kernel.getLoc();
+  Value launchIndex = linearProgramId(b, loc, {true, true, true});
+  Value entry = tt::AddPtrOp::create(b, loc, table.getType(), table, launchIndex);
+  Value program = createLoad(b, loc, entry, Value(), Value());
+  auto count = [&](int axis) {
+    auto dim = tt::ProgramIDDimAttr::get(b.getContext(), static_cast<tt::ProgramIDDim>(axis));
+    return i64Of(b, loc, tt::GetNumProgramsOp::create(b, loc, b.getI32Type(), dim));
+  };
+  Value countX = count(0), countY = count(1);
+  Value restX = arith::DivSIOp::create(b, loc, program, countX);
+  Value ids[3] = {arith::RemSIOp::create(b, loc, program, countX),
+                  arith::RemSIOp::create(b, loc, restX, countY),
+                  arith::DivSIOp::create(b, loc, restX, countY)};
+  for (Value &id : ids)
+    id = arith::TruncIOp::create(b, loc, b.getI32Type(), id);
+  for (tt::GetProgramIdOp read : reads) {
+    read.getResult().replaceAllUsesWith(ids[static_cast<int>(read.getAxis())]);
+    read.erase();
+  }
+}
+
+} // namespace
+
+std::optional<ProgramOrder> orderProgramsByWork(tt::FuncOp kernel) {
+  BlockArgument table = orderTable(kernel);
+  if (!table || !llvm::hasSingleElement(kernel.getBody()))
+    return std::nullopt;
+  SmallVector<scf::ForOp> outermost;
+  kernel.walk([&](scf::ForOp loop) {
+    if (!loop->getParentOfType<scf::ForOp>() && !loop->getParentOfType<scf::WhileOp>())
+      outermost.push_back(loop);
+  });
+  // (a while loop's trips are unknown: its programs' work cannot be compared)
+  bool whileLoops = false;
+  kernel.walk([&](scf::WhileOp) { whileLoops = true; });
+  if (outermost.empty() || whileLoops)
+    return std::nullopt;
+  ProgramOrder order;
+  std::optional<SymbolicInt> work;
+  for (scf::ForOp loop : outermost) {
+    std::optional<SymbolicInt> trips = tripCount(loop);
+    if (!trips)
+      return std::nullopt;
+    if (readsProgramId(*trips))
+      order.loops.push_back(locationText(loop.getLoc()));
+    SymbolicInt weighted = SymbolicInt::of(
+        Op::Mul, {*trips, SymbolicInt::constant(opsPerIteration(loop))});
+    work = work ? SymbolicInt::of(Op::Add, {*work, weighted}) : weighted;
+  }
+  if (order.loops.empty())
+    return std::nullopt;
+  order.work = *work;
+  readProgramIdsFrom(kernel, table);
+  return order;
+}
+
+} // namespace tritonad
