@@ -695,8 +695,8 @@ def prefix_blocks_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     acc = tl.zeros([BLOCK], tl.float32)
     for start in range(0, (b + 1) * BLOCK, BLOCK):
         at = start + offs
-        x = tl.load(x_ptr + h * n + at, mask=at < n, other=0.0)
-        acc += tl.exp(x) * (at + 1).to(tl.float32)
+        x = tl.load(x_ptr + h * n + at, mask=at < n, other=0.0).to(tl.float32)
+        acc += tl.exp(x) * (at + 1).to(tl.float32)  # (tl.exp: fp32 / fp64 only)
     tl.store(out_ptr + (h * tl.num_programs(0) + b) * BLOCK + offs, acc)
 
 
