@@ -108,6 +108,39 @@ def described(record, expressions) -> Tuple[str, tuple]:
     return info[1], info[2]
 
 
+def per_program_cached(expression, arguments: Dict[str, object], grid: Sequence[int],
+                       cache: dict, cache_limit: int, program_limit: int, reduce, extra_key=()):
+    """``reduce(values)``, `values` being what a recorded per-program expression
+    (a compiled kernel's launch condition, its programs' work) evaluates to over
+    every program of `grid`: a tensor (one value per program, in launch order),
+    an int where it does not depend on the program, or None where the launch's
+    arguments do not determine it or the grid has more than `program_limit`
+    programs (the host's evaluation is linear in them). Cached in `cache` (at
+    most `cache_limit` entries) by the expression, the grid, the arguments it
+    reads and `extra_key`."""
+    grid = tuple(int(g) for g in (list(grid) + [1, 1, 1])[:3])
+    text, names = described(expression, lambda: [expression])
+    key = (text, grid, tuple((n, arguments.get(n)) for n in names), *extra_key)
+    try:
+        hash(key)
+    except TypeError:
+        key = None  # (an argument that is not hashable: not an integer either)
+    if key is not None and key in cache:
+        return cache[key]
+    values = None
+    if grid[0] * grid[1] * grid[2] <= program_limit:
+        try:
+            values = evaluate(expression, arguments, grid, program_ids(grid))
+        except (KeyError, TypeError, ZeroDivisionError, IndexError):
+            values = None
+    result = reduce(values)
+    if key is not None:
+        if len(cache) >= cache_limit:
+            cache.pop(next(iter(cache)))
+        cache[key] = result
+    return result
+
+
 def program_ids(grid: Sequence[int]):
     """Every program's ids along axes 0..2 of a grid of up to three axes (int64
     tensors, in launch order: axis 0 fastest)."""

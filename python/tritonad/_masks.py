@@ -55,29 +55,13 @@ def condition_of(kernel):
 def holds(condition, arguments, grid: Sequence[int]) -> bool:
     """Whether `condition` (per program) holds for every program of `grid`;
     False where the launch's arguments do not determine it."""
-    grid = tuple(int(g) for g in (list(grid) + [1, 1, 1])[:3])
-    text, names = _coverage.described(condition, lambda: [condition])
-    values = tuple((n, arguments.get(n)) for n in names)
-    try:
-        key = (text, grid, values)
-        hash(key)
-    except TypeError:
-        key = None  # (an argument that is not hashable: not an integer either)
-    if key is not None and key in _CACHE:
-        return _CACHE[key]
-    programs = grid[0] * grid[1] * grid[2]
-    result = False
-    if programs <= PROGRAM_LIMIT:
-        try:
-            value = _coverage.evaluate(condition, arguments, grid, _coverage.program_ids(grid))
-        except (KeyError, TypeError, ZeroDivisionError, IndexError):
-            value = 0
-        result = bool(value) if isinstance(value, int) else bool((value != 0).all())
-    if key is not None:
-        if len(_CACHE) >= _CACHE_LIMIT:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = result
-    return result
+    def every(value):
+        if value is None:
+            return False
+        return bool(value) if isinstance(value, int) else bool((value != 0).all())
+
+    return _coverage.per_program_cached(condition, arguments, grid, _CACHE, _CACHE_LIMIT,
+                                        PROGRAM_LIMIT, every)
 
 
 def choose(kernel, kwargs, grid) -> None:

@@ -43,22 +43,15 @@ def table(kernel, kwargs, grid: Sequence[int], device):
     work = work_of(kernel)
     if work is None:
         return None
-    grid = tuple(int(g) for g in (list(grid) + [1, 1, 1])[:3])
-    text, names = _coverage.described(work, lambda: [work])
-    key = (text, grid, tuple((n, kwargs.get(n)) for n in names), str(device))
-    cached = _CACHE.get(key)
-    if cached is None:
-        programs = grid[0] * grid[1] * grid[2]
-        order = torch.arange(programs, dtype=torch.int64)
-        if 1 < programs <= PROGRAM_LIMIT:
-            try:
-                each = _coverage.evaluate(work, kwargs, grid, _coverage.program_ids(grid))
-            except (KeyError, TypeError, ZeroDivisionError):
-                each = 0  # (arguments that do not determine it: the grid's order)
-            if not isinstance(each, int):
-                order = torch.sort(-each, stable=True).indices
-        cached = order.to(device)
-        if len(_CACHE) >= _CACHE_LIMIT:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = cached
-    return cached
+    programs = 1
+    for g in list(grid)[:3]:
+        programs *= int(g)
+
+    def longest_first(each):
+        # (the grid's order where the work does not vary or is not determined)
+        if each is None or isinstance(each, int):
+            return torch.arange(programs, dtype=torch.int64).to(device)
+        return torch.sort(-each, stable=True).indices.to(device)
+
+    return _coverage.per_program_cached(work, kwargs, grid, _CACHE, _CACHE_LIMIT, PROGRAM_LIMIT,
+                                        longest_first, extra_key=(str(device),))

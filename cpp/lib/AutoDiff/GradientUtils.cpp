@@ -61,15 +61,6 @@ Type summedType(Type type) {
   return f32;
 }
 
-Value convertFloat(OpBuilder &builder, Location loc, Value value, Type type) {
-  if (value.getType() == type)
-    return value;
-  if (getElementTypeOrSelf(value.getType()).getIntOrFloatBitWidth() <
-      getElementTypeOrSelf(type).getIntOrFloatBitWidth())
-    return arith::ExtFOp::create(builder, loc, type, value);
-  return arith::TruncFOp::create(builder, loc, type, value);
-}
-
 void GradientUtils::accumulate(OpBuilder &builder, Value primal, Value delta) {
   if (!delta || !isActive(primal))
     return;

@@ -290,6 +290,11 @@ Value i64Of(OpBuilder &builder, Location loc, Value value) {
   return arith::ExtSIOp::create(builder, loc, builder.getI64Type(), value);
 }
 
+Value programCount(OpBuilder &builder, Location loc, unsigned axis) {
+  auto dim = tt::ProgramIDDimAttr::get(builder.getContext(), static_cast<tt::ProgramIDDim>(axis));
+  return i64Of(builder, loc, tt::GetNumProgramsOp::create(builder, loc, builder.getI32Type(), dim));
+}
+
 Value linearProgramId(OpBuilder &builder, Location loc, const std::array<bool, 3> &used,
                       Value *programs) {
   Type i32 = builder.getI32Type();
@@ -299,9 +304,7 @@ Value linearProgramId(OpBuilder &builder, Location loc, const std::array<bool, 3
       continue;
     auto dim = tt::ProgramIDDimAttr::get(builder.getContext(), static_cast<tt::ProgramIDDim>(axis));
     Value pid = i64Of(builder, loc, tt::GetProgramIdOp::create(builder, loc, i32, dim));
-    Value count;
-    if (linear || programs)
-      count = i64Of(builder, loc, tt::GetNumProgramsOp::create(builder, loc, i32, dim));
+    Value count = linear || programs ? programCount(builder, loc, axis) : Value();
     linear = linear ? arith::AddIOp::create(builder, loc, pid,
                                             arith::MulIOp::create(builder, loc, count, linear))
                     : pid;

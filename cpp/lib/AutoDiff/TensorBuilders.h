@@ -71,6 +71,8 @@ mlir::Value tapeAddress(mlir::OpBuilder &builder, mlir::Location loc, mlir::Valu
                         mlir::Value offset, mlir::Type type, const TapeSlot &slot);
 /// `value` (an integer) as i64, sign-extended.
 mlir::Value i64Of(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value value);
+/// The grid's size along `axis` (0, 1, 2: x, y, z), in i64.
+mlir::Value programCount(mlir::OpBuilder &builder, mlir::Location loc, unsigned axis);
 /// This program's index over the grid axes `used` (x, y, z), x + nx * (y +
 /// ny * z) in i64; null where no axis is used. `programs`, where given, is
 /// set to the number of such indices, nx * ny * nz.

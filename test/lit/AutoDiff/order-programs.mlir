@@ -34,6 +34,12 @@
 // CHECK: tt.get_program_id x
 // CHECK: tt.return
 
+// A while loop beside a causal loop: its trips are unknown, no order.
+// CHECK-LABEL: tt.func public @with_while
+// CHECK-NOT: tt.load {{.*}}!tt.ptr<i64>
+// CHECK: tt.get_program_id x
+// CHECK: tt.return
+
 module {
   tt.func public @causal(%x: !tt.ptr<f32> loc("x"), %dx: !tt.ptr<f32> loc("dx"), %n: i32 loc("n"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
     %c0 = arith.constant 0 : i32
@@ -90,6 +96,31 @@ module {
       scf.yield %next : f32
     }
     %q = tt.addptr %dx, %pid : !tt.ptr<f32>, i32
+    tt.store %q, %sum : !tt.ptr<f32>
+    tt.return
+  }
+  tt.func public @with_while(%x: !tt.ptr<f32> loc("x"), %dx: !tt.ptr<f32> loc("dx"), %n: i32 loc("n"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %zero = arith.constant 0.0 : f32
+    %pid = tt.get_program_id x : i32
+    %hi = arith.addi %pid, %c1 : i32
+    %sum = scf.for %i = %c0 to %hi step %c1 iter_args(%acc = %zero) -> (f32) : i32 {
+      %p = tt.addptr %x, %i : !tt.ptr<f32>, i32
+      %v = tt.load %p : !tt.ptr<f32>
+      %next = arith.addf %acc, %v : f32
+      scf.yield %next : f32
+    }
+    %halved = scf.while (%k = %n) : (i32) -> i32 {
+      %more = arith.cmpi sgt, %k, %c1 : i32
+      scf.condition(%more) %k : i32
+    } do {
+    ^bb0(%k: i32):
+      %half = arith.divsi %k, %c1 : i32
+      %less = arith.subi %half, %c1 : i32
+      scf.yield %less : i32
+    }
+    %q = tt.addptr %dx, %halved : !tt.ptr<f32>, i32
     tt.store %q, %sum : !tt.ptr<f32>
     tt.return
   }

@@ -76,9 +76,6 @@ mlir::Value addFloats(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value 
 /// would round at every iteration (a loop's hundreds of blocks), as
 /// hand-written kernels sum in f32 and round once; `type` otherwise.
 mlir::Type summedType(mlir::Type type);
-/// `value` extended or rounded to `type` (same shape, float elements).
-mlir::Value convertFloat(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value value,
-                         mlir::Type type);
 
 
 class GradientUtils {

@@ -20,6 +20,12 @@ namespace tritonad {
 /// path passes the grouping (layout: `Regrid` in Coverage.h).
 inline constexpr const char *kRegridArgument = "tritonad_regrid";
 
+/// The kernel's hidden argument `name`, a pointer to integers of `width`
+/// bits (the launch path's tables and scratch); null where it has none (a
+/// compile that specialized it away).
+mlir::BlockArgument hiddenArgument(mlir::triton::FuncOp kernel, llvm::StringRef name,
+                                   unsigned width);
+
 /// The twin writes of an accumulation whose exclusivity is checked at run
 /// time (KernelBackward): the plain write taken when each address belongs to
 /// one program, and the atomic add taken otherwise. Complementary, so the

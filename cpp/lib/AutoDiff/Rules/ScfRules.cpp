@@ -129,7 +129,8 @@ FailureOr<SmallVector<Value>> reverseBody(Block &primal, OpBuilder &builder, IRM
 // dQ (H100), and an f32 product in place of its f16 rounding, 10% (register
 // pressure in the loop).
 Value addToSum(OpBuilder &builder, Location loc, Value sum, Value delta) {
-  return arith::AddFOp::create(builder, loc, sum, convertFloat(builder, loc, delta, sum.getType()));
+  return arith::AddFOp::create(builder, loc, sum,
+                               castFloat(builder, loc, delta, getElementTypeOrSelf(sum)));
 }
 
 // The yield of a loop replayed in forward order: the recomputed inactive
@@ -153,8 +154,8 @@ void accumulateForwardReplay(OpBuilder &builder, GradientUtils &state, ArrayRef<
                              ArrayRef<Value> captured, ValueRange capturedAdjoints,
                              ValueRange results, ValueRange inits) {
   for (auto [value, adjoint] : llvm::zip(captured, capturedAdjoints))
-    state.accumulate(builder, value, convertFloat(builder, value.getLoc(), adjoint,
-                                                  value.getType()));
+    state.accumulate(builder, value,
+                     castFloat(builder, value.getLoc(), adjoint, getElementTypeOrSelf(value)));
   for (auto [j, active] : llvm::enumerate(isActive))
     if (active)
       if (Value g = state.adjoint(results[j]))
@@ -244,8 +245,8 @@ LogicalResult reverseForLastToFirst(scf::ForOp loop, OpBuilder &builder, Gradien
 
   for (auto [k, value] : llvm::enumerate(captured))
     state.accumulate(builder, value,
-                     convertFloat(builder, loc, reverse.getResult(activeCarried.size() + k),
-                                  value.getType()));
+                     castFloat(builder, loc, reverse.getResult(activeCarried.size() + k),
+                               getElementTypeOrSelf(value)));
   for (auto [k, j] : llvm::enumerate(activeCarried))
     state.accumulate(builder, loop.getInitArgs()[j], reverse.getResult(k));
   return success();

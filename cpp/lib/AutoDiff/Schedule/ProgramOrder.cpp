@@ -50,14 +50,6 @@ int64_t opsPerIteration(scf::ForOp loop) {
   return count;
 }
 
-BlockArgument orderTable(tt::FuncOp kernel) {
-  for (BlockArgument arg : kernel.getBody().front().getArguments())
-    if (auto type = dyn_cast<tt::PointerType>(arg.getType());
-        type && type.getPointeeType().isInteger(64) && argumentName(arg) == kRegridArgument)
-      return arg;
-  return BlockArgument();
-}
-
 // Replaces every program id the kernel reads by the one the launch's table
 // gives this launch index.
 void readProgramIdsFrom(tt::FuncOp kernel, Value table) {
@@ -68,11 +60,7 @@ void readProgramIdsFrom(tt::FuncOp kernel, Value table) {
   Value launchIndex = linearProgramId(b, loc, {true, true, true});
   Value entry = tt::AddPtrOp::create(b, loc, table.getType(), table, launchIndex);
   Value program = createLoad(b, loc, entry, Value(), Value());
-  auto count = [&](int axis) {
-    auto dim = tt::ProgramIDDimAttr::get(b.getContext(), static_cast<tt::ProgramIDDim>(axis));
-    return i64Of(b, loc, tt::GetNumProgramsOp::create(b, loc, b.getI32Type(), dim));
-  };
-  Value countX = count(0), countY = count(1);
+  Value countX = programCount(b, loc, 0), countY = programCount(b, loc, 1);
   Value restX = arith::DivSIOp::create(b, loc, program, countX);
   Value ids[3] = {arith::RemSIOp::create(b, loc, program, countX),
                   arith::RemSIOp::create(b, loc, restX, countY),
@@ -88,18 +76,20 @@ void readProgramIdsFrom(tt::FuncOp kernel, Value table) {
 } // namespace
 
 std::optional<ProgramOrder> orderProgramsByWork(tt::FuncOp kernel) {
-  BlockArgument table = orderTable(kernel);
+  BlockArgument table = hiddenArgument(kernel, kRegridArgument, 64);
   if (!table || !llvm::hasSingleElement(kernel.getBody()))
     return std::nullopt;
-  SmallVector<scf::ForOp> outermost;
-  kernel.walk([&](scf::ForOp loop) {
-    if (!loop->getParentOfType<scf::ForOp>() && !loop->getParentOfType<scf::WhileOp>())
-      outermost.push_back(loop);
-  });
   // (a while loop's trips are unknown: its programs' work cannot be compared)
-  bool whileLoops = false;
-  kernel.walk([&](scf::WhileOp) { whileLoops = true; });
-  if (outermost.empty() || whileLoops)
+  SmallVector<scf::ForOp> outermost;
+  WalkResult walked = kernel.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (isa<scf::WhileOp>(op))
+      return WalkResult::interrupt();
+    // (a nested loop counts in its outer loop's ops per iteration)
+    if (auto loop = dyn_cast<scf::ForOp>(op); loop && !loop->getParentOfType<scf::ForOp>())
+      outermost.push_back(loop);
+    return WalkResult::advance();
+  });
+  if (walked.wasInterrupted() || outermost.empty())
     return std::nullopt;
   ProgramOrder order;
   std::optional<SymbolicInt> work;

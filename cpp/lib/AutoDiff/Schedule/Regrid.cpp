@@ -1491,22 +1491,22 @@ LogicalResult checkDeterministic(tt::FuncOp kernel, const std::vector<RegridNote
   return result;
 }
 
+BlockArgument hiddenArgument(tt::FuncOp kernel, StringRef name, unsigned width) {
+  for (BlockArgument arg : kernel.getBody().front().getArguments())
+    if (auto type = dyn_cast<tt::PointerType>(arg.getType());
+        type && type.getPointeeType().isInteger(width) && argumentName(arg) == name)
+      return arg;
+  return BlockArgument();
+}
+
 void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool overwrite,
                          bool deterministic, RegridReport &report) {
-  Block &entry = kernel.getBody().front();
-  // The hidden argument `name`, a pointer to integers of `width` bits.
-  auto hidden = [&](StringRef name, unsigned width) -> BlockArgument {
-    for (BlockArgument arg : entry.getArguments())
-      if (auto type = dyn_cast<tt::PointerType>(arg.getType());
-          type && type.getPointeeType().isInteger(width) && argumentName(arg) == name)
-        return arg;
-    return BlockArgument();
-  };
-  Value table = hidden(kRegridArgument, 64);
+  Value table = hiddenArgument(kernel, kRegridArgument, 64);
   if (!table || !llvm::hasSingleElement(kernel.getBody()))
     return;
+  Block &entry = kernel.getBody().front();
   // (a backward with a loop tape is not re-parallelized: the tape is free)
-  BlockArgument tape = hidden("tritonad_tape", 8);
+  BlockArgument tape = hiddenArgument(kernel, "tritonad_tape", 8);
   Stager stager(tape && tape.use_empty() ? tape : Value(), table);
 
   // Candidates: atomic adds of a dot product into a shadow, in a top-level loop.
