@@ -4,6 +4,7 @@
 #ifndef TRITONAD_LIB_AUTODIFF_ELEMENTWISERULES_H
 #define TRITONAD_LIB_AUTODIFF_ELEMENTWISERULES_H
 
+#include "tritonad/Analysis/Padding.h"
 #include "tritonad/AutoDiff/ReverseModeInterface.h"
 #include "tritonad/Dialect/Triton/Dialect.h"
 
@@ -124,6 +125,18 @@ inline Expr self(Expr a, Expr b) {
   });
 }
 
+/// `partial` where `needsGuard` says no, select(G == 0, 0, partial) where it
+/// says yes (decided per op as it is emitted).
+inline Expr guardedWhere(Expr partial, std::function<bool(Env &)> needsGuard) {
+  Expr guarded = select(G == 0.0, 0.0, partial);
+  return Expr([=](Env &env) -> mlir::Value {
+    return needsGuard(env) ? guarded.emit(env) : partial.emit(env);
+  });
+}
+inline bool isUniform(mlir::Value value) {
+  return !mlir::isa<mlir::RankedTensorType>(value.getType()) ||
+         value.getDefiningOp<mlir::triton::SplatOp>();
+}
 /// `partial`, but exactly 0 where the upstream gradient G is 0. For partials
 /// that divide by operand `risky` or take its log: lanes the forward masked
 /// out hold arbitrary values (log(0), x / 0) and get G = 0, and 0 * inf = NaN
@@ -131,13 +144,24 @@ inline Expr self(Expr a, Expr b) {
 /// the same in every lane (a scalar, a splat such as softmax's row sum) has no
 /// masked-out lanes of its own: no guard, and no cost in the backward.
 inline Expr safe(Expr partial, unsigned risky) {
-  Expr guarded = select(G == 0.0, 0.0, partial);
-  return Expr([=](Env &env) -> mlir::Value {
-    mlir::Value operand = env.operands[risky];
-    bool uniform = !mlir::isa<mlir::RankedTensorType>(operand.getType()) ||
-                   operand.getDefiningOp<mlir::triton::SplatOp>();
-    return uniform ? partial.emit(env) : guarded.emit(env);
+  return guardedWhere(partial, [risky](Env &env) { return !isUniform(env.operands[risky]); });
+}
+/// `safe` for a partial that also multiplies by the result (x / y's
+/// -G * Y / y): a uniform divisor still meets the padding the result holds.
+inline Expr safeWithResult(Expr partial, unsigned risky) {
+  return guardedWhere(partial, [risky](Env &env) {
+    return !isUniform(env.operands[risky]) || mayHoldNonFinitePadding(env.result);
   });
+}
+
+/// `G * factor`, but exactly 0 where G is 0 when `factor` may hold
+/// non-finite padding (a lane loaded with `other=-float("inf")`): that lane
+/// gets G = 0 and 0 * -inf = NaN would reach real lanes through a sum. Only
+/// where the padding analysis cannot rule it out, so products of ordinary
+/// values cost nothing more.
+inline Expr guardedProduct(Expr partial, unsigned factor) {
+  return guardedWhere(partial,
+                      [factor](Env &env) { return mayHoldNonFinitePadding(env.operands[factor]); });
 }
 
 /// One partial derivative per operand (already multiplied by G); nullopt for
@@ -210,8 +234,8 @@ inline Partials pow() {
   return {safe(G * X(1) * self(X(0), X(1) - 1.0), 0),
           select(X(0) == 0.0, 0.0, safe(G * Y * rules::log(X(0)), 0))};
 }
-inline Partials fma() { return {G * X(1), G * X(0), G}; }
-inline Partials div() { return {safe(G / X(1), 1), safe(-G * Y / X(1), 1)}; }
+inline Partials fma() { return {guardedProduct(G * X(1), 1), guardedProduct(G * X(0), 0), G}; }
+inline Partials div() { return {safe(G / X(1), 1), safeWithResult(-G * Y / X(1), 1)}; }
 /// Piecewise constant (floor, ceil, trunc, round): zero almost everywhere.
 inline Partials stepFunction() { return {0.0}; }
 } // namespace formulas

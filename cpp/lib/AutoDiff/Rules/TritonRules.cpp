@@ -301,6 +301,39 @@ bool isLaneSelection(Block &block, unsigned numOperands) {
   return true;
 }
 
+// A reduction that keeps the larger (or smaller) of two values: tl.max / tl.min,
+// or a combiner of the user's that selects with a comparison of its operands
+// (`tl.where(a > b, a, b)`).
+struct Extremum {
+  bool isMax;
+  bool nanWins;
+};
+std::optional<Extremum> extremumOf(Block &combine) {
+  Operation *combiner = combine.getTerminator()->getOperand(0).getDefiningOp();
+  if (matchCombiner<arith::MaxNumFOp, arith::MaximumFOp, arith::MinNumFOp, arith::MinimumFOp>(
+          combine, 0, 1))
+    return Extremum{isa<arith::MaxNumFOp, arith::MaximumFOp>(combiner),
+                    isa<arith::MaximumFOp, arith::MinimumFOp>(combiner)};
+  auto select = dyn_cast_or_null<arith::SelectOp>(combiner);
+  auto compare = select ? select.getCondition().getDefiningOp<arith::CmpFOp>() : nullptr;
+  if (!compare || !isLaneSelection(combine, 1))
+    return std::nullopt;
+  Value lhs = combine.getArgument(0), rhs = combine.getArgument(1);
+  bool comparesInOrder = compare.getLhs() == lhs && compare.getRhs() == rhs;
+  if (!comparesInOrder && !(compare.getLhs() == rhs && compare.getRhs() == lhs))
+    return std::nullopt;
+  using P = arith::CmpFPredicate;
+  bool greater;
+  switch (compare.getPredicate()) {
+  case P::OGT: case P::OGE: case P::UGT: case P::UGE: greater = true; break;
+  case P::OLT: case P::OLE: case P::ULT: case P::ULE: greater = false; break;
+  default: return std::nullopt;
+  }
+  // Picks the compared left side when the comparison holds.
+  bool picksLeftWhenTrue = select.getTrueValue() == compare.getLhs();
+  return Extremum{greater == picksLeftWhenTrue, false};
+}
+
 // The dimension along which `value` enumerates distinct indices (a make_range
 // expanded, broadcast or offset by a splat), if provable.
 std::optional<int64_t> rangeDimension(Value value) {
@@ -383,8 +416,7 @@ struct ReduceModel : public ReverseModeOpInterface::ExternalModel<ReduceModel, t
       return success();
     }
 
-    if (n == 1 && matchCombiner<arith::MaxNumFOp, arith::MaximumFOp, arith::MinNumFOp,
-                                arith::MinimumFOp>(combine, 0, 1)) {
+    if (std::optional<Extremum> extremum = n == 1 ? extremumOf(combine) : std::nullopt) {
       // tl.max / tl.min: like torch.max(x, dim), the gradient goes to the first
       // element attaining the extremum. Its position comes from one reduction
       // of (value, index) keys, not from comparing floats: Triton may
@@ -397,9 +429,7 @@ struct ReduceModel : public ReverseModeOpInterface::ExternalModel<ReduceModel, t
       Value g = state.adjoint(reduce.getResult()[0]);
       if (!g || !state.isActive(src))
         return success();
-      Operation *combiner = combine.getTerminator()->getOperand(0).getDefiningOp();
-      bool isMax = isa<arith::MaxNumFOp, arith::MaximumFOp>(combiner);
-      bool nanWins = isa<arith::MaximumFOp, arith::MinimumFOp>(combiner);
+      bool isMax = extremum->isMax, nanWins = extremum->nanWins;
       auto srcType = cast<RankedTensorType>(src.getType());
       Value indices = indexAlongAxis(builder, loc, srcType, axis);
       Value x = state.forward(src);

@@ -1,0 +1,120 @@
+#include "tritonad/Analysis/Padding.h"
+
+#include "tritonad/Dialect/Triton/Dialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+namespace tt = mlir::triton;
+
+namespace {
+
+bool holdsNonFiniteConstant(Value value) {
+  DenseFPElementsAttr constant;
+  if (!matchPattern(value, m_Constant(&constant)))
+    return false;
+  return llvm::any_of(constant.getValues<APFloat>(),
+                      [](const APFloat &v) { return !v.isFinite(); });
+}
+
+// Ops that can make a non-finite value of a finite one in a padded lane
+// (log(0), x / 0, rsqrt(0), pow(0, -1)); anything not known to keep finite
+// values finite counts as one.
+bool keepsFiniteLanesFinite(Operation *op) {
+  return isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::NegFOp, arith::MaxNumFOp,
+             arith::MinNumFOp, arith::MaximumFOp, arith::MinimumFOp, arith::SelectOp,
+             arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp, arith::CmpFOp,
+             arith::ConstantOp, math::ExpOp, math::Exp2Op, math::TanhOp, math::SinOp,
+             math::CosOp, math::ErfOp, math::AbsFOp, math::FmaOp, math::FloorOp, math::CeilOp,
+             tt::BroadcastOp, tt::ExpandDimsOp, tt::ReshapeOp, tt::TransOp, tt::JoinOp,
+             tt::SplitOp, tt::ReduceOp, tt::ScanOp, tt::DotOp>(op);
+}
+
+class PaddingWalk {
+public:
+  static bool isUniform(Value value) {
+    return !isa<RankedTensorType>(value.getType()) || value.getDefiningOp<tt::SplatOp>();
+  }
+
+  bool mayHold(Value value) {
+    if (isUniform(value))
+      return false;
+    auto [it, inserted] = known.try_emplace(value, false); // a cycle: decided elsewhere
+    if (!inserted)
+      return it->second;
+    bool result = compute(value);
+    known[value] = result;
+    return result;
+  }
+
+private:
+  bool compute(Value value) {
+    if (auto arg = dyn_cast<BlockArgument>(value))
+      return fromBlockArgument(arg);
+    Operation *op = value.getDefiningOp();
+    if (holdsNonFiniteConstant(value))
+      return true;
+    if (auto load = dyn_cast<tt::LoadOp>(op)) {
+      if (load.getPadding() && *load.getPadding() == tt::PaddingOption::PAD_NAN)
+        return true;
+      return load.getOther() && mayHold(load.getOther());
+    }
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      unsigned i = cast<OpResult>(value).getResultNumber();
+      return mayHold(loop.getInitArgs()[i]) || mayHold(loop.getYieldedValues()[i]);
+    }
+    if (auto branch = dyn_cast<scf::IfOp>(op)) {
+      unsigned i = cast<OpResult>(value).getResultNumber();
+      for (Region *region : {&branch.getThenRegion(), &branch.getElseRegion()})
+        if (!region->empty() &&
+            mayHold(region->front().getTerminator()->getOperand(i)))
+          return true;
+      return false;
+    }
+    // x / y: a padded zero of y's makes inf; a uniform y has no padding.
+    if (auto divide = dyn_cast<arith::DivFOp>(op))
+      return mayHold(divide.getLhs()) || !isUniform(divide.getRhs());
+    if (!keepsFiniteLanesFinite(op))
+      return true;
+    for (Value operand : op->getOperands())
+      if (isa<FloatType>(getElementTypeOrSelf(operand.getType())) && mayHold(operand))
+        return true;
+    // A reduction or scan's combiner may divide (a logsumexp combiner).
+    bool unknownInside = false;
+    op->walk([&](Operation *inner) {
+      if (inner != op && !inner->hasTrait<OpTrait::IsTerminator>() &&
+          !keepsFiniteLanesFinite(inner))
+        unknownInside = true;
+    });
+    return unknownInside;
+  }
+
+  // A loop's carried value holds what its start or its iterations put there;
+  // a while loop's state may hold anything. A device function's arguments are
+  // its caller's values: padding they hold is the caller's to clear (the
+  // kernel the function VJP is called from has the mask).
+  bool fromBlockArgument(BlockArgument arg) {
+    Operation *owner = arg.getOwner()->getParentOp();
+    if (isa<tt::FuncOp>(owner))
+      return false;
+    auto loop = dyn_cast<scf::ForOp>(owner);
+    if (!loop)
+      return isa<FloatType>(getElementTypeOrSelf(arg.getType()));
+    if (arg == loop.getInductionVar())
+      return false;
+    unsigned i = arg.getArgNumber() - loop.getNumInductionVars();
+    return mayHold(loop.getInitArgs()[i]) || mayHold(loop.getYieldedValues()[i]);
+  }
+
+  llvm::DenseMap<Value, bool> known;
+};
+
+} // namespace
+
+bool tritonad::mayHoldNonFinitePadding(Value value) { return PaddingWalk().mayHold(value); }

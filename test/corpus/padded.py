@@ -1,0 +1,124 @@
+"""Kernels whose masked lanes hold non-finite padding (``other=-float("inf")``), the way
+users write softmax-like rows, and the fp64 torch computation each one performs on the
+real lanes. The padding meets a product in each forward (x * sum(exp(x)), softmax times
+x, an entropy, an expected logit, a division by the row's maximum, a custom max
+combiner); torch never sees those lanes, so its gradients are finite.
+
+``check(name, dtype, device)`` launches one case through ``tritonad.autograd`` on fresh
+random rows of an odd width and returns the largest error relative to the fp64
+gradient's magnitude (inputs in ``dtype``, math in fp32). Used by test_padding.py on the
+GPU and, in a fresh Python under TRITON_INTERPRET=1, on the CPU.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+import tritonad
+
+NEG_INF = float("-inf")
+
+
+@triton.jit
+def _max_of(a, b):
+    return tl.where(a > b, a, b)
+
+
+@triton.jit
+def scaled_by_sum(X, Y, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    x = tl.load(X + row * n + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    y = x * tl.sum(tl.exp(x), axis=0)
+    tl.store(Y + row * n + cols, y, mask=mask)
+
+
+@triton.jit
+def softmax_times_x(X, Y, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    x = tl.load(X + row * n + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, axis=0))
+    p = e / tl.sum(e, axis=0)
+    tl.store(Y + row * n + cols, p * x, mask=mask)
+
+
+@triton.jit
+def masked_entropy(X, H, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    x = tl.load(X + row * n + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    shifted = x - tl.max(x, axis=0)
+    s = tl.sum(tl.exp(shifted), axis=0)
+    logp = shifted - tl.log(s)
+    p = tl.exp(logp)
+    tl.store(H + row, -tl.sum(tl.where(mask, p * logp, 0.0), axis=0))
+
+
+@triton.jit
+def expected_logit(X, E, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    x = tl.load(X + row * n + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, axis=0))
+    p = e / tl.sum(e, axis=0)
+    tl.store(E + row, tl.sum(tl.where(mask, p * x, 0.0), axis=0))
+
+
+@triton.jit
+def divided_by_absmax(X, Y, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    x = tl.load(X + row * n + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    scale = tl.max(tl.where(mask, tl.abs(x), 0.0), axis=0)
+    tl.store(Y + row * n + cols, x / scale, mask=mask)
+
+
+@triton.jit
+def custom_max_softmax(X, Y, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    x = tl.load(X + row * n + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.reduce(x, 0, _max_of))
+    tl.store(Y + row * n + cols, x * e / tl.sum(e, axis=0), mask=mask)
+
+
+def _entropy(x):
+    logp = torch.log_softmax(x, -1)
+    return -(logp.exp() * logp).sum(-1)
+
+
+# name -> (kernel, per-row output (else per element), fp64 reference of the real lanes)
+CASES = {
+    "scaled_by_sum": (scaled_by_sum, False, lambda x: x * x.exp().sum(-1, keepdim=True)),
+    "softmax_times_x": (softmax_times_x, False, lambda x: torch.softmax(x, -1) * x),
+    "masked_entropy": (masked_entropy, True, _entropy),
+    "expected_logit": (expected_logit, True, lambda x: (torch.softmax(x, -1) * x).sum(-1)),
+    "divided_by_absmax": (divided_by_absmax, False,
+                          lambda x: x / x.abs().amax(-1, keepdim=True)),
+    "custom_max_softmax": (custom_max_softmax, False, lambda x: torch.softmax(x, -1) * x),
+}
+
+
+def check(name, dtype, device, rows=5, n=37):
+    """The largest error of the case's gradient against fp64, relative to the fp64
+    gradient's largest magnitude (NaN or inf anywhere: inf)."""
+    kernel, per_row, reference = CASES[name]
+    x = torch.randn(rows, n, device=device).to(dtype).requires_grad_()
+    out = torch.empty(rows, device=device, dtype=dtype) if per_row else torch.empty_like(x)
+    f = tritonad.autograd(kernel, outputs=(kernel.arg_names[1],))
+    y = f[(rows,)](x, out, n, BLOCK=triton.next_power_of_2(n))
+    upstream = torch.randn(y.shape, device=device)
+    y.backward(upstream.to(dtype))
+    x64 = x.detach().double().requires_grad_()
+    reference(x64).backward(upstream.to(dtype).double())
+    got = x.grad.double()
+    if not torch.isfinite(got).all():
+        return float("inf")
+    return ((got - x64.grad).abs().max() / x64.grad.abs().max().clamp_min(1e-30)).item()
