@@ -1,5 +1,7 @@
 #include "TensorBuilders.h"
 
+#include "tritonad/AutoDiff/GradientUtils.h"
+
 using namespace mlir;
 namespace tt = mlir::triton;
 
@@ -36,6 +38,17 @@ void buildAddCombiner(OpBuilder &builder, Location loc, Region &region, Type ele
 
 Value sumAlongAxis(OpBuilder &builder, Location loc, Value src, int axis) {
   auto type = cast<RankedTensorType>(src.getType());
+  // f16/bf16 adjoints (a bf16 weight's gradient summed over a block of rows)
+  // are summed in f32 and rounded once, as hand-written backwards do; a sum
+  // of a sum (sumToShape, one axis at a time) takes the unrounded f32 sum.
+  Type summed = summedType(type.getElementType());
+  if (summed != type.getElementType()) {
+    auto rounded = src.getDefiningOp<arith::TruncFOp>();
+    Value wide = rounded && getElementTypeOrSelf(rounded.getIn().getType()) == summed
+                     ? rounded.getIn()
+                     : castFloat(builder, loc, src, summed);
+    return castFloat(builder, loc, sumAlongAxis(builder, loc, wide, axis), type.getElementType());
+  }
   SmallVector<int64_t> shape(type.getShape());
   shape.erase(shape.begin() + axis);
   Type resultType =

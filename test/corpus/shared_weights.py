@@ -1,0 +1,50 @@
+"""A DyT layer (y = gamma * tanh(alpha * x) + beta) over blocks of rows: alpha, gamma and
+beta are shared by every row, so their gradients are sums over all rows, within a
+program's block (the adjoint of a broadcast) and across programs. Such sums must be
+accumulated in fp32 and rounded once, whatever the inputs' dtype.
+
+``check(dtype, device)`` returns the largest error of each gradient against fp64 torch,
+relative to the fp64 gradient's magnitude. Used by test_weight_sums.py.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+import tritonad
+
+
+@triton.jit
+def dyt_rows(X, Alpha, Gamma, Beta, Y, rows, n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    r = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    c = tl.arange(0, BLOCK_N)
+    mask = (r[:, None] < rows) & (c[None, :] < n)
+    x = tl.load(X + r[:, None] * n + c[None, :], mask=mask, other=0.0)
+    alpha = tl.load(Alpha)
+    gamma = tl.load(Gamma + c, mask=c < n, other=0.0)
+    beta = tl.load(Beta + c, mask=c < n, other=0.0)
+    z = (alpha * x).to(tl.float32)
+    tanh = 2.0 * tl.sigmoid(2.0 * z) - 1.0
+    y = gamma[None, :] * tanh.to(x.dtype) + beta[None, :]
+    tl.store(Y + r[:, None] * n + c[None, :], y, mask=mask)
+
+
+def check(dtype, device, rows=1037, n=203, block_m=8):
+    x = torch.randn(rows, n, device=device).to(dtype).requires_grad_()
+    alpha = torch.full((1,), 0.7, device=device).to(dtype).requires_grad_()
+    gamma = (torch.randn(n, device=device) * 0.5 + 1).to(dtype).requires_grad_()
+    beta = torch.randn(n, device=device).to(dtype).requires_grad_()
+    f = tritonad.autograd(dyt_rows, outputs=("Y",))
+    y = f[(triton.cdiv(rows, block_m),)](x, alpha, gamma, beta, torch.empty_like(x), rows, n,
+                                         BLOCK_M=block_m, BLOCK_N=triton.next_power_of_2(n))
+    upstream = torch.randn(rows, n, device=device).to(dtype)
+    y.backward(upstream)
+    leaves = [t.detach().double().requires_grad_() for t in (x, alpha, gamma, beta)]
+    x64, a64, g64, b64 = leaves
+    (g64 * torch.tanh(a64 * x64) + b64).backward(upstream.double())
+    errors = {}
+    for name, got, want in zip(("x", "alpha", "gamma", "beta"), (x, alpha, gamma, beta),
+                               leaves):
+        errors[name] = ((got.grad.double() - want.grad).abs().max() /
+                        want.grad.abs().max()).item()
+    return errors
