@@ -64,7 +64,9 @@ class Block:
 
     @property
     def where(self) -> str:
-        return f"{self.path.relative_to(REPO_ROOT)}:{self.line}"
+        path = self.path.relative_to(REPO_ROOT) if self.path.is_relative_to(REPO_ROOT) else \
+            self.path.name
+        return f"{path}:{self.line}"
 
 
 @dataclass
@@ -149,10 +151,10 @@ def runnable(block: Block) -> bool:
     return block.language == "python" or (block.language == "sh" and "run" in block.words)
 
 
-def collect():
-    """(chains, problems) over every doc file."""
+def collect(paths=DOC_FILES):
+    """(chains, problems) over the doc files."""
     chains, problems = [], []
-    for path in DOC_FILES:
+    for path in paths:
         blocks, found = parse(path)
         problems += found
         previous: Optional[Chain] = None
@@ -345,3 +347,40 @@ def test_demo_checks_gradients(mode):
     assert checks == ["ok"] * expected, output
     if mode == "cpu":
         assert "Triton's interpreter" in output, output
+
+
+def test_marker_convention(tmp_path):
+    """The conventions above, on a made-up file: chains, options, and the
+    mistakes that must be reported rather than silently ignored."""
+    doc = tmp_path / "doc.md"
+    doc.write_text("# title\n\n```python\nx = 1\n```\n\n<!-- doc-test: continue -->\n"
+                   "```python\nassert x == 1\n```\n\n<!-- doc-test: continue run -->\n"
+                   "```sh\ntrue\n```\n\n```sh\npip install nothing\n```\n\n"
+                   "<!-- doc-test: gpu -->\n```python\nimport torch\n```\n\n"
+                   "<!-- doc-test: skip: a known defect -->\n```python\nraise SystemExit(1)\n```\n")
+    chains, problems = collect([doc])
+    assert not problems, problems
+    assert [[b.line for b in c.blocks] for c in chains] == [[4, 9, 14], [23], [28]]
+    assert [modes(c) for c in chains] == [["interpreter", "native"], ["native"],
+                                          ["interpreter", "native"]]
+    assert chains[2].first.reason == "a known defect"
+    script = script_of(chains[0]).splitlines()
+    assert script[3] == "x = 1" and script[8] == "assert x == 1"
+    assert script[13].startswith("__doc_test_run(['bash'")
+
+    mistakes = {
+        "<!-- doc-test: gpus -->\n```python\n```\n": "unknown doc-test words",
+        "<!-- doc-test: continue -->\n```python\n```\n": "first block of the file",
+        "```\nplain\n```\n": "without a language",
+        "```py\nx\n```\n": "not python, sh",
+        "<!-- doc-test: gpu -->\n\ntext\n```python\n```\n": "just before a fence",
+        "```python\nx = 1\n": "never closed",
+        "<!-- doc-test: skip -->\n```python\n```\n": "write a skip as",
+        "```python\n```\n<!-- doc-test: continue gpu -->\n```python\n```\n":
+            "on a continuing block",
+        "```python\n```\n<!-- doc-test: run -->\n```sh\ntrue\n```\n": "mark it 'continue run'",
+    }
+    for text, expected in mistakes.items():
+        doc.write_text(text)
+        _, problems = collect([doc])
+        assert any(expected in p for p in problems), (text, problems)
