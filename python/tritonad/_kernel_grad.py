@@ -15,6 +15,7 @@ from triton.runtime.jit import JITFunction
 from tritonad import _C, _masks, _order, _partial, _residuals, _tuning
 from tritonad._schedule import Schedule
 from tritonad._core import MLIRError, locate_in_source
+from tritonad._forward_config import FollowsForwardConfig
 from tritonad._hook import build_id, register_rewriter
 from tritonad._source import (constexpr_names, functions_in, jit_from_source, param_names,
                               pointer_roles, strip_locations)
@@ -303,7 +304,8 @@ def _make_shadows_optional(bwd, order, shadows, spec):
 
 
 def _rewrap(bwd, wrappers, shadows):
-    """Applies the forward's heuristics/autotune to the backward (outermost last)."""
+    """Applies the forward's heuristics to the backward and, for an autotuned forward,
+    the config its launch chose (outermost last)."""
     from triton.runtime.autotuner import Autotuner, Heuristics
 
     result = bwd
@@ -311,9 +313,7 @@ def _rewrap(bwd, wrappers, shadows):
         if isinstance(wrapper, Heuristics):
             result = triton.heuristics(wrapper.values)(result)
         elif isinstance(wrapper, Autotuner):
-            saver = _ShadowSaver(shadows)
-            result = triton.autotune(configs=wrapper.configs, key=list(wrapper.keys),
-                                     pre_hook=saver.save, post_hook=saver.restore)(result)
+            result = FollowsForwardConfig(result, wrapper)
         else:
             raise TypeError(f"tritonad.grad cannot re-apply {type(wrapper).__name__} to the "
                             "backward kernel")
@@ -323,25 +323,6 @@ def _rewrap(bwd, wrappers, shadows):
                      "tritonad_launch_path"):
             setattr(result, attr, getattr(bwd, attr))
     return result
-
-
-class _ShadowSaver:
-    """Autotuning runs the backward once per config: shadows are accumulated
-    into, so each trial starts from (and leaves) their original content.
-    Shadows passed as None are skipped."""
-
-    def __init__(self, shadows):
-        self.shadows = shadows
-        self.copies = {}
-
-    def save(self, kwargs, reset_only=False):
-        if reset_only:  # after the trials: the post hook already restored them
-            return
-        self.copies = {n: kwargs[n].clone() for n in self.shadows if kwargs.get(n) is not None}
-
-    def restore(self, kwargs, exception):
-        for name, copy in self.copies.items():
-            kwargs[name].copy_(copy)
 
 
 def spec_of(name: str, marker: str, specs: list):

@@ -1,0 +1,64 @@
+"""The backward of an autotuned forward runs with the configuration the forward's
+launch chose.
+
+A config's meta-parameters (BLOCK sizes, the grid a ``META`` lambda computes from them)
+decide which program handles which data and, for a forward that writes one partial
+result per program (a loss the host then sums), the layout of its outputs. A backward
+tuned on its own could pick another config: then it reads the upstream gradient of
+those partial results in another layout, and its gradient is silently wrong. So the
+backward never re-tunes: it looks up the config the forward's autotuner chose for the
+same key (its ``key`` arguments and the dtypes of its arguments), and refuses to run
+when the forward was not launched with that key in this process. Its own launch options
+can still be searched with ``tritonad.grad(..., tune=True)``.
+"""
+
+from __future__ import annotations
+
+from triton.runtime.jit import KernelInterface
+
+
+class ForwardConfigError(RuntimeError):
+    """The backward of an autotuned kernel was launched for a key the forward never ran."""
+
+
+class FollowsForwardConfig(KernelInterface):
+    """The backward `fn` of the autotuned forward `tuner`, launched with the config
+    `tuner` chose for the same arguments."""
+
+    def __init__(self, fn, tuner):
+        self.fn = fn
+        self.tuner = tuner
+        self.arg_names = fn.arg_names
+
+    def config_for(self, args, kwargs):
+        tuner = self.tuner
+        if len(tuner.configs) == 1:
+            return tuner.configs[0]
+        bound = dict(zip(self.arg_names, args))
+        bound.update(kwargs)
+        # The forward's own arguments, in the order its autotuner saw them when
+        # they were passed by position.
+        forward_args = {name: bound[name] for name in tuner.arg_names if name in bound}
+        values = tuple(forward_args[name] for name in tuner.keys if name in forward_args)
+        dtypes = tuple(str(v.dtype) for v in forward_args.values() if hasattr(v, "dtype"))
+        config = tuner.cache.get(values + dtypes)
+        if config is None:  # (the forward passed some of them by name, in another order)
+            matches = [c for key, c in tuner.cache.items()
+                       if key[:len(values)] == values and sorted(key[len(values):]) ==
+                       sorted(dtypes)]
+            config = matches[0] if len(matches) == 1 else None
+        if config is None:
+            keys = ", ".join(f"{name}={forward_args.get(name)!r}" for name in tuner.keys)
+            raise ForwardConfigError(
+                f"the backward of the autotuned kernel {tuner.base_fn.__name__} runs with the "
+                f"config its forward launch chose (BLOCK sizes and grids decide which program "
+                f"handles which data), but the forward was not launched with these arguments "
+                f"in this process (key: {keys}; dtypes {dtypes}): launch the forward first, "
+                f"with the same arguments")
+        return config
+
+    def run(self, *args, grid, warmup, **kwargs):
+        config = self.config_for(args, kwargs)
+        self.best_config = config
+        options = {**config.all_kwargs(), **kwargs}
+        return self.fn.run(*args, grid=grid, warmup=warmup, **options)
