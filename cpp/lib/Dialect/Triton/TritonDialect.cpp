@@ -64,6 +64,13 @@ Type PointerType::parse(AsmParser &parser) {
     return Type();
   if (parser.parseGreater())
     return Type();
+  // Scalars, pointers, and tensors (block pointers) only: a tensor of pointers
+  // to anything else would make a tensor of invalid elements when loaded.
+  if (!isa<IntegerType, FloatType, PointerType, RankedTensorType>(pointee)) {
+    parser.emitError(parser.getNameLoc(), "!tt.ptr to ")
+        << pointee << ": Triton pointers point to scalars, pointers or tensors";
+    return Type();
+  }
   return PointerType::get(pointee, addressSpace);
 }
 
@@ -75,9 +82,13 @@ void PointerType::print(AsmPrinter &printer) const {
 }
 
 Type mlir::triton::getPointeeType(Type type) {
+  // (a tensor of block pointers has no pointee tensor: the type is returned
+  // as it is, and API.cpp's checks refuse it before anything uses it)
   if (auto tensor = dyn_cast<RankedTensorType>(type))
     if (auto ptr = dyn_cast<PointerType>(tensor.getElementType()))
-      return tensor.clone(ptr.getPointeeType());
+      return TensorType::isValidElementType(ptr.getPointeeType())
+                 ? Type(tensor.clone(ptr.getPointeeType()))
+                 : type;
   if (auto ptr = dyn_cast<PointerType>(type))
     return ptr.getPointeeType();
   return type;
