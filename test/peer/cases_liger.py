@@ -130,3 +130,350 @@ case(name="liger.sparsemax", module="liger_kernel.ops.sparsemax",
      library=lambda m, t: m.LigerSparsemaxFunction.apply(t["x"], -1),
      reference=_sparsemax_reference,
      interpret=True)
+
+
+case(name="liger.block_rms_norm", module="liger_kernel.ops.rms_norm",
+     # (the library picks the block kernel for many short rows: > 32768 rows, <= 256 wide)
+     kernels={"_block_rms_norm_forward_kernel": ("Y_ptr", "RSTD_ptr")},
+     launcher="rms_norm_forward",
+     make=lambda dt, dev: dict(x=randn((32771, 200), dt, dev),
+                               w=randn((200,), dt, dev, scale=0.5, shift=1.0)),
+     forward=lambda m, t: m.rms_norm_forward(t["x"], t["w"], 1e-6, 0.0, "llama", None)[0],
+     library=lambda m, t: m.LigerRMSNormFunction.apply(t["x"], t["w"], 1e-6, 0.0, "llama",
+                                                       False, None),
+     reference=_rms_norm_reference)
+
+
+def _fused_add_rms_norm_reference(t, eps=1e-6):
+    s = t["x"] + t["r"]
+    return s * _torch().rsqrt(s.pow(2).mean(-1, keepdim=True) + eps) * t["w"], s
+
+
+case(name="liger.fused_add_rms_norm", module="liger_kernel.ops.fused_add_rms_norm",
+     kernels={"_fused_add_rms_norm_forward_kernel": ("Y_ptr", "S_ptr", "RSTD_ptr")},
+     launcher="fused_add_rms_norm_forward",
+     make=lambda dt, dev: dict(x=randn((ROWS, HIDDEN), dt, dev), r=randn((ROWS, HIDDEN), dt, dev),
+                               w=randn((HIDDEN,), dt, dev, scale=0.5, shift=1.0)),
+     forward=lambda m, t: m.fused_add_rms_norm_forward(t["x"], t["r"], t["w"], 1e-6, 0.0,
+                                                       "llama")[:2],
+     library=lambda m, t: m.LigerFusedAddRMSNormFunction.apply(t["x"], t["r"], t["w"], 1e-6,
+                                                               0.0, "llama", False),
+     reference=_fused_add_rms_norm_reference)
+
+
+def _modulated_reference(t, eps=1e-6):
+    x = t["x"]
+    y = x * _torch().rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * t["w"]
+    return y * (1 + t["scale"][:, None, :]) + t["shift"][:, None, :]
+
+
+case(name="liger.modulated_rms_norm", module="liger_kernel.ops.modulated_rms_norm",
+     kernels={"_modulated_rms_norm_forward_kernel": ("Y_ptr", "RSTD_ptr")},
+     launcher="modulated_rms_norm_forward",
+     # (3 modulation rows, each shared by 13 rows of x)
+     make=lambda dt, dev: dict(x=randn((3, 13, HIDDEN), dt, dev),
+                               w=randn((HIDDEN,), dt, dev, scale=0.5, shift=1.0),
+                               scale=randn((3, HIDDEN), dt, dev, scale=0.3),
+                               shift=randn((3, HIDDEN), dt, dev, scale=0.3)),
+     forward=lambda m, t: m.modulated_rms_norm_forward(t["x"], t["w"], t["scale"], t["shift"],
+                                                       1e-6, 0.0, "llama")[0],
+     library=lambda m, t: m.LigerModulatedRMSNormFunction.apply(
+         t["x"], t["w"], t["scale"], t["shift"], 1e-6, 0.0, "llama", False),
+     reference=_modulated_reference)
+
+
+def _poly_norm_reference(t, eps=1e-6):
+    torch = _torch()
+    x, w = t["x"], t["w"]
+
+    def norm(u):
+        return u * torch.rsqrt(u.pow(2).mean(-1, keepdim=True) + eps)
+
+    return w[0] * norm(x ** 3) + w[1] * norm(x ** 2) + w[2] * norm(x) + t["b"]
+
+
+case(name="liger.poly_norm", module="liger_kernel.ops.poly_norm",
+     kernels={"_poly_norm_forward_kernel": ("Y_ptr", "RSTD_ptr")}, launcher="poly_norm_forward",
+     make=lambda dt, dev: dict(x=randn((ROWS, HIDDEN), dt, dev), w=randn((3,), dt, dev),
+                               b=randn((1,), dt, dev)),
+     forward=lambda m, t: m.poly_norm_forward(t["x"], t["w"], t["b"], 1e-6)[0],
+     library=lambda m, t: m.LigerPolyNormFunction.apply(t["x"], t["w"], t["b"], 1e-6, False),
+     reference=_poly_norm_reference)
+
+
+def _group_norm_reference(t, groups=4, eps=1e-6):
+    return _torch().nn.functional.group_norm(t["x"], groups, t["w"], t["b"], eps)
+
+
+case(name="liger.group_norm", module="liger_kernel.ops.group_norm",
+     kernels={"_group_norm_forward_kernel": ("Y_ptr", "Mean_ptr", "RSTD_ptr")},
+     launcher="group_norm_forward",
+     # (batch 5, 12 channels in 4 groups, 83 positions: 249 values per group)
+     make=lambda dt, dev: dict(x=randn((5, 12, 83), dt, dev, shift=0.5),
+                               w=randn((12,), dt, dev, scale=0.5, shift=1.0),
+                               b=randn((12,), dt, dev, scale=0.5)),
+     forward=lambda m, t: m.group_norm_forward(t["x"], 12, 4, t["w"], t["b"], 1e-6)[0],
+     library=lambda m, t: m.LigerGroupNormFunction.apply(t["x"], t["w"], t["b"], 12, 4, 1e-6),
+     reference=_group_norm_reference)
+
+
+case(name="liger.dyt", module="liger_kernel.ops.dyt",
+     kernels={"_dyt_fwd_kernel": ("Y",)}, launcher="liger_dyt_fwd",
+     make=lambda dt, dev: dict(x=randn((ROWS, HIDDEN), dt, dev),
+                               alpha=randn((1,), dt, dev, scale=0.2, shift=0.5),
+                               gamma=randn((HIDDEN,), dt, dev, scale=0.5, shift=1.0),
+                               beta=randn((HIDDEN,), dt, dev, scale=0.5)),
+     forward=lambda m, t: m.liger_dyt_fwd(t["x"], t["alpha"], t["gamma"], t["beta"]),
+     library=lambda m, t: m.LigerDyTFunction.apply(t["x"], t["alpha"], t["gamma"], t["beta"]),
+     reference=lambda t: _torch().tanh(t["alpha"] * t["x"]) * t["gamma"] + t["beta"])
+
+# -- gates over fused buffers -------------------------------------------------
+
+case(name="liger.swiglu_fused_gate_up", module="liger_kernel.ops.swiglu",
+     kernels={"_swiglu_fused_gate_up_forward_kernel": ("c_ptr",)},
+     launcher="swiglu_fused_gate_up_forward",
+     make=lambda dt, dev: dict(y=randn((ROWS, 2 * HIDDEN), dt, dev)),
+     forward=lambda m, t: m.swiglu_fused_gate_up_forward(t["y"])[1],
+     library=lambda m, t: m.LigerFusedGateUpSiLUMulFunction.apply(t["y"], False),
+     reference=lambda t: (_torch().nn.functional.silu(t["y"][:, :HIDDEN]) *
+                          t["y"][:, HIDDEN:]),
+     interpret=True)
+
+# -- attention-like -------------------------------------------------------------
+
+
+def _attn_res_reference(t, eps=1e-6):
+    torch = _torch()
+    v = t["v"]
+    k = v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + eps) * t["w_norm"]
+    alpha = torch.softmax(torch.einsum("d,nbtd->nbt", t["w_query"], k), dim=0)
+    return torch.einsum("nbt,nbtd->btd", alpha, v)
+
+
+case(name="liger.attn_res", module="liger_kernel.ops.attn_res",
+     kernels={"_attn_res_fwd_kernel": ("Out_ptr", "Alpha_ptr", "RSTD_ptr")},
+     launcher="attn_res_forward",
+     # (5 blocks of [3, 13, 200])
+     make=lambda dt, dev: dict(v=randn((5, 3, 13, 200), dt, dev),
+                               w_query=randn((200,), dt, dev, scale=0.2),
+                               w_norm=randn((200,), dt, dev, scale=0.5, shift=1.0)),
+     forward=lambda m, t: m.attn_res_forward(t["v"], t["w_query"], t["w_norm"], 1e-6)[0],
+     library=lambda m, t: m.LigerAttnResFunction.apply(t["v"], t["w_query"], t["w_norm"], 1e-6),
+     reference=_attn_res_reference,
+     interpret=True)
+
+
+def _mta_forward(m, t):
+    """LigerMultiTokenAttentionFunction.forward's sequence of the library's own
+    launchers (mask, softmax, mask) around torch's conv2d, as it calls them."""
+    import torch.nn.functional as F
+
+    probs = m._softmax_forward(m._mask_inf_forward(t["scores"]))[0]
+    return m._mask_zero_forward(F.conv2d(probs, t["weight"], t["bias"], padding=1))
+
+
+def _mta_reference(t):
+    torch = _torch()
+    scores = t["scores"]
+    L = scores.shape[-1]
+    future = torch.ones(L, L, dtype=torch.bool, device=scores.device).triu(1)
+    probs = torch.softmax(scores.masked_fill(future, -1e9), -1)
+    out = torch.nn.functional.conv2d(probs, t["weight"], t["bias"], padding=1)
+    return out.masked_fill(future, 0.0)
+
+
+case(name="liger.multi_token_attention", module="liger_kernel.ops.multi_token_attention",
+     kernels={"_mask_fwd_kernel": ("out_ptr",),
+              "liger_kernel.ops.softmax:_softmax_single_block_forward_kernel": ("Y_ptr",)},
+     launcher=("_mask_inf_forward", "_softmax_forward", "_mask_zero_forward"),
+     make=lambda dt, dev: dict(scores=randn((2, 3, 37, 37), dt, dev),
+                               weight=randn((3, 3, 3, 3), dt, dev, scale=0.3),
+                               bias=randn((3,), dt, dev, scale=0.1)),
+     forward=_mta_forward,
+     library=lambda m, t: m.LigerMultiTokenAttentionFunction.apply(
+         t["scores"], t["weight"], t["bias"], 1, 1, 1, 1, False),
+     reference=_mta_reference,
+     interpret=True)
+
+# -- rotary embeddings (in place on q and k) ----------------------------------
+
+
+def _rotate_half(x):
+    half = x.shape[-1] // 2
+    return _torch().cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def _rope_inputs(dt, dev):
+    torch = _torch()
+    positions = torch.arange(37, device=dev, dtype=torch.float32)
+    inverse = 1.0 / (10000 ** (torch.arange(0, 64, 2, device=dev, dtype=torch.float32) / 64))
+    angles = torch.outer(positions, inverse)
+    angles = torch.cat((angles, angles), -1)[None]  # (1, 37, 64)
+    return dict(q=randn((2, 5, 37, 64), dt, dev), k=randn((2, 3, 37, 64), dt, dev),
+                cos=angles.cos().to(dt), sin=angles.sin().to(dt))
+
+
+def _rope_reference(t):
+    cos, sin = t["cos"][:, None], t["sin"][:, None]
+    return (t["q"] * cos + _rotate_half(t["q"]) * sin,
+            t["k"] * cos + _rotate_half(t["k"]) * sin)
+
+
+case(name="liger.rope", module="liger_kernel.ops.rope",
+     kernels={"_triton_rope": ("q_ptr", "k_ptr")}, launcher="rope_forward",
+     make=_rope_inputs,
+     forward=lambda m, t: m.rope_forward(t["q"], t["k"], t["cos"], t["sin"])[:2],
+     library=lambda m, t: m.LigerRopeFunction.apply(t["q"], t["k"], t["cos"], t["sin"]),
+     reference=_rope_reference,
+     interpret=True)
+
+
+def _llama4_inputs(dt, dev):
+    torch = _torch()
+    positions = torch.arange(37, device=dev, dtype=torch.float32)
+    inverse = 1.0 / (500000 ** (torch.arange(0, 64, 2, device=dev, dtype=torch.float32) / 64))
+    freqs = torch.polar(torch.ones(37, 32, device=dev), torch.outer(positions, inverse))
+    return dict(q=randn((2, 37, 5, 64), dt, dev), k=randn((2, 37, 3, 64), dt, dev), freqs=freqs)
+
+
+def _llama4_reference(t):
+    torch = _torch()
+    freqs = t["freqs"].to(torch.complex128)[None, :, None, :]
+
+    def rotate(x):
+        pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2).contiguous())
+        return torch.view_as_real(pairs * freqs).flatten(-2)
+
+    return rotate(t["q"]), rotate(t["k"])
+
+
+case(name="liger.llama4_rope", module="liger_kernel.ops.llama4_rope",
+     kernels={"_llama4_rope_kernel": ("q_ptr", "k_ptr")}, launcher="llama4_rope_forward",
+     make=_llama4_inputs,
+     forward=lambda m, t: m.llama4_rope_forward(t["q"], t["k"], t["freqs"]),
+     library=lambda m, t: m.LigerLlama4RopeFunction.apply(t["q"], t["k"], t["freqs"]),
+     reference=_llama4_reference)
+
+# -- losses --------------------------------------------------------------------
+
+
+def _targets(n, vocab, dev, ignored_every=7):
+    torch = _torch()
+    target = torch.randint(0, vocab, (n,), device=dev)
+    target[::ignored_every] = -100
+    return target
+
+
+def _cross_entropy_reference(t):
+    return _torch().nn.functional.cross_entropy(t["x"], t["target"], ignore_index=-100)
+
+
+case(name="liger.cross_entropy", module="liger_kernel.ops.cross_entropy",
+     kernels={"liger_cross_entropy_kernel": ("loss_ptr",)}, launcher="cross_entropy_forward",
+     make=lambda dt, dev: dict(x=randn((ROWS, HIDDEN), dt, dev, scale=2.0),
+                               target=_targets(ROWS, HIDDEN, dev)),
+     forward=lambda m, t: m.cross_entropy_forward(t["x"], t["target"], None, -100, 0.0, 0.0,
+                                                  "mean", None, False)[0],
+     library=lambda m, t: m.LigerCrossEntropyFunction.apply(t["x"], t["target"], None, -100,
+                                                            0.0, 0.0, "mean")[0],
+     reference=_cross_entropy_reference)
+
+
+def _flce_reference(t):
+    return _torch().nn.functional.cross_entropy(t["x"] @ t["w"].T, t["target"], ignore_index=-100)
+
+
+case(name="liger.fused_linear_cross_entropy",
+     module="liger_kernel.ops.fused_linear_cross_entropy",
+     kernels={"liger_cross_entropy_kernel": ("loss_ptr",)},
+     launcher="fused_linear_cross_entropy_forward",
+     # (hidden 64, vocab 1000: the library splits the 37 rows into chunks of 4)
+     make=lambda dt, dev: dict(x=randn((ROWS, 64), dt, dev), w=randn((HIDDEN, 64), dt, dev,
+                                                                     scale=0.2),
+                               target=_targets(ROWS, HIDDEN, dev)),
+     forward=lambda m, t: m.fused_linear_cross_entropy_forward(t["x"], t["w"], t["target"])[0],
+     library=lambda m, t: m.LigerFusedLinearCrossEntropyFunction.apply(
+         t["x"], t["w"], t["target"])[0],
+     reference=_flce_reference)
+
+
+def _kl_div_reference(t):
+    return _torch().nn.functional.kl_div(t["y_pred"], t["y_true"], reduction="batchmean")
+
+
+case(name="liger.kl_div", module="liger_kernel.ops.kl_div",
+     kernels={"_kldiv_kernel_forward": ("loss_ptr",)}, launcher="kldiv_forward_triton",
+     make=lambda dt, dev: dict(y_pred=log_softmax_rows((ROWS, HIDDEN), dt, dev),
+                               y_true=log_softmax_rows((ROWS, HIDDEN), dt, dev,
+                                                       grad=False).exp()),
+     forward=lambda m, t: m.kldiv_forward_triton(t["y_pred"], t["y_true"], False, "batchmean",
+                                                 1e-10),
+     library=lambda m, t: m.LigerKLDivLossFunction.apply(t["y_pred"], t["y_true"], "batchmean",
+                                                         False, 1e-10),
+     reference=_kl_div_reference)
+
+
+def _jsd_reference(t, beta=0.5):
+    torch = _torch()
+    log_q, log_p = t["x"], t["y"]  # student (input), teacher (target), in log space
+    log_m = torch.logsumexp(torch.stack((log_p + math.log(beta), log_q + math.log(1 - beta))), 0)
+    kl_p = (log_p.exp() * (log_p - log_m)).sum()
+    kl_q = (log_q.exp() * (log_q - log_m)).sum()
+    return (beta * kl_p + (1 - beta) * kl_q) / log_q.shape[0]
+
+
+case(name="liger.jsd", module="liger_kernel.ops.backends._triton.jsd",
+     kernels={"_jsd_kernel": ("loss_ptr", "dX_ptr")},
+     launcher="liger_kernel.ops.jsd:jsd_forward",
+     make=lambda dt, dev: dict(x=log_softmax_rows((ROWS, HIDDEN), dt, dev),
+                               y=log_softmax_rows((ROWS, HIDDEN), dt, dev, grad=False)),
+     forward=lambda m, t: importlib_module("liger_kernel.ops.jsd").jsd_forward(
+         t["x"], t["y"], None, 0.5, -100, False, "nvidia-triton")[0],
+     library=lambda m, t: importlib_module("liger_kernel.ops.jsd").LigerJSDFunction.apply(
+         t["x"], t["y"], None, 0.5, -100, "nvidia-triton"),
+     reference=_jsd_reference)
+
+
+def _tvd_reference(t):
+    return 0.5 * (t["p"] - t["q"]).abs().sum() / t["p"].shape[0]
+
+
+case(name="liger.tvd", module="liger_kernel.ops.tvd",
+     kernels={"_tv_distance_kernel": ("loss_ptr", "grads_ptr")},
+     launcher="tv_distance_forward_triton",
+     make=lambda dt, dev: dict(p=log_softmax_rows((ROWS, HIDDEN), dt, dev, grad=False).exp()
+                               .requires_grad_(),
+                               q=log_softmax_rows((ROWS, HIDDEN), dt, dev, grad=False).exp()),
+     forward=lambda m, t: m.tv_distance_forward_triton(t["p"], t["q"], None, "batchmean", -100,
+                                                       False)[0],
+     library=lambda m, t: m.LigerTVDLossFunction.apply(t["p"], t["q"], None, "batchmean"),
+     reference=_tvd_reference)
+
+
+def _fused_ce_tvd_reference(t):
+    torch = _torch()
+    s, target = t["student"], t["target"]
+    keep = target != -100
+    lse = torch.logsumexp(s, -1)
+    ce = lse - s.gather(-1, target.clamp(min=0)[:, None])[:, 0]
+    tvd = 0.5 * (s.softmax(-1) - t["teacher"].softmax(-1)).abs().sum(-1)
+    return ce * keep, tvd * keep
+
+
+case(name="liger.fused_ce_tvd", module="liger_kernel.ops.fused_ce_tvd",
+     kernels={"_fused_ce_tvd_forward_kernel": ("ce_ptr", "tvd_ptr", "student_lse_ptr",
+                                               "teacher_lse_ptr", "sigma_ptr")},
+     launcher="fused_ce_tvd_forward",
+     make=lambda dt, dev: dict(student=randn((ROWS, HIDDEN), dt, dev, scale=2.0),
+                               teacher=randn((ROWS, HIDDEN), dt, dev, scale=2.0, grad=False),
+                               target=_targets(ROWS, HIDDEN, dev)),
+     forward=lambda m, t: m.fused_ce_tvd_forward(t["student"], t["teacher"], t["target"],
+                                                 -100)[:2],
+     library=lambda m, t: m.LigerFusedCETVDFunction.apply(t["student"], t["teacher"],
+                                                          t["target"], -100),
+     reference=_fused_ce_tvd_reference)
+
+
+def importlib_module(name):
+    import importlib
+    return importlib.import_module(name)

@@ -4,7 +4,7 @@ and an fp64 torch reference.
 
 A case (``Case``) names the library module whose Python code launches the
 kernel and the kernel's global name there. The library's launch code runs
-unchanged; for the duration of the call one global of that module is replaced:
+unchanged; for the duration of the call globals of the library are replaced:
 
 * ``kernel`` variant: the kernel, by ``tritonad.autograd(kernel, outputs=...)``
   (works under Triton's CPU interpreter too);
@@ -20,9 +20,11 @@ floor per dtype (``FLOOR``). Outcomes: ``match``; ``refused`` (tritonad raised
 one of its located errors: acceptable, recorded with its cause); ``mismatch``
 (a wrong gradient, a forward that differs from the library's, an output without
 a gradient); ``crash`` (tritonad failed with an exception that is not one of its
-located errors); ``library-error`` (neither the library nor torch runs the case here). Where the
-library does not run (Triton's interpreter lacks something it uses), the peer is
-torch's autograd of the reference in the test's dtype, and the result says so.
+located errors); ``library-error`` (the library's forward does not run here);
+``reference-differs`` (the case's fp64 reference disagrees with the
+library's forward: the case is wrong). Where the library does not run (Triton's
+interpreter lacks something it uses), the peer is torch's autograd of the
+reference in the test's dtype, and the result says so.
 """
 
 from __future__ import annotations
@@ -43,7 +45,11 @@ FLOOR = {"float32": 1e-5, "bfloat16": 1e-2}
 # that also saves residuals): its outputs must equal the library's to this much.
 FORWARD_TOLERANCE = {"float32": 1e-6, "bfloat16": 1e-2}
 
-STATUSES = ("match", "refused", "mismatch", "crash", "library-error")
+# The fp64 reference must agree with the library's forward to this much (else
+# the case's reference is wrong, not tritonad).
+REFERENCE_TOLERANCE = {"float32": 1e-4, "bfloat16": 5e-2}
+
+STATUSES = ("match", "refused", "mismatch", "crash", "library-error", "reference-differs")
 
 RESULTS: List["Result"] = []
 """Every result of this process (the table conftest.py writes at the end)."""
@@ -72,9 +78,11 @@ class Case:
 
     name: the table's row ("liger.rms_norm").
     module: the library module whose code launches the kernel(s).
-    kernels: {global name in module: outputs= for tritonad.autograd}.
-    launcher: the library's forward function in module (decorated by the
-        launcher variant), or None where none launches the kernel alone.
+    kernels: {global name: outputs= for tritonad.autograd}; a name is looked up
+        in module, or written "other.module:name".
+    launcher: the library's forward function(s) (names as in kernels) that the
+        launcher variant decorates, or None where none launches the kernel(s)
+        alone.
     make(dtype, device): the inputs, a dict; tensors that get gradients have
         requires_grad (leaves).
     forward(module, inputs): runs the library's forward code; the outputs
@@ -89,7 +97,7 @@ class Case:
     name: str
     module: str
     kernels: Dict[str, Tuple[str, ...]]
-    launcher: Optional[str]
+    launcher: Optional[object]
     make: Callable
     forward: Callable
     library: Callable
@@ -98,9 +106,14 @@ class Case:
     dtypes: Tuple[str, ...] = ("float32", "bfloat16")
     grad_options: Dict[str, object] = dataclasses.field(default_factory=dict)
 
+    def launchers(self) -> Tuple[str, ...]:
+        if self.launcher is None:
+            return ()
+        return (self.launcher,) if isinstance(self.launcher, str) else tuple(self.launcher)
+
     def variants(self, device: str) -> List[str]:
         found = ["kernel"]
-        if self.launcher is not None and device != "cpu":
+        if self.launchers() and device != "cpu":
             found.append("launcher")
         return found
 
@@ -149,37 +162,51 @@ def seed() -> int:
 _WRAPPED: Dict[tuple, object] = {}
 
 
-def _kernel_wrapper(case: Case, module, name: str):
+def resolve(case: Case, name: str):
+    """(module, attribute) a kernels/launcher name stands for."""
+    module_name, _, attribute = name.rpartition(":")
+    return importlib.import_module(module_name or case.module), attribute
+
+
+def _kernel_wrapper(case: Case, name: str):
     import tritonad
 
     key = ("kernel", case.module, name, tuple(sorted(case.grad_options.items())))
     if key not in _WRAPPED:
-        _WRAPPED[key] = tritonad.autograd(getattr(module, name), outputs=case.kernels[name],
+        module, attribute = resolve(case, name)
+        _WRAPPED[key] = tritonad.autograd(getattr(module, attribute), outputs=case.kernels[name],
                                           **case.grad_options)
     return _WRAPPED[key]
 
 
-def _launcher_wrapper(case: Case, module):
+def _launcher_wrapper(case: Case, name: str):
     import tritonad
 
-    key = ("launcher", case.module, case.launcher)
+    key = ("launcher", case.module, name)
     if key not in _WRAPPED:
-        _WRAPPED[key] = tritonad.autograd(getattr(module, case.launcher))
+        module, attribute = resolve(case, name)
+        _WRAPPED[key] = tritonad.autograd(getattr(module, attribute))
     return _WRAPPED[key]
 
 
 @contextlib.contextmanager
-def replaced(module, replacements: Dict[str, object]):
-    """The module's globals replaced for the block (the library's code looks them
-    up when it runs)."""
-    saved = {name: getattr(module, name) for name in replacements}
+def replaced(replacements: Dict[tuple, object]):
+    """Module globals ({(module, name): value}) replaced for the block (the
+    library's code looks them up when it runs)."""
+    saved = {key: getattr(*key) for key in replacements}
     try:
-        for name, value in replacements.items():
+        for (module, name), value in replacements.items():
             setattr(module, name, value)
         yield
     finally:
-        for name, value in saved.items():
+        for (module, name), value in saved.items():
             setattr(module, name, value)
+
+
+def replacements_for(case: Case, variant: str) -> Dict[tuple, object]:
+    if variant == "kernel":
+        return {resolve(case, n): _kernel_wrapper(case, n) for n in case.kernels}
+    return {resolve(case, n): _launcher_wrapper(case, n) for n in case.launchers()}
 
 
 def _as_tuple(outputs) -> tuple:
@@ -302,7 +329,7 @@ def _first_lines(exc: BaseException, n: int = 3) -> str:
     return text[:600]
 
 
-def schedule_of(case: Case, module, variant: str) -> str:
+def schedule_of(case: Case, variant: str) -> str:
     """First line of each derived backward's schedule ('' when unknown)."""
     from tritonad._launcher import backward_kernel
 
@@ -310,9 +337,9 @@ def schedule_of(case: Case, module, variant: str) -> str:
     for name in case.kernels:
         try:
             if variant == "kernel":
-                bwd = _kernel_wrapper(case, module, name).backward_kernel
+                bwd = _kernel_wrapper(case, name).backward_kernel
             else:
-                bwd = backward_kernel(getattr(module, name), "auto")
+                bwd = backward_kernel(getattr(*resolve(case, name)), "auto")
             schedule = bwd.schedule()
         except Exception:  # noqa: BLE001  (the schedule is a report, not a check)
             schedule = None
@@ -337,24 +364,29 @@ def run_case(case: Case, dtype: str, device: str, variant: str,
 
     # The peer: the library's forward and backward. Each path gets copies (the
     # library writes into some of its inputs); gradients reach the leaves. Where
-    # the library cannot run here (Triton's interpreter lacks what it uses), the
-    # peer is torch's autograd of the reference in the test's dtype.
+    # the library's backward cannot run here (Triton's interpreter lacks what it
+    # uses), the peer is torch's autograd of the reference in the test's dtype.
     try:
         peer_out = _as_tuple(case.library(module, _copies(inputs)))
-        cotangents = _cotangents(peer_out)
+    except Exception as exc:  # noqa: BLE001
+        result.status = "library-error"
+        result.message = (f"the library's forward fails here (so would its kernel under "
+                          f"tritonad): {type(exc).__name__}: {_first_lines(exc, 1)}")
+        return result
+    cotangents = _cotangents(peer_out)
+    try:
         peer_grads = _grads(peer_out, leaves, _clones(cotangents))
     except Exception as exc:  # noqa: BLE001
-        result.peer = (f"torch {dtype} (the library fails here: {type(exc).__name__}: "
-                       f"{_first_lines(exc, 1)[:160]})")
-        try:
-            peer_out = _as_tuple(case.reference(_copies(inputs)))
-            cotangents = _cotangents(peer_out)
-            peer_grads = _grads(peer_out, leaves, _clones(cotangents))
-        except Exception as torch_exc:  # noqa: BLE001
-            result.status = "library-error"
-            result.message = (f"{result.peer}; torch in {dtype} too: "
-                              f"{type(torch_exc).__name__}: {_first_lines(torch_exc, 1)}")
-            return result
+        result.peer = (f"torch {dtype} (the library's backward fails here: "
+                       f"{type(exc).__name__}: {_first_lines(exc, 1)[:160]})")
+        torch_out = _as_tuple(case.reference(_copies(inputs)))
+        peer_grads = _grads(torch_out, leaves, _clones(cotangents))
+    ungraded = [name for name, g in peer_grads.items() if g is None]
+    if ungraded:
+        result.status = "reference-differs"
+        result.message = (f"the peer gives {', '.join(ungraded)} no gradient: the case must "
+                          f"not ask for one (requires_grad=False)")
+        return result
 
     # The fp64 reference.
     inputs64 = _float64_inputs(inputs)
@@ -362,21 +394,26 @@ def run_case(case: Case, dtype: str, device: str, variant: str,
     reference_out = _as_tuple(case.reference(_copies(inputs64)))
     reference_grads = _grads(reference_out, leaves64, [
         None if c is None else c.double() for c in cotangents])
+    reference_error = max((relative_error(p.detach(), r.detach().to(p.device))
+                           for p, r, c in zip(peer_out, reference_out, cotangents)
+                           if c is not None), default=0.0)
+    if not reference_error <= REFERENCE_TOLERANCE[dtype]:
+        result.status = "reference-differs"
+        result.message = (f"the case's fp64 reference differs from the library's forward "
+                          f"(relative {reference_error:.2e}): fix the reference")
+        return result
 
     # tritonad, through the library's launch code.
-    if variant == "kernel":
-        replacements = {name: _kernel_wrapper(case, module, name) for name in case.kernels}
-    else:
-        replacements = {case.launcher: _launcher_wrapper(case, module)}
     try:
-        with replaced(module, replacements):
+        with replaced(replacements_for(case, variant)):
             out = _as_tuple(case.forward(module, _copies(inputs)))
-        result.schedule = ""
         missing = [i for i, (o, c) in enumerate(zip(out, cotangents))
                    if c is not None and not o.requires_grad]
         if missing:
             result.status = "mismatch"
-            result.message = f"output {missing[0]} carries no gradient (no grad_fn)"
+            result.message = (f"output {missing[0]} carries no gradient (no grad_fn): the "
+                              f"gradient of the inputs through it is silently lost")
+            result.schedule = schedule_of(case, variant)
             return result
         forward_error = max((relative_error(o.detach(), r.detach().to(o.device).double())
                              for o, r, c in zip(out, peer_out, cotangents) if c is not None),
@@ -384,10 +421,10 @@ def run_case(case: Case, dtype: str, device: str, variant: str,
         grads = _grads(out, leaves, _clones(cotangents))
     except Exception as exc:  # noqa: BLE001
         result.status, result.message = classify(
-            exc, [*case.kernels, *([case.launcher] if case.launcher else [])])
-        result.schedule = schedule_of(case, module, variant)
+            exc, [resolve(case, n)[1] for n in (*case.kernels, *case.launchers())])
+        result.schedule = schedule_of(case, variant)
         return result
-    result.schedule = schedule_of(case, module, variant)
+    result.schedule = schedule_of(case, variant)
 
     for name in leaves:
         g64 = reference_grads[name]
