@@ -253,10 +253,11 @@ def _attn_res_reference(t, eps=1e-6):
 case(name="liger.attn_res", module="liger_kernel.ops.attn_res",
      kernels={"_attn_res_fwd_kernel": ("Out_ptr", "Alpha_ptr", "RSTD_ptr")},
      launcher="attn_res_forward",
-     # (5 blocks of [3, 13, 200])
-     make=lambda dt, dev: dict(v=randn((5, 3, 13, 200), dt, dev),
-                               w_query=randn((200,), dt, dev, scale=0.2),
-                               w_norm=randn((200,), dt, dev, scale=0.5, shift=1.0)),
+     # (5 blocks of [3, 13, 200]; in the interpreter 3 blocks of [1, 7, 97])
+     make=lambda dt, dev: dict(
+         v=randn((5, 3, 13, 200) if dev != "cpu" else (3, 1, 7, 97), dt, dev),
+         w_query=randn((200 if dev != "cpu" else 97,), dt, dev, scale=0.2),
+         w_norm=randn((200 if dev != "cpu" else 97,), dt, dev, scale=0.5, shift=1.0)),
      forward=lambda m, t: m.attn_res_forward(t["v"], t["w_query"], t["w_norm"], 1e-6)[0],
      library=lambda m, t: m.LigerAttnResFunction.apply(t["v"], t["w_query"], t["w_norm"], 1e-6),
      reference=_attn_res_reference,

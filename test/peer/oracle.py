@@ -464,12 +464,50 @@ def format_table(results: Sequence[Result]) -> str:
     return "\n".join(rows) + "\n"
 
 
-def report(result: Result) -> None:
-    """Records the result and ends the test by its status."""
+# Defects of tritonad this suite found, by (case, device): the failure is then
+# an xfail naming the defect, as long as its message holds the needle; a case
+# that passes again fails until its entry is removed (the fix is noticed).
+_DEFAULTS = ("a forward constexpr parameter with a default value (USE_GRAPH: tl.constexpr = "
+             "False, log_target=..., BACKWARD_PASS=...): the backward placeholder writes the "
+             "default as `_tritonad_defaults['name']`, which Triton's code generator "
+             "evaluates with a constexpr key (KeyError); _kernel_grad._parameter_list")
+_NUM_WARPS = ("a kernel parameter named num_warps (a constexpr): the interpreter's backward "
+              "launch drops it as a launch option, then cannot bind the placeholder "
+              "(_interpret.InterpretedBackward.run)")
+_OUTPUT_HISTORY = ("an output buffer that requires grad (here q, which the kernel also "
+                   "loads: in place) is accepted by tritonad.autograd(kernel, outputs=...); "
+                   "the autograd.Function replaces its history, so gradients through it are "
+                   "lost (_torch._DifferentiableKernel._launch checks inputs only)")
+KNOWN_DEFECTS: Dict[Tuple[str, str], Tuple[str, str]] = {
+    ("fla.chunk_local_cumsum", "interpreter"): ("_tritonad_defaults[", _DEFAULTS),
+    ("fla.chunk_local_cumsum", "derive sm_90"): ("_tritonad_defaults[", _DEFAULTS),
+    ("fla.chunk_local_cumsum_vector", "interpreter"): ("_tritonad_defaults[", _DEFAULTS),
+    ("fla.chunk_local_cumsum_vector", "derive sm_90"): ("_tritonad_defaults[", _DEFAULTS),
+    ("fla.fused_chunk_simple_gla", "derive sm_90"): ("_tritonad_defaults[", _DEFAULTS),
+    ("liger.kl_div", "derive sm_90"): ("_tritonad_defaults[", _DEFAULTS),
+    ("liger.rope", "derive sm_90"): ("_tritonad_defaults[", _DEFAULTS),
+    ("liger.sparsemax", "interpreter"): ("missing a required argument: 'num_warps'", _NUM_WARPS),
+    ("liger.multi_token_attention", "interpreter"): (
+        "missing a required argument: 'num_warps'", _NUM_WARPS),
+    ("liger.rope", "interpreter"): ("carries no gradient", _OUTPUT_HISTORY),
+}
+
+
+def report(result: Result, passing: str = "match") -> None:
+    """Records the result and ends the test by its status (`passing`: the status
+    that passes: "match", or "derived" for derivation only)."""
     import pytest
 
     RESULTS.append(result)
-    if result.status == "match":
+    known = KNOWN_DEFECTS.get((result.kernel, result.device))
+    if known is not None:
+        needle, defect = known
+        if result.status in ("crash", "mismatch") and needle in result.message:
+            pytest.xfail(reason=f"known tritonad defect: {defect}. Seen: {result.message}")
+        if result.status == passing:
+            pytest.fail(f"{result.kernel} on {result.device} passes now: remove its entry "
+                        f"from oracle.KNOWN_DEFECTS ({defect})", pytrace=False)
+    if result.status == passing:
         return
     if result.status == "refused":
         pytest.xfail(reason=f"tritonad refuses: {result.message}")
@@ -497,3 +535,107 @@ def main_interpreted(argv: Sequence[str], cases: Dict[str, Case]) -> None:
         print(result.describe(), file=sys.stderr, flush=True)
     with open(out, "w") as f:
         json.dump(results, f, indent=1)
+
+
+# ---------------------------------------------------------------------------
+# Derivation only (CPU, no interpreter): for kernels the interpreter cannot run
+# ---------------------------------------------------------------------------
+
+class _LaunchRecorder:
+    """Stands for a kernel in the library's module: records each launch
+    (``kernel[grid](*args, **kwargs)``) without running it."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.launches: List[tuple] = []
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.launches.append((grid, args, kwargs))
+        return launch
+
+
+def _launch_arguments(kernel, args, kwargs) -> Tuple[dict, dict]:
+    """(the forward's arguments by name, launch options) as the kernel's wrappers
+    complete them: heuristics compute theirs, an autotuner gives its first config."""
+    from triton.runtime.autotuner import Autotuner, Heuristics
+
+    from tritonad._kernel_grad import unwrap
+
+    fn, wrappers = unwrap(kernel)
+    names = list(fn.arg_names)
+    bound = dict(zip(names, args))
+    options = {}
+    for key, value in kwargs.items():
+        (bound if key in names else options)[key] = value
+    for wrapper in wrappers:
+        if isinstance(wrapper, Heuristics):
+            for key, heuristic in wrapper.values.items():
+                bound[key] = heuristic(dict(bound))
+        elif isinstance(wrapper, Autotuner):
+            config = wrapper.configs[0]
+            bound.update(config.kwargs)
+            options.setdefault("num_warps", config.num_warps)
+    return bound, options
+
+
+def derive_case(case: Case, dtype: str = "float32") -> Result:
+    """Derives the backward of each of the case's kernels for the argument types
+    of the library's own launch (recorded, not run, on CPU tensors), up to TTIR for
+    an sm_90 target: tritonad's derivation without a GPU. Statuses: "derived",
+    "refused", "crash", "library-error" (the library's forward does not reach the
+    launch here)."""
+    import inspect
+
+    import torch
+
+    from tritonad._interpret import derive
+    from tritonad._kernel_grad import unwrap
+    from triton.runtime.jit import mangle_type
+
+    case_seed = seed()
+    result = Result(case.name, "kernel", dtype, "derive sm_90", "crash", seed=case_seed)
+    torch.manual_seed(case_seed)
+    module = importlib.import_module(case.module)
+    inputs = case.make(getattr(torch, dtype), "cpu")
+    recorders = {resolve(case, n): _LaunchRecorder(n) for n in case.kernels}
+    try:
+        with replaced(recorders):
+            case.forward(module, _copies(inputs))
+    except Exception as exc:  # noqa: BLE001
+        if not any(r.launches for r in recorders.values()):
+            result.status = "library-error"
+            result.message = (f"the library's forward does not reach its launch on the CPU: "
+                              f"{type(exc).__name__}: {_first_lines(exc, 1)}")
+            return result
+    lines = []
+    for key, recorder in recorders.items():
+        name = recorder.name
+        if not recorder.launches:
+            result.status = "library-error"
+            result.message = f"the library's forward did not launch {name} here"
+            return result
+        kernel = getattr(*key)
+        try:
+            backward = unwrap(_kernel_wrapper(case, name).backward_kernel)[0]
+            _, args, kwargs = recorder.launches[0]
+            bound, _ = _launch_arguments(kernel, args, kwargs)
+            for pointer, shadow in backward.shadows.items():
+                bound[shadow] = bound.get(pointer)
+            arguments = inspect.signature(backward.fn).bind(**bound)
+            arguments.apply_defaults()
+            constexprs = set(p.name for p in backward.params if p.is_constexpr)
+            signature, values = {}, {}
+            for param, value in arguments.arguments.items():
+                if param in constexprs or value is None:
+                    signature[param], values[param] = "constexpr", value
+                else:
+                    signature[param] = mangle_type(value)
+            derive(backward, signature, values, backward.tritonad_primal)
+        except Exception as exc:  # noqa: BLE001
+            result.status, result.message = classify(exc, [key[1]])
+            result.schedule = schedule_of(case, "kernel")
+            return result
+    result.status = "derived"
+    result.schedule = schedule_of(case, "kernel")
+    return result
