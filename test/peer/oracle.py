@@ -223,7 +223,8 @@ def _leaves(inputs: dict) -> Dict[str, object]:
 def _grads(outputs, leaves: Dict[str, object], cotangents):
     import torch
 
-    pairs = [(o, c) for o, c in zip(outputs, cotangents) if c is not None]
+    # (a cotangent drawn for the peer's output may differ in dtype from this output)
+    pairs = [(o, c.to(o.dtype)) for o, c in zip(outputs, cotangents) if c is not None]
     grads = torch.autograd.grad([o for o, _ in pairs], list(leaves.values()),
                                 [c for _, c in pairs], allow_unused=True)
     return dict(zip(leaves, grads))
@@ -471,9 +472,10 @@ _DEFAULTS = ("a forward constexpr parameter with a default value (USE_GRAPH: tl.
              "False, log_target=..., BACKWARD_PASS=...): the backward placeholder writes the "
              "default as `_tritonad_defaults['name']`, which Triton's code generator "
              "evaluates with a constexpr key (KeyError); _kernel_grad._parameter_list")
-_NUM_WARPS = ("a kernel parameter named num_warps (a constexpr): the interpreter's backward "
-              "launch drops it as a launch option, then cannot bind the placeholder "
-              "(_interpret.InterpretedBackward.run)")
+_NUM_WARPS = ("a kernel parameter named like a launch option (num_warps, num_stages: a "
+              "constexpr): the interpreter's backward launch drops it as a launch option, then "
+              "cannot bind the placeholder (_interpret.InterpretedBackward.run, "
+              "_LAUNCH_OPTIONS)")
 _OUTPUT_HISTORY = ("an output buffer that requires grad (here q, which the kernel also "
                    "loads: in place) is accepted by tritonad.autograd(kernel, outputs=...); "
                    "the autograd.Function replaces its history, so gradients through it are "
@@ -489,6 +491,8 @@ KNOWN_DEFECTS: Dict[Tuple[str, str], Tuple[str, str]] = {
     ("liger.sparsemax", "interpreter"): ("missing a required argument: 'num_warps'", _NUM_WARPS),
     ("liger.multi_token_attention", "interpreter"): (
         "missing a required argument: 'num_warps'", _NUM_WARPS),
+    ("liger.neighborhood_attention", "interpreter"): (
+        "missing a required argument: 'num_stages'", _NUM_WARPS),
     ("liger.rope", "interpreter"): ("carries no gradient", _OUTPUT_HISTORY),
 }
 
