@@ -232,3 +232,39 @@ case(name="fla.fused_chunk_retention", module="fla.ops.common.fused_chunk",
      reference=lambda t: _linear_attention_reference(
          t, t["gamma"].to(t["q"].dtype).expand(B, T, H)))
 
+
+# -- linear attention, chunked forward (states per chunk, then outputs) ------------
+
+_CHUNKED = {"fla.ops.common.chunk_h:chunk_fwd_kernel_h": ("h", "ht"),
+            "fla.ops.common.chunk_o:chunk_fwd_kernel_o": ("o",)}
+
+
+def _chunk_simple_gla_forward(m, t):
+    """ChunkSimpleGLAFunction.forward's launches, as it makes them: the gates'
+    chunk-local cumsum (log2 units), the chunk states h, then the outputs."""
+    g = t.get("g")
+    if g is not None:
+        g = m.chunk_local_cumsum(g, chunk_size=CHUNK, scale=m.RCP_LN2)
+    return m.chunk_simple_gla_fwd(t["q"], t["k"], t["v"], g=g, scale=K ** -0.5,
+                                  chunk_size=CHUNK)[0]
+
+
+def _chunk_simple_gla_library(m, t):
+    return m.ChunkSimpleGLAFunction.apply(t["q"], t["k"], t["v"], t.get("g"), None, K ** -0.5,
+                                          None, False, False, None, None, CHUNK)[0]
+
+
+case(name="fla.chunk_linear_attn", module="fla.ops.simple_gla.chunk",
+     kernels=dict(_CHUNKED), launcher="chunk_simple_gla_fwd",
+     make=_qkv,
+     forward=_chunk_simple_gla_forward,
+     library=_chunk_simple_gla_library,
+     reference=_linear_attention_reference)
+
+case(name="fla.chunk_simple_gla", module="fla.ops.simple_gla.chunk",
+     kernels={"fla.ops.utils.cumsum:chunk_local_cumsum_scalar_kernel": ("o",), **_CHUNKED},
+     launcher=("chunk_local_cumsum", "chunk_simple_gla_fwd"),
+     make=lambda dt, dev: dict(**_qkv(dt, dev), g=log_gates((B, T, H), dt, dev)),
+     forward=_chunk_simple_gla_forward,
+     library=_chunk_simple_gla_library,
+     reference=lambda t: _linear_attention_reference(t, t["g"]))

@@ -486,6 +486,7 @@ KNOWN_DEFECTS: Dict[Tuple[str, str], Tuple[str, str]] = {
     ("fla.chunk_local_cumsum_vector", "interpreter"): ("_tritonad_defaults[", _DEFAULTS),
     ("fla.chunk_local_cumsum_vector", "derive sm_90"): ("_tritonad_defaults[", _DEFAULTS),
     ("fla.fused_chunk_simple_gla", "derive sm_90"): ("_tritonad_defaults[", _DEFAULTS),
+    ("fla.chunk_simple_gla", "derive sm_90"): ("_tritonad_defaults[", _DEFAULTS),
     ("liger.kl_div", "derive sm_90"): ("_tritonad_defaults[", _DEFAULTS),
     ("liger.rope", "derive sm_90"): ("_tritonad_defaults[", _DEFAULTS),
     ("liger.sparsemax", "interpreter"): ("missing a required argument: 'num_warps'", _NUM_WARPS),
@@ -612,18 +613,19 @@ def derive_case(case: Case, dtype: str = "float32") -> Result:
             result.message = (f"the library's forward does not reach its launch on the CPU: "
                               f"{type(exc).__name__}: {_first_lines(exc, 1)}")
             return result
-    lines = []
+    # Every kernel is derived (one refusal does not hide another kernel's outcome);
+    # the case's status is the worst: crash, then refused, then derived.
+    outcomes = []
     for key, recorder in recorders.items():
         name = recorder.name
         if not recorder.launches:
             result.status = "library-error"
             result.message = f"the library's forward did not launch {name} here"
             return result
-        kernel = getattr(*key)
         try:
             backward = unwrap(_kernel_wrapper(case, name).backward_kernel)[0]
             _, args, kwargs = recorder.launches[0]
-            bound, _ = _launch_arguments(kernel, args, kwargs)
+            bound, _ = _launch_arguments(getattr(*key), args, kwargs)
             for pointer, shadow in backward.shadows.items():
                 bound[shadow] = bound.get(pointer)
             arguments = inspect.signature(backward.fn).bind(**bound)
@@ -636,10 +638,16 @@ def derive_case(case: Case, dtype: str = "float32") -> Result:
                 else:
                     signature[param] = mangle_type(value)
             derive(backward, signature, values, backward.tritonad_primal)
+            outcomes.append((key[1], "derived", ""))
         except Exception as exc:  # noqa: BLE001
-            result.status, result.message = classify(exc, [key[1]])
-            result.schedule = schedule_of(case, "kernel")
-            return result
-    result.status = "derived"
+            outcomes.append((key[1], *classify(exc, [key[1]])))
+    statuses = [status for _, status, _ in outcomes]
+    result.status = next(s for s in ("crash", "refused", "derived") if s in statuses)
+    result.message = "; ".join(f"{kernel}: {message}" for kernel, status, message in outcomes
+                               if status != "derived")
+    if result.status != "derived" and len(outcomes) > 1:
+        derived = [kernel for kernel, status, _ in outcomes if status == "derived"]
+        if derived:
+            result.message += f" (derived: {', '.join(derived)})"
     result.schedule = schedule_of(case, "kernel")
     return result
