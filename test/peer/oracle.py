@@ -43,11 +43,11 @@ TINY = 1e-30
 FLOOR = {"float32": 1e-5, "bfloat16": 1e-2}
 # The forward through tritonad runs the library's kernel (or tritonad's copy of it
 # that also saves residuals): its outputs must equal the library's to this much.
-FORWARD_TOLERANCE = {"float32": 1e-6, "bfloat16": 1e-2}
+FORWARD_TOLERANCE = {"float32": 1e-5, "bfloat16": 1e-2}
 
-# The fp64 reference must agree with the library's forward to this much (else
-# the case's reference is wrong, not tritonad).
-REFERENCE_TOLERANCE = {"float32": 1e-4, "bfloat16": 5e-2}
+# The fp64 reference must agree with the library's forward to this much, else the
+# case's reference is wrong (loose for float32: tl.dot of float32 is TF32 on a GPU).
+REFERENCE_TOLERANCE = {"float32": 1e-2, "bfloat16": 5e-2}
 
 STATUSES = ("match", "refused", "mismatch", "crash", "library-error", "reference-differs")
 

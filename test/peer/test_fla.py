@@ -1,7 +1,8 @@
-"""flash-linear-attention (fla.ops, fla.modules) forward kernels on the GPU (fp32 and bf16), each launched by
-the library's own forward code: through tritonad.autograd(kernel, outputs=...)
-("kernel") and through @tritonad.autograd of the library's forward function
-("launcher"), against the library's backward and float64 torch (oracle.py).
+"""flash-linear-attention's forward kernels (fla.ops, fla.modules) on the GPU (fp32
+and bf16), each launched by the library's own forward code: through
+tritonad.autograd(kernel, outputs=...) ("kernel") and through @tritonad.autograd of
+the library's forward function ("launcher"), against the library's backward and
+float64 torch (oracle.py).
 
 A refusal (a located error of tritonad) is an xfail with its cause; a wrong
 gradient or a crash fails. TRITONAD_PEER_TABLE=<path> writes the table.
