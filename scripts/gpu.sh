@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one GPU run of this project.
 #   scripts/gpu.sh wheel   (here)        builds a cp312 wheel of tritonad and the pure-Python
-#                                        test dependencies into wheelhouse/
+#                                        test dependencies (pytest; the peer suite's
+#                                        liger-kernel, fla-core, einops) into wheelhouse/
 #   scripts/gpu.sh run     (GPU machine) installs them into /tmp/tritonad-site (no registry
 #                                        needed) and runs the GPU tests, the demo and the
 #                                        benchmarks, in one go
@@ -13,6 +14,9 @@ case "${1:-}" in
     rm -rf wheelhouse && mkdir -p wheelhouse
     "$PY312" -m pip wheel . --no-deps -w wheelhouse
     "$PY312" -m pip download pytest -d wheelhouse --only-binary :all: --python-version 3.12
+    # test/peer: pure-Python libraries (their torch and triton are the machine's own)
+    "$PY312" -m pip download --no-deps liger-kernel==0.8.5 fla-core==0.6.0 einops \
+      -d wheelhouse --only-binary :all: --python-version 3.12
     ls -la wheelhouse
     ;;
   run)
@@ -29,7 +33,9 @@ case "${1:-}" in
     python3 -c "import tritonad, triton, torch; print('tritonad', tritonad.__version__, 'triton', triton.__version__, 'torch', torch.__version__)"
     LOGS="${OUT:-/tmp/tritonad-gpu-logs}"; mkdir -p "$LOGS"
     status=0
-    python3 -m pytest test -m gpu -q -rfEs -p no:cacheprovider ${PYTEST_ARGS:-} \
+    # (the peer suite writes its table: kernel, dtype, errors, status, schedule)
+    TRITONAD_PEER_TABLE="$LOGS/peer.md" \
+      python3 -m pytest test -m gpu -q -rfEsx -p no:cacheprovider ${PYTEST_ARGS:-} \
       > "$LOGS/pytest.log" 2>&1 || status=$?
     tail -n 40 "$LOGS/pytest.log"
     python3 -m tritonad.demo > "$LOGS/demo.log" 2>&1 || status=$?

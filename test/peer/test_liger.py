@@ -1,0 +1,31 @@
+"""Liger-Kernel's forward kernels on the GPU (fp32 and bf16), each launched by
+the library's own forward code: through tritonad.autograd(kernel, outputs=...)
+("kernel") and through @tritonad.autograd of the library's forward function
+("launcher"), against the library's backward and float64 torch (oracle.py).
+
+A refusal (a located error of tritonad) is an xfail with its cause; a wrong
+gradient or a crash fails. TRITONAD_PEER_TABLE=<path> writes the table.
+"""
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+pytest.importorskip("tritonad")
+pytest.importorskip("liger_kernel")
+
+import oracle  # noqa: E402
+from cases import cases_of  # noqa: E402
+from gpu_util import requires_gpu  # noqa: E402
+
+CASES = cases_of("liger")
+PARAMS = [pytest.param(name, dtype, variant, id=f"{name}-{dtype}-{variant}")
+          for name, case in sorted(CASES.items())
+          for dtype in case.dtypes for variant in case.variants("cuda")]
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("name, dtype, variant", PARAMS)
+def test_liger(name, dtype, variant):
+    oracle.report(oracle.run_case(CASES[name], dtype, "cuda", variant))
