@@ -421,14 +421,15 @@ def test_run_pipeline_module_anchor_beside_other_passes_is_refused():
 # ---------------------------------------------------------------------------
 
 @pytest.mark.usefixtures("always_compile")
-def test_backward_of_a_kernel_with_constexpr_defaults_compiles():
+@pytest.mark.parametrize("pointer", ["*fp32", "*bf16"])
+def test_backward_of_a_kernel_with_constexpr_defaults_compiles(pointer):
     # (Triton evaluates every default's source when it compiles, given or not)
     bwd = tritonad.grad(scaled_square_kernel)
-    compiled = compile_backward(bwd, dict(x_ptr="*fp32", y_ptr="*fp32", n="i32"),
+    compiled = compile_backward(bwd, dict(x_ptr=pointer, y_ptr=pointer, n="i32"),
                                 dict(BLOCK=64, SCALE=2.0, BACKWARD_PASS=False))
     assert "ld.global" in compiled.asm["ptx"]
     forward = tritonad.autograd(scaled_square_kernel, outputs=("y_ptr",)).residual_forward.get()
-    triton.compile(ASTSource(forward, {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32",
+    triton.compile(ASTSource(forward, {"x_ptr": pointer, "y_ptr": pointer, "n": "i32",
                                        "BLOCK": "constexpr", "SCALE": "constexpr",
                                        "BACKWARD_PASS": "constexpr",
                                        "tritonad_residuals": "*i8"},
@@ -436,15 +437,16 @@ def test_backward_of_a_kernel_with_constexpr_defaults_compiles():
 
 
 @pytest.mark.usefixtures("always_compile")
-def test_backward_of_launch_keyword_parameters_compiles():
+@pytest.mark.parametrize("pointer", ["*fp32", "*bf16"])
+def test_backward_of_launch_keyword_parameters_compiles(pointer):
     bwd = tritonad.grad(launch_names_kernel)
     assert bwd.launch_signature == ("x_ptr", "y_ptr", "grid", "n", "dx_ptr", "dy_ptr", "BLOCK",
                                     "num_warps")
     assert set(bwd.tritonad_renamed) == {"grid", "num_warps"}
-    compile_backward(bwd, dict(x_ptr="*fp32", y_ptr="*fp32", grid="fp32", n="i32"),
+    compile_backward(bwd, dict(x_ptr=pointer, y_ptr=pointer, grid="fp32", n="i32"),
                      dict(BLOCK=64, num_warps=2))
     stages = tritonad.grad(softmax_stages_kernel)
-    compile_backward(stages, dict(output_ptr="*fp32", input_ptr="*fp32", input_row_stride="i32",
+    compile_backward(stages, dict(output_ptr=pointer, input_ptr=pointer, input_row_stride="i32",
                                   output_row_stride="i32", n_cols="i32"),
                      dict(BLOCK_SIZE=32, num_stages=3))
 
