@@ -35,7 +35,6 @@ from tritonad._kernel_grad import unwrap  # noqa: E402
 from tritonad._source import pointer_roles  # noqa: E402
 
 TARGET = GPUTarget("cuda", 90, 32)
-INTERPRETING = os.environ.get("TRITON_INTERPRET") == "1"
 
 
 # ---------------------------------------------------------------------------
@@ -398,8 +397,9 @@ _DUPLICATES = """module {
 }"""
 
 
-@pytest.mark.parametrize("pipeline", ["builtin.module(cse)", " builtin.module( canonicalize, cse ) ",
-                                      "cse", "builtin.module(tt.func(cse))"])
+@pytest.mark.parametrize("pipeline", ["builtin.module(cse)",
+                                      " builtin.module( canonicalize, cse ) ", "cse",
+                                      "builtin.module(tt.func(cse))"])
 def test_run_pipeline_module_anchor_runs_the_passes(pipeline):
     before = tritonad.run_pipeline(_DUPLICATES, "", debug_info=False)
     after = tritonad.run_pipeline(_DUPLICATES, pipeline, debug_info=False)
