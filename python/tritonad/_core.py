@@ -16,8 +16,13 @@ def run_pipeline(ir: str, pipeline: str = "", *, generic: bool = False,
     """Parse and verify TTIR text, run an mlir-opt style pass pipeline, print it.
 
     >>> import tritonad
-    >>> tritonad.run_pipeline("module {}", "builtin.module(cse)")
+    >>> tritonad.run_pipeline("module {}", "builtin.module(cse)", debug_info=False)
     'module {\\n}\\n'
+
+    `pipeline` is mlir-opt's pass pipeline text, with or without the outer
+    ``builtin.module(...)`` (``"builtin.module(canonicalize,cse)"`` and
+    ``"canonicalize,cse"`` run the same passes); ``"tt.func(cse)"`` nests on
+    functions.
 
     `generic` prints the generic op form; `debug_info` keeps locations (Triton
     turns them into PTX line info). Raises `MLIRError` with MLIR's diagnostics
@@ -25,7 +30,64 @@ def run_pipeline(ir: str, pipeline: str = "", *, generic: bool = False,
     """
     if not isinstance(ir, str):
         raise TypeError(f"ir must be str, got {type(ir).__name__}")
+    if not isinstance(pipeline, str):
+        raise TypeError(f"pipeline must be str, got {type(pipeline).__name__}")
+    passes = _module_passes(pipeline)
+    try:
+        return _C.run_pipeline(ir, passes, generic, debug_info, name)
+    except MLIRError as error:
+        if passes == pipeline or "invalid pass pipeline" not in str(error):
+            raise
+    # (the passes inside the anchor do not parse: MLIR's message on the text as
+    # given quotes it and points into it)
     return _C.run_pipeline(ir, pipeline, generic, debug_info, name)
+
+
+_MODULE_ANCHOR = "builtin.module"
+
+
+def _module_passes(pipeline: str) -> str:
+    """The passes of `pipeline` as the core's pass manager takes them. That
+    manager is itself anchored on the module, so mlir-opt's spelling
+    ``builtin.module(cse)`` given as it is would nest a second module level,
+    which matches no op and runs nothing: the outer anchor is taken off. Text
+    that is not one well-formed ``builtin.module(...)`` goes on as it is (MLIR
+    reports what is wrong with it)."""
+    text = pipeline.strip()
+    elements = _top_level(text)
+    if elements is None:  # (unbalanced: MLIR's parser says where)
+        return pipeline
+    anchored = [e for e in elements if e.startswith(_MODULE_ANCHOR + "(") and e.endswith(")")]
+    if not anchored:
+        return pipeline
+    if len(elements) > 1:
+        raise ValueError(
+            f"pass pipeline {pipeline!r}: {_MODULE_ANCHOR}(...) must wrap the whole pipeline "
+            f"(mlir-opt's form, e.g. '{_MODULE_ANCHOR}(canonicalize,cse)'), or be left out "
+            "(e.g. 'canonicalize,cse'); beside other passes it would nest a module inside the "
+            "module and run nothing")
+    inner = text[len(_MODULE_ANCHOR) + 1:-1]
+    return inner if _top_level(inner) is not None else pipeline
+
+
+def _top_level(text: str):
+    """The comma-separated elements of a pipeline at nesting depth 0; None when
+    its parentheses or braces do not balance."""
+    elements, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char in "({":
+            depth += 1
+        elif char in ")}":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif char == "," and depth == 0:
+            elements.append(text[start:i].strip())
+            start = i + 1
+    if depth:
+        return None
+    elements.append(text[start:].strip())
+    return [e for e in elements if e]
 
 
 _TTIR_POSITION = re.compile(r"^<ttir>:(\d+):\d+: ", re.M)

@@ -17,8 +17,8 @@ from tritonad._hook import build_id, register_rewriter
 from tritonad._source import (CALL, constexpr_names, count_outputs, functions_in,
                               jit_from_source, param_names, strip_locations, symbol_name)
 
-from tritonad._kernel_grad import (DifferentiationError, kernel_grad, reject_derivative,
-                                   resolve_params, spec_of, unwrap)
+from tritonad._kernel_grad import (DifferentiationError, kernel_grad, register_spec,
+                                   reject_derivative, resolve_params, spec_of, unwrap)
 from tritonad._interpret import InterpretedVJP, is_interpreted, jit_twin
 from tritonad._render import header, render_record, source_of
 
@@ -171,8 +171,7 @@ def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]
     runtime = [n for n in names if n not in constexprs]
     wrt_names = runtime if wrt is None else resolve_params(fn, wrt, names, constexprs)
     spec = _VJPSpec(fn, [runtime.index(n) for n in wrt_names], wrt is None, runtime, outputs)
-    key = len(_SPECS)
-    _SPECS.append(spec)
+    key = register_spec(_SPECS, spec)
     register_rewriter(_VJP_MARKER, _materialize_vjps, _restore_vjps, order=0)
 
     cotangents = [f"_tritonad_cotangent_{i}" for i in range(outputs)]

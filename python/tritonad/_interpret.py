@@ -19,6 +19,7 @@ from __future__ import annotations
 import inspect
 import math
 import sys
+import threading
 import types
 from contextlib import contextmanager
 from typing import Dict, List, Optional, Tuple
@@ -28,6 +29,13 @@ from triton.runtime.jit import JITFunction
 from tritonad import _masks, _order
 
 _TWIN = "_tritonad_jit_twin"
+_TWIN_LOCK = threading.Lock()
+# Deriving swaps triton.language members, module globals and closure cells
+# process-wide (_jit_world), and the interpreter patches triton.language while it
+# runs a kernel: one at a time, or a thread would take another's swap for the
+# original and restore it. Re-entrant: a rendered kernel calling a VJP derives it
+# while its own launch holds the lock.
+_WORLD_LOCK = threading.RLock()
 
 
 def _interpreted_class():
@@ -48,9 +56,12 @@ def jit_twin(interpreted) -> JITFunction:
     so Triton's and tritonad's per-function records stay attached to one object)."""
     twin = getattr(interpreted, _TWIN, None)
     if twin is None:
-        twin = JITFunction(interpreted.fn, **interpreted.kwargs)
-        twin.tritonad_interpreted = interpreted
-        setattr(interpreted, _TWIN, twin)
+        with _TWIN_LOCK:
+            twin = getattr(interpreted, _TWIN, None)
+            if twin is None:
+                twin = JITFunction(interpreted.fn, **interpreted.kwargs)
+                twin.tritonad_interpreted = interpreted
+                setattr(interpreted, _TWIN, twin)
     return twin
 
 
@@ -174,27 +185,33 @@ def _jit_world(*roots):
     import triton.language as tl
 
     swaps = _Swaps()
-    try:
-        _restore_language(swaps)
-        for name, module in list(sys.modules.items()):
-            if name.startswith("triton.language") and module is not None:
-                swaps.scan_namespace(vars(module), depth=1)
-        tensor = tl.core.tensor
-        for key, value in list(vars(tensor).items()):
-            # (tl.tensor members made by _tensor_member_fn wrap the free function)
-            for cell in getattr(value, "__closure__", None) or ():
-                try:
-                    inner = cell.cell_contents
-                except ValueError:
-                    continue
-                if is_interpreted(inner):
-                    swaps.attribute(tensor, key, value, jit_twin(inner))
-                    break
-        for root in roots:
-            swaps.scan_function(root)
-        yield
-    finally:
-        swaps.restore()
+    with _WORLD_LOCK:
+        try:
+            _swap_in(swaps, tl, roots)
+            yield
+        finally:
+            swaps.restore()
+
+
+def _swap_in(swaps: "_Swaps", tl, roots) -> None:
+    """The twins in place (recorded in `swaps` for restore)."""
+    _restore_language(swaps)
+    for name, module in list(sys.modules.items()):
+        if name.startswith("triton.language") and module is not None:
+            swaps.scan_namespace(vars(module), depth=1)
+    tensor = tl.core.tensor
+    for key, value in list(vars(tensor).items()):
+        # (tl.tensor members made by _tensor_member_fn wrap the free function)
+        for cell in getattr(value, "__closure__", None) or ():
+            try:
+                inner = cell.cell_contents
+            except ValueError:
+                continue
+            if is_interpreted(inner):
+                swaps.attribute(tensor, key, value, jit_twin(inner))
+                break
+    for root in roots:
+        swaps.scan_function(root)
 
 
 def derive(placeholder: JITFunction, signature: Dict[str, str], constexprs: Dict[str, object],
@@ -299,22 +316,30 @@ class InterpretedBackward(_StandsForPlaceholder):
 
     def run(self, *args, grid, warmup=False, **kwargs):
         from tritonad import _partial
+        from tritonad._kernel_grad import check_shadows, inner_arguments, user_grid
 
         order = self.placeholder.launch_signature
+        renamed = self.placeholder.tritonad_renamed
         if len(args) > len(order):
             raise TypeError(f"too many arguments: the backward kernel takes {list(order)}")
-        kwargs = {k: v for k, v in kwargs.items() if k not in _LAUNCH_OPTIONS}
         for name, value in zip(order, args):
             if name in kwargs:
                 raise TypeError(f"argument {name!r} given twice")
             kwargs[name] = value
+        # (a parameter named like a launch option is the parameter, as in Triton)
+        kwargs = inner_arguments(kwargs, renamed, self.primal.__name__)
+        kwargs = {k: v for k, v in kwargs.items() if k not in _LAUNCH_OPTIONS}
+        grid = user_grid(grid, renamed)
         for shadow in self.shadow_params:
             kwargs.setdefault(shadow, None)
+        check_shadows(self.primal.__name__, kwargs, self.placeholder.shadows, renamed)
         # (the JIT kernel's launch path, without partial buffers: they need a GPU)
         return _partial.launch(self._launch, grid, warmup, kwargs, self.shadow_params,
                                use_partial=False, tape=getattr(self.placeholder, "tape", None))
 
     def _launch(self, grid, warmup, **kwargs):
+        # (the launch path's own options: the interpreter has no use for them)
+        kwargs = {k: v for k, v in kwargs.items() if k not in _LAUNCH_OPTIONS}
         bound = inspect.signature(self.placeholder.fn).bind(**kwargs)
         bound.apply_defaults()
         bound = dict(bound.arguments)
@@ -338,7 +363,8 @@ class InterpretedBackward(_StandsForPlaceholder):
             grid = grid(dict(bound))
         arguments = [bound[p] if signature[p].startswith("*") else
                      _typed_scalar(bound[p], signature[p]) for p in params]
-        kernel[tuple(grid)](*arguments)
+        with _WORLD_LOCK:  # (the interpreter patches triton.language while it runs)
+            kernel[tuple(grid)](*arguments)
         return None
 
     def _compile(self, signature, constexprs):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
@@ -49,6 +51,15 @@ class _KernelSpec:
 
 
 _SPECS: List[_KernelSpec] = []
+_SPECS_LOCK = threading.Lock()
+
+
+def register_spec(specs: list, spec) -> int:
+    """Appends `spec`, returning its index (the placeholder's name carries it):
+    under a lock, or two threads deriving at once could read one index."""
+    with _SPECS_LOCK:
+        specs.append(spec)
+        return len(specs) - 1
 
 
 def shadow_name(param: str) -> str:
@@ -170,8 +181,7 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     # (an empty shadow name: a pointer the core must know of, with no gradient wanted)
     spec = _KernelSpec(fn, list(zip(shadows, pointer_list)) + [("", p) for p in excluded],
                        mode, accumulate)
-    key = len(_SPECS)
-    _SPECS.append(spec)
+    key = register_spec(_SPECS, spec)
     # (order: after the grad functions the kernel calls hold their derivatives)
     register_rewriter(_BWD_MARKER, _materialize_backward, _restore_backward, order=1)
 
@@ -183,7 +193,8 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
                              "the backward kernel takes its shadows right after the runtime "
                              "parameters, so give it no default (constexprs may keep theirs)")
     order = runtime + shadows + [n for n in names if n in constexprs]
-    params = _parameter_list(order, constexprs, defaults)
+    renamed = renamed_parameters(names)
+    params = _parameter_list(order, constexprs, defaults, renamed)
     # Last, so positional launches keep their meaning; the launch path fills
     # them (see _partial.py), and tritonad.autograd the residual buffer.
     hidden = list(_partial.WORKSPACE_PARAMS) + [_residuals.RESIDUALS]
@@ -198,7 +209,7 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
         f"    # {fn.__module__}.{fn.__qualname__}; mode={mode!r} accumulate={accumulate!r} "
         f"wrt={wrt!r} "
         f"pointers={pointers!r} bindings={spec.bindings}\n"
-        f"    _tritonad_primal({', '.join(f'{n}={n}' for n in names)})\n")
+        f"    _tritonad_primal({_primal_call(names, renamed)})\n")
     # The hidden integers are not specialized (one compile for every value; a 1
     # would become a constant, absent from the signature), except the program
     # selectors and the masks' variant, which must. Pointers are: Triton then
@@ -206,17 +217,18 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     # staged values are vectorized and pipelined (without it, one 2-byte load
     # per element).
     bwd = jit_from_source(source, name, {"tl": tl, "_tritonad_primal": fn,
-                                          "_tritonad_defaults": defaults},
+                                          **_default_globals(defaults, renamed)},
                           do_not_specialize=[n for n in _partial.HIDDEN_INTEGERS
                                              if n not in _partial.SPECIALIZED_INTEGERS])
+    bwd.tritonad_renamed = renamed
+    bwd.shadows = dict(zip(pointer_list, shadows))
     _make_shadows_optional(bwd, order, shadows, spec)
     bwd.tritonad_primal = fn
     bwd.residual_forward = (
         None if wrappers or getattr(fn, "tritonad_interpreted", None) is not None else
-        _ResidualForward(fn, key, names, constexprs, defaults, source))
-    bwd.forward = _residuals.ForwardLaunch(kernel, bwd.residual_forward, names)
+        _ResidualForward(fn, key, names, constexprs, defaults, source, renamed))
+    bwd.forward = _ForwardLaunch(kernel, bwd.residual_forward, names, renamed)
     bwd.launch_signature = tuple(order)  # (JITFunction.signature is Triton's own)
-    bwd.shadows = dict(zip(pointer_list, shadows))
     bwd.pointer_roles = {p: frozenset(roles[p]) for p in pointer_list}
     bwd.derived_ir = lambda: _recorded(spec.derived, bwd, "tritonad_derived")
     bwd.schedule = lambda: Schedule.from_records(
@@ -230,20 +242,177 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     bwd.tune = tune
     bwd.source = lambda: source_of(_recorded(spec.sources, bwd, "tritonad_source"))
     if getattr(fn, "tritonad_interpreted", None) is not None:
-        bwd = InterpretedBackward(bwd, fn, shadows, [n for n in names if n in constexprs])
+        bwd = InterpretedBackward(bwd, fn, shadows,
+                                  [renamed.get(n, n) for n in names if n in constexprs])
     return _rewrap(bwd, wrappers, shadows)
 
 
-def _parameter_list(names, constexprs, defaults) -> List[str]:
+def _parameter_list(names, constexprs, defaults, renamed) -> List[str]:
     """A placeholder's parameters as source: constexprs annotated, the
-    forward's defaults kept (read from `_tritonad_defaults`)."""
+    forward's defaults kept (each read from a global of the placeholder:
+    Triton evaluates a default's source when it compiles, and takes a
+    global there, where it would refuse a dict lookup), `renamed` ones
+    under their inner names."""
     params = []
     for n in names:
-        text = f"{n}: tl.constexpr" if n in constexprs else n
+        inner = renamed.get(n, n)
+        text = f"{inner}: tl.constexpr" if n in constexprs else inner
         if n in defaults:
-            text += f" = _tritonad_defaults[{n!r}]"
+            text += f" = {_DEFAULT_PREFIX}{inner}"
         params.append(text)
     return params
+
+
+_DEFAULT_PREFIX = "_tritonad_default_"
+
+
+def _default_globals(defaults, renamed) -> dict:
+    return {f"{_DEFAULT_PREFIX}{renamed.get(n, n)}": value for n, value in defaults.items()}
+
+
+def _primal_call(names, renamed) -> str:
+    """The placeholder's call of the forward: every parameter by its own name."""
+    return ", ".join(f"{n}={renamed.get(n, n)}" for n in names)
+
+
+# Keywords of Triton's launch (``run(*args, grid, warmup, **kwargs)``) and its
+# compile options, which tritonad's launch path passes itself (the tuned
+# num_warps / num_stages / maxnreg): a kernel parameter of one of these names
+# would collide with them, so the placeholders take it under another name.
+_LAUNCH_KEYWORDS = frozenset({"grid", "warmup", "debug", "instrumentation_mode", "num_warps",
+                              "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
+                              "launch_cooperative_grid", "launch_pdl", "sanitize_overflow"})
+_RENAMED_PREFIX = "tritonad_param_"
+
+
+@functools.lru_cache(maxsize=None)
+def _launch_keywords() -> frozenset:
+    names = set(_LAUNCH_KEYWORDS)
+    try:  # (the option fields of the backend tritonad derives for)
+        from triton.backends.nvidia.compiler import CUDAOptions
+        names.update(CUDAOptions.__dataclass_fields__)
+    except Exception:  # noqa: BLE001  (another Triton layout: the fixed list)
+        pass
+    return frozenset(names)
+
+
+def renamed_parameters(names) -> Dict[str, str]:
+    """{parameter: the placeholders' name for it} for the parameters named like a
+    launch keyword (a ``num_stages: tl.constexpr``, a ``grid``)."""
+    keywords = _launch_keywords()
+    return {n: f"{_RENAMED_PREFIX}{n}" for n in names if n in keywords}
+
+
+def inner_arguments(arguments: dict, renamed: Dict[str, str], kernel_name: str) -> dict:
+    """A launch's arguments by the placeholder's names (see renamed_parameters)."""
+    if not renamed:
+        return arguments
+    inner = {}
+    for key, value in arguments.items():
+        name = renamed.get(key, key)
+        if name in inner:
+            raise TypeError(f"{kernel_name}: argument {key!r} given twice")
+        inner[name] = value
+    return inner
+
+
+def user_grid(grid, renamed: Dict[str, str]):
+    """A grid callable sees the arguments by the kernel's own names, as Triton's
+    launch gives them."""
+    if not renamed or not callable(grid):
+        return grid
+    outer = {inner: name for name, inner in renamed.items()}
+    return lambda meta: grid({outer.get(k, k): v for k, v in meta.items()})
+
+
+class _PositionalLaunch:
+    """The user's kernel launched with its parameters by position: one named
+    like a launch keyword (``grid``) cannot be passed by name. Takes the
+    arguments by the placeholder's names."""
+
+    def __init__(self, kernel, names, renamed):
+        self.kernel, self.names, self.renamed = kernel, list(names), renamed
+        fn, _ = unwrap(kernel)
+        self.defaults = {n: p.default for n, p in inspect.signature(fn.fn).parameters.items()
+                         if p.default is not inspect.Parameter.empty}
+
+    def __getitem__(self, grid):
+        def launch(**arguments):
+            arguments = dict(arguments)
+            positional = []
+            for n in self.names:
+                inner = self.renamed.get(n, n)
+                if inner in arguments:
+                    positional.append(arguments.pop(inner))
+                elif n in self.defaults:
+                    positional.append(self.defaults[n])
+                else:
+                    break  # (Triton names the missing argument)
+            return self.kernel[user_grid(grid, self.renamed)](*positional, **arguments)
+        return launch
+
+
+class _ForwardLaunch(_residuals.ForwardLaunch):
+    """``bwd.forward`` (see _residuals.ForwardLaunch), for kernels with
+    parameters named like launch keywords too."""
+
+    def __init__(self, kernel, augmented, names, renamed):
+        super().__init__(kernel, augmented, names)
+        self.renamed = renamed
+
+    def run(self, grid, args, kwargs):
+        if not self.renamed:
+            return super().run(grid, args, kwargs)
+        from tritonad._source import bind_arguments
+
+        bound = inner_arguments(bind_arguments(self.names, args, kwargs), self.renamed,
+                                _name_of(self.kernel))
+        forward = self.augmented.get() if self.augmented is not None else None
+        return _residuals.launch_forward(
+            forward, _PositionalLaunch(self.kernel, self.names, self.renamed),
+            user_grid(grid, self.renamed), bound,
+            [self.renamed.get(n, n) for n in self.names])
+
+
+def _name_of(kernel) -> str:
+    return unwrap(kernel)[0].__name__
+
+
+def check_shadows(kernel_name: str, arguments: dict, shadows: Dict[str, str],
+                  renamed: Dict[str, str]) -> None:
+    """Refuses a shadow that the backward could not address as it addresses its
+    pointer's tensor: on another device, laid out with other strides, or
+    smaller (the backward would write out of bounds). Dtypes: the core."""
+    import torch
+
+    for pointer, shadow in shadows.items():
+        tensor, buffer = arguments.get(renamed.get(pointer, pointer)), arguments.get(shadow)
+        if not isinstance(tensor, torch.Tensor) or not isinstance(buffer, torch.Tensor):
+            continue
+        where = f"shadow {shadow!r} of {kernel_name} (the gradient of {pointer!r})"
+        fix = f"allocate it like {pointer!r}, e.g. torch.zeros_like({pointer})"
+        if buffer.device != tensor.device:
+            raise ValueError(f"{where} is on {buffer.device} but {pointer!r} is on "
+                             f"{tensor.device}: {fix}")
+        if buffer.dtype != tensor.dtype:
+            continue  # (the core names both types when it derives)
+        if buffer.shape == tensor.shape and any(
+                a != b for a, b, n in zip(buffer.stride(), tensor.stride(), tensor.shape)
+                if n > 1):
+            raise ValueError(
+                f"{where} has strides {tuple(buffer.stride())} but {pointer!r} has "
+                f"{tuple(tensor.stride())}: the backward addresses it at {pointer!r}'s "
+                f"offsets, so the gradient would land in other elements; {fix} (or "
+                f"torch.empty_strided with {pointer!r}'s strides, zero-filled)")
+        needed = _partial._span(tensor)
+        available = buffer.untyped_storage().nbytes() // buffer.element_size() - \
+            buffer.storage_offset()
+        if available < needed:
+            raise ValueError(
+                f"{where} holds {max(available, 0)} elements from its first one, but the "
+                f"backward addresses it as {pointer!r} (shape {tuple(tensor.shape)}, strides "
+                f"{tuple(tensor.stride())}: {needed} elements from its first), so it would "
+                f"write out of bounds; {fix}")
 
 
 def _latest(by_name: Dict[str, str]) -> Optional[str]:
@@ -272,6 +441,8 @@ def _make_shadows_optional(bwd, order, shadows, spec):
     provides the workspace of partial buffers (_partial.py). Autotune and
     heuristics wrappers reach the kernel through ``run``, so they see it too."""
     run = bwd.run
+    renamed = bwd.tritonad_renamed
+    pointer_shadows = bwd.shadows
 
     def run_with_optional_shadows(*args, grid, warmup, **kwargs):
         if len(args) > len(order):
@@ -280,8 +451,11 @@ def _make_shadows_optional(bwd, order, shadows, spec):
             if name in kwargs:
                 raise TypeError(f"argument {name!r} given twice")
             kwargs[name] = value
+        kwargs = inner_arguments(kwargs, renamed, spec.primal.__name__)
+        grid = user_grid(grid, renamed)
         for shadow in shadows:
             kwargs.setdefault(shadow, None)
+        check_shadows(spec.primal.__name__, kwargs, pointer_shadows, renamed)
         try:
             return _partial.launch(run, grid, warmup, kwargs, shadows,
                                    use_partial=spec.mode != "atomic", tape=bwd.tape,
@@ -320,7 +494,7 @@ def _rewrap(bwd, wrappers, shadows):
         for attr in ("tritonad_primal", "forward", "launch_signature", "shadows", "pointer_roles",
                      "derived_ir", "schedule", "written_shadows", "partial_shadows",
                      "coverage", "accumulate", "tape", "tune", "source",
-                     "tritonad_launch_path"):
+                     "tritonad_launch_path", "tritonad_renamed"):
             setattr(result, attr, getattr(bwd, attr))
     return result
 
@@ -422,27 +596,29 @@ class _ResidualForward:
     calls the forward and whose body the core replaces. ``get()`` returns the
     JITFunction, launched like the forward plus ``tritonad_residuals``."""
 
-    def __init__(self, fn, key, names, constexprs, defaults, backward_source):
+    def __init__(self, fn, key, names, constexprs, defaults, backward_source, renamed):
         # (key: the spec's index in _SPECS, which the rewriter finds by name)
         self.fn, self.key, self.names = fn, key, names
         self.constexprs, self.defaults = constexprs, defaults
         self.backward_source = backward_source
+        self.renamed = renamed  # (its parameters are the backward's: renamed_parameters)
         self.jit = None
 
     def get(self) -> JITFunction:
         if self.jit is None:
             name = f"{self.fn.__name__}{_FWD_MARKER}{self.key}"
-            params = _parameter_list(self.names, self.constexprs, self.defaults)
+            params = _parameter_list(self.names, self.constexprs, self.defaults,
+                                     self.renamed)
             params.append(f"{_residuals.RESIDUALS}=None")
             # (the backward's source, as a comment: the same options, the same cache key)
             comment = "".join(f"    # {line}\n" for line in self.backward_source.splitlines())
             source = (f"def {name}({', '.join(params)}):\n"
                       f"    # the forward that saves residuals for:\n{comment}"
-                      f"    _tritonad_primal({', '.join(f'{n}={n}' for n in self.names)})\n")
+                      f"    _tritonad_primal({_primal_call(self.names, self.renamed)})\n")
             register_rewriter(_FWD_MARKER, _materialize_forward, _restore_forward, order=1)
             self.jit = jit_from_source(source, name,
                                        {"tl": tl, "_tritonad_primal": self.fn,
-                                        "_tritonad_defaults": self.defaults})
+                                        **_default_globals(self.defaults, self.renamed)})
         return self.jit
 
 

@@ -25,7 +25,7 @@ import inspect
 import threading
 from typing import Any, Dict, List, Optional, Sequence
 
-from tritonad._kernel_grad import unwrap
+from tritonad._kernel_grad import inner_arguments, renamed_parameters, unwrap
 from tritonad._source import function_def, param_names
 from tritonad._torch import overlaps
 
@@ -75,8 +75,10 @@ def autograd(fn=None, outputs: Optional[Sequence[str]] = None, **options):
     kernel that loads and stores one buffer, a store into memory of a tensor
     that requires grad, a tensor the launcher computes with torch from a
     kernel's output and passes on to a kernel or returns (tritonad does not see
-    torch ops inside a launcher; do them outside). Options: ``mode=`` and
-    ``tune=`` as in ``tritonad.grad``. With grad mode disabled the launcher runs as it is.
+    torch ops inside a launcher; do them outside). Second derivatives
+    (``create_graph=True``, ``gradgradcheck``) raise when taken. Options:
+    ``mode=`` and ``tune=`` as in ``tritonad.grad``. With grad mode disabled the
+    launcher runs as it is. Under ``TRITON_INTERPRET=1`` the same holds.
 
     Under ``torch.compile`` (``fullgraph=True`` and ``dynamic=True`` included)
     the launcher is one custom operator for Dynamo and Inductor (see
@@ -226,7 +228,11 @@ _PATCHED: Dict[type, Any] = {}
 def _kernel_classes():
     from triton.runtime.autotuner import Autotuner, Heuristics
     from triton.runtime.jit import JITFunction
-    return (JITFunction, Autotuner, Heuristics)
+
+    from tritonad._interpret import _interpreted_class
+    # (under TRITON_INTERPRET=1, @triton.jit makes InterpretedFunctions)
+    interpreted = _interpreted_class()
+    return (JITFunction, Autotuner, Heuristics) + ((interpreted,) if interpreted else ())
 
 
 def _make_interceptor(original):
@@ -706,6 +712,13 @@ class _Plan:
             owners = inputs_by_storage.get(a.storage)
             if owners or a.tensor.requires_grad:
                 owner = owners[0] if owners else a.tensor
+                if a.loads and a.tensor.is_floating_point():
+                    raise ValueError(
+                        f"{self.label}: {a.launch.describe()} loads and stores through "
+                        f"{a.param!r} (in place) into {self._tensor_name(owner)}, which "
+                        "requires grad: the backward needs the values it overwrites, and "
+                        "autograd does not see the change. Store the result into a separate "
+                        "output (torch.empty_like inside the launcher) and return it")
                 raise ValueError(
                     f"{self.label}: {a.describe()} stores into memory of "
                     f"{self._tensor_name(owner)}, which requires grad (in place, unknown to "
@@ -816,14 +829,22 @@ class _Plan:
                 call[shadow] = view
                 reaches_input |= view is not None and "load" in bwd.pointer_roles.get(param, ())
             if reaches_input:  # (else no gradient of this launch is wanted)
+                call = inner_arguments(call, renamed_parameters(param_names(launch.fn)),
+                                       launch.name)
                 bwd[launch.grid](**call, **launch.options)
         return [shadow_of(tensors[ref]) if need else None
                 for ref, need in zip(self.input_refs, needs)]
 
 
+def _launcher_backward(ctx, *grads):
+    plan = ctx.plan
+    return (None, *plan.backward(list(ctx.saved_tensors), grads, ctx.needs_input_grad[1:]))
+
+
 def _launcher_function():
     import torch
-    from torch.autograd.function import once_differentiable
+
+    from tritonad._torch import first_order_only
 
     class LauncherFunction(torch.autograd.Function):
         @staticmethod
@@ -835,11 +856,10 @@ def _launcher_function():
             return tuple(plan.outputs)
 
         @staticmethod
-        @once_differentiable
         def backward(ctx, *grads):
-            plan = ctx.plan
-            return (None, *plan.backward(list(ctx.saved_tensors), grads,
-                                         ctx.needs_input_grad[1:]))
+            # (once_differentiable would look at the upstream gradients only: the
+            # inputs' part of a second derivative would be lost without a word)
+            return first_order_only(torch, ctx.plan.label, _launcher_backward, ctx, *grads)
 
     return LauncherFunction
 

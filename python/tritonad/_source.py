@@ -156,6 +156,16 @@ def _resolve(fn, node: ast.AST):
     return nonlocals[node.id] if node.id in nonlocals else fn.__globals__.get(node.id)
 
 
+def _jit_function(obj) -> Optional[JITFunction]:
+    """The @triton.jit function `obj` is: itself, or under TRITON_INTERPRET=1 (where
+    @triton.jit makes InterpretedFunctions) its JITFunction twin; None otherwise."""
+    if isinstance(obj, JITFunction):
+        return obj
+    from tritonad._interpret import is_interpreted, jit_twin
+
+    return jit_twin(obj) if is_interpreted(obj) else None
+
+
 def _bind_call(callee, call: ast.Call):
     """(callee parameter, argument expression) pairs of a call."""
     params = param_names(callee)
@@ -212,8 +222,8 @@ class _Analysis:
     def _callee(self, call):
         if len(self.stack) > _MAX_CALL_DEPTH:
             return None
-        callee = _resolve(self.fn, call.func)
-        return callee if isinstance(callee, JITFunction) and callee not in self.stack else None
+        callee = _jit_function(_resolve(self.fn, call.func))
+        return callee if callee is not None and callee not in self.stack else None
 
     def _sub(self, callee) -> "_Analysis":
         # (keyed by id: hashing a JITFunction computes its cache key)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 from typing import Sequence
 
-from tritonad._kernel_grad import kernel_grad, unwrap
+from tritonad._kernel_grad import (_PositionalLaunch, inner_arguments, kernel_grad,
+                                   renamed_parameters, unwrap, user_grid)
 from tritonad._partial import _span, uninitialized
 from tritonad._residuals import RESIDUALS, launch_forward
 from tritonad._source import (bind_arguments, constexpr_names, function_def, param_names,
@@ -54,6 +55,10 @@ def autograd(kernel, outputs: Sequence[str], *, residuals: bool = True, **grad_o
         outputs = (outputs,)
     fn, _ = unwrap(kernel)
     names = param_names(fn)
+    if not isinstance(outputs, (list, tuple)) or not all(isinstance(o, str) for o in outputs):
+        raise TypeError(f"outputs must be the names of the pointer parameters "
+                        f"{fn.__name__} stores its results through, e.g. outputs=('y_ptr',); "
+                        f"got {outputs!r}")
     for name in outputs:
         if name not in names:
             raise ValueError(f"{fn.__name__} has no parameter {name!r} (parameters: {names})")
@@ -62,9 +67,55 @@ def autograd(kernel, outputs: Sequence[str], *, residuals: bool = True, **grad_o
         raise TypeError(f"residuals must be True (the forward saves values the backward "
                         f"reads) or False (the backward recomputes them), got {residuals!r}")
     backward_kernel = kernel_grad(kernel, accumulate=False, **grad_options)
+    _check_outputs(fn, tuple(outputs), backward_kernel.pointer_roles, grad_options)
     residual_forward = getattr(backward_kernel, "residual_forward", None) if residuals else None
     return _DifferentiableKernel(kernel, backward_kernel, fn, tuple(outputs), grad_options,
                                  torch, residual_forward)
+
+
+def _check_outputs(fn, outputs, roles, grad_options) -> None:
+    """Refuses outputs= that would make a wrong graph: none named, a parameter
+    that is not a pointer the kernel stores through (a leaf tensor it only
+    loads would get a grad_fn, the gradients flowing to the real outputs would
+    be lost), one it also loads through (in place)."""
+    name = fn.__name__
+    discovered = pointer_roles(fn)
+    stored = [p for p, r in {**discovered, **roles}.items() if "store" in r]
+    hint = f"the pointers tritonad sees {name} store through: {stored}"
+    if not outputs:
+        raise ValueError(f"outputs=() names no output of {name}: name the pointer parameters "
+                         f"it stores its results through ({hint})")
+    constexprs = set(constexpr_names(fn))
+    for output in outputs:
+        role = roles.get(output, discovered.get(output))
+        if output in constexprs:
+            raise ValueError(f"outputs names {output!r}, a tl.constexpr parameter of {name}: "
+                             f"outputs are pointers it stores through ({hint})")
+        if role is None:
+            raise ValueError(
+                f"outputs names {output!r}, but tritonad does not see {name} load or store "
+                f"through it (not a pointer: an integer or scalar parameter?); outputs are "
+                f"pointers it stores through ({hint}). If {output!r} is one, name the "
+                f"kernel's pointers in pointers=(...)")
+        if not role:  # (pointers= names it, its use is unclear: the core decides)
+            continue
+        if "store" not in role:
+            raise ValueError(
+                f"outputs names {output!r}, which {name} only loads from (an input: its "
+                f"gradient comes back in .grad); outputs are pointers it stores through "
+                f"({hint})")
+        if "load" in role:
+            raise ValueError(_in_place(name, output))
+    duplicated = sorted({o for o in outputs if outputs.count(o) > 1})
+    if duplicated:
+        raise ValueError(f"outputs names {duplicated} more than once")
+
+
+def _in_place(kernel_name: str, pointer: str) -> str:
+    return (f"{kernel_name} loads and stores through {pointer!r} (in place): the backward "
+            f"needs the values the forward overwrites, and autograd would not see the "
+            f"change. Store the result through a separate output pointer (a new parameter, "
+            f"given torch.empty_like(...) at the launch) and list that one in outputs=")
 
 
 class _DifferentiableKernel:
@@ -75,6 +126,8 @@ class _DifferentiableKernel:
         self.backward_kernel = backward_kernel
         self.name = fn.__name__
         self.names = param_names(fn)
+        # (parameters named like launch keywords: the backward takes them renamed)
+        self.renamed = renamed_parameters(self.names)
         self.constexprs = set(constexpr_names(fn))
         self.outputs = outputs
         self.grad_options = grad_options
@@ -101,7 +154,11 @@ class _DifferentiableKernel:
         bound = bind_arguments(self.names, args, kwargs)
         tensors = {n: v for n, v in bound.items() if isinstance(v, torch.Tensor)}
         for name in self.outputs:
-            if name in tensors and overlaps(tensors[name]):
+            if name not in tensors:
+                given = f"got {type(bound[name]).__name__}" if name in bound else "it is missing"
+                raise TypeError(f"output {name!r} of {self.name}: pass the tensor the kernel "
+                                f"stores into ({given})")
+            if overlaps(tensors[name]):
                 raise ValueError(f"output {name!r} of {self.name}: its elements share memory "
                                  f"(strides {tensors[name].stride()}): pass a tensor that "
                                  "owns its elements, e.g. torch.empty(...)")
@@ -110,6 +167,9 @@ class _DifferentiableKernel:
                           (n in shadows or t.requires_grad)]
         for name in differentiable:
             self._check_input(name, tensors[name])
+        if torch.is_grad_enabled() and any(tensors[n].requires_grad for n in differentiable):
+            # (a graph node follows)
+            self._check_in_place(tensors)
         values = [bound[n] for n in differentiable]
         results = self._function.apply(self, grid, bound, differentiable, *values)
         return results[0] if len(results) == 1 else results
@@ -135,10 +195,43 @@ class _DifferentiableKernel:
                                "name the kernel's pointers in pointers=(...)")
             raise ValueError(f"{name!r} of {self.name} requires grad but the backward has no "
                              f"shadow for it ({why}): {change} {fix}")
+        if roles and "load" in roles and "store" in roles:
+            raise ValueError(f"{name!r} of {self.name} requires grad: "
+                             f"{_in_place(self.name, name)}")
         if roles == {"store"}:
             raise ValueError(f"{name!r} of {self.name} requires grad but the kernel stores to "
                              f"it (in place, unknown to autograd): list it in outputs= {fix}")
         # roles is None, name never mentioned: the kernel never reads it, zero gradient.
+
+    def _check_in_place(self, tensors):
+        """Refuses a launch whose backward would read memory the forward
+        overwrote: a floating-point tensor the kernel loads and stores through
+        one pointer, or an output sharing memory with a tensor it loads (or
+        with another output)."""
+        from tritonad._launcher import storage_id, views_overlap
+
+        roles = {**self.discovered, **self.backward_kernel.pointer_roles}
+        for name, tensor in tensors.items():
+            role = roles.get(name) or ()
+            if name not in self.outputs and tensor.is_floating_point() and \
+                    "load" in role and "store" in role:
+                raise ValueError(_in_place(self.name, name))
+        for i, output in enumerate(self.outputs):
+            for name, tensor in tensors.items():
+                if name == output or (name in self.outputs and
+                                      self.outputs.index(name) < i):
+                    continue
+                other = tensors[output]
+                if name not in self.outputs and "load" not in (roles.get(name) or ()) and \
+                        not tensor.requires_grad:
+                    continue
+                if storage_id(tensor) == storage_id(other) and views_overlap(tensor, other):
+                    what = "output" if name in self.outputs else "argument"
+                    raise ValueError(
+                        f"output {output!r} of {self.name} shares memory with {what} "
+                        f"{name!r} (in place: the backward needs the values the forward "
+                        f"overwrites, and each output needs its own gradient): pass a "
+                        f"separate tensor for {output!r}, e.g. torch.empty_like({name})")
 
 
 def overlaps(t) -> bool:
@@ -194,54 +287,121 @@ def _make_function(torch):
             ctx.bound = dict(bound)
             ctx.save_for_backward(*values)
             forward = op.residual_forward.get() if op.residual_forward is not None else None
-            ctx.residuals = launch_forward(forward, op.kernel, grid, bound, op.names,
-                                           by_memory=False)
+            renamed = op.renamed
+            kernel = _PositionalLaunch(op.kernel, op.names, renamed) if renamed else op.kernel
+            ctx.residuals = launch_forward(
+                forward, kernel, user_grid(grid, renamed),
+                inner_arguments(bound, renamed, op.name),
+                [renamed.get(n, n) for n in op.names], by_memory=False)
             outs = tuple(bound[n] for n in op.outputs)
             ctx.mark_dirty(*[t for t in outs if any(t is v for v in values)])
             return outs
 
         @staticmethod
         def backward(ctx, *grads):
-            op = ctx.op
-            saved = ctx.saved_tensors
-            bound = dict(ctx.bound)
-            for name, value in zip(ctx.differentiable, saved):
-                bound[name] = value
-            shadows = op.backward_kernel.shadows
-            arguments = dict(bound)
-            arguments.update({shadow: None for shadow in shadows.values()})
-            if ctx.residuals is not None:
-                arguments[RESIDUALS] = ctx.residuals
-            input_grads = {}
-            launch_path = getattr(op.backward_kernel, "tritonad_launch_path", False)
-            for name, needs in zip(ctx.differentiable, ctx.needs_input_grad[4:]):
-                if needs:  # (no shadow: never read by the kernel, its gradient is zero)
-                    # Uninitialized: the launch zero-fills it unless the backward
-                    # stores every element (see _partial.uninitialized).
-                    input_grads[name] = shadow_like(bound[name], torch,
-                                                    empty=name in shadows and launch_path)
-                    if name in shadows:
-                        arguments[shadows[name]] = input_grads[name]
-            if not any(name in shadows for name in input_grads):
-                return (None, None, None, None,
-                        *[input_grads.get(name) for name in ctx.differentiable])
-            upstream = {}
-            for name, grad in zip(op.outputs, grads):
-                if name in shadows:
-                    upstream[shadows[name]] = (bound[name], grad)
-            for shadow, (out, grad) in upstream.items():
-                arguments[shadow] = grad
-            written = _written_shadows(op.backward_kernel, ctx.grid, arguments)
-            for shadow, (out, grad) in upstream.items():
-                # The upstream gradient is passed as it is unless the backward writes
-                # into it (consumes it) or addresses it differently (dtype, strides).
-                if grad is None or written is None or shadow in written or \
-                        not _same_layout(grad, out):
-                    arguments[shadow] = shadow_like(out, torch, grad)
-            with uninitialized([input_grads[n] for n in input_grads
-                                if n in shadows and launch_path]):
-                op.backward_kernel[ctx.grid](**arguments)
-            return (None, None, None, None,
-                    *[input_grads.get(name) for name in ctx.differentiable])
+            return first_order_only(torch, f"tritonad.autograd({ctx.op.name})",
+                                    _kernel_backward, ctx, *grads)
 
     return KernelFunction
+
+
+def _kernel_backward(ctx, *grads):
+    import torch
+
+    op = ctx.op
+    saved = ctx.saved_tensors
+    bound = dict(ctx.bound)
+    for name, value in zip(ctx.differentiable, saved):
+        bound[name] = value
+    shadows = op.backward_kernel.shadows
+    arguments = inner_arguments(dict(bound), op.renamed, op.name)
+    arguments.update({shadow: None for shadow in shadows.values()})
+    if ctx.residuals is not None:
+        arguments[RESIDUALS] = ctx.residuals
+    input_grads = {}
+    launch_path = getattr(op.backward_kernel, "tritonad_launch_path", False)
+    for name, needs in zip(ctx.differentiable, ctx.needs_input_grad[4:]):
+        if needs:  # (no shadow: never read by the kernel, its gradient is zero)
+            # Uninitialized: the launch zero-fills it unless the backward
+            # stores every element (see _partial.uninitialized).
+            input_grads[name] = shadow_like(bound[name], torch,
+                                            empty=name in shadows and launch_path)
+            if name in shadows:
+                arguments[shadows[name]] = input_grads[name]
+    if not any(name in shadows for name in input_grads):
+        return (None, None, None, None,
+                *[input_grads.get(name) for name in ctx.differentiable])
+    upstream = {}
+    for name, grad in zip(op.outputs, grads):
+        if name in shadows:
+            upstream[shadows[name]] = (bound[name], grad)
+    for shadow, (out, grad) in upstream.items():
+        arguments[shadow] = grad
+    written = _written_shadows(op.backward_kernel, ctx.grid, arguments)
+    for shadow, (out, grad) in upstream.items():
+        # The upstream gradient is passed as it is unless the backward writes
+        # into it (consumes it) or addresses it differently (dtype, strides).
+        if grad is None or written is None or shadow in written or \
+                not _same_layout(grad, out):
+            arguments[shadow] = shadow_like(out, torch, grad)
+    with uninitialized([input_grads[n] for n in input_grads
+                        if n in shadows and launch_path]):
+        op.backward_kernel[ctx.grid](**arguments)
+    return (None, None, None, None,
+            *[input_grads.get(name) for name in ctx.differentiable])
+
+
+def first_order_only(torch, label, backward, ctx, *grads):
+    """Runs `backward` (first derivatives). Asked for a graph of it
+    (create_graph=True: a gradient penalty, gradgradcheck), the gradients it
+    returns hang on a node whose inputs are what they depend on (the saved
+    tensors, the upstream gradients) and whose backward raises, naming
+    `label`: their dependence is not derived, and taking them as constants
+    would give a wrong second derivative without a word. (torch's
+    once_differentiable looks at the upstream gradients only.)"""
+    with torch.no_grad():
+        results = backward(ctx, *grads)
+    if not torch.is_grad_enabled():
+        return results
+    dependencies = [t for t in list(ctx.saved_tensors) + list(grads)
+                    if isinstance(t, torch.Tensor) and t.requires_grad]
+    places = [i for i, r in enumerate(results) if isinstance(r, torch.Tensor)]
+    if not dependencies or not places:
+        return results
+    message = (f"{label}: a second derivative was asked for (create_graph=True, e.g. a "
+               f"gradient penalty or torch.autograd.gradgradcheck), but tritonad derives "
+               f"first derivatives only: the gradient its backward returns is not itself "
+               f"differentiable. Compute the second-order term another way (e.g. write the "
+               f"first derivative as a kernel and differentiate that), or call backward "
+               f"without create_graph=True")
+    tied = _first_order_function(torch).apply(message, [results[i] for i in places],
+                                               *dependencies)
+    results = list(results)
+    for i, t in zip(places, tied):
+        results[i] = t
+    return tuple(results)
+
+
+_FIRST_ORDER = None
+
+
+def _first_order_function(torch):
+    global _FIRST_ORDER
+    if _FIRST_ORDER is None:
+        class FirstOrderOnly(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, message, values, *dependencies):
+                ctx.message = message
+                seen = set()
+                outputs = []
+                for value in values:  # (each output its own tensor)
+                    outputs.append(value.clone() if id(value) in seen else value)
+                    seen.add(id(value))
+                return tuple(outputs)
+
+            @staticmethod
+            def backward(ctx, *grads):
+                raise RuntimeError(ctx.message)
+
+        _FIRST_ORDER = FirstOrderOnly
+    return _FIRST_ORDER
