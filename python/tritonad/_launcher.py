@@ -809,6 +809,10 @@ class _Plan:
                 return None
             if sid not in shadows:
                 first, size, dtype, device = span
+                # (f16/bf16 gradients are summed in fp32 across programs and launches,
+                # rounded once when returned)
+                if dtype in (torch.float16, torch.bfloat16):
+                    dtype = torch.float32
                 shadows[sid] = (torch.zeros(size, dtype=dtype, device=device), first)
             buffer, first = shadows[sid]
             return buffer.as_strided(t.shape, t.stride(), t.storage_offset() - first)
@@ -832,8 +836,12 @@ class _Plan:
                 call = inner_arguments(call, renamed_parameters(param_names(launch.fn)),
                                        launch.name)
                 bwd[launch.grid](**call, **launch.options)
-        return [shadow_of(tensors[ref]) if need else None
+        return [_rounded(shadow_of(tensors[ref]), tensors[ref].dtype) if need else None
                 for ref, need in zip(self.input_refs, needs)]
+
+
+def _rounded(gradient, dtype):
+    return None if gradient is None else gradient.to(dtype)
 
 
 def _launcher_backward(ctx, *grads):

@@ -245,13 +245,14 @@ def overlaps(t) -> bool:
     return False
 
 
-def shadow_like(t, torch, upstream=None, empty=False):
+def shadow_like(t, torch, upstream=None, empty=False, dtype=None):
     """Zeros (a copy of `upstream`; uninitialized with `empty`) laid out exactly as
-    t, in its dtype: the backward addresses a shadow with the strides the forward
+    t, in its dtype (or `dtype`): the backward addresses a shadow with the strides the forward
     used for t (a contiguous buffer would be wrong for a view such as a column
     slice). The storage spans every address the strides reach."""
     make = torch.empty if empty else torch.zeros
-    buffer = make(_span(t), dtype=t.dtype, device=t.device).as_strided(t.shape, t.stride())
+    buffer = make(_span(t), dtype=dtype or t.dtype, device=t.device).as_strided(t.shape,
+                                                                                 t.stride())
     return buffer if upstream is None else buffer.copy_(upstream)
 
 
@@ -338,6 +339,15 @@ def _kernel_backward(ctx, *grads):
     for shadow, (out, grad) in upstream.items():
         arguments[shadow] = grad
     written = _written_shadows(op.backward_kernel, ctx.grid, arguments)
+    # f16/bf16 gradients that programs add into with atomics are summed in an fp32
+    # buffer and rounded once, after the kernel.
+    widened = {name: input_grads[name] for name in input_grads
+               if name in shadows and input_grads[name].dtype in
+               (torch.float16, torch.bfloat16) and
+               shadows[name] in _added_atomically(op.backward_kernel)}
+    for name in widened:
+        input_grads[name] = shadow_like(bound[name], torch, dtype=torch.float32)
+        arguments[shadows[name]] = input_grads[name]
     for shadow, (out, grad) in upstream.items():
         # The upstream gradient is passed as it is unless the backward writes
         # into it (consumes it) or addresses it differently (dtype, strides).
@@ -345,10 +355,22 @@ def _kernel_backward(ctx, *grads):
                 not _same_layout(grad, out):
             arguments[shadow] = shadow_like(out, torch, grad)
     with uninitialized([input_grads[n] for n in input_grads
-                        if n in shadows and launch_path]):
+                        if n in shadows and launch_path and n not in widened]):
         op.backward_kernel[ctx.grid](**arguments)
+    for name, grad in widened.items():
+        input_grads[name] = grad.copy_(input_grads[name])
     return (None, None, None, None,
             *[input_grads.get(name) for name in ctx.differentiable])
+
+
+def _added_atomically(backward_kernel) -> set:
+    """The shadows the compiled backward adds into with atomics (its schedule)."""
+    schedule = backward_kernel.schedule() if hasattr(backward_kernel, "schedule") else None
+    if schedule is None:
+        return set()
+    shadows = getattr(backward_kernel, "shadows", {})
+    return {shadows.get(e.subject, e.subject) for e in schedule.entries
+            if e.kind == "shadow" and e.strategy == "atomic"}
 
 
 def first_order_only(torch, label, backward, ctx, *grads):

@@ -67,6 +67,16 @@ Value convertForShadow(OpBuilder &builder, Location loc, Value g, Value shadowPt
   return arith::ExtFOp::create(builder, loc, type, g);
 }
 
+// An f32 shadow of an f16/bf16 pointer: gradients that many programs add
+// into are summed in f32 and rounded once (the launch path passes one where
+// the schedule adds with atomics, and rounds it after the kernel).
+bool widensHalfPrecision(Type primal, Type shadow) {
+  auto primalPtr = dyn_cast<tt::PointerType>(primal);
+  auto shadowPtr = dyn_cast<tt::PointerType>(shadow);
+  return primalPtr && shadowPtr && isa<Float16Type, BFloat16Type>(primalPtr.getPointeeType()) &&
+         shadowPtr.getPointeeType().isF32();
+}
+
 // A condition of the access analysis, emitted in the backward (its scalars
 // are the recomputed forward's).
 Value emitUniform(OpBuilder &builder, Location loc, const UniformExpr &expr,
@@ -591,14 +601,21 @@ LogicalResult KernelBackwardBuilder::emitWriteAdjoint(OpBuilder &builder, Operat
   Value mask = primalMask ? forward.lookupOrDefault(primalMask) : Value();
   if (store)
     mask = lastIterationMask(builder, store, forward, mask);
-  Value other = mask ? createZero(builder, loc, value.getType()) : Value();
-  Value upstream = createLoad(builder, loc, *shadow, mask, other);
+  // (an f32 shadow of an f16/bf16 tensor: read wide, taken in the value's type)
+  Type shadowElement =
+      cast<tt::PointerType>(getElementTypeOrSelf(shadow->getType())).getPointeeType();
+  Type shadowValueType = shadowElement;
+  if (auto tensor = dyn_cast<RankedTensorType>(value.getType()))
+    shadowValueType = tensor.clone(shadowElement);
+  Value other = mask ? createZero(builder, loc, shadowValueType) : Value();
+  Value upstream = castFloat(builder, loc, createLoad(builder, loc, *shadow, mask, other),
+                             getElementTypeOrSelf(value.getType()));
   state.accumulate(builder, value, upstream);
   // Several stores through one pointer: a later store overwrites an earlier
   // one at the same address, so once a store has taken the upstream
   // gradient, earlier stores must see zero there (the shadow is consumed).
   if (store && storeSites.lookup(baseArgument(ptr)) > 1 && !firstStore.lookup(store)) {
-    createStore(builder, loc, *shadow, createZero(builder, loc, value.getType()), mask);
+    createStore(builder, loc, *shadow, createZero(builder, loc, shadowValueType), mask);
     // The earlier store's read may happen in another thread (another layout):
     // the barrier makes the zeros visible to every thread of the program.
     gpu::BarrierOp::create(builder, loc);
@@ -1253,7 +1270,8 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
     auto shadowIt = binding.shadow.empty() ? byName.end() : byName.find(binding.shadow);
     if (shadowIt == byName.end())
       continue; // no gradient wanted: the shadow was None (specialized away) or left out
-    if (primalArg.getType() != shadowIt->second.getType())
+    if (primalArg.getType() != shadowIt->second.getType() &&
+        !widensHalfPrecision(primalArg.getType(), shadowIt->second.getType()))
       return into.emitError("shadow '")
              << binding.shadow << "' has type " << shadowIt->second.getType() << " but '"
              << binding.primal << "' has type " << primalArg.getType()
