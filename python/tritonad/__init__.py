@@ -1,6 +1,6 @@
 """tritonad: reverse-mode automatic differentiation of Triton kernels, on TTIR."""
 
-from tritonad import _C, _numpy_compat
+from tritonad import _C, _interpreter_mends
 from tritonad._core import MLIRError, run_pipeline
 from tritonad._grad import DifferentiationError, grad
 from tritonad._render import RenderError
@@ -10,4 +10,4 @@ __all__ = ["DifferentiationError", "MLIRError", "RenderError", "autograd", "grad
            "run_pipeline"]
 __version__ = "0.1.0"
 
-_numpy_compat.install()
+_interpreter_mends.install()

@@ -468,33 +468,7 @@ def format_table(results: Sequence[Result]) -> str:
 # Defects of tritonad this suite found, by (case, device): the failure is then
 # an xfail naming the defect, as long as its message holds the needle; a case
 # that passes again fails until its entry is removed (the fix is noticed).
-_DEFAULTS = ("a forward constexpr parameter with a default value (USE_GRAPH: tl.constexpr = "
-             "False, log_target=..., BACKWARD_PASS=...): the backward placeholder writes the "
-             "default as `_tritonad_defaults['name']`, which Triton's code generator "
-             "evaluates with a constexpr key (KeyError); _kernel_grad._parameter_list")
-_NUM_WARPS = ("a kernel parameter named like a launch option (num_warps, num_stages: a "
-              "constexpr): the interpreter's backward launch drops it as a launch option, then "
-              "cannot bind the placeholder (_interpret.InterpretedBackward.run, "
-              "_LAUNCH_OPTIONS)")
-_OUTPUT_HISTORY = ("an output buffer that requires grad (here q, which the kernel also "
-                   "loads: in place) is accepted by tritonad.autograd(kernel, outputs=...); "
-                   "the autograd.Function replaces its history, so gradients through it are "
-                   "lost (_torch._DifferentiableKernel._launch checks inputs only)")
 KNOWN_DEFECTS: Dict[Tuple[str, str], Tuple[str, str]] = {
-    ("fla.chunk_local_cumsum", "interpreter"): ("_tritonad_defaults[", _DEFAULTS),
-    ("fla.chunk_local_cumsum", "derive sm_90"): ("_tritonad_defaults[", _DEFAULTS),
-    ("fla.chunk_local_cumsum_vector", "interpreter"): ("_tritonad_defaults[", _DEFAULTS),
-    ("fla.chunk_local_cumsum_vector", "derive sm_90"): ("_tritonad_defaults[", _DEFAULTS),
-    ("fla.fused_chunk_simple_gla", "derive sm_90"): ("_tritonad_defaults[", _DEFAULTS),
-    ("fla.chunk_simple_gla", "derive sm_90"): ("_tritonad_defaults[", _DEFAULTS),
-    ("liger.kl_div", "derive sm_90"): ("_tritonad_defaults[", _DEFAULTS),
-    ("liger.rope", "derive sm_90"): ("_tritonad_defaults[", _DEFAULTS),
-    ("liger.sparsemax", "interpreter"): ("missing a required argument: 'num_warps'", _NUM_WARPS),
-    ("liger.multi_token_attention", "interpreter"): (
-        "missing a required argument: 'num_warps'", _NUM_WARPS),
-    ("liger.neighborhood_attention", "interpreter"): (
-        "missing a required argument: 'num_stages'", _NUM_WARPS),
-    ("liger.rope", "interpreter"): ("carries no gradient", _OUTPUT_HISTORY),
 }
 
 
@@ -595,7 +569,7 @@ def derive_case(case: Case, dtype: str = "float32") -> Result:
     import torch
 
     from tritonad._interpret import derive
-    from tritonad._kernel_grad import unwrap
+    from tritonad._kernel_grad import inner_arguments, renamed_parameters, unwrap
     from triton.runtime.jit import mangle_type
 
     case_seed = seed()
@@ -628,6 +602,8 @@ def derive_case(case: Case, dtype: str = "float32") -> Result:
             bound, _ = _launch_arguments(getattr(*key), args, kwargs)
             for pointer, shadow in backward.shadows.items():
                 bound[shadow] = bound.get(pointer)
+            # (parameters named like launch keywords carry other names inside)
+            bound = inner_arguments(bound, renamed_parameters(list(bound)), name)
             arguments = inspect.signature(backward.fn).bind(**bound)
             arguments.apply_defaults()
             constexprs = set(p.name for p in backward.params if p.is_constexpr)
