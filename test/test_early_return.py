@@ -4,11 +4,6 @@ vocabulary and a load of the target logit `X + y`: the gradients of the valid ro
 fp64 torch.autograd and are the same from run to run, through tritonad.autograd and
 tritonad.grad; ignored rows get zero gradient. Interpreter (fp32) and GPU (fp32, bf16)."""
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -16,6 +11,7 @@ triton = pytest.importorskip("triton")
 pytest.importorskip("tritonad")
 
 from gpu_util import requires_gpu  # noqa: E402
+from interpreter_util import run_interpreted  # noqa: E402
 
 _CHECK = """
 import json, sys, torch
@@ -27,12 +23,7 @@ print(json.dumps(early_return.check(torch.float32, "cpu", sys.argv[1], rows=9, v
 
 @pytest.mark.parametrize("path", ["autograd", "grad"])
 def test_early_return_interpreted(path):
-    env = dict(os.environ, TRITON_INTERPRET="1",
-               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    done = subprocess.run([sys.executable, "-c", _CHECK, path], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-4000:]
-    error = json.loads(done.stdout.strip().splitlines()[-1])
+    error = run_interpreted(_CHECK, path)
     assert error <= 1e-5, error
 
 

@@ -4,16 +4,13 @@ adds the right values, and a runtime loop bound works under numpy >= 2.4. Each c
 in a fresh Python with TRITON_INTERPRET=1, with and without tritonad imported (without,
 the atomic is Triton's own, wrong: the check can fail)."""
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("triton")
 pytest.importorskip("tritonad")
+
+from interpreter_util import run_interpreted  # noqa: E402
 
 _SCRIPT = """
 import json, sys, torch, triton, triton.language as tl
@@ -49,12 +46,7 @@ print(json.dumps(results))
 
 
 def _run(mode):
-    env = dict(os.environ, TRITON_INTERPRET="1",
-               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    done = subprocess.run([sys.executable, "-c", _SCRIPT, mode], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_interpreted(_SCRIPT, mode)
 
 
 def test_interpreter_mended():

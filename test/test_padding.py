@@ -2,11 +2,6 @@
 finite and match fp64 torch.autograd on the real lanes, on the GPU (fp32, bf16) and in
 Triton's CPU interpreter. The lit side is test/lit/AutoDiff/padding.mlir."""
 
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -14,6 +9,7 @@ pytest.importorskip("triton")
 pytest.importorskip("tritonad")
 
 from gpu_util import requires_gpu  # noqa: E402
+from interpreter_util import run_interpreted  # noqa: E402
 
 CASES = ("scaled_by_sum", "softmax_times_x", "masked_entropy", "expected_logit",
          "divided_by_absmax", "custom_max_softmax")
@@ -35,12 +31,7 @@ print(json.dumps(results))
 
 @pytest.fixture(scope="module")
 def interpreted():
-    env = dict(os.environ, TRITON_INTERPRET="1",
-               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    done = subprocess.run([sys.executable, "-c", _INTERPRETED], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_interpreted(_INTERPRETED)
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -11,6 +11,7 @@ pytest.importorskip("triton")
 pytest.importorskip("tritonad")
 
 from gpu_util import requires_gpu  # noqa: E402
+from interpreter_util import run_interpreted  # noqa: E402
 
 # One rounding of each input and of the result (bf16: 2^-8 relative each).
 TOLERANCE = {"float32": 1e-4, "bfloat16": 1.6e-2}
@@ -28,17 +29,8 @@ def test_shared_weight_sums(dtype, block_m):
 
 def test_shared_weight_sums_interpreted():
     """fp32 in Triton's CPU interpreter (it has no bf16 arithmetic)."""
-    import json
-    import os
-    import subprocess
-    import sys
     script = ("import json, torch\nfrom corpus import shared_weights\n"
               "print(json.dumps([shared_weights.check(torch.float32, 'cpu', rows=37, n=23, "
               "block_m=m) for m in (4, None)]))")
-    env = dict(os.environ, TRITON_INTERPRET="1",
-               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-4000:]
-    for errors in json.loads(done.stdout.strip().splitlines()[-1]):
+    for errors in run_interpreted(script):
         assert max(errors.values()) <= TOLERANCE["float32"], errors

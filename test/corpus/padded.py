@@ -25,21 +25,25 @@ def _max_of(a, b):
 
 
 @triton.jit
-def scaled_by_sum(X, Y, n, BLOCK: tl.constexpr):
+def _padded_row(X, n, BLOCK: tl.constexpr):
+    """This program's row of X, its masked lanes padded with -inf."""
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < n
-    x = tl.load(X + row * n + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    return row, cols, mask, tl.load(X + row * n + cols, mask=mask,
+                                    other=-float("inf")).to(tl.float32)
+
+
+@triton.jit
+def scaled_by_sum(X, Y, n, BLOCK: tl.constexpr):
+    row, cols, mask, x = _padded_row(X, n, BLOCK)
     y = x * tl.sum(tl.exp(x), axis=0)
     tl.store(Y + row * n + cols, y, mask=mask)
 
 
 @triton.jit
 def softmax_times_x(X, Y, n, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n
-    x = tl.load(X + row * n + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    row, cols, mask, x = _padded_row(X, n, BLOCK)
     e = tl.exp(x - tl.max(x, axis=0))
     p = e / tl.sum(e, axis=0)
     tl.store(Y + row * n + cols, p * x, mask=mask)
@@ -47,10 +51,7 @@ def softmax_times_x(X, Y, n, BLOCK: tl.constexpr):
 
 @triton.jit
 def masked_entropy(X, H, n, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n
-    x = tl.load(X + row * n + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    row, cols, mask, x = _padded_row(X, n, BLOCK)
     shifted = x - tl.max(x, axis=0)
     s = tl.sum(tl.exp(shifted), axis=0)
     logp = shifted - tl.log(s)
@@ -60,10 +61,7 @@ def masked_entropy(X, H, n, BLOCK: tl.constexpr):
 
 @triton.jit
 def expected_logit(X, E, n, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n
-    x = tl.load(X + row * n + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    row, cols, mask, x = _padded_row(X, n, BLOCK)
     e = tl.exp(x - tl.max(x, axis=0))
     p = e / tl.sum(e, axis=0)
     tl.store(E + row, tl.sum(tl.where(mask, p * x, 0.0), axis=0))
@@ -71,20 +69,14 @@ def expected_logit(X, E, n, BLOCK: tl.constexpr):
 
 @triton.jit
 def divided_by_absmax(X, Y, n, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n
-    x = tl.load(X + row * n + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    row, cols, mask, x = _padded_row(X, n, BLOCK)
     scale = tl.max(tl.where(mask, tl.abs(x), 0.0), axis=0)
     tl.store(Y + row * n + cols, x / scale, mask=mask)
 
 
 @triton.jit
 def custom_max_softmax(X, Y, n, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n
-    x = tl.load(X + row * n + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    row, cols, mask, x = _padded_row(X, n, BLOCK)
     e = tl.exp(x - tl.reduce(x, 0, _max_of))
     tl.store(Y + row * n + cols, x * e / tl.sum(e, axis=0), mask=mask)
 
