@@ -341,10 +341,13 @@ def _kernel_backward(ctx, *grads):
     written = _written_shadows(op.backward_kernel, ctx.grid, arguments)
     # f16/bf16 gradients that programs add into with atomics are summed in an fp32
     # buffer and rounded once, after the kernel.
+    largest_output = max((bound[n].numel() for n in op.outputs
+                          if isinstance(bound.get(n), torch.Tensor)), default=0)
     widened = {name: input_grads[name] for name in input_grads
                if name in shadows and input_grads[name].dtype in
                (torch.float16, torch.bfloat16) and
-               shadows[name] in _added_atomically(op.backward_kernel)}
+               shadows[name] in _added_atomically(op.backward_kernel,
+                                                  bound[name].numel() * 8 <= largest_output)}
     for name in widened:
         input_grads[name] = shadow_like(bound[name], torch, dtype=torch.float32)
         arguments[shadows[name]] = input_grads[name]
@@ -363,14 +366,19 @@ def _kernel_backward(ctx, *grads):
             *[input_grads.get(name) for name in ctx.differentiable])
 
 
-def _added_atomically(backward_kernel) -> set:
-    """The shadows the compiled backward adds into with atomics (its schedule)."""
+def _added_atomically(backward_kernel, shared=False) -> set:
+    """The shadows the compiled backward adds into with atomics (its schedule); with
+    `shared`, also those it adds into with atomics where the launch's strides and grid
+    do not keep the programs' tiles disjoint (a tensor far smaller than the outputs, a
+    weight shared by rows, whose programs then all add into it)."""
     schedule = backward_kernel.schedule() if hasattr(backward_kernel, "schedule") else None
     if schedule is None:
         return set()
     shadows = getattr(backward_kernel, "shadows", {})
+    strategies = {"atomic"} | ({"plain-when-disjoint", "overwrite-when-disjoint"}
+                               if shared else set())
     return {shadows.get(e.subject, e.subject) for e in schedule.entries
-            if e.kind == "shadow" and e.strategy == "atomic"}
+            if e.kind == "shadow" and e.strategy in strategies}
 
 
 def first_order_only(torch, label, backward, ctx, *grads):

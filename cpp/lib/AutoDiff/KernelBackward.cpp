@@ -615,6 +615,11 @@ LogicalResult KernelBackwardBuilder::emitWriteAdjoint(OpBuilder &builder, Operat
   // one at the same address, so once a store has taken the upstream
   // gradient, earlier stores must see zero there (the shadow is consumed).
   if (store && storeSites.lookup(baseArgument(ptr)) > 1 && !firstStore.lookup(store)) {
+    // Every thread reads the upstream gradient before any thread zeroes it (a
+    // scalar's store is one thread's: without this barrier the other warps of
+    // the program could read the zero, a race seen on a cross-entropy whose
+    // ignored rows return early).
+    gpu::BarrierOp::create(builder, loc);
     createStore(builder, loc, *shadow, createZero(builder, loc, shadowValueType), mask);
     // The earlier store's read may happen in another thread (another layout):
     // the barrier makes the zeros visible to every thread of the program.

@@ -203,8 +203,11 @@ module {
 // whichever thread holds it there.
 // REMARK: remark: accumulation of y: output: its shadow is read (the upstream gradient), then zeroed where overwritten
 // CHECK-LABEL: tt.func public @bwd
+// (a barrier between every thread's read and the zeros: another warp's read could
+// otherwise see them)
 // CHECK: %[[UP:.+]] = tt.load %[[P:[^,]+]], %{{.+}}, %{{.+}} : tensor<64x!tt.ptr<f32>>
-// CHECK: tt.store %[[P]], %{{.+}}, %{{.+}} : tensor<64x!tt.ptr<f32>>
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: tt.store %[[P]], %{{.+}}, %{{.+}} : tensor<64x!tt.ptr<f32>>
 // CHECK-NEXT: gpu.barrier
 // CHECK: tt.load %[[P]]
 module {
