@@ -879,3 +879,23 @@ def test_gpu_in_place_kernels_are_refused(dtype):
 
 if __name__ == "__main__":
     _ic().main(sys.argv[1:], INTERPRET_CHECKS)
+
+
+@triton.jit
+def named_like_a_shadow_kernel(X_ptr, dX_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    """A parameter named as X_ptr's shadow would be (Liger's JSD has both)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(X_ptr + offs, mask=mask)
+    d = tl.load(dX_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, x * d, mask=mask)
+
+
+def test_shadow_names_step_around_the_kernels_own_names():
+    bwd = tritonad.grad(named_like_a_shadow_kernel)
+    assert bwd.shadows == {"X_ptr": "ddX_ptr", "dX_ptr": "dddX_ptr", "y_ptr": "dy_ptr"}
+    assert bwd.launch_signature == ("X_ptr", "dX_ptr", "y_ptr", "n", "ddX_ptr", "dddX_ptr",
+                                    "dy_ptr", "BLOCK")
+    compile_backward(bwd, dict(X_ptr="*fp32", dX_ptr="*fp32", y_ptr="*fp32", n="i32"),
+                     dict(BLOCK=128))
+    assert "tt.atomic_rmw" not in bwd.derived_ir()

@@ -62,8 +62,18 @@ def register_spec(specs: list, spec) -> int:
         return len(specs) - 1
 
 
-def shadow_name(param: str) -> str:
-    return "d" + param
+def shadow_names(pointers, parameters) -> List[str]:
+    """The shadow of each pointer: `d` + its name, with one more `d` in front while
+    that is taken by a parameter or another shadow (a kernel with both `X_ptr` and
+    `dX_ptr`, as Liger's JSD, gets `ddX_ptr`); `bwd.shadows` tells which."""
+    taken, names = set(parameters), []
+    for pointer in pointers:
+        name = "d" + pointer
+        while name in taken:
+            name = "d" + name
+        taken.add(name)
+        names.append(name)
+    return names
 
 
 def unwrap(kernel):
@@ -173,10 +183,7 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
         pointer_list = [p for p in pointer_list if p not in excluded]
     else:
         excluded = []
-    shadows = [shadow_name(p) for p in pointer_list]
-    clash = set(shadows) & set(names)
-    if clash:
-        raise ValueError(f"shadow names {sorted(clash)} clash with parameters of {fn.__name__}")
+    shadows = shadow_names(pointer_list, names)
 
     # (an empty shadow name: a pointer the core must know of, with no gradient wanted)
     spec = _KernelSpec(fn, list(zip(shadows, pointer_list)) + [("", p) for p in excluded],
