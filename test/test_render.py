@@ -179,8 +179,22 @@ def test_a_rendering_failure_leaves_the_kernel_compiling(monkeypatch):
         bwd.source()
 
 
-def test_source_is_none_before_any_compile():
-    assert tritonad.grad(_erf_kernel).source() is None
+def test_descriptions_before_any_compile_say_what_they_need():
+    bwd = tritonad.grad(_erf_kernel)
+    for describe in (bwd.source, bwd.derived_ir, bwd.schedule):
+        with pytest.raises(tritonad.NotDerivedError, match=r"launch it once .*bwd\.\w+\(x_ptr"):
+            describe()
+
+
+def test_descriptions_from_launch_arguments_without_a_launch():
+    """Given the launch's arguments (CPU tensors here), the backward is derived for
+    their types on the CPU: no GPU, no launch."""
+    import torch
+    bwd = tritonad.grad(_erf_kernel)
+    x = torch.zeros(100)
+    schedule = bwd.schedule(x, torch.empty(100), 100, BLOCK=64)
+    assert schedule.entries[0].subject == "x_ptr"
+    assert "tt.func" in bwd.derived_ir() and "def " in bwd.source()
 
 
 @triton.jit

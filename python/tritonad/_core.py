@@ -11,6 +11,11 @@ MLIRError.__doc__ = (
 )
 
 
+class NotDerivedError(RuntimeError):
+    """A description of a derivative (``schedule()``, ``derived_ir()``, ``source()``)
+    asked for before anything derived it; the message says what to do."""
+
+
 def run_pipeline(ir: str, pipeline: str = "", *, generic: bool = False,
                  debug_info: bool = True, name: str = "<ttir>") -> str:
     """Parse and verify TTIR text, run an mlir-opt style pass pipeline, print it.

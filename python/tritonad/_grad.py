@@ -12,7 +12,7 @@ import triton.language as tl
 from triton.runtime.jit import JITFunction
 
 from tritonad import _C
-from tritonad._core import MLIRError, locate_in_source
+from tritonad._core import MLIRError, NotDerivedError, locate_in_source
 from tritonad._hook import build_id, register_rewriter
 from tritonad._source import (CALL, constexpr_names, count_outputs, functions_in,
                               jit_from_source, param_names, strip_locations, symbol_name)
@@ -187,8 +187,17 @@ def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]
         f"    return {', '.join(wrt_names)}\n")
     vjp = jit_from_source(source, name, {"tl": tl, "_tritonad_primal": fn})
     vjp.tritonad_primal = fn
-    vjp.derived_ir = lambda: _latest(spec)
-    vjp.source = lambda: source_of(next(reversed(spec.sources.values()), None))
+    def derived(what, record):
+        if record is None:
+            raise NotDerivedError(
+                f"{fn.__name__}'s VJP has not been derived yet: it is derived for the "
+                f"argument types of the kernel that calls it, when that kernel compiles; "
+                f"launch (or compile) such a kernel first, then call {what}()")
+        return record
+
+    vjp.derived_ir = lambda: derived("derived_ir", _latest(spec))
+    vjp.source = lambda: source_of(derived("source",
+                                           next(reversed(spec.sources.values()), None)))
     vjp.wrt = tuple(wrt_names)
     if getattr(fn, "tritonad_interpreted", None) is not None:
         return InterpretedVJP(vjp, fn, lambda name: _spec_of(name) is spec, constexprs)

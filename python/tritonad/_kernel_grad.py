@@ -16,7 +16,7 @@ from triton.runtime.jit import JITFunction
 
 from tritonad import _C, _masks, _order, _partial, _residuals, _tuning
 from tritonad._schedule import Schedule
-from tritonad._core import MLIRError, locate_in_source
+from tritonad._core import MLIRError, NotDerivedError, locate_in_source
 from tritonad._forward_config import FollowsForwardConfig
 from tritonad._hook import build_id, register_rewriter
 from tritonad._source import (constexpr_names, functions_in, jit_from_source, param_names,
@@ -237,9 +237,9 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     bwd.forward = _ForwardLaunch(kernel, bwd.residual_forward, names, renamed)
     bwd.launch_signature = tuple(order)  # (JITFunction.signature is Triton's own)
     bwd.pointer_roles = {p: frozenset(roles[p]) for p in pointer_list}
-    bwd.derived_ir = lambda: _recorded(spec.derived, bwd, "tritonad_derived")
-    bwd.schedule = lambda: Schedule.from_records(
-        _recorded(spec.schedules, bwd, "tritonad_schedule"))
+    bwd.derived_ir = _Described(bwd, spec.derived, "tritonad_derived", "derived_ir")
+    bwd.schedule = _Described(bwd, spec.schedules, "tritonad_schedule", "schedule",
+                              Schedule.from_records)
     bwd.written_shadows = lambda: _recorded(spec.written, bwd, "tritonad_written")
     bwd.partial_shadows = lambda: _recorded(spec.partial, bwd, "tritonad_partial")
     bwd.coverage = lambda: _recorded(spec.coverage, bwd, "tritonad_coverage")
@@ -247,7 +247,7 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     bwd.accumulate = accumulate
     bwd.tape = tape
     bwd.tune = tune
-    bwd.source = lambda: source_of(_recorded(spec.sources, bwd, "tritonad_source"))
+    bwd.source = _Described(bwd, spec.sources, "tritonad_source", "source", source_of)
     if getattr(fn, "tritonad_interpreted", None) is not None:
         bwd = InterpretedBackward(bwd, fn, shadows,
                                   [renamed.get(n, n) for n in names if n in constexprs])
@@ -426,6 +426,71 @@ def check_shadows(kernel_name: str, arguments: dict, shadows: Dict[str, str],
 
 def _latest(by_name: Dict[str, str]) -> Optional[str]:
     return next(reversed(by_name.values()), None)
+
+
+class _Described:
+    """``bwd.schedule()``, ``bwd.derived_ir()``, ``bwd.source()``: the latest
+    derivation's, or, given the backward's launch arguments (as ``bwd[grid](...)``
+    takes them; tensors may be on the CPU, shadows left out take their pointer's
+    type), the derivation for those argument types, made on the CPU (Triton's front
+    end to TTIR for an sm_90 target, no GPU and no launch)."""
+
+    def __init__(self, bwd, records, key, what, convert=lambda record: record):
+        self.bwd, self.records, self.key, self.what = bwd, records, key, what
+        self.convert = convert
+
+    def __call__(self, *args, **kwargs):
+        if args or kwargs:
+            _derive_for_arguments(self.bwd, args, kwargs)
+        recorded = _recorded(self.records, self.bwd, self.key)
+        if recorded is None:
+            name = self.bwd.tritonad_primal.__name__
+            raise NotDerivedError(
+                f"the backward of {name} has not been derived yet: launch it once "
+                f"(bwd[grid](...)), or pass its launch arguments to describe it without a "
+                f"launch: bwd.{self.what}({', '.join(self.bwd.launch_signature[:3])}, ...)")
+        return self.convert(recorded)
+
+    def recorded(self):
+        """The latest derivation's, or None (for the launch path)."""
+        recorded = _recorded(self.records, self.bwd, self.key)
+        return None if recorded is None else self.convert(recorded)
+
+
+def _derive_for_arguments(bwd, args, kwargs):
+    import inspect
+
+    from triton.runtime.jit import mangle_type
+
+    from tritonad._interpret import derive
+
+    names = bwd.launch_signature
+    if len(args) > len(names):
+        raise TypeError(f"{len(args)} arguments given, the backward takes {len(names)}: "
+                        f"{names}")
+    bound = dict(zip(names, args))
+    for key, value in kwargs.items():
+        if key not in names:
+            raise TypeError(f"{key!r} is not a parameter of the backward {names}")
+        bound[key] = value
+    for pointer, shadow in bwd.shadows.items():
+        if shadow not in bound and pointer in bound:
+            bound[shadow] = bound[pointer]
+    inner = inner_arguments(bound, bwd.tritonad_renamed, bwd.tritonad_primal.__name__)
+    try:
+        arguments = inspect.signature(bwd.fn).bind(**inner)
+    except TypeError as error:
+        raise TypeError(f"describing the backward of {bwd.tritonad_primal.__name__}: "
+                        f"{error} (pass every argument a launch would)") from None
+    arguments.apply_defaults()
+    constexprs = {p.name for p in bwd.params if p.is_constexpr}
+    signature, values = {}, {}
+    for param, value in arguments.arguments.items():
+        if param in constexprs or value is None:
+            signature[param], values[param] = "constexpr", value
+        else:
+            signature[param] = mangle_type(value)
+    derive(bwd, signature, values, bwd.tritonad_primal)
 
 
 def _recorded(by_name: dict, jit: JITFunction, key: str):

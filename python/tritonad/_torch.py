@@ -371,7 +371,8 @@ def _added_atomically(backward_kernel, shared=False) -> set:
     `shared`, also those it adds into with atomics where the launch's strides and grid
     do not keep the programs' tiles disjoint (a tensor far smaller than the outputs, a
     weight shared by rows, whose programs then all add into it)."""
-    schedule = backward_kernel.schedule() if hasattr(backward_kernel, "schedule") else None
+    describe = getattr(backward_kernel, "schedule", None)
+    schedule = getattr(describe, "recorded", lambda: None)()
     if schedule is None:
         return set()
     shadows = getattr(backward_kernel, "shadows", {})
