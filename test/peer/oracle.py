@@ -564,13 +564,9 @@ def derive_case(case: Case, dtype: str = "float32") -> Result:
     an sm_90 target: tritonad's derivation without a GPU. Statuses: "derived",
     "refused", "crash", "library-error" (the library's forward does not reach the
     launch here)."""
-    import inspect
-
     import torch
 
-    from tritonad._interpret import derive
-    from tritonad._kernel_grad import inner_arguments, renamed_parameters, unwrap
-    from triton.runtime.jit import mangle_type
+    from tritonad._kernel_grad import unwrap
 
     case_seed = seed()
     result = Result(case.name, "kernel", dtype, "derive sm_90", "crash", seed=case_seed)
@@ -600,20 +596,9 @@ def derive_case(case: Case, dtype: str = "float32") -> Result:
             backward = unwrap(_kernel_wrapper(case, name).backward_kernel)[0]
             _, args, kwargs = recorder.launches[0]
             bound, _ = _launch_arguments(getattr(*key), args, kwargs)
-            for pointer, shadow in backward.shadows.items():
-                bound[shadow] = bound.get(pointer)
-            # (parameters named like launch keywords carry other names inside)
-            bound = inner_arguments(bound, renamed_parameters(list(bound)), name)
-            arguments = inspect.signature(backward.fn).bind(**bound)
-            arguments.apply_defaults()
-            constexprs = set(p.name for p in backward.params if p.is_constexpr)
-            signature, values = {}, {}
-            for param, value in arguments.arguments.items():
-                if param in constexprs or value is None:
-                    signature[param], values[param] = "constexpr", value
-                else:
-                    signature[param] = mangle_type(value)
-            derive(backward, signature, values, backward.tritonad_primal)
+            # (derived on the CPU for these arguments' types, as bwd.derived_ir(...) does)
+            backward.derived_ir(**{n: v for n, v in bound.items()
+                                   if n in backward.launch_signature})
             outcomes.append((key[1], "derived", ""))
         except Exception as exc:  # noqa: BLE001
             outcomes.append((key[1], *classify(exc, [key[1]])))
