@@ -1043,11 +1043,15 @@ void forEachAffineForm(Operation *function, function_ref<void(Value, StringRef)>
   });
 }
 
-bool iterationsTouchDisjointAddresses(Value ptr, scf::ForOp loop) {
+bool iterationsTouchDisjointAddresses(Value ptr, Value mask, scf::ForOp loop) {
   AffineAccess access(loop);
   std::optional<Affine> offsets = access.pointerOffsets(ptr);
+  std::map<int, Value> bounded = laneBounds(maskConjuncts(access, mask));
+  // A runtime step (a grid-stride loop's tl.num_programs) is positive, as
+  // scf.for's must be: each iteration then moves the addresses by at least
+  // the induction variable's coefficient.
   std::optional<int64_t> step = constantInt(loop.getStep());
-  if (!offsets || !step || *step <= 0)
+  if (!offsets || (step && *step <= 0))
     return false;
   auto type = dyn_cast<RankedTensorType>(ptr.getType());
   std::optional<Coefficient> move; // address change per iteration
@@ -1061,13 +1065,18 @@ bool iterationsTouchDisjointAddresses(Value ptr, scf::ForOp loop) {
         return false; // another loop moves the addresses as well
       move = coefficient;
       if (!access.vars().isIterationNumber(var))
-        move->constant *= *step;
+        move->constant *= step.value_or(1);
       continue;
     }
     if (!type)
       return false;
     constantLanes &= coefficient.isConstant();
-    span += std::abs(coefficient.constant) * (type.getShape()[var - kFirstLane] - 1);
+    int64_t extent = type.getShape()[var - kFirstLane];
+    auto bound = bounded.find(var - kFirstLane);
+    if (bound != bounded.end())
+      if (std::optional<int64_t> limit = constantInt(bound->second))
+        extent = std::clamp<int64_t>(*limit, 1, extent);
+    span += std::abs(coefficient.constant) * (extent - 1);
   }
   if (!move)
     return false;

@@ -447,7 +447,7 @@ LogicalResult KernelBackwardBuilder::classifyStoreInLoops(tt::StoreOp store) {
     if (!loop || isProgramLoop(loop)) // (its iterations are programs of the forward)
       continue;
     if (accessMovesWithLoop(store.getPtr(), store.getMask(), loop)) {
-      if (iterationsTouchDisjointAddresses(store.getPtr(), loop))
+      if (iterationsTouchDisjointAddresses(store.getPtr(), store.getMask(), loop))
         continue;
       return store.emitError("cannot differentiate a store inside a loop whose addresses may "
                              "repeat across iterations (only the last write survives, and "
@@ -496,7 +496,7 @@ bool KernelBackwardBuilder::writtenOncePerProgram(tt::LoadOp load) {
         return false;
       continue;
     }
-    if (!iterationsTouchDisjointAddresses(load.getPtr(), loop))
+    if (!iterationsTouchDisjointAddresses(load.getPtr(), load.getMask(), loop))
       return false;
   }
   return true;
@@ -522,7 +522,7 @@ Operation *KernelBackwardBuilder::loopRevisitingThroughOtherLanes(tt::LoadOp loa
     if (!loop || isProgramLoop(loop)) // (between programs: the exclusivity proof)
       continue;
     if (accessMovesWithLoop(load.getPtr(), load.getMask(), loop) &&
-        !iterationsTouchDisjointAddresses(load.getPtr(), loop))
+        !iterationsTouchDisjointAddresses(load.getPtr(), load.getMask(), loop))
       return loop;
   }
   return nullptr;

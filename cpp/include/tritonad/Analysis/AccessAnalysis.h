@@ -56,8 +56,10 @@ ExclusiveAccess analyzeExclusiveAccess(mlir::Value ptr, mlir::Value mask,
 /// (coefficient times the constant step) is at least the tile's span, or,
 /// with runtime strides, moves the index along one tile dimension by at
 /// least the tile's extent there (distinct index tuples being distinct
-/// addresses, as for the lanes of any store).
-bool iterationsTouchDisjointAddresses(mlir::Value ptr, mlir::scf::ForOp loop);
+/// addresses, as for the lanes of any store). A step that is a runtime value
+/// counts as its least, 1; lanes that `mask` bounds by a constant (`cols < N`)
+/// span only up to that bound.
+bool iterationsTouchDisjointAddresses(mlir::Value ptr, mlir::Value mask, mlir::scf::ForOp loop);
 
 /// For each of `values` (integers of `function`), whether it is >= 0 in every
 /// program, lane and iteration: affine in program ids, lanes and induction
