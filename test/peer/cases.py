@@ -22,6 +22,17 @@ def cases_of(library: str) -> Dict[str, Case]:
     return importlib.import_module(LIBRARIES[library][1]).CASES if available(library) else {}
 
 
+def gpu_params(library: str):
+    """(the library's cases by name, pytest params (name, dtype, variant)) for its GPU
+    test module."""
+    import pytest
+
+    cases = cases_of(library)
+    return cases, [pytest.param(name, dtype, variant, id=f"{name}-{dtype}-{variant}")
+                   for name, case in sorted(cases.items())
+                   for dtype in case.dtypes for variant in case.variants("cuda")]
+
+
 def interpreted_cases() -> Dict[str, Case]:
     found = {}
     for library in LIBRARIES:

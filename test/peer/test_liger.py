@@ -15,13 +15,10 @@ pytest.importorskip("tritonad")
 pytest.importorskip("liger_kernel")
 
 import oracle  # noqa: E402
-from cases import cases_of  # noqa: E402
+from cases import gpu_params  # noqa: E402
 from gpu_util import requires_gpu  # noqa: E402
 
-CASES = cases_of("liger")
-PARAMS = [pytest.param(name, dtype, variant, id=f"{name}-{dtype}-{variant}")
-          for name, case in sorted(CASES.items())
-          for dtype in case.dtypes for variant in case.variants("cuda")]
+CASES, PARAMS = gpu_params("liger")
 
 
 @pytest.mark.gpu
