@@ -7,7 +7,6 @@
 #include "tritonad/AutoDiff/FullMasks.h"
 #include "tritonad/AutoDiff/ProgramOrder.h"
 #include "tritonad/AutoDiff/Regrid.h"
-#include "tritonad/Dialect/Triton/Dialect.h"
 #include "tritonad/InitAll.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -147,34 +146,6 @@ bool shapeFits(const std::string &ir, size_t i) {
 
 } // namespace
 
-// A tensor whose elements point to tensors (block pointers) is no Triton type;
-// loading through one would build a tensor of tensors, which MLIR asserts on.
-LogicalResult refuseTensorsOfBlockPointers(ModuleOp module) {
-  auto invalid = [](Type type) {
-    auto tensor = dyn_cast<RankedTensorType>(type);
-    auto ptr = tensor ? dyn_cast<triton::PointerType>(tensor.getElementType()) : nullptr;
-    return ptr && !TensorType::isValidElementType(ptr.getPointeeType());
-  };
-  WalkResult walk = module.walk([&](Operation *op) {
-    for (Region &region : op->getRegions())
-      for (Block &block : region)
-        for (BlockArgument arg : block.getArguments())
-          if (invalid(arg.getType())) {
-            op->emitError("argument of type ") << arg.getType() << ": a tensor of block "
-                                                << "pointers is not a Triton type";
-            return WalkResult::interrupt();
-          }
-    for (Type type : op->getResultTypes())
-      if (invalid(type)) {
-        op->emitError("result of type ") << type << ": a tensor of block pointers is not a "
-                                         << "Triton type";
-        return WalkResult::interrupt();
-      }
-    return WalkResult::advance();
-  });
-  return failure(walk.wasInterrupted());
-}
-
 std::string checkBeforeParsing(const std::string &ir, const std::string &bufferName) {
   // Alias definitions (`!t = type`, `#a = attr`) nest as deep as their bodies
   // and the aliases they use: a chain `!t1 = !tt.ptr<!t0>` ... is a type
@@ -274,8 +245,6 @@ Result transformModule(const std::string &ir, const PrintOptions &print,
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return failedResult(diagnostics, "failed to parse the input");
-  if (mlir::failed(refuseTensorsOfBlockPointers(*module)))
-    return failedResult(diagnostics, "the input has a tensor of block pointers");
   std::string fallback;
   if (mlir::failed(transform(*module, fallback)))
     return failedResult(diagnostics, fallback);

@@ -8,7 +8,6 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 namespace tt = mlir::triton;
@@ -38,12 +37,8 @@ bool keepsFiniteLanesFinite(Operation *op) {
 
 class PaddingWalk {
 public:
-  static bool isUniform(Value value) {
-    return !isa<RankedTensorType>(value.getType()) || value.getDefiningOp<tt::SplatOp>();
-  }
-
   bool mayHold(Value value) {
-    if (isUniform(value))
+    if (tritonad::isLaneUniform(value))
       return false;
     auto [it, inserted] = known.try_emplace(value, false); // a cycle: decided elsewhere
     if (!inserted)
@@ -79,7 +74,7 @@ private:
     }
     // x / y: a padded zero of y's makes inf; a uniform y has no padding.
     if (auto divide = dyn_cast<arith::DivFOp>(op))
-      return mayHold(divide.getLhs()) || !isUniform(divide.getRhs());
+      return mayHold(divide.getLhs()) || !tritonad::isLaneUniform(divide.getRhs());
     if (!keepsFiniteLanesFinite(op))
       return true;
     for (Value operand : op->getOperands())
@@ -116,5 +111,9 @@ private:
 };
 
 } // namespace
+
+bool tritonad::isLaneUniform(Value value) {
+  return !isa<RankedTensorType>(value.getType()) || value.getDefiningOp<tt::SplatOp>();
+}
 
 bool tritonad::mayHoldNonFinitePadding(Value value) { return PaddingWalk().mayHold(value); }

@@ -10,10 +10,14 @@
 
 namespace tritonad {
 
+/// Whether `value` is the same in every lane (a scalar, a splat): it has no
+/// masked-out lanes of its own.
+bool isLaneUniform(mlir::Value value);
+
 /// Whether some lanes of `value` may hold non-finite padding (conservative:
-/// true where it cannot tell). Scalars and splats are uniform (no padding of
-/// their own), finite constants hold none, a masked load without `other` reads
-/// zeros; function arguments may hold anything.
+/// true where it cannot tell). Lane-uniform values have none, finite constants
+/// hold none, a masked load without `other` reads zeros; a device function's
+/// arguments are taken as its caller cleared them (the caller has the mask).
 bool mayHoldNonFinitePadding(mlir::Value value);
 
 } // namespace tritonad

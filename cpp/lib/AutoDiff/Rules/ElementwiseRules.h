@@ -133,10 +133,6 @@ inline Expr guardedWhere(Expr partial, std::function<bool(Env &)> needsGuard) {
     return needsGuard(env) ? guarded.emit(env) : partial.emit(env);
   });
 }
-inline bool isUniform(mlir::Value value) {
-  return !mlir::isa<mlir::RankedTensorType>(value.getType()) ||
-         value.getDefiningOp<mlir::triton::SplatOp>();
-}
 /// `partial`, but exactly 0 where the upstream gradient G is 0. For partials
 /// that divide by operand `risky` or take its log: lanes the forward masked
 /// out hold arbitrary values (log(0), x / 0) and get G = 0, and 0 * inf = NaN
@@ -144,13 +140,14 @@ inline bool isUniform(mlir::Value value) {
 /// the same in every lane (a scalar, a splat such as softmax's row sum) has no
 /// masked-out lanes of its own: no guard, and no cost in the backward.
 inline Expr safe(Expr partial, unsigned risky) {
-  return guardedWhere(partial, [risky](Env &env) { return !isUniform(env.operands[risky]); });
+  return guardedWhere(partial,
+                      [risky](Env &env) { return !isLaneUniform(env.operands[risky]); });
 }
 /// `safe` for a partial that also multiplies by the result (x / y's
 /// -G * Y / y): a uniform divisor still meets the padding the result holds.
 inline Expr safeWithResult(Expr partial, unsigned risky) {
   return guardedWhere(partial, [risky](Env &env) {
-    return !isUniform(env.operands[risky]) || mayHoldNonFinitePadding(env.result);
+    return !isLaneUniform(env.operands[risky]) || mayHoldNonFinitePadding(env.result);
   });
 }
 

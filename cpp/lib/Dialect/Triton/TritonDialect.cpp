@@ -83,7 +83,7 @@ void PointerType::print(AsmPrinter &printer) const {
 
 Type mlir::triton::getPointeeType(Type type) {
   // (a tensor of block pointers has no pointee tensor: the type is returned
-  // as it is, and API.cpp's checks refuse it before anything uses it)
+  // as it is, and the verifiers of the ops that take it refuse it)
   if (auto tensor = dyn_cast<RankedTensorType>(type))
     if (auto ptr = dyn_cast<PointerType>(tensor.getElementType()))
       return TensorType::isValidElementType(ptr.getPointeeType())
