@@ -102,7 +102,12 @@ def check(name, dtype, device, rows=5, n=37):
     """The largest error of the case's gradient against fp64, relative to the fp64
     gradient's largest magnitude (NaN or inf anywhere: inf)."""
     kernel, per_row, reference = CASES[name]
-    x = torch.randn(rows, n, device=device).to(dtype).requires_grad_()
+    # Distinct magnitudes in each row, in any dtype: a tie of |x| would send the gradient
+    # of the row's maximum to the first of them (tl.max, like torch.max(x, dim)), where
+    # torch's amax in the reference splits it.
+    magnitudes = (torch.rand(rows, n).argsort(-1) + 1.0) * (3.0 / n)
+    signs = torch.randint(0, 2, (rows, n)) * 2.0 - 1.0
+    x = (magnitudes * signs).to(device=device, dtype=dtype).requires_grad_()
     out = torch.empty(rows, device=device, dtype=dtype) if per_row else torch.empty_like(x)
     f = tritonad.autograd(kernel, outputs=(kernel.arg_names[1],))
     y = f[(rows,)](x, out, n, BLOCK=triton.next_power_of_2(n))
