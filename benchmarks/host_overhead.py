@@ -360,17 +360,18 @@ def main() -> int:
     graph_lines = ["", "CUDA graph replay of the same step (us)", "",
                    "| op | size | " + " | ".join(METHODS) + " |",
                    "|---" * (len(METHODS) + 2) + "|"]
-    profiles, status = [], 0
+    profiles, status, made = [], 0, []
     for size_name in args.sizes.split(","):
         for key in args.ops.split(","):
             op = OPS[key](SIZES[size_name], dtype)
             add_torch_methods(op, not args.no_compile)
-            y = op.forwards["eager"]()
-            dy = torch.randn_like(y)
-            times, graphs = {}, {}
+            dy = torch.randn_like(op.forwards["eager"]())
+            shape = (f"{SIZES[size_name]['n']}" if key in ("gelu", "swiglu") else
+                     f"{SIZES[size_name]['m']}x{SIZES[size_name]['cols']}")
+            times, correct = {}, []
             for method in METHODS:
                 if method not in op.forwards:
-                    times[method] = graphs[method] = "-"
+                    times[method] = "-"
                     continue
                 try:
                     wrong = check(op, method, dy)
@@ -379,15 +380,11 @@ def main() -> int:
                     wrong = f"raised {type(error).__name__}: {error}"
                 if wrong:
                     print(f"CHECK FAILED {op.name} {size_name} {method}: {wrong}")
-                    times[method] = graphs[method] = "CHECK FAILED"
+                    times[method] = "CHECK FAILED"
                     status = 1
                     continue
-                step = step_of(op, op.forwards[method], dy)
-                times[method] = triton.testing.do_bench(step) * 1e3
-                if args.graphs and method != "compile":
-                    graphs[method] = graph_replay_ms(step)
-            shape = (f"{SIZES[size_name]['n']}" if key in ("gelu", "swiglu") else
-                     f"{SIZES[size_name]['m']}x{SIZES[size_name]['cols']}")
+                correct.append(method)
+                times[method] = triton.testing.do_bench(step_of(op, op.forwards[method], dy)) * 1e3
 
             def ratio(a, b):
                 ta, tb = times.get(a), times.get(b)
@@ -398,12 +395,16 @@ def main() -> int:
             lines.append(f"| {op.name} | {shape} | " + " | ".join(cells) +
                          f" | {ratio('kernel', 'hand')} | {ratio('launcher', 'hand')} | "
                          f"{ratio('launcher', 'eager')} |")
-            if args.graphs:
-                graph_lines.append(f"| {op.name} | {shape} | " +
-                                   " | ".join(graphs.get(m, "-") for m in METHODS) + " |")
             print(lines[-1], flush=True)
             if key in args.profile.split(",") and size_name == args.sizes.split(",")[0]:
                 profiles.append(profile(op, dy))
+            made.append((op, shape, dy, correct))
+    # (last: a capture that fails can leave torch's CUDA state unusable for what follows)
+    for op, shape, dy, correct in made if args.graphs else ():
+        cells = [graph_replay_ms(step_of(op, op.forwards[m], dy))
+                 if m in correct and m != "compile" else "-" for m in METHODS]
+        graph_lines.append(f"| {op.name} | {shape} | " + " | ".join(cells) + " |")
+        print(graph_lines[-1], flush=True)
     text = "\n".join(lines + (graph_lines if args.graphs else [])) + "\n" + "".join(profiles)
     print(text)
     if args.out:

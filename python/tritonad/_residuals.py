@@ -89,7 +89,7 @@ def _launch_of(arguments, names, grid_now, by_memory: bool = True) -> dict:
             **{n: identity(arguments.get(n)) for n in names}}
 
 
-def _check_launch(buffer, grid, kwargs) -> None:
+def check_launch(buffer, grid, kwargs) -> None:
     """Raises unless the backward is launched as the forward that filled `buffer`."""
     launch = getattr(buffer, "tritonad_launch", None)
     if launch is None:
@@ -138,7 +138,7 @@ def checked(run, grid, kernel, kwargs):
     buffer = kwargs.get(RESIDUALS)
     if buffer is None:
         return kernel
-    _check_launch(buffer, grid, kwargs)
+    check_launch(buffer, grid, kwargs)
     reads = recorded(kernel)
     if reads is not None and reads["fingerprint"] == getattr(buffer, "tritonad_fingerprint",
                                                               None):
