@@ -3,7 +3,9 @@
 For GELU, SwiGLU, softmax, layer norm and RMSNorm (the forward kernels of bench.py),
 at a small size (launches dominate: 65,536 elements, 64 x 1024 rows) and a medium one
 (4M elements, 1024 x 4096 rows), one step -- the forward call and ``.backward()`` --
-is timed with ``triton.testing.do_bench`` (host included) for
+is timed as a training loop runs it: the mean wall time per step over a few hundred
+steps launched back to back, then a synchronize (the best of three such runs; host
+and GPU overlap as they do in training, so the slower of the two is what shows), for
 
   eager      torch autograd on the torch reference
   compile    torch.compile of the torch reference
@@ -19,7 +21,9 @@ first checked against eager torch in fp64 (a wrong method is reported, not timed
 
     python3 benchmarks/host_overhead.py [--ops gelu,ln] [--sizes small,medium]
                                         [--dtype fp32|bf16] [--graphs] [--no-compile]
-                                        [--profile gelu] [--out FILE]
+                                        [--profile gelu] [--breakdown] [--out FILE]
+
+``--breakdown`` adds the forward alone (its graph made and dropped) per method.
 
 ``--profile OP`` prints where the host time of the ``launcher`` and ``kernel`` steps
 goes (cProfile, 200 steps, top functions by own time).
@@ -33,6 +37,7 @@ import io
 import os
 import pstats
 import sys
+import time
 import traceback
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional
@@ -283,6 +288,21 @@ def step_of(op: Op, forward: Callable[[], torch.Tensor], dy: torch.Tensor):
     return step
 
 
+def wall_us(step, iterations: int = 300) -> float:
+    """Mean wall time per step (us) of `iterations` steps back to back, best of three."""
+    for _ in range(10):
+        step()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(iterations):
+            step()
+        torch.cuda.synchronize()
+        best = min(best, (time.perf_counter() - start) / iterations * 1e6)
+    return best
+
+
 def check(op: Op, method: str, dy: torch.Tensor) -> Optional[str]:
     """None, or why the method's gradients are wrong (against fp64 eager)."""
     step_of(op, op.forwards[method], dy)()
@@ -313,7 +333,7 @@ def graph_replay_ms(step) -> str:
             step()
         graph.replay()
         torch.cuda.synchronize()
-        return f"{triton.testing.do_bench(graph.replay) * 1e3:.1f}"
+        return f"{wall_us(graph.replay):.1f}"
     except Exception as error:  # noqa: BLE001  (reported in the table)
         torch.cuda.synchronize()
         return "fails: " + str(error).splitlines()[0][:70]
@@ -321,7 +341,7 @@ def graph_replay_ms(step) -> str:
 
 def profile(op: Op, dy: torch.Tensor) -> str:
     report = io.StringIO()
-    for method in ("launcher", "kernel"):
+    for method in ("hand", "launcher", "kernel"):
         step = step_of(op, op.forwards[method], dy)
         for _ in range(20):
             step()
@@ -348,18 +368,22 @@ def main() -> int:
     parser.add_argument("--graphs", action="store_true")
     parser.add_argument("--no-compile", action="store_true")
     parser.add_argument("--profile", default="")
+    parser.add_argument("--breakdown", action="store_true")
     parser.add_argument("--out")
     args = parser.parse_args()
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
     torch.manual_seed(0)
     lines = [f"{torch.cuda.get_device_name()}, {args.dtype}, triton {triton.__version__}, "
              f"torch {torch.__version__}; forward + backward wall time per step (us), "
-             "triton.testing.do_bench",
+             "steps back to back",
              "", "| op | size | " + " | ".join(METHODS) + " | kernel / hand | launcher / hand |"
              " launcher / eager |", "|---" * (len(METHODS) + 5) + "|"]
     graph_lines = ["", "CUDA graph replay of the same step (us)", "",
                    "| op | size | " + " | ".join(METHODS) + " |",
                    "|---" * (len(METHODS) + 2) + "|"]
+    breakdown_lines = ["", "Forward alone, wall time per call (us)", "",
+                       "| op | size | " + " | ".join(METHODS) + " |",
+                       "|---" * (len(METHODS) + 2) + "|"]
     profiles, status, made = [], 0, []
     for size_name in args.sizes.split(","):
         for key in args.ops.split(","):
@@ -368,7 +392,7 @@ def main() -> int:
             dy = torch.randn_like(op.forwards["eager"]())
             shape = (f"{SIZES[size_name]['n']}" if key in ("gelu", "swiglu") else
                      f"{SIZES[size_name]['m']}x{SIZES[size_name]['cols']}")
-            times, correct = {}, []
+            times, correct, forwards = {}, [], {}
             for method in METHODS:
                 if method not in op.forwards:
                     times[method] = "-"
@@ -384,7 +408,9 @@ def main() -> int:
                     status = 1
                     continue
                 correct.append(method)
-                times[method] = triton.testing.do_bench(step_of(op, op.forwards[method], dy)) * 1e3
+                times[method] = wall_us(step_of(op, op.forwards[method], dy))
+                if args.breakdown:
+                    forwards[method] = wall_us(op.forwards[method])
 
             def ratio(a, b):
                 ta, tb = times.get(a), times.get(b)
@@ -396,6 +422,9 @@ def main() -> int:
                          f" | {ratio('kernel', 'hand')} | {ratio('launcher', 'hand')} | "
                          f"{ratio('launcher', 'eager')} |")
             print(lines[-1], flush=True)
+            if args.breakdown:
+                breakdown_lines.append(f"| {op.name} | {shape} | " + " | ".join(
+                    f"{forwards[m]:.1f}" if m in forwards else "-" for m in METHODS) + " |")
             if key in args.profile.split(",") and size_name == args.sizes.split(",")[0]:
                 profiles.append(profile(op, dy))
             made.append((op, shape, dy, correct))
@@ -405,7 +434,8 @@ def main() -> int:
                  if m in correct and m != "compile" else "-" for m in METHODS]
         graph_lines.append(f"| {op.name} | {shape} | " + " | ".join(cells) + " |")
         print(graph_lines[-1], flush=True)
-    text = "\n".join(lines + (graph_lines if args.graphs else [])) + "\n" + "".join(profiles)
+    text = "\n".join(lines + (breakdown_lines if args.breakdown else []) +
+                     (graph_lines if args.graphs else [])) + "\n" + "".join(profiles)
     print(text)
     if args.out:
         with open(args.out, "w") as f:

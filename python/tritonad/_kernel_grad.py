@@ -438,6 +438,7 @@ class _Described:
     def __init__(self, bwd, records, key, what, convert=lambda record: record):
         self.bwd, self.records, self.key, self.what = bwd, records, key, what
         self.convert = convert
+        self._converted = None
 
     def __call__(self, *args, **kwargs):
         if args or kwargs:
@@ -452,9 +453,14 @@ class _Described:
         return self.convert(recorded)
 
     def recorded(self):
-        """The latest derivation's, or None (for the launch path)."""
+        """The latest derivation's, or None (for the launch path, at every launch:
+        converted once per record)."""
         recorded = _recorded(self.records, self.bwd, self.key)
-        return None if recorded is None else self.convert(recorded)
+        if recorded is None:
+            return None
+        if self._converted is None or self._converted[0] is not recorded:
+            self._converted = (recorded, self.convert(recorded))
+        return self._converted[1]
 
 
 def _derive_for_arguments(bwd, args, kwargs):
