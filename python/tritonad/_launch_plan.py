@@ -41,18 +41,24 @@ def key_of(kwargs: dict, grid: tuple, extra: tuple) -> Optional[tuple]:
     a tensor nor a hashable value (then the launch is decided each time)."""
     import torch
 
-    parts: List[tuple] = [grid, extra]
-    for name, value in kwargs.items():
-        if isinstance(value, torch.Tensor):
-            parts.append((name, value.dtype, value.device, value.shape, value.stride(),
-                          value.data_ptr() & 15, getattr(value, "tritonad_fingerprint", None)))
+    tensor = torch.Tensor
+    parts: List[tuple] = [grid, extra, tuple(kwargs)]
+    for value in kwargs.values():
+        if isinstance(value, tensor):
+            parts.append((value.dtype, value.device, value.shape, value.stride(),
+                          value.data_ptr() & 15))
+            if _FINGERPRINT in value.__dict__:  # (a residual buffer: which forward filled it)
+                parts.append(value.__dict__[_FINGERPRINT])
         else:
             try:
                 hash(value)
             except TypeError:
                 return None
-            parts.append((name, type(value), value))
+            parts.append((type(value), value))
     return tuple(parts)
+
+
+_FINGERPRINT = "tritonad_fingerprint"
 
 
 def lookup(jit, key) -> Optional["LaunchPlan"]:
@@ -191,10 +197,11 @@ class LaunchPlan:
     ("sum", role, group, name, span, overwrite); a source is ("call", name),
     ("alloc", role), ("row", role, index) or ("const", value)."""
 
-    __slots__ = ("steps", "result")
+    __slots__ = ("steps", "result", "checked_by_layout")
 
     def __init__(self, steps, result):
         self.steps, self.result = steps, result
+        self.checked_by_layout = False  # (the arguments' check needs no repeat)
 
     def run(self, kwargs, mark_initialized):
         allocated = {}

@@ -819,6 +819,10 @@ class _Plan:
                     dtype = torch.float32
                 shadows[sid] = (torch.zeros(size, dtype=dtype, device=device), first)
             buffer, first = shadows[sid]
+            if t.storage_offset() == first and t.numel() == buffer.numel() and \
+                    t.is_contiguous():
+                return buffer.view(t.shape)  # (not a view of a larger buffer: autograd
+                #                              takes it as the .grad without a copy)
             return buffer.as_strided(t.shape, t.stride(), t.storage_offset() - first)
 
         for ref, grad in zip(self.output_refs, grads):

@@ -128,12 +128,15 @@ def uninitialized(tensors):
                 t.zero_()
 
 
-def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None, tune=False):
+def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None, tune=False,
+           check=lambda: False):
     """Runs the backward (`run` is JITFunction.run) with the workspace parameters
     filled in; with partial buffers, launches G programs and sums the slots into
     the shadows afterwards. `tape`: True keeps loop tapes whatever they take,
     False never (loops are replayed), None when they fit the budget
-    (_tape_budget). `tune`: each launch's own options (_tuning.py).
+    (_tape_budget). `tune`: each launch's own options (_tuning.py). `check()`
+    validates the arguments, returning whether its verdict follows from their
+    layouts alone (then a replay needs none).
 
     A launch is decided once per key (_launch_plan.py): later launches with the
     same dtypes, layouts, scalars and grid replay the first one's steps."""
@@ -146,6 +149,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None, tun
     jit = getattr(run, "__self__", None)
     if warmup or tune is not False or any_tensor is None or any_tensor.device.type != "cuda" \
             or not hasattr(jit, "device_caches"):
+        check()
         return _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune)
     with _on_device(any_tensor.device):
         grid_now = _coverage.grid_of(grid, kwargs) if grid is not None else ()
@@ -156,15 +160,21 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None, tun
                                                      torch.cuda.current_device()))
         plan = _launch_plan.lookup(jit, key)
         if plan is not None:
+            if not plan.checked_by_layout:
+                check()
             if kwargs.get(_residuals.RESIDUALS) is not None:
                 _residuals.check_launch(kwargs[_residuals.RESIDUALS], grid, kwargs)
             return plan.run(kwargs, _set_initialized)
+        by_layout = check()
         recorder, token = _launch_plan.begin(kwargs)
         try:
             kernel = _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune)
         finally:
             _launch_plan.end(token)
-        _launch_plan.store(jit, key, recorder.plan(kernel))
+        plan = recorder.plan(kernel)
+        if plan is not None:
+            plan.checked_by_layout = by_layout
+            _launch_plan.store(jit, key, plan)
         return kernel
 
 

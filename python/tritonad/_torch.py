@@ -251,8 +251,11 @@ def shadow_like(t, torch, upstream=None, empty=False, dtype=None):
     used for t (a contiguous buffer would be wrong for a view such as a column
     slice). The storage spans every address the strides reach."""
     make = torch.empty if empty else torch.zeros
-    buffer = make(_span(t), dtype=dtype or t.dtype, device=t.device).as_strided(t.shape,
-                                                                                 t.stride())
+    if t.is_contiguous():  # (not a view: autograd takes it as the .grad without a copy)
+        buffer = make(t.shape, dtype=dtype or t.dtype, device=t.device)
+    else:
+        buffer = make(_span(t), dtype=dtype or t.dtype, device=t.device).as_strided(
+            t.shape, t.stride())
     return buffer if upstream is None else buffer.copy_(upstream)
 
 
