@@ -313,3 +313,27 @@ def test_tensors_on_a_second_gpu():
             y = _norm(*leaves)
         _check(leaves, y, _rms_like)  # (the backward: launched on cuda:1 whatever is current)
         assert all(t.grad.device == torch.device("cuda", 1) for t in leaves)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("case", ["elementwise, shared scalar", "matmul launcher"])
+def test_torch_compile_reduce_overhead(case):
+    """A training step with a tritonad op under torch.compile(mode="reduce-overhead"):
+    Inductor's CUDA graph trees record and replay it; the gradients match torch."""
+    import torch._functorch.config
+
+    forward, reference, launches, fixed = CASES[case]
+    torch.manual_seed(5)
+    torch._functorch.config.donated_buffer = False
+
+    def step(*leaves):
+        return forward(*leaves).sum()
+
+    compiled = torch.compile(step, mode="reduce-overhead")
+    for _ in range(4):  # (warm-up, recording, replays)
+        leaves = _leaves(launches[0], fixed or torch.float32)
+        compiled(*leaves).backward()
+        torch.cuda.synchronize()
+        grads = [t.grad.clone() for t in leaves]
+        _compare(grads, leaves, torch.ones((), device="cuda"), lambda *t: reference(*t).sum())

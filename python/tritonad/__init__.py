@@ -1,6 +1,6 @@
 """tritonad: reverse-mode automatic differentiation of Triton kernels, on TTIR."""
 
-from tritonad import _C, _interpreter_mends
+from tritonad import _C, _interpreter_mends, _owners
 from tritonad._core import MLIRError, NotDerivedError, run_pipeline
 from tritonad._grad import DifferentiationError, grad
 from tritonad._render import RenderError
@@ -11,3 +11,11 @@ __all__ = ["DifferentiationError", "MLIRError", "NotDerivedError", "RenderError"
 __version__ = "0.1.0"
 
 _interpreter_mends.install()
+
+
+def _compiled():
+    from tritonad import _compile  # (loaded when Dynamo first traces a tritonad call)
+    return _compile
+
+
+_owners.install_compiled(_compiled)

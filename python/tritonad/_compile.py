@@ -43,10 +43,11 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import weakref
 from typing import Dict, List, Optional
 
 import torch
+
+from tritonad import _owners
 
 _ENTRIES: Dict[str, "_Entry"] = {}
 _TRACED: Dict[str, tuple] = {}
@@ -63,20 +64,8 @@ class CompileError(TypeError):
 # Traced by Dynamo
 # ---------------------------------------------------------------------------
 
-# Dynamo sees owners (launchers, kernel bridges) only by name: torch versions
-# differ in which user objects they accept as arguments of a function with an
-# assumed-constant result, strings they all accept.
-_OWNERS: "weakref.WeakValueDictionary[str, object]" = weakref.WeakValueDictionary()
-
-
-def register_owner(name: str, owner) -> None:
-    """Makes `owner` reachable under Dynamo by its unique name."""
-    with _LOCK:
-        _OWNERS[name] = owner
-
-
-def _owner(name: str):
-    return _OWNERS[name]
+# (Dynamo sees owners, launchers and kernel bridges, only by name: _owners.py)
+_owner = _owners.owner
 
 
 def call_launcher(name, args, kwargs):

@@ -27,42 +27,14 @@ from typing import Dict, List, Optional, Tuple
 from triton.runtime.jit import JITFunction
 
 from tritonad import _masks, _order
+from tritonad._twin import is_interpreted, jit_twin  # noqa: F401
 
-_TWIN = "_tritonad_jit_twin"
-_TWIN_LOCK = threading.Lock()
 # Deriving swaps triton.language members, module globals and closure cells
 # process-wide (_jit_world), and the interpreter patches triton.language while it
 # runs a kernel: one at a time, or a thread would take another's swap for the
 # original and restore it. Re-entrant: a rendered kernel calling a VJP derives it
 # while its own launch holds the lock.
 _WORLD_LOCK = threading.RLock()
-
-
-def _interpreted_class():
-    try:
-        from triton.runtime.interpreter import InterpretedFunction
-    except ImportError:  # pragma: no cover - a Triton without the interpreter
-        return None
-    return InterpretedFunction
-
-
-def is_interpreted(obj) -> bool:
-    cls = _interpreted_class()
-    return cls is not None and isinstance(obj, cls)
-
-
-def jit_twin(interpreted) -> JITFunction:
-    """A JITFunction of the same Python function and options (one per function,
-    so Triton's and tritonad's per-function records stay attached to one object)."""
-    twin = getattr(interpreted, _TWIN, None)
-    if twin is None:
-        with _TWIN_LOCK:
-            twin = getattr(interpreted, _TWIN, None)
-            if twin is None:
-                twin = JITFunction(interpreted.fn, **interpreted.kwargs)
-                twin.tritonad_interpreted = interpreted
-                setattr(interpreted, _TWIN, twin)
-    return twin
 
 
 class _Swaps:
@@ -316,7 +288,7 @@ class InterpretedBackward(_StandsForPlaceholder):
 
     def run(self, *args, grid, warmup=False, **kwargs):
         from tritonad import _partial
-        from tritonad._kernel_grad import check_shadows, inner_arguments, user_grid
+        from tritonad._signature import check_shadows, inner_arguments, user_grid
 
         order = self.placeholder.launch_signature
         renamed = self.placeholder.tritonad_renamed
@@ -369,7 +341,7 @@ class InterpretedBackward(_StandsForPlaceholder):
 
     def _compile(self, signature, constexprs):
         from tritonad import _render
-        from tritonad._kernel_grad import _BWD_MARKER
+        from tritonad._signature import _BWD_MARKER
 
         metadata = derive(self.placeholder, signature, constexprs, self.primal)
         sources = {name: record for name, record in metadata.get("tritonad_source", {}).items()

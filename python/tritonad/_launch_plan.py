@@ -21,6 +21,7 @@ current one at each launch.
 from __future__ import annotations
 
 import contextvars
+import functools
 import threading
 from typing import Dict, List, Optional
 
@@ -30,6 +31,39 @@ _LOCK = threading.Lock()
 
 # The recording of the launch being decided (this context only).
 _RECORDING: contextvars.ContextVar = contextvars.ContextVar("tritonad_recording", default=None)
+
+
+# The recorder of a differentiable launcher's kernel launches (_launcher.py), set
+# while its launches are recorded (this context only): a forward launched then is
+# the user's kernel as written.
+LAUNCHER_RECORDER: contextvars.ContextVar = contextvars.ContextVar("tritonad_recorder",
+                                                                  default=None)
+
+
+def span(t) -> int:
+    """Elements from t's first to its last element, gaps included (a shadow is
+    addressed with t's strides)."""
+    return 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride())) if t.numel() else 0
+
+
+def device_of(kwargs):
+    """The first tensor among a launch's arguments (None: none)."""
+    import torch
+
+    for value in kwargs.values():
+        if isinstance(value, torch.Tensor):
+            return value
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def placeholder(device, dtype: str):
+    """16 elements on `device` for a scratch argument the compiled kernel may not
+    use (a tape, a re-parallelization table): the warm-up compile sees them, and
+    the launch path replaces them where the kernel does use them
+    (_allocate_tape, _regrid.prepare)."""
+    import torch
+    return torch.empty(16, dtype=getattr(torch, dtype), device=device)
 
 
 class Unplannable(Exception):

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import contextvars
 import functools
 import inspect
 import threading
 from typing import Any, Dict, List, Optional, Sequence
 
+from tritonad import _launch_plan, _owners
 from tritonad._kernel_grad import inner_arguments, renamed_parameters, unwrap
+from tritonad._memory import _extent, storage_id, views_overlap  # noqa: F401
 from tritonad._source import function_def, param_names
 from tritonad._torch import overlaps
 
@@ -125,18 +126,15 @@ def _as_function(launcher: "DifferentiableLauncher"):
     """The launcher as a plain function: it binds as a method, and torch.compile
     handles it wherever it handles functions (an attribute of a module, a
     closure); under Dynamo it reaches the launcher only by name."""
-    from tritonad._compile import register_owner
-
     name = launcher.tritonad_name
-    register_owner(name, launcher)
+    _owners.register_owner(name, launcher)
 
     @functools.wraps(launcher.fn)
     def differentiable(*args, **kwargs):
         import torch
 
         if torch.compiler.is_dynamo_compiling():
-            from tritonad._compile import call_launcher
-            return call_launcher(name, args, kwargs)
+            return _owners.compiled().call_launcher(name, args, kwargs)
         return launcher(*args, **kwargs)
 
     differentiable.tritonad_launcher = launcher
@@ -156,19 +154,6 @@ def _name(obj) -> str:
     return getattr(obj, "__name__", None) or type(obj).__name__
 
 
-_NAMES: Dict[str, int] = {}
-_NAMES_LOCK = threading.Lock()
-
-
-def _unique_name(fn) -> str:
-    """module.qualname, with #k for the k-th launcher of that name (closures)."""
-    name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', _name(fn))}"
-    with _NAMES_LOCK:
-        count = _NAMES.get(name, 0)
-        _NAMES[name] = count + 1
-    return name if count == 0 else f"{name}#{count}"
-
-
 class DifferentiableLauncher:
     """What ``tritonad.autograd(launcher)`` returns: call it as the launcher."""
 
@@ -181,7 +166,7 @@ class DifferentiableLauncher:
         self.fn = fn
         self.mode = mode
         self.tune = tune
-        self.tritonad_name = _unique_name(fn)
+        self.tritonad_name = _owners.unique_name(fn)
         try:
             self._signature = inspect.signature(fn)
         except (TypeError, ValueError):
@@ -219,7 +204,7 @@ class DifferentiableLauncher:
 # Recording kernel launches
 # ---------------------------------------------------------------------------
 
-_RECORDER: contextvars.ContextVar = contextvars.ContextVar("tritonad_recorder", default=None)
+_RECORDER = _launch_plan.LAUNCHER_RECORDER
 _PATCH_LOCK = threading.Lock()
 _PATCH_USERS = 0
 _PATCHED: Dict[type, Any] = {}
@@ -229,7 +214,7 @@ def _kernel_classes():
     from triton.runtime.autotuner import Autotuner, Heuristics
     from triton.runtime.jit import JITFunction
 
-    from tritonad._interpret import _interpreted_class
+    from tritonad._twin import _interpreted_class
     # (under TRITON_INTERPRET=1, @triton.jit makes InterpretedFunctions)
     interpreted = _interpreted_class()
     return (JITFunction, Autotuner, Heuristics) + ((interpreted,) if interpreted else ())
@@ -391,42 +376,6 @@ def _mentioned(fn) -> set:
 # ---------------------------------------------------------------------------
 # Memory: storages and views
 # ---------------------------------------------------------------------------
-
-def storage_id(t) -> int:
-    """The storage a tensor addresses (its views share it; fake tensors too)."""
-    return t.untyped_storage()._cdata
-
-
-def _extent(t):
-    """[first, last + 1) element offsets t addresses in its storage."""
-    last = t.storage_offset() + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
-    return t.storage_offset(), last + 1
-
-
-def _byte_extent(t):
-    first, end = _extent(t)
-    return first * t.element_size(), end * t.element_size()
-
-
-def views_overlap(a, b) -> bool:
-    """Whether two views of one storage share an element (exact)."""
-    import torch
-
-    if a.numel() == 0 or b.numel() == 0:
-        return False
-    (a0, a1), (b0, b1) = _byte_extent(a), _byte_extent(b)
-    if a1 <= b0 or b1 <= a0:
-        return False
-    if a.element_size() != b.element_size():
-        return True  # (reinterpreted memory: treat any byte overlap as sharing)
-    size = a.element_size()
-    first = min(a0, b0) // size
-    span = max(a1, b1) // size - first
-    # Mark a's elements, look at b's (on the CPU; only for views whose ranges meet).
-    marks = torch.zeros(span, dtype=torch.bool)
-    marks.as_strided(a.shape, a.stride(), a.storage_offset() - first).fill_(True)
-    return bool(marks.as_strided(b.shape, b.stride(), b.storage_offset() - first).any())
-
 
 # ---------------------------------------------------------------------------
 # Watching torch ops inside the launcher

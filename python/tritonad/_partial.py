@@ -87,19 +87,9 @@ def _register_file(device_index: int) -> int:
     return triton.runtime.driver.active.utils.get_device_properties(device_index)["max_num_regs"]
 
 
-def _span(t) -> int:
-    """Elements from t's first to its last element, gaps included (the shadow is
-    addressed with t's strides)."""
-    return 1 + sum((n - 1) * s for n, s in zip(t.shape, t.stride())) if t.numel() else 0
-
-
-def _device_of(kwargs):
-    import torch
-
-    for value in kwargs.values():
-        if isinstance(value, torch.Tensor):
-            return value
-    return None
+_span = _launch_plan.span
+_device_of = _launch_plan.device_of
+_placeholder = _launch_plan.placeholder
 
 
 # Shadow tensors a caller allocated uninitialized (``uninitialized``), by id():
@@ -469,16 +459,6 @@ def _fits(kernel) -> bool:
             return False
         return True
     return _once(kernel, "tritonad_fits", loads)
-
-
-@functools.lru_cache(maxsize=None)
-def _placeholder(device, dtype: str):
-    """16 elements on `device` for a scratch argument the compiled kernel may not
-    use (a tape, a re-parallelization table): the warm-up compile sees them, and
-    the launch path replaces them where the kernel does use them
-    (_allocate_tape, _regrid.prepare)."""
-    import torch
-    return torch.empty(16, dtype=getattr(torch, dtype), device=device)
 
 
 def _tape_budget(device) -> int:

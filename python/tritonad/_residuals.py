@@ -45,15 +45,12 @@ def launch_forward(forward, kernel, grid, bound, names,
     and back) by layout only."""
     import torch
 
-    from tritonad._launcher import _RECORDER
-    from tritonad._partial import _device_of, _placeholder
-
-    device_tensor = _device_of(bound)
+    device_tensor = _launch_plan.device_of(bound)
     # (CPU tensors: the interpreter, which launches the user's kernel; a launch
     # being recorded, e.g. traced by torch.compile on fake tensors: the
     # recorder sees the user's kernel)
     if forward is None or device_tensor is None or device_tensor.device.type == "cpu" or \
-            _RECORDER.get() is not None:
+            _launch_plan.LAUNCHER_RECORDER.get() is not None:
         kernel[grid](**bound)
         return None
     grid_now = _coverage.grid_of(grid, bound)
@@ -63,7 +60,8 @@ def launch_forward(forward, kernel, grid, bound, names,
     decided = _launch_plan.lookup(forward, key)
     if decided is None:
         compiled = forward.run(grid=grid, warmup=True,
-                               **{**bound, RESIDUALS: _placeholder(device_tensor.device, "int8")})
+                               **{**bound, RESIDUALS: _launch_plan.placeholder(device_tensor.device,
+                                                                "int8")})
         saved = recorded(compiled)
         decided = _SavingForward(compiled if saved is not None and grid_now else None, saved,
                                  forward)

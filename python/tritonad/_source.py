@@ -161,7 +161,7 @@ def _jit_function(obj) -> Optional[JITFunction]:
     @triton.jit makes InterpretedFunctions) its JITFunction twin; None otherwise."""
     if isinstance(obj, JITFunction):
         return obj
-    from tritonad._interpret import is_interpreted, jit_twin
+    from tritonad._twin import is_interpreted, jit_twin
 
     return jit_twin(obj) if is_interpreted(obj) else None
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from typing import Sequence
 
+from tritonad import _owners
+from tritonad._memory import storage_id, views_overlap
 from tritonad._kernel_grad import (_PositionalLaunch, inner_arguments, kernel_grad,
                                    renamed_parameters, unwrap, user_grid)
 from tritonad._partial import _span, uninitialized
@@ -135,10 +137,8 @@ class _DifferentiableKernel:
         self.mentioned = {n.id for n in ast.walk(function_def(fn)) if isinstance(n, ast.Name)}
         self.discovered = pointer_roles(fn)
         self._function = _make_function(torch)
-        from tritonad._compile import register_owner
-        from tritonad._launcher import _unique_name
-        self.tritonad_name = _unique_name(fn)
-        register_owner(self.tritonad_name, self)
+        self.tritonad_name = _owners.unique_name(fn)
+        _owners.register_owner(self.tritonad_name, self)
 
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
@@ -149,8 +149,7 @@ class _DifferentiableKernel:
         import torch
 
         if torch.compiler.is_dynamo_compiling():  # one custom operator (tritonad._compile)
-            from tritonad._compile import launch_kernel
-            return launch_kernel(self.tritonad_name, grid, args, kwargs)
+            return _owners.compiled().launch_kernel(self.tritonad_name, grid, args, kwargs)
         bound = bind_arguments(self.names, args, kwargs)
         tensors = {n: v for n, v in bound.items() if isinstance(v, torch.Tensor)}
         for name in self.outputs:
@@ -208,8 +207,6 @@ class _DifferentiableKernel:
         overwrote: a floating-point tensor the kernel loads and stores through
         one pointer, or an output sharing memory with a tensor it loads (or
         with another output)."""
-        from tritonad._launcher import storage_id, views_overlap
-
         roles = {**self.discovered, **self.backward_kernel.pointer_roles}
         for name, tensor in tensors.items():
             role = roles.get(name) or ()
