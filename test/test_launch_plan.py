@@ -71,6 +71,26 @@ def test_recording_finds_each_argument():
     assert _launch_plan.recording() is None
 
 
+def test_contract_declared_once():
+    """The hidden parameters of a placeholder and the record fields the launch path
+    reads are the core's declaration (cpp/include/tritonad/LaunchContract.h)."""
+    import inspect
+
+    from tritonad import _C, _contract, _kernel_grad, _partial, _residuals
+
+    declared = _C.launch_contract()
+    names = [p["name"] for p in declared["hidden"]]
+    bwd = tritonad.grad(corpus.vector_add_kernel)
+    assert list(inspect.signature(bwd.fn).parameters)[-len(names):] == names
+    assert set(_partial.WORKSPACE_PARAMS) | {_residuals.RESIDUALS} == set(names)
+    assert set(_partial.SPECIALIZED_INTEGERS) == {
+        p["name"] for p in declared["hidden"] if p["passing"] == "selector"}
+    fields = {f["name"] for f in declared["backward_record"]}
+    assert set(_kernel_grad._SPEC_FIELDS) <= fields
+    assert all(f["meaning"] for f in declared["backward_record"])
+    assert _contract.metadata_key("residuals") == "tritonad_residuals"
+
+
 _NO_CYCLE = """
 import gc, json, weakref
 import torch

@@ -10,7 +10,7 @@ PACKAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python
 # Lowest first. Within a layer, modules import each other only downward in this list.
 LAYERS = [
     # contract: the core's face, the stage hook, records the core writes
-    ["_C", "_core", "_hook", "_schedule", "_coverage", "_masks", "_order", "_regrid",
+    ["_C", "_contract", "_core", "_hook", "_schedule", "_coverage", "_masks", "_order", "_regrid",
      "_forward_config", "_tuning", "_interpreter_mends"],
     # launch runtime primitives and the launch signature
     ["_launch_plan", "_signature", "_twin", "_render", "_source", "_memory", "_owners"],

@@ -1,9 +1,13 @@
 // The tritonad._C extension. Built with RTTI and exceptions (pybind11 needs
 // them), so it includes no MLIR header: it talks to the core through API.h.
 #include "tritonad/API.h"
+#include "tritonad/LaunchContract.h"
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+
+#include <stdexcept>
+#include <string>
 
 namespace py = pybind11;
 
@@ -229,22 +233,35 @@ PYBIND11_MODULE(_C, m) {
           entry["why"] = requirement.why;
           requirements.append(entry);
         }
-        return py::make_tuple(result.output, scheduleToPython(result.schedule),
-                              result.writtenShadows, result.partialShadows,
-                              coverageToPython(result.coverage), tapes, regrid,
-                              residualsToPython(result), requirements,
-                              result.fullMasks ? py::object(symbolicToPython(*result.fullMasks))
-                                               : py::object(py::none()),
-                              result.programOrder
-                                  ? py::object(symbolicToPython(*result.programOrder))
-                                  : py::object(py::none()));
+        // (field by field as tritonad::contract::kBackwardRecord declares them)
+        py::dict record;
+        record["ir"] = result.output;
+        record["schedule"] = scheduleToPython(result.schedule);
+        record["written"] = result.writtenShadows;
+        record["partial"] = result.partialShadows;
+        record["coverage"] = coverageToPython(result.coverage);
+        record["tapes"] = tapes;
+        record["regrid"] = regrid;
+        record["residuals"] = residualsToPython(result);
+        record["requirements"] = requirements;
+        record["full_masks"] = result.fullMasks ? py::object(symbolicToPython(*result.fullMasks))
+                                                : py::object(py::none());
+        record["program_order"] = result.programOrder
+                                      ? py::object(symbolicToPython(*result.programOrder))
+                                      : py::object(py::none());
+        for (const auto &field : tritonad::contract::kBackwardRecord)
+          if (!record.contains(field.name))
+            throw std::logic_error(std::string("differentiate_kernel: record field ") +
+                                   field.name + " is declared but not filled");
+        return record;
       },
       py::arg("ir"), py::arg("primal"), py::arg("into"), py::arg("bindings"),
       py::arg("mode") = "auto", py::arg("overwrite") = false, py::arg("generic") = false,
       py::arg("debug_info") = true, py::arg("buffer_name") = "<ttir>",
       py::arg("programs") = "all", py::arg("full_masks") = false,
       "Replace kernel @into's body with the backward of kernel @primal (empty: the kernel "
-      "@into calls); returns (ir, schedule: [{'kind', 'subject', 'location', 'strategy', "
+      "@into calls); returns the record launch_contract()['backward_record'] declares, by "
+      "field: ir, schedule: [{'kind', 'subject', 'location', 'strategy', "
       "'how', 'notes'}], "
       "names of the shadows it stores into, names of the shadows whose gradient it leaves in "
       "slots of its workspace, the coverage of the shadows it stores once per element: "
@@ -263,6 +280,40 @@ PYBIND11_MODULE(_C, m) {
       "drops no mask; and the work per program by which the launch orders the programs, "
       "longest first, passing the order as tritonad_regrid: an expression, or None where the "
       "kernel reads its program ids as launched.");
+
+  m.def(
+      "launch_contract",
+      [] {
+        using namespace tritonad::contract;
+        py::list hidden;
+        for (const auto &parameter : kHiddenParameters) {
+          py::dict entry;
+          entry["name"] = parameter.name;
+          entry["type"] = parameter.type;
+          entry["passing"] = parameter.passing == Passing::Pointer ? "pointer"
+                             : parameter.passing == Passing::Value ? "value"
+                                                                   : "selector";
+          entry["filled_by"] = parameter.filledBy;
+          entry["meaning"] = parameter.meaning;
+          hidden.append(entry);
+        }
+        py::list record;
+        for (const auto &field : kBackwardRecord) {
+          py::dict entry;
+          entry["name"] = field.name;
+          entry["metadata"] = field.metadataKey;
+          entry["meaning"] = field.meaning;
+          record.append(entry);
+        }
+        py::dict contract;
+        contract["hidden"] = hidden;
+        contract["backward_record"] = record;
+        return contract;
+      },
+      "The launch contract (cpp/include/tritonad/LaunchContract.h): 'hidden', the parameters "
+      "a derived kernel takes after its own [{'name', 'type', 'passing', 'filled_by', "
+      "'meaning'}], in order; 'backward_record', the fields differentiate_kernel returns "
+      "[{'name', 'metadata': the compiled kernel's metadata key, 'meaning'}].");
 
   m.def(
       "augment_forward",

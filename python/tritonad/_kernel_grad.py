@@ -13,7 +13,7 @@ import triton
 import triton.language as tl
 from triton.runtime.jit import JITFunction
 
-from tritonad import _C, _masks, _order, _partial, _residuals, _tuning
+from tritonad import _C, _contract, _masks, _partial, _residuals, _tuning
 from tritonad._schedule import Schedule
 from tritonad._core import MLIRError, NotDerivedError, locate_in_source
 from tritonad._forward_config import FollowsForwardConfig
@@ -203,7 +203,7 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     params = _parameter_list(order, constexprs, defaults, renamed)
     # Last, so positional launches keep their meaning; the launch path fills
     # them (see _partial.py), and tritonad.autograd the residual buffer.
-    hidden = list(_partial.WORKSPACE_PARAMS) + [_residuals.RESIDUALS]
+    hidden = [parameter["name"] for parameter in _contract.HIDDEN]
     params += [f"{n}=None" for n in hidden]
     name = f"{fn.__name__}{_BWD_MARKER}{key}"
     # The source is Triton's cache key (comments included): everything that changes
@@ -510,8 +510,7 @@ def _materialize_backward(text: str, metadata: dict) -> str:
             continue
         try:
             # (the core finds the forward kernel: the placeholder's only call)
-            (text, schedule, written, partial, coverage, tapes, regrid, residuals,
-             requirements, full_masks, program_order) = _C.differentiate_kernel(
+            record = _C.differentiate_kernel(
                 text, "", name, spec.bindings, spec.mode, overwrite=not spec.accumulate,
                 programs=programs_of(body),
                 full_masks=_masks.variant_is_full(
@@ -520,24 +519,16 @@ def _materialize_backward(text: str, metadata: dict) -> str:
             raise DifferentiationError(
                 f"tritonad.grad({spec.primal.__name__}) failed:\n"
             f"{locate_in_source(str(error), text)}") from None
+        text = record["ir"]
+        record["tapes"] = [list(tape) for tape in record["tapes"]]  # (as a cache hit reads them)
+        # (the compiled kernel keeps each field under its declared key: _contract.py)
+        for entry, key in _contract.BACKWARD_RECORD:
+            if key:
+                metadata.setdefault(key, {})[name] = record[entry]
         spec.derived[name] = strip_locations(dict(functions_in(text))[name]).rstrip() + "\n"
-        spec.schedules[name] = [dict(entry) for entry in schedule]
-        spec.written[name] = list(written)
-        spec.partial[name] = list(partial)
-        spec.coverage[name] = coverage
-        spec.tapes[name] = [list(tape) for tape in tapes]
-        spec.regrid[name] = regrid
-        metadata.setdefault("tritonad_residuals", {})[name] = residuals
         metadata.setdefault("tritonad_derived", {})[name] = spec.derived[name]
-        metadata.setdefault("tritonad_schedule", {})[name] = spec.schedules[name]
-        metadata.setdefault("tritonad_written", {})[name] = list(written)
-        metadata.setdefault("tritonad_partial", {})[name] = list(partial)
-        metadata.setdefault("tritonad_coverage", {})[name] = coverage
-        metadata.setdefault("tritonad_tapes", {})[name] = spec.tapes[name]
-        metadata.setdefault("tritonad_regrid", {})[name] = regrid
-        metadata.setdefault("tritonad_requirements", {})[name] = [dict(r) for r in requirements]
-        metadata.setdefault(_masks.METADATA, {})[name] = full_masks
-        metadata.setdefault(_order.METADATA, {})[name] = program_order
+        for entry, attribute in _SPEC_FIELDS.items():
+            getattr(spec, attribute)[name] = record[entry]
         spec.sources[name] = render_record(text, name, name=f"{spec.primal.__name__}_backward",
                                            header=header("Backward", spec.primal))
         metadata.setdefault("tritonad_source", {})[name] = spec.sources[name]
@@ -566,14 +557,19 @@ def programs_of(function: str) -> str:
     return absent[0] if len(absent) == 1 else "all"
 
 
+# The record's fields kept on the spec too (what schedule(), coverage() ... read),
+# by its attribute.
+_SPEC_FIELDS = {"schedule": "schedules", "written": "written", "partial": "partial",
+                "coverage": "coverage", "tapes": "tapes", "regrid": "regrid"}
+
+
 def _restore_backward(metadata: dict) -> None:
     """A cache hit. The placeholder names in the metadata are this process's: the
     placeholder's source (its name, with the index into _SPECS, and every option)
     is part of the cache key, so a hit means this process made the same one."""
-    for key, into in (("tritonad_derived", "derived"), ("tritonad_schedule", "schedules"),
-                      ("tritonad_written", "written"), ("tritonad_partial", "partial"),
-                      ("tritonad_coverage", "coverage"), ("tritonad_tapes", "tapes"),
-                      ("tritonad_regrid", "regrid"), ("tritonad_source", "sources")):
+    for key, into in (("tritonad_derived", "derived"), ("tritonad_source", "sources"),
+                      *((_contract.metadata_key(entry), attribute)
+                        for entry, attribute in _SPEC_FIELDS.items())):
         for name, text in metadata.get(key, {}).items():
             spec = _spec_of(name)
             if spec is not None:

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from typing import Dict, Sequence
 
-from tritonad import _coverage
+from tritonad import _contract, _coverage
 
-FULL_MASKS = "tritonad_full_masks"
-KEEP_MASKS = "tritonad_keep_masks"
-METADATA = "tritonad_full_masks"
+FULL_MASKS = _contract.declared("tritonad_full_masks")
+KEEP_MASKS = _contract.declared("tritonad_keep_masks")
+METADATA = _contract.metadata_key("full_masks")
 # Beyond this many programs the condition is not evaluated (the masks stay):
 # the host's evaluation is linear in the programs.
 PROGRAM_LIMIT = 1 << 22

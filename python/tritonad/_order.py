@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Dict, Sequence
 
-from tritonad import _coverage
+from tritonad import _contract, _coverage
 
-METADATA = "tritonad_program_order"
+METADATA = _contract.metadata_key("program_order")
 # Beyond this many programs the work is not evaluated: the launch keeps the
 # grid's order (the host's evaluation and sort are linear-ish in the programs).
 PROGRAM_LIMIT = 1 << 22

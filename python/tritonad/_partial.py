@@ -35,14 +35,12 @@ import warnings
 import triton
 import triton.language as tl
 
-from tritonad import _coverage, _launch_plan, _masks, _order, _regrid, _residuals, _tuning
+from tritonad import _contract, _coverage, _launch_plan, _masks, _order, _regrid, _residuals, _tuning
 
-# The hidden parameters and their Triton types (the workspace holds fp32 slots).
-WORKSPACE_TYPES = {"tritonad_workspace": "*fp32", "tritonad_slot": "i32",
-                   "tritonad_programs": "i32", "tritonad_tape": "*i8",
-                   "tritonad_tape_every": "i32", "tritonad_regrid": "*i64",
-                   "tritonad_main_only": "i32", "tritonad_parts_only": "i32",
-                   _masks.FULL_MASKS: "i32", _masks.KEEP_MASKS: "i32"}
+# The hidden parameters the launch path fills and their Triton types (the
+# workspace holds fp32 slots), as the core declares them (_contract.py); the
+# residual buffer is tritonad.autograd's.
+WORKSPACE_TYPES = {n: t for n, t in _contract.HIDDEN_TYPES.items() if n != _residuals.RESIDUALS}
 WORKSPACE_PARAMS = tuple(WORKSPACE_TYPES)
 HIDDEN_INTEGERS = tuple(n for n, t in WORKSPACE_TYPES.items() if not t.startswith("*"))
 # Passed as 0 or 1: Triton compiles an int argument equal to 1 as a constant,
@@ -50,8 +48,9 @@ HIDDEN_INTEGERS = tuple(n for n, t in WORKSPACE_TYPES.items() if not t.startswit
 # runs only the forward's programs or only the re-parallelized parts (the
 # core is told which: programs_of), or has no masks that the launch's
 # arguments make always true (_masks.py).
-PROGRAM_SELECTORS = {"tritonad_main_only": "main", "tritonad_parts_only": "parts"}
-SPECIALIZED_INTEGERS = (*PROGRAM_SELECTORS, _masks.FULL_MASKS, _masks.KEEP_MASKS)
+PROGRAM_SELECTORS = {_contract.declared("tritonad_main_only"): "main",
+                     _contract.declared("tritonad_parts_only"): "parts"}
+SPECIALIZED_INTEGERS = _contract.passed_as("selector")
 _PROGRAMS_PER_SM = 2
 _SUM_ROWS, _SUM_COLS = 64, 32  # (many narrow column blocks: one program per 32 columns)
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from tritonad import _coverage, _launch_plan
+from tritonad import _contract, _coverage, _launch_plan
 
-RESIDUALS = "tritonad_residuals"  # the hidden i8 pointer parameter of both kernels
-_METADATA = "tritonad_residuals"  # {kernel name: None or {"bytes", "fingerprint"}}
+RESIDUALS = _contract.declared("tritonad_residuals")  # the i8 pointer of both kernels
+_METADATA = _contract.metadata_key("residuals")  # {kernel: None or {"bytes", "fingerprint"}}
 
 
 def recorded(kernel) -> Optional[dict]:

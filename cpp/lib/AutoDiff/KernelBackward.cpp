@@ -1,4 +1,5 @@
 #include "tritonad/AutoDiff/KernelBackward.h"
+#include "tritonad/LaunchContract.h"
 
 #include "tritonad/Analysis/AccessAnalysis.h"
 #include "tritonad/Analysis/ShiftInvariance.h"
@@ -1017,9 +1018,9 @@ LogicalResult planPartialBuffers(tt::FuncOp scratch, tt::FuncOp into,
                                  const llvm::StringMap<BlockArgument> &byName,
                                  const DenseMap<BlockArgument, Value> &shadows,
                                  PartialBuffers &partial, SmallVectorImpl<BlockArgument> &callArgs) {
-  auto workspace = byName.lookup("tritonad_workspace");
-  auto slot = byName.lookup("tritonad_slot");
-  auto programs = byName.lookup("tritonad_programs");
+  auto workspace = byName.lookup(contract::kWorkspace);
+  auto slot = byName.lookup(contract::kSlot);
+  auto programs = byName.lookup(contract::kPrograms);
   if (!workspace || !slot || !programs || !programs.getType().isInteger(32) ||
       !isa<tt::PointerType>(workspace.getType()) || !slot.getType().isInteger())
     return success();
@@ -1295,9 +1296,9 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
   KernelBackwardBuilder backward(scratch, std::move(shadows), std::move(knownPointers), options,
                                  std::move(partial));
   backward.setResiduals(std::move(residualLoads));
-  if (BlockArgument tape = byName.lookup("tritonad_tape")) {
+  if (BlockArgument tape = byName.lookup(contract::kTape)) {
     auto pointer = dyn_cast<tt::PointerType>(tape.getType());
-    BlockArgument every = byName.lookup("tritonad_tape_every");
+    BlockArgument every = byName.lookup(contract::kTapeEvery);
     if (every && !every.getType().isInteger(32))
       every = BlockArgument();
     if (pointer && pointer.getPointeeType().isInteger(8))

@@ -9,6 +9,7 @@
 
 #include "tritonad/Coverage.h"
 #include "tritonad/Dialect/Triton/Dialect.h"
+#include "tritonad/LaunchContract.h"
 
 #include <string>
 #include <utility>
@@ -18,7 +19,7 @@ namespace tritonad {
 
 /// The name of the kernel argument (`!tt.ptr<i64>`) through which the launch
 /// path passes the grouping (layout: `Regrid` in Coverage.h).
-inline constexpr const char *kRegridArgument = "tritonad_regrid";
+inline constexpr const char *kRegridArgument = contract::kRegrid;
 
 /// The kernel's hidden argument `name`, a pointer to integers of `width`
 /// bits (the launch path's tables and scratch); null where it has none (a

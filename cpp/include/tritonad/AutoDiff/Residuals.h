@@ -24,6 +24,7 @@
 #include "tritonad/AutoDiff/GradientUtils.h"
 #include "tritonad/Schedule.h"
 #include "tritonad/Dialect/Triton/Dialect.h"
+#include "tritonad/LaunchContract.h"
 
 #include <string>
 #include <vector>
@@ -32,7 +33,7 @@ namespace tritonad {
 
 /// The name of the residual buffer's argument (an i8 pointer) of the
 /// augmented forward and of a backward that reads it.
-inline constexpr const char *kResidualsArgument = "tritonad_residuals";
+inline constexpr const char *kResidualsArgument = contract::kResiduals;
 
 /// Where the saved values live in each program's region of the buffer.
 struct ResidualLayout {
