@@ -157,7 +157,7 @@ def test_two_pass_softmax_first_loop_is_reversed_through_its_stabilizer():
 
 
 def test_corpus_online_logsumexp_loop_is_reversed_through_its_stabilizer():
-    # test_kernel_grad.py's kernel: a per-lane running max, reduced after the loop.
+    # corpus/user_kernels.py's kernel: a per-lane running max, reduced after the loop.
     note, bwd = key_loop_note(online_logsumexp_kernel,
                               dict(x_ptr=F32, out_ptr=F32, stride="i32", N="i32"),
                               dict(BLOCK=256))
@@ -305,7 +305,7 @@ def test_two_stage_attention_with_mixed_row_counts_keeps_atomics():
         source = ASTSource(bwd, signature, constants)
         if mode == "deterministic":
             with pytest.raises(tritonad.DifferentiationError,
-                               match=r"test_loops.py:\d+:\d+: error: deterministic mode: 'K'.*"
+                               match=r"online_softmax.py:\d+:\d+: error: deterministic mode: 'K'.*"
                                      r"2 loops add into it and their products mix fewer than 64"):
                 triton.compile(source, target=TARGET)
             continue
@@ -362,7 +362,7 @@ def test_loop_result_tiles_are_not_staged_for_mixed_row_counts():
                  stride_bh="i32", stride_s="i32")
     bwd = tritonad.grad(causal_attention_fwd, mode="deterministic", accumulate=False)
     with pytest.raises(tritonad.DifferentiationError,
-                       match=r"'K'.*depends on the result of scf.for at .*test_loops.py:\d+:\d+, "
+                       match=r"'K'.*depends on the result of scf.for at .*online_softmax.py:\d+:\d+, "
                              r"a tile its part would read from scratch"):
         compile_for_schedule(bwd, types, dict(BLOCK_M=64, BLOCK_N=32, HEAD_DIM=64))
     bwd = tritonad.grad(causal_attention_fwd, mode="deterministic", accumulate=False)

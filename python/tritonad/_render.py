@@ -19,6 +19,13 @@ what the derived TTIR computes:
 An op without a rendering raises `RenderError` naming the op and its source
 location: nothing is rendered approximately.
 
+A backward kernel is rendered with tritonad's hidden launch arguments
+(``tritonad_*``: workspaces, tapes, tables, residuals, variant selectors) left out
+where its body does not read them, so that it launches with the backward's
+documented arguments; where the body reads one, or the kernel was compiled without
+the masks its launch made true, the rendering's header says that it does not launch
+on its own (`launch_notes`), and `launchable_source` refuses it.
+
 >>> import tritonad
 >>> print(tritonad.grad(kernel).source())  # doctest: +SKIP
 """

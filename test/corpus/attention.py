@@ -1,6 +1,8 @@
 """Flash attention in two loops, as Triton's tutorial writes it (the off-diagonal
 key blocks, then the diagonal ones), in two spellings, and a check of its
-gradients through tritonad.autograd(mode="deterministic") against fp64 torch.
+gradients through tritonad.autograd(mode="deterministic") against fp64 torch;
+`attention_grads_match_torch`, the same check of the corpus's one-loop
+attention_fwd_kernel on the GPU.
 """
 
 import torch
