@@ -7,20 +7,10 @@ values by exp(m_old - m_new). The result does not depend on m: m is a
 statistics give every iteration's weights) instead of by replaying iterations
 [0, i) for iteration i (n(n-1)/2 extra iterations).
 
-The kernels (test/corpus/online_softmax.py):
-
-  a. causal_attention_fwd    flash attention forward, causal, exp2 domain, fp16/bf16
-                             inputs fed to tl.dot, fp32 accumulators, stores Out and
-                             Lse (log2 units)
-  b. attention_exp_fwd       non-causal, spelled with tl.exp, fp32, no Lse
-  c. cross_entropy_fwd       one program per row, online logsumexp over vocabulary
-                             blocks, the target logit picked inside the loop
-  d. two_pass_softmax_fwd    a first loop computes the row's max and sum online, a
-                             second loop writes exp(x - m) / s
-  e. running_max_stored_fwd  NEGATIVE case: the running max is also stored, so it is
-                             not only a stabilizer (the core must fall back)
-  f. running_sum_stored_fwd  NEGATIVE case: m is not stored but s = sum(exp(x - m)) is,
-                             which changes with m (no shift invariance)
+The kernels are test/corpus/online_softmax.py's: a. causal flash attention (and its
+two-loop form), b. non-causal attention spelled with tl.exp, c. a cross-entropy over
+vocabulary blocks, d. a two-pass softmax, and two NEGATIVE cases: e. the running max is
+also stored, f. a shifted sum that changes with m is stored.
 
 GPU tests (marked ``gpu``) launch each kernel's derived backward with zeroed input
 shadows and compare with torch.autograd of a float64 reference (odd sizes, masked

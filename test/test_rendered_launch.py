@@ -5,7 +5,8 @@ norm with a shared weight, a taped loop, a re-parallelized matmul) the rendering
 ``bwd.source(<launch arguments>)`` is saved, imported and launched with the
 backward's documented arguments, and its gradients, like those of ``bwd[grid]``,
 match fp64 torch.autograd; the launch path's own rendering (``bwd.source()`` after
-the launch) says whether it launches alone, naming the hidden argument it reads.
+the launch) says whether it launches alone, naming the hidden argument it reads,
+and, launched with the documented arguments anyway, stops saying what it lacks.
 CPU: renderings of backwards compiled as the GPU launch path compiles them (partial
 buffers, residuals, the variant without masks) say they do not launch alone, and
 ``_render.launchable_source`` refuses them with what to do instead.
@@ -64,6 +65,8 @@ def _assert_case(result, name, device):
     else:
         assert reads in (result["launch_path_alone"] or ""), result["launch_path_alone"]
         assert "bwd.source(<as bwd[grid](...) takes them>)" in result["launch_path_alone"]
+        refused = result["launch_path_launched_alone"]
+        assert f"{reads} is made by tritonad's launch path" in (refused or ""), refused
 
 
 @pytest.fixture(scope="module")

@@ -599,16 +599,19 @@ class _Function:
 
     def render(self, name: str, param_names: Optional[Sequence[str]] = None,
                omit: Sequence[str] = ()) -> str:
-        """`omit`: parameters (by their TTIR names) left out of the signature;
-        only ones the body never reads (tritonad's hidden launch arguments)."""
-        params = []
+        """`omit`: parameters (by their TTIR names) left out of the signature where
+        the body never reads them; where it does, they default to None and the
+        kernel refuses to compile without them (tritonad's hidden launch
+        arguments, which only its launch path makes)."""
+        params, required = [], []
         arguments = self.body["arguments"]
         if param_names is not None and len(param_names) == len(arguments):
             for arg, pname in zip(arguments, param_names):
                 self.hints[arg["id"]] = pname
         for arg in arguments:
             vid = arg["id"]
-            if self.hints.get(vid) in omit and not self.uses[vid]:
+            hidden = self.hints.get(vid) in omit
+            if hidden and not self.uses[vid]:
                 continue
             pname = self.name_of(vid, "arg")
             self.vals[vid] = _Bound(pname, _shape(arg["type"]))
@@ -618,8 +621,15 @@ class _Function:
                     elem not in ("i32", "f32"):
                 # (Triton types a Python int or float argument i32 / fp32 by itself)
                 annotation = f": {_dtype(elem)}"
+            if hidden:
+                annotation += "=None"
+                required.append(pname)
             params.append(pname + annotation)
         header = ["@triton.jit", f"def {name}({', '.join(params)}):"]
+        for pname in required:
+            header.append(f'    tl.static_assert({pname} is not None, "{pname} is made by '
+                          f"tritonad's launch path: launch this backward through it, or "
+                          f'render it with bwd.source(<the launch arguments>)")')
         self.block(self.body, 1, self.terminator_return)
         if not self.lines:
             self.lines.append("    pass")
@@ -1600,6 +1610,9 @@ class LaunchNotes:
                              f"launch path runs it, and {why}. bwd.source(<the launch's "
                              f"arguments>) renders the backward derived without tritonad's "
                              f"launch path, which launches as written.")
+            if self.reads:
+                lines += _wrapped(f"Launched without {_listed(self.reads)}, it stops at its "
+                                  f"first line, saying so.")
         if self.left_out:
             lines += _wrapped(f"tritonad's launch path also passes {', '.join(self.left_out)}; "
                               f"this derivation does not read them: they are left out.")

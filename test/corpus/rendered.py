@@ -104,7 +104,9 @@ def _errors(shadows, case, upstream):
 def check(name, device):
     """{"rendered": errors of the rendering launched alone, "launch_path": errors of
     bwd[grid](...), "launch_path_alone": why the launch path's rendering does not
-    launch on its own (None where it does), "says_how_to_launch": whether the
+    launch on its own (None where it does), "launch_path_launched_alone": what
+    launching that rendering with the documented arguments raised (None where it
+    launches), "says_how_to_launch": whether the
     standalone rendering's header shows the launch that was made}."""
     case = _CASES[name](device)
     bwd = tritonad.grad(case["kernel"])
@@ -128,9 +130,18 @@ def check(name, device):
     record = list(bwd.source.records.values())[-1]
     try:
         _render.launchable_source(record)
-        alone = None
+        alone = refused = None
     except _render.NotLaunchableError as error:
         alone = str(error)
+        # launched as its signature's documented part would be, it must refuse
+        args, _ = arguments()
+        with tempfile.TemporaryDirectory() as directory:
+            kernel = import_rendering(_render.source_of(record), directory)
+            try:
+                kernel[case["grid"]](*args)
+                refused = "launched"
+            except Exception as error:  # noqa: BLE001  (Triton's or its interpreter's)
+                refused = str(error)
 
     args, shadows = arguments()
     source = bwd.source(*args, **case["constexprs"])
@@ -142,5 +153,5 @@ def check(name, device):
     said = next((i for i, line in enumerate(lines) if "It launches as written" in line), None)
     launch = f"#     {_render.function_name(source)}[grid]({', '.join(runtime)})"
     return {"rendered": _errors(by_input, case, upstream), "launch_path": launch_path,
-            "launch_path_alone": alone,
+            "launch_path_alone": alone, "launch_path_launched_alone": refused,
             "says_how_to_launch": said is not None and lines[said + 1] == launch}

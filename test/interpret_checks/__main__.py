@@ -3,9 +3,11 @@
 import os
 import sys
 
-_TEST = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _TEST not in sys.path:
-    sys.path.insert(0, _TEST)
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_TEST = os.path.dirname(_PACKAGE)
+# (run as a directory, the package's own folder leads sys.path: its modules are no
+# top-level modules)
+sys.path[:] = [_TEST] + [p for p in sys.path if p not in (_PACKAGE, _TEST)]
 
 from interpret_checks import CHECKS  # noqa: E402
 from interpreter_util import main  # noqa: E402
