@@ -198,28 +198,28 @@ def test_deterministic_attention_takes_parts_and_checks_dq_at_launch():
 def test_residuals_are_refused_by_another_launch():
     # The buffer records its forward launch (grid, each argument of the forward);
     # a backward launched otherwise raises, naming what differs.
-    from tritonad._residuals import _check_launch, _launch_of
+    from tritonad._residuals import check_launch, _launch_of
     names = ["X", "Y", "stride", "N", "eps", "BLOCK_N"]
     x, y = torch.zeros(4, 8), torch.zeros(4, 8)
     forward = dict(X=x, Y=y, stride=8, N=8, eps=1e-5, BLOCK_N=8, num_warps=4)
     buffer = torch.empty(16, dtype=torch.int8)
     buffer.tritonad_launch = _launch_of(forward, names, (4,))
     backward = dict(forward, dX=torch.zeros(4, 8), dY=torch.ones(4, 8), num_warps=8)
-    _check_launch(buffer, (4,), backward)  # (the shadows and launch options may differ)
-    _check_launch(buffer, lambda meta: (meta["N"] // 2,), backward)
+    check_launch(buffer, (4,), backward)  # (the shadows and launch options may differ)
+    check_launch(buffer, lambda meta: (meta["N"] // 2,), backward)
     for change, grid, what in [(dict(X=x.clone()), (4,), "X"), (dict(eps=1e-6), (4,), "eps"),
                                (dict(X=x[:2]), (4,), "X"), ({}, (5,), "grid"),
                                (dict(Y=y.t()), (4,), "Y")]:
         with pytest.raises(ValueError, match=f"another {what} than"):
-            _check_launch(buffer, grid, dict(backward, **change))
+            check_launch(buffer, grid, dict(backward, **change))
     with pytest.raises(TypeError, match=r"bwd.forward\[grid\]"):
-        _check_launch(torch.empty(16, dtype=torch.int8), (4,), backward)
+        check_launch(torch.empty(16, dtype=torch.int8), (4,), backward)
     # The torch bridge's backward gets autograd's saved tensors, which may have
     # moved (offloaded and brought back): their layouts are checked, not memory.
     buffer.tritonad_launch = _launch_of(forward, names, (4,), by_memory=False)
-    _check_launch(buffer, (4,), dict(backward, X=x.clone()))
+    check_launch(buffer, (4,), dict(backward, X=x.clone()))
     with pytest.raises(ValueError, match="another X than"):
-        _check_launch(buffer, (4,), dict(backward, X=x.t().contiguous().t()))
+        check_launch(buffer, (4,), dict(backward, X=x.t().contiguous().t()))
 
 
 def test_grad_has_a_forward_launch():

@@ -386,12 +386,15 @@ def _name_of(kernel) -> str:
 
 
 def check_shadows(kernel_name: str, arguments: dict, shadows: Dict[str, str],
-                  renamed: Dict[str, str]) -> None:
+                  renamed: Dict[str, str]) -> bool:
     """Refuses a shadow that the backward could not address as it addresses its
     pointer's tensor: on another device, laid out with other strides, or
-    smaller (the backward would write out of bounds). Dtypes: the core."""
+    smaller (the backward would write out of bounds). Dtypes: the core.
+    Returns whether the verdict follows from the tensors' layouts alone (then a
+    launch with the same layouts needs no check)."""
     import torch
 
+    by_layout = True
     for pointer, shadow in shadows.items():
         tensor, buffer = arguments.get(renamed.get(pointer, pointer)), arguments.get(shadow)
         if not isinstance(tensor, torch.Tensor) or not isinstance(buffer, torch.Tensor):
@@ -414,6 +417,9 @@ def check_shadows(kernel_name: str, arguments: dict, shadows: Dict[str, str],
                 f"offsets, so the gradient would land in other elements; {fix} (or "
                 f"torch.empty_strided with {pointer!r}'s strides, zero-filled)")
         needed = _partial._span(tensor)
+        if _partial._span(buffer) >= needed:
+            continue
+        by_layout = False
         available = buffer.untyped_storage().nbytes() // buffer.element_size() - \
             buffer.storage_offset()
         if available < needed:
@@ -422,6 +428,7 @@ def check_shadows(kernel_name: str, arguments: dict, shadows: Dict[str, str],
                 f"backward addresses it as {pointer!r} (shape {tuple(tensor.shape)}, strides "
                 f"{tuple(tensor.stride())}: {needed} elements from its first), so it would "
                 f"write out of bounds; {fix}")
+    return by_layout
 
 
 def _latest(by_name: Dict[str, str]) -> Optional[str]:
@@ -438,6 +445,7 @@ class _Described:
     def __init__(self, bwd, records, key, what, convert=lambda record: record):
         self.bwd, self.records, self.key, self.what = bwd, records, key, what
         self.convert = convert
+        self._converted = None
 
     def __call__(self, *args, **kwargs):
         if args or kwargs:
@@ -452,9 +460,14 @@ class _Described:
         return self.convert(recorded)
 
     def recorded(self):
-        """The latest derivation's, or None (for the launch path)."""
+        """The latest derivation's, or None (for the launch path, at every launch:
+        converted once per record)."""
         recorded = _recorded(self.records, self.bwd, self.key)
-        return None if recorded is None else self.convert(recorded)
+        if recorded is None:
+            return None
+        if self._converted is None or self._converted[0] is not recorded:
+            self._converted = (recorded, self.convert(recorded))
+        return self._converted[1]
 
 
 def _derive_for_arguments(bwd, args, kwargs):
@@ -529,11 +542,11 @@ def _make_shadows_optional(bwd, order, shadows, spec):
         grid = user_grid(grid, renamed)
         for shadow in shadows:
             kwargs.setdefault(shadow, None)
-        check_shadows(spec.primal.__name__, kwargs, pointer_shadows, renamed)
         try:
             return _partial.launch(run, grid, warmup, kwargs, shadows,
                                    use_partial=spec.mode != "atomic", tape=bwd.tape,
-                                   tune=bwd.tune)
+                                   tune=bwd.tune, check=lambda: check_shadows(
+                                       spec.primal.__name__, kwargs, pointer_shadows, renamed))
         except RuntimeError as error:
             if str(error) != "PassManager::run failed":
                 raise

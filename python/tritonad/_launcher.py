@@ -579,7 +579,9 @@ class _Plan:
 
         self.launcher, self.launches, self.mode = launcher, launches, launcher.mode
         self.label = f"tritonad.autograd({launcher.tritonad_name})"
-        self.arg_names = launcher.argument_names(args, kwargs)
+        # (for messages only: named when one is written)
+        self._arguments = (args, kwargs)
+        self._arg_names = None
         arg_tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
         accesses = self._accesses(torch, watch, arg_tensors)
 
@@ -673,12 +675,14 @@ class _Plan:
 
     def release(self):
         """After the node took what it needs: no references to tensors remain."""
-        self.inputs = self.outputs = self.tensors = None
+        self.inputs = self.outputs = self.tensors = self._arguments = None
 
     # -- analysis ---------------------------------------------------------
 
     def _tensor_name(self, t) -> str:
-        name = self.arg_names.get(id(t))
+        if self._arg_names is None:
+            self._arg_names = self.launcher.argument_names(*self._arguments)
+        name = self._arg_names.get(id(t))
         return f"argument {name!r}" if name else f"a tensor of shape {tuple(t.shape)}"
 
     def _accesses(self, torch, watch, arg_tensors):
@@ -815,6 +819,10 @@ class _Plan:
                     dtype = torch.float32
                 shadows[sid] = (torch.zeros(size, dtype=dtype, device=device), first)
             buffer, first = shadows[sid]
+            if t.storage_offset() == first and t.numel() == buffer.numel() and \
+                    t.is_contiguous():
+                return buffer.view(t.shape)  # (not a view of a larger buffer: autograd
+                #                              takes it as the .grad without a copy)
             return buffer.as_strided(t.shape, t.stride(), t.storage_offset() - first)
 
         for ref, grad in zip(self.output_refs, grads):

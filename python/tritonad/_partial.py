@@ -35,7 +35,7 @@ import warnings
 import triton
 import triton.language as tl
 
-from tritonad import _coverage, _masks, _order, _regrid, _residuals, _tuning
+from tritonad import _coverage, _launch_plan, _masks, _order, _regrid, _residuals, _tuning
 
 # The hidden parameters and their Triton types (the workspace holds fp32 slots).
 WORKSPACE_TYPES = {"tritonad_workspace": "*fp32", "tritonad_slot": "i32",
@@ -128,17 +128,70 @@ def uninitialized(tensors):
                 t.zero_()
 
 
-def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None, tune=False):
+def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None, tune=False,
+           check=lambda: False):
     """Runs the backward (`run` is JITFunction.run) with the workspace parameters
     filled in; with partial buffers, launches G programs and sums the slots into
     the shadows afterwards. `tape`: True keeps loop tapes whatever they take,
     False never (loops are replayed), None when they fit the budget
-    (_tape_budget). `tune`: each launch's own options (_tuning.py)."""
+    (_tape_budget). `tune`: each launch's own options (_tuning.py). `check()`
+    validates the arguments, returning whether its verdict follows from their
+    layouts alone (then a replay needs none).
+
+    A launch is decided once per key (_launch_plan.py): later launches with the
+    same dtypes, layouts, scalars and grid replay the first one's steps."""
     import torch
 
     given = [p for p in WORKSPACE_PARAMS if kwargs.get(p) is not None]
     if given:
         raise TypeError(f"{given} are set by tritonad's launch path; do not pass them")
+    any_tensor = _device_of(kwargs)
+    jit = getattr(run, "__self__", None)
+    if warmup or tune is not False or any_tensor is None or any_tensor.device.type != "cuda" \
+            or not hasattr(jit, "device_caches"):
+        check()
+        return _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune)
+    with _on_device(any_tensor.device):
+        grid_now = _coverage.grid_of(grid, kwargs) if grid is not None else ()
+        pending = _UNINITIALIZED.get()
+        garbage = tuple(s for s in shadows
+                        if isinstance(kwargs.get(s), torch.Tensor) and id(kwargs[s]) in pending)
+        key = _launch_plan.key_of(kwargs, grid_now, (garbage, use_partial, tape,
+                                                     torch.cuda.current_device()))
+        plan = _launch_plan.lookup(jit, key)
+        if plan is not None:
+            if not plan.checked_by_layout:
+                check()
+            if kwargs.get(_residuals.RESIDUALS) is not None:
+                _residuals.check_launch(kwargs[_residuals.RESIDUALS], grid, kwargs)
+            return plan.run(kwargs, _set_initialized)
+        by_layout = check()
+        recorder, token = _launch_plan.begin(kwargs)
+        try:
+            kernel = _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune)
+        finally:
+            _launch_plan.end(token)
+        plan = recorder.plan(kernel)
+        if plan is not None:
+            plan.checked_by_layout = by_layout
+            _launch_plan.store(jit, key, plan)
+        return kernel
+
+
+def _on_device(device):
+    """Triton launches on the current device: a backward of tensors on another
+    GPU is launched with theirs current."""
+    import torch
+
+    if device.index is None or device.index == torch.cuda.current_device():
+        return contextlib.nullcontext()
+    return torch.cuda.device(device)
+
+
+def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
+    """The launch, deciding everything (recorded where _launch_plan records)."""
+    import torch
+
     any_tensor = _device_of(kwargs)
     # (evaluated once: a grid callable sees the arguments before the workspace's)
     grid_now = _coverage.grid_of(grid, kwargs) if grid is not None else ()
@@ -196,7 +249,8 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None, tun
     # unless every slot's stores reach all of its shadow's elements.
     slots_covered = _covered(kernel, kwargs, launch_grid, partial)
     make = torch.empty if len(slots_covered) == len(partial) else torch.zeros
-    workspace = make(len(partial), workers, slot, dtype=dtype, device=device)
+    workspace = _launch_plan.allocate("workspace", make, (len(partial), workers, slot), dtype,
+                                      device)
     kwargs.update(tritonad_workspace=workspace)
     overwrite = {name for name in partial if name in garbage}
     kernel = _allocate_tape(run, launch_grid, kernel, kwargs, grid_now, launch_grid, tape)
@@ -206,10 +260,12 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None, tun
     for group, (name, shadow) in enumerate(zip(partial, targets)):
         span = _span(shadow)
         if shadow.is_contiguous():
-            _add_slot_sums[(triton.cdiv(span, _SUM_COLS),)](
-                workspace[group], shadow, workers, slot, span, ROWS=_SUM_ROWS, COLS=_SUM_COLS,
-                OVERWRITE=name in overwrite)
+            _launch_now(_add_slot_sums.run, (triton.cdiv(span, _SUM_COLS),), dict(
+                slots_ptr=workspace[group], out_ptr=shadow, programs=workers, slot=slot,
+                span=span, ROWS=_SUM_ROWS, COLS=_SUM_COLS, OVERWRITE=name in overwrite),
+                from_call={"out_ptr": name})
         else:
+            _launch_plan.note(("sum", "workspace", group, name, span, name in overwrite))
             summed = workspace[group, :, :span].sum(dim=0).as_strided(shadow.shape,
                                                                       shadow.stride())
             shadow.copy_(summed) if name in overwrite else shadow.add_(summed)
@@ -251,9 +307,25 @@ class _Launcher:
         """Launches on `grid` (`computed`: its value where it is a callable)."""
         shape = grid if computed is None else computed
         if self.tune is False or callable(shape) or not shape:
-            return self.run(grid=grid, warmup=False, **arguments)
+            return _launch_now(self.run, grid, arguments)
         return _tuning.launch(self.run, tuple(shape), arguments, self.tune,
                               [*self.shadows, *extra], self.user_cap, _fits, _resident)
+
+
+def _launch_now(run, grid, arguments, from_call=None):
+    """Launches a JIT kernel (`run` is its JITFunction.run); while a launch is
+    being decided, through its compiled kernel, recorded (_launch_plan.py)."""
+    jit = getattr(run, "__self__", None)
+    if _launch_plan.recording() is None or not hasattr(jit, "signature"):
+        return run(grid=grid, warmup=False, **arguments)
+    kernel = run(grid=grid, warmup=True, **arguments)
+    names, values = [], []
+    for name, parameter in jit.signature.parameters.items():
+        names.append(name)
+        values.append(arguments[name] if name in arguments else parameter.default)
+    _launch_plan.launch_compiled(kernel, _coverage.grid_of(grid, arguments), names, values,
+                                 from_call or {})
+    return kernel
 
 
 def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape, launcher):
@@ -460,8 +532,8 @@ def _allocate_tape(run, grid, kernel, kwargs, forward_grid, launch_grid, option)
         every = max(1, size(1) // budget)
         while size(every) > budget:
             every += max(1, every // 8)
-    kwargs["tritonad_tape"] = torch.empty(size(every), dtype=torch.int8,
-                                          device=placeholder.device)
+    kwargs["tritonad_tape"] = _launch_plan.allocate("tape", torch.empty, size(every), torch.int8,
+                                                    placeholder.device)
     kwargs["tritonad_tape_every"] = every
     return kernel
 
@@ -488,11 +560,16 @@ def _initialize(garbage, kernel, kwargs, grid, stored=()):
     covered = _covered(kernel, kwargs, grid, garbage) | set(stored)
     for name in garbage:
         if name not in covered:
-            kwargs[name].zero_()
+            _launch_plan.zero(name, kwargs[name])
     _mark_initialized(garbage, kwargs)
 
 
 def _mark_initialized(names, kwargs):
+    _launch_plan.note(("mark", tuple(names)))
+    _set_initialized(names, kwargs)
+
+
+def _set_initialized(names, kwargs):
     pending = _UNINITIALIZED.get()
     for name in names:
         pending[id(kwargs[name])][0] = True

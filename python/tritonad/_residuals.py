@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from tritonad import _coverage
+from tritonad import _coverage, _launch_plan
 
 RESIDUALS = "tritonad_residuals"  # the hidden i8 pointer parameter of both kernels
 _METADATA = "tritonad_residuals"  # {kernel name: None or {"bytes", "fingerprint"}}
@@ -56,22 +56,47 @@ def launch_forward(forward, kernel, grid, bound, names,
             _RECORDER.get() is not None:
         kernel[grid](**bound)
         return None
-    # (whether it saves anything, and how much, is decided when it is compiled)
-    compiled = forward.run(grid=grid, warmup=True,
-                           **{**bound, RESIDUALS: _placeholder(device_tensor.device, "int8")})
-    saved = recorded(compiled)
     grid_now = _coverage.grid_of(grid, bound)
-    if saved is None or not grid_now:
+    # (whether it saves anything, and how much, is decided when it is compiled:
+    # once per key, as a backward's launch plan)
+    key = _launch_plan.key_of(bound, grid_now, (torch.cuda.current_device(),))
+    decided = _launch_plan.lookup(forward, key)
+    if decided is None:
+        compiled = forward.run(grid=grid, warmup=True,
+                               **{**bound, RESIDUALS: _placeholder(device_tensor.device, "int8")})
+        saved = recorded(compiled)
+        decided = _SavingForward(compiled if saved is not None and grid_now else None, saved,
+                                 forward)
+        _launch_plan.store(forward, key, decided)
+    if decided.compiled is None:
         kernel[grid](**bound)
         return None
     programs = math.prod(int(extent) for extent in grid_now)
-    buffer = torch.empty(max(programs * int(saved["bytes"]), 16), dtype=torch.int8,
+    buffer = torch.empty(max(programs * int(decided.saved["bytes"]), 16), dtype=torch.int8,
                          device=device_tensor.device)
     if programs:
-        forward.run(grid=grid, warmup=False, **{**bound, RESIDUALS: buffer})
-    buffer.tritonad_fingerprint = saved["fingerprint"]
+        decided.launch(grid_now, bound, buffer)
+    buffer.tritonad_fingerprint = decided.saved["fingerprint"]
     buffer.tritonad_launch = _launch_of(bound, names, grid_now, by_memory)
     return buffer
+
+
+class _SavingForward:
+    """The augmented forward's decision for a key: its compiled kernel where it
+    saves residuals (None: the user's kernel runs instead), what it saves."""
+
+    __slots__ = ("compiled", "saved", "names", "defaults")
+
+    def __init__(self, compiled, saved, forward):
+        self.compiled, self.saved = compiled, saved
+        parameters = forward.signature.parameters
+        self.names = list(parameters)
+        self.defaults = {n: p.default for n, p in parameters.items()}
+
+    def launch(self, grid, bound, buffer):
+        values = [buffer if n == RESIDUALS else bound[n] if n in bound else self.defaults[n]
+                  for n in self.names]
+        _launch_plan.launch_compiled(self.compiled, grid, self.names, values)
 
 
 def _launch_of(arguments, names, grid_now, by_memory: bool = True) -> dict:
@@ -89,7 +114,7 @@ def _launch_of(arguments, names, grid_now, by_memory: bool = True) -> dict:
             **{n: identity(arguments.get(n)) for n in names}}
 
 
-def _check_launch(buffer, grid, kwargs) -> None:
+def check_launch(buffer, grid, kwargs) -> None:
     """Raises unless the backward is launched as the forward that filled `buffer`."""
     launch = getattr(buffer, "tritonad_launch", None)
     if launch is None:
@@ -138,7 +163,7 @@ def checked(run, grid, kernel, kwargs):
     buffer = kwargs.get(RESIDUALS)
     if buffer is None:
         return kernel
-    _check_launch(buffer, grid, kwargs)
+    check_launch(buffer, grid, kwargs)
     reads = recorded(kernel)
     if reads is not None and reads["fingerprint"] == getattr(buffer, "tritonad_fingerprint",
                                                               None):

@@ -251,8 +251,11 @@ def shadow_like(t, torch, upstream=None, empty=False, dtype=None):
     used for t (a contiguous buffer would be wrong for a view such as a column
     slice). The storage spans every address the strides reach."""
     make = torch.empty if empty else torch.zeros
-    buffer = make(_span(t), dtype=dtype or t.dtype, device=t.device).as_strided(t.shape,
-                                                                                 t.stride())
+    if t.is_contiguous():  # (not a view: autograd takes it as the .grad without a copy)
+        buffer = make(t.shape, dtype=dtype or t.dtype, device=t.device)
+    else:
+        buffer = make(_span(t), dtype=dtype or t.dtype, device=t.device).as_strided(
+            t.shape, t.stride())
     return buffer if upstream is None else buffer.copy_(upstream)
 
 
@@ -285,8 +288,10 @@ def _make_function(torch):
         @staticmethod
         def forward(ctx, op, grid, bound, differentiable, *values):
             ctx.op, ctx.grid, ctx.differentiable = op, grid, differentiable
-            ctx.bound = dict(bound)
-            ctx.save_for_backward(*values)
+            # (the outputs are saved, not kept on ctx: their grad_fn is this node, and
+            # a cycle through it would keep the graph alive until the collector runs)
+            ctx.bound = {n: None if n in op.outputs else v for n, v in bound.items()}
+            ctx.save_for_backward(*values, *(bound[n] for n in op.outputs))
             forward = op.residual_forward.get() if op.residual_forward is not None else None
             renamed = op.renamed
             kernel = _PositionalLaunch(op.kernel, op.names, renamed) if renamed else op.kernel
@@ -312,7 +317,7 @@ def _kernel_backward(ctx, *grads):
     op = ctx.op
     saved = ctx.saved_tensors
     bound = dict(ctx.bound)
-    for name, value in zip(ctx.differentiable, saved):
+    for name, value in zip(list(ctx.differentiable) + list(op.outputs), saved):
         bound[name] = value
     shadows = op.backward_kernel.shadows
     arguments = inner_arguments(dict(bound), op.renamed, op.name)

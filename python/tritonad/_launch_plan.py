@@ -1,0 +1,238 @@
+"""Launch plans: a derived backward's launch decided once, then replayed.
+
+Launching a derived backward takes decisions (which compiled variant, partial
+buffers or not, their sizes, zero fills, tapes, re-parallelization tables, mask
+variants, register caps) that depend only on what the launch depends on: the
+arguments' dtypes, shapes, strides and alignment, the integer and float
+arguments, the grid, which shadows hold garbage, the device. The first launch
+with a given such key runs the deciding path (_partial.launch), which records
+what it does as steps: allocations, zero fills, kernel launches with the source
+of each argument (the call's tensor of that name, a buffer the plan allocates,
+or a constant: integers, tables, placeholders). Later launches with the same
+key replay the steps: a lookup, allocations, and each compiled kernel's own
+launch (``CompiledKernel.run``, as Triton's JITFunction.run ends), without
+Triton's argument binding and cache lookup.
+
+Replays do no host-to-device copies (tables are made when the plan is), so a
+step replayed inside ``torch.cuda.graph`` capture is legal; the stream is the
+current one at each launch.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from typing import Dict, List, Optional
+
+_PLANS_ATTRIBUTE = "tritonad_launch_plans"
+_PLAN_LIMIT = 64  # per backward kernel (a training loop uses a handful of shapes)
+_LOCK = threading.Lock()
+
+# The recording of the launch being decided (this context only).
+_RECORDING: contextvars.ContextVar = contextvars.ContextVar("tritonad_recording", default=None)
+
+
+class Unplannable(Exception):
+    """The deciding path did something a replay could not repeat."""
+
+
+def key_of(kwargs: dict, grid: tuple, extra: tuple) -> Optional[tuple]:
+    """What a launch's decisions depend on, or None where an argument is neither
+    a tensor nor a hashable value (then the launch is decided each time)."""
+    import torch
+
+    tensor = torch.Tensor
+    parts: List[tuple] = [grid, extra, tuple(kwargs)]
+    for value in kwargs.values():
+        if isinstance(value, tensor):
+            parts.append((value.dtype, value.device, value.shape, value.stride(),
+                          value.data_ptr() & 15))
+            if _FINGERPRINT in value.__dict__:  # (a residual buffer: which forward filled it)
+                parts.append(value.__dict__[_FINGERPRINT])
+        else:
+            try:
+                hash(value)
+            except TypeError:
+                return None
+            parts.append((type(value), value))
+    return tuple(parts)
+
+
+_FINGERPRINT = "tritonad_fingerprint"
+
+
+def lookup(jit, key) -> Optional["LaunchPlan"]:
+    plans = getattr(jit, _PLANS_ATTRIBUTE, None)
+    return None if plans is None or key is None else plans.get(key)
+
+
+def store(jit, key, plan: "LaunchPlan") -> None:
+    if key is None or plan is None:
+        return
+    with _LOCK:
+        plans = getattr(jit, _PLANS_ATTRIBUTE, None)
+        if plans is None:
+            plans = {}
+            setattr(jit, _PLANS_ATTRIBUTE, plans)
+        if len(plans) >= _PLAN_LIMIT:
+            plans.pop(next(iter(plans)))
+        plans[key] = plan
+
+
+class Recording:
+    """The steps of one launch through the deciding path."""
+
+    def __init__(self, kwargs: dict):
+        import torch
+
+        # (the call's own tensors, by name: a replay takes the new call's)
+        self.call = {n: v for n, v in kwargs.items() if isinstance(v, torch.Tensor)}
+        self.steps: List[tuple] = []
+        self.allocated: Dict[str, object] = {}
+        self.plannable = True
+
+    def source(self, name, value, from_call):
+        """Where a replay finds the argument `name` of value `value` (`from_call`:
+        parameters that take the call's tensor of another name)."""
+        import torch
+
+        if not isinstance(value, torch.Tensor):
+            return ("const", value)
+        name = from_call.get(name, name)
+        if self.call.get(name) is value:
+            return ("call", name)
+        for role, tensor in self.allocated.items():
+            if tensor is value:
+                return ("alloc", role)
+        for role, tensor in self.allocated.items():  # (a row of a workspace)
+            if value._base is tensor and value.dim() + 1 == tensor.dim() and \
+                    value.storage_offset() % tensor.stride(0) == 0 and \
+                    value.stride() == tensor.stride()[1:]:
+                return ("row", role, value.storage_offset() // tensor.stride(0))
+        if any(value is t for t in self.call.values()):  # (the call's, under another name)
+            self.plannable = False
+        # (a tensor the deciding path made, kept by the plan: a table, a placeholder)
+        return ("const", value)
+
+    def plan(self, result) -> Optional["LaunchPlan"]:
+        """The plan (None where a replay could not repeat this launch); its replays
+        return `result`, the compiled kernel the deciding path returned."""
+        return LaunchPlan(tuple(self.steps), result) if self.plannable and self.steps else None
+
+
+def recording() -> Optional[Recording]:
+    return _RECORDING.get()
+
+
+def begin(kwargs):
+    recorder = Recording(kwargs)
+    return recorder, _RECORDING.set(recorder)
+
+
+def end(token) -> None:
+    _RECORDING.reset(token)
+
+
+def allocate(role: str, make, shape, dtype, device):
+    """A buffer the launch needs (workspace, tape), made again by each replay."""
+    tensor = make(shape, dtype=dtype, device=device)
+    recorder = _RECORDING.get()
+    if recorder is not None:
+        recorder.allocated[role] = tensor
+        recorder.steps.append(("allocate", role, make, tuple(shape) if not isinstance(
+            shape, int) else shape, dtype, device))
+    return tensor
+
+
+def zero(name: str, tensor) -> None:
+    """Zero-fills the call's tensor `name`."""
+    tensor.zero_()
+    recorder = _RECORDING.get()
+    if recorder is not None:
+        if recorder.call.get(name) is not tensor:
+            recorder.plannable = False
+        recorder.steps.append(("zero", name))
+
+
+def note(step: tuple) -> None:
+    """A step the deciding path took itself, for replays (see LaunchPlan.run)."""
+    recorder = _RECORDING.get()
+    if recorder is not None:
+        recorder.steps.append(step)
+
+
+def launch_compiled(kernel, grid, names, values, from_call=None):
+    """Launches the compiled `kernel` on `grid` with its parameters `names` bound
+    to `values` (all of them, constexprs included, in order), as Triton's
+    JITFunction.run does after its cache lookup; recorded for replays
+    (`from_call`: {parameter: name of the call's tensor it takes})."""
+    grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+    recorder = _RECORDING.get()
+    if recorder is not None:
+        if not hasattr(kernel, "packed_metadata"):
+            recorder.plannable = False
+        sources = tuple(recorder.source(n, v, from_call or {}) for n, v in zip(names, values))
+        recorder.steps.append(("launch", kernel, grid, sources))
+    if grid[0] and grid[1] and grid[2]:
+        _run(kernel, grid, values)
+
+
+def _run(kernel, grid, values):
+    from triton import knobs
+    from triton.runtime.driver import driver
+
+    if not hasattr(kernel, "packed_metadata"):  # (not a CompiledKernel)
+        raise Unplannable("not a compiled kernel")
+    stream = driver.active.get_current_stream(driver.active.get_current_device())
+    metadata = kernel.launch_metadata(grid, stream, *values)
+    kernel.run(grid[0], grid[1], grid[2], stream, kernel.function, kernel.packed_metadata,
+               metadata, knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook,
+               *values)
+
+
+class LaunchPlan:
+    """Steps replayed for each launch with the same key:
+    ("allocate", role, make, shape, dtype, device), ("zero", name),
+    ("launch", compiled kernel, grid, sources), ("mark", names),
+    ("sum", role, group, name, span, overwrite); a source is ("call", name),
+    ("alloc", role), ("row", role, index) or ("const", value)."""
+
+    __slots__ = ("steps", "result", "checked_by_layout")
+
+    def __init__(self, steps, result):
+        self.steps, self.result = steps, result
+        self.checked_by_layout = False  # (the arguments' check needs no repeat)
+
+    def run(self, kwargs, mark_initialized):
+        allocated = {}
+        for step in self.steps:
+            kind = step[0]
+            if kind == "launch":
+                _, kernel, grid, sources = step
+                values = []
+                for source in sources:
+                    where = source[0]
+                    if where == "const":
+                        values.append(source[1])
+                    elif where == "call":
+                        values.append(kwargs[source[1]])
+                    elif where == "alloc":
+                        values.append(allocated[source[1]])
+                    else:
+                        values.append(allocated[source[1]][source[2]])
+                if grid[0] and grid[1] and grid[2]:
+                    _run(kernel, grid, values)
+            elif kind == "allocate":
+                _, role, make, shape, dtype, device = step
+                allocated[role] = make(shape, dtype=dtype, device=device)
+            elif kind == "zero":
+                kwargs[step[1]].zero_()
+            elif kind == "mark":
+                mark_initialized(step[1], kwargs)
+            elif kind == "sum":
+                _, role, group, name, span, overwrite = step
+                shadow = kwargs[name]
+                summed = allocated[role][group, :, :span].sum(dim=0).as_strided(
+                    shadow.shape, shadow.stride())
+                shadow.copy_(summed) if overwrite else shadow.add_(summed)
+        return self.result

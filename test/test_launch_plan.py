@@ -1,0 +1,315 @@
+"""Launch plans (python/tritonad/_launch_plan.py): a derived backward's launch is
+decided once per key and replayed after.
+
+CPU: what the key tells apart, where a recording finds each argument.
+GPU: for each kind of schedule (plain, partial buffers, residuals, a loop tape,
+re-parallelized dot, launcher), backward launches with fresh inputs of one
+layout (one plan, replayed) and of another (a second plan) against torch; the
+same steps captured in a CUDA graph and replayed on new data; tensors on a
+second GPU.
+"""
+
+import os
+import sys
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import tritonad  # noqa: E402
+from tritonad import _launch_plan  # noqa: E402
+from gpu_util import requires_gpu  # noqa: E402
+from corpus import kernels as corpus  # noqa: E402
+
+
+# ---------------------------------------------------------------------------
+# CPU: keys and sources
+# ---------------------------------------------------------------------------
+
+def test_key_tells_apart_what_decisions_depend_on():
+    x = torch.randn(6, 8)
+    base = _launch_plan.key_of({"x": x, "n": 8, "eps": 1e-5}, (6,), ("g",))
+    assert base == _launch_plan.key_of({"x": torch.randn(6, 8), "n": 8, "eps": 1e-5}, (6,),
+                                       ("g",))
+    others = [
+        ({"x": torch.randn(6, 9), "n": 8, "eps": 1e-5}, (6,)),           # shape
+        ({"x": torch.randn(8, 6).t(), "n": 8, "eps": 1e-5}, (6,)),       # strides
+        ({"x": x.double(), "n": 8, "eps": 1e-5}, (6,)),                  # dtype
+        ({"x": x, "n": 9, "eps": 1e-5}, (6,)),                           # an integer
+        ({"x": x, "n": True, "eps": 1e-5}, (6,)),                        # its type
+        ({"x": x, "n": 8, "eps": 1e-6}, (6,)),                           # a float
+        ({"x": x, "n": 8, "eps": 1e-5}, (7,)),                           # the grid
+        ({"x": torch.randn(49)[1:].view(6, 8), "n": 8, "eps": 1e-5}, (6,)),  # alignment
+    ]
+    for kwargs, grid in others:
+        assert _launch_plan.key_of(kwargs, grid, ("g",)) != base
+    assert _launch_plan.key_of({"x": x, "n": 8, "eps": 1e-5}, (6,), ("h",)) != base
+    assert _launch_plan.key_of({"x": x, "options": [1, 2]}, (6,), ()) is None
+
+
+def test_recording_finds_each_argument():
+    x, y = torch.randn(4), torch.randn(4)
+    recorder, token = _launch_plan.begin({"x": x, "y": y, "n": 4})
+    try:
+        workspace = _launch_plan.allocate("workspace", torch.zeros, (2, 3, 16), torch.float32,
+                                          torch.device("cpu"))
+        table = torch.arange(4)
+        assert recorder.source("x", x, {}) == ("call", "x")
+        assert recorder.source("out_ptr", y, {"out_ptr": "y"}) == ("call", "y")
+        assert recorder.source("slots", workspace, {}) == ("alloc", "workspace")
+        assert recorder.source("slots", workspace[1], {}) == ("row", "workspace", 1)
+        assert recorder.source("n", 4, {}) == ("const", 4)
+        assert recorder.source("table", table, {})[0] == "const"
+        assert recorder.plannable
+        recorder.source("z", x, {})  # (the call's tensor under another name: no replay)
+        assert not recorder.plannable
+    finally:
+        _launch_plan.end(token)
+    assert _launch_plan.recording() is None
+
+
+_NO_CYCLE = """
+import gc, json, weakref
+import torch
+import tritonad
+from corpus.kernels import vector_add_kernel
+
+op = tritonad.autograd(vector_add_kernel, outputs=("out_ptr",))
+x = torch.randn(50, requires_grad=True)
+w = torch.randn(50, requires_grad=True)
+gc.disable()
+y = op[(2,)](x, w, torch.empty_like(x), 50, BLOCK=32)
+alive = weakref.ref(y)
+del y
+freed_unused = alive() is None
+y = op[(2,)](x, w, torch.empty_like(x), 50, BLOCK=32)
+y.backward(torch.full_like(y, 2.0))
+alive = weakref.ref(y)
+del y
+print(json.dumps([freed_unused, alive() is None, bool((w.grad == 2).all())]))
+"""
+
+
+def test_graph_freed_without_the_collector():
+    """An output of tritonad.autograd and its graph are freed when the last reference
+    goes (no reference cycle through the node): a graph kept alive longer holds memory,
+    and its leaves' gradient accumulators keep the stream they were made on, which
+    breaks a later CUDA graph capture."""
+    from interpreter_util import run_interpreted
+
+    assert run_interpreted(_NO_CYCLE) == [True, True, True]
+
+
+# ---------------------------------------------------------------------------
+# GPU
+# ---------------------------------------------------------------------------
+
+@triton.jit
+def _scaled_tanh(x_ptr, w_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    # y = tanh(x) * w[0]: w's gradient is a sum over every program
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    w = tl.load(w_ptr).to(tl.float32)
+    e = tl.exp(-2.0 * tl.abs(x))
+    t = (1.0 - e) / (1.0 + e)
+    t = tl.where(x < 0, -t, t)
+    tl.store(y_ptr + offs, (t * w).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _row_loop_norm(x_ptr, w_ptr, y_ptr, stride, N, BLOCK: tl.constexpr):
+    # y = x * w / sqrt(mean(x^2) + 1): the mean in a loop (a tape or a replay),
+    # w shared by every row (partial buffers)
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * stride + cols, mask=cols < N, other=0.0).to(tl.float32)
+        acc += x * x
+    r = 1.0 / tl.sqrt(tl.sum(acc, axis=0) / N + 1.0)
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        mask = cols < N
+        x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_ptr + row * stride + cols, (x * r * w).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+_TANH = tritonad.autograd(_scaled_tanh, outputs=("y_ptr",))
+_NORM = tritonad.autograd(_row_loop_norm, outputs=("y_ptr",))
+_LAYER_NORM = tritonad.autograd(corpus.layer_norm_fwd_kernel, outputs=("y_ptr",),
+                                wrt=("x_ptr", "w_ptr", "b_ptr"))
+
+
+def _tanh(x, w):
+    n = x.numel()
+    return _TANH[(triton.cdiv(n, 128),)](x, w, torch.empty_like(x), n, BLOCK=128)
+
+
+def _norm(x, w):
+    return _NORM[(x.shape[0],)](x, w, torch.empty_like(x), x.stride(0), x.shape[1], BLOCK=64)
+
+
+def _layer_norm(x, w, b):
+    m, n = x.shape
+    stats = [torch.empty(m, device=x.device) for _ in range(2)]
+    return _LAYER_NORM[(m,)](x, torch.empty_like(x), w, b, *stats, x.stride(0), n, 1e-5,
+                             BLOCK=128)
+
+
+@tritonad.autograd
+def _matmul(a, b):
+    m, k = a.shape
+    n = b.shape[1]
+    c = torch.empty(m, n, device=a.device, dtype=a.dtype)
+    grid = (triton.cdiv(m, 32) * triton.cdiv(n, 32),)
+    corpus.matmul_kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0),
+                               b.stride(1), c.stride(0), c.stride(1), BLOCK_M=32, BLOCK_N=32,
+                               BLOCK_K=32, GROUP_M=4)
+    return c
+
+
+def _rms_like(x, w):
+    return x * w / torch.sqrt((x * x).mean(-1, keepdim=True) + 1.0)
+
+
+# name: (forward through tritonad, torch reference, leaf shapes per launch, fixed dtype)
+CASES = {
+    "elementwise, shared scalar": (_tanh, lambda x, w: torch.tanh(x) * w,
+                                   [[(1000,), (1,)], [(1000,), (1,)], [(777,), (1,)]], None),
+    "row loop, shared weight": (_norm, _rms_like,
+                                [[(37, 300), (300,)], [(37, 300), (300,)], [(50, 129), (129,)]],
+                                None),
+    "layer norm with residuals": (
+        _layer_norm, lambda x, w, b: torch.nn.functional.layer_norm(x, (x.shape[1],), w, b, 1e-5),
+        [[(23, 700), (700,), (700,)], [(23, 700), (700,), (700,)], [(9, 1000), (1000,), (1000,)]],
+        torch.float32),
+    "matmul launcher": (_matmul, lambda a, b: a @ b,
+                        [[(100, 90), (90, 72)], [(100, 90), (90, 72)], [(64, 33), (33, 40)]],
+                        torch.float16),
+}
+
+
+def _leaves(shapes, dtype):
+    return [torch.randn(*shape, device="cuda", dtype=dtype, requires_grad=True)
+            for shape in shapes]
+
+
+def _check(leaves, y, reference):
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    _compare([t.grad for t in leaves], leaves, dy, reference)
+
+
+def _compare(grads, leaves, dy, reference):
+    doubles = [t.detach().double().requires_grad_() for t in leaves]
+    reference(*doubles).backward(dy.double())
+    for got, want in zip(grads, doubles):
+        scale = want.grad.abs().max().item() + 1e-12
+        error = (got.double() - want.grad).abs().max().item() / scale
+        bound = 1e-4 if got.dtype == torch.float32 else 2e-2
+        assert error < bound, (tuple(got.shape), got.dtype, error)
+
+
+def _plans(backward):
+    return len(getattr(backward, _launch_plan._PLANS_ATTRIBUTE, None) or {})
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_replayed_launches_match_torch(case, dtype):
+    forward, reference, launches, fixed = CASES[case]
+    torch.manual_seed(0)
+    for shapes in launches:  # (decided, replayed, decided for another layout)
+        leaves = _leaves(shapes, fixed or dtype)
+        _check(leaves, forward(*leaves), reference)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_one_plan_per_layout():
+    torch.manual_seed(1)
+    backward = _NORM.backward_kernel
+    leaves = _leaves([(41, 200), (200,)], torch.float32)
+    _check(leaves, _norm(*leaves), _rms_like)
+    before = _plans(backward)
+    assert before >= 1
+    for _ in range(2):
+        leaves = _leaves([(41, 200), (200,)], torch.float32)
+        _check(leaves, _norm(*leaves), _rms_like)
+    assert _plans(backward) == before  # (replayed)
+    leaves = _leaves([(43, 200), (200,)], torch.float32)
+    _check(leaves, _norm(*leaves), _rms_like)
+    assert _plans(backward) == before + 1
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("case", ["elementwise, shared scalar", "row loop, shared weight",
+                                  "matmul launcher"])
+def test_cuda_graph_capture_and_replay(case):
+    """A forward + backward step through tritonad captured in a CUDA graph (warm-up on
+    a side stream, as torch's documentation does) and replayed on new input data."""
+    forward, reference, launches, fixed = CASES[case]
+    torch.manual_seed(2)
+    static = _leaves(launches[0], fixed or torch.float32)
+    dy = torch.randn_like(forward(*static))
+
+    def step():
+        for t in static:
+            t.grad = None
+        forward(*static).backward(dy)
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    for _ in range(2):
+        with torch.no_grad():
+            for t in static:
+                t.copy_(torch.randn_like(t))
+        graph.replay()
+        torch.cuda.synchronize()
+        _compare([t.grad.clone() for t in static], static, dy, reference)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_non_default_stream():
+    torch.manual_seed(4)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            leaves = _leaves([(37, 300), (300,)], torch.float32)
+            y = _norm(*leaves)
+            dy = torch.randn_like(y)
+            y.backward(dy)
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    _compare([t.grad for t in leaves], leaves, dy, _rms_like)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2,
+                    reason="needs two CUDA GPUs")
+def test_tensors_on_a_second_gpu():
+    torch.manual_seed(3)
+    for _ in range(2):
+        leaves = [t.to("cuda:1").detach().requires_grad_()
+                  for t in _leaves([(29, 300), (300,)], torch.float32)]
+        with torch.cuda.device(1):  # (Triton launches the forward on the current device)
+            y = _norm(*leaves)
+        _check(leaves, y, _rms_like)  # (the backward: launched on cuda:1 whatever is current)
+        assert all(t.grad.device == torch.device("cuda", 1) for t in leaves)
