@@ -2,7 +2,7 @@
 
 ``requires_gpu`` is a skipif mark: apply it (together with ``@pytest.mark.gpu``)
 to tests that launch kernels. It skips when torch is not installed or when torch
-sees no CUDA device.
+sees no CUDA device. Below it, helpers that compare GPU gradients with fp64 torch.
 """
 
 import pytest
@@ -30,3 +30,47 @@ def _skip_reason() -> str:
 HAS_CUDA = cuda_available()
 
 requires_gpu = pytest.mark.skipif(not HAS_CUDA, reason=_skip_reason() if not HAS_CUDA else "")
+
+
+# -- comparing GPU gradients with fp64 torch ----------------------------------
+
+def make_generator(*key):
+    """A CUDA generator seeded from the test's name and parameters (each test draws
+    its own inputs); TRITONAD_TEST_SEED=<n> changes every seed."""
+    import os
+    import zlib
+
+    import torch
+
+    seed = zlib.crc32(repr(key).encode()) ^ int(os.environ.get("TRITONAD_TEST_SEED", "0"))
+    return torch.Generator(device="cuda").manual_seed(seed)
+
+
+def randn(gen, *shape, dtype=None, scale=1.0):
+    """Normal samples on the GPU from `gen`, scaled, then cast to `dtype` (fp32)."""
+    import torch
+
+    return (torch.randn(shape, generator=gen, device="cuda", dtype=torch.float32)
+            * scale).to(dtype or torch.float32)
+
+
+def assert_near(name, got, want, tol):
+    """|got - want| <= tol * max|want| * (1 + |want| / max|want|), elementwise:
+    torch.testing.assert_close with atol = rtol * max|want| = tol * max|want|."""
+    import torch
+
+    assert torch.isfinite(got).all(), f"{name}: non-finite values"
+    want = want.double()
+    scale = max(want.abs().max().item(), 1e-30)
+    torch.testing.assert_close(got.double(), want, atol=tol * scale, rtol=tol,
+                               msg=lambda m: f"{name} (max|ref| {scale:.3g}): {m}")
+
+
+def reference_grads(fn, inputs, upstreams):
+    """Gradients of sum_k sum(fn(*inputs)[k] * upstreams[k]), in float64."""
+    import torch
+
+    leaves = [t.detach().double().requires_grad_() for t in inputs]
+    outs = fn(*leaves)
+    total = sum((o * u.double()).sum() for o, u in zip(outs, upstreams) if u is not None)
+    return outs, torch.autograd.grad(total, leaves, allow_unused=True)

@@ -29,7 +29,7 @@ from triton.compiler import ASTSource  # noqa: E402
 
 from gpu_util import requires_gpu  # noqa: E402
 from corpus.kernels import gelu_kernel  # noqa: E402
-from test_kernel_grad import layer_norm_kernel, softmax_kernel  # noqa: E402
+from corpus.user_kernels import layer_norm_kernel, softmax_kernel  # noqa: E402
 from tritonad._source import pointer_params, pointer_roles  # noqa: E402
 from tritonad._torch import shadow_like  # noqa: E402
 

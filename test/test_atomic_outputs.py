@@ -13,8 +13,9 @@ reinterpreted as integers through a pointer bitcast (how ``tl.atomic_max`` of fl
 built), which was once a silently missing gradient.
 
 CPU: the schedule and the refusals (the interpreter's numeric check is
-``atomic_add_outputs`` in interpret_checks.py). GPU: gradients against torch.autograd, fp32,
-fp16 and bf16, odd sizes, through ``tritonad.grad`` and ``tritonad.autograd``.
+``atomic_add_outputs`` in interpret_checks/atomics.py). GPU: gradients against
+torch.autograd, fp32, fp16 and bf16, odd sizes, through ``tritonad.grad`` and
+``tritonad.autograd``.
 """
 
 import pytest
@@ -26,9 +27,9 @@ tritonad = pytest.importorskip("tritonad")
 import triton.language as tl  # noqa: E402
 
 from gpu_util import requires_gpu  # noqa: E402
-from test_partial import compile_for_schedule  # noqa: E402
+from compile_util import compile_for_schedule  # noqa: E402
 from corpus.kernels import atomic_sum_kernel  # noqa: E402
-from interpret_checks import atomic_max_kernel, scatter_add_kernel, split_k_matmul_kernel  # noqa: E402,E501
+from corpus.atomics import atomic_max_kernel, scatter_add_kernel, split_k_matmul_kernel  # noqa: E402
 
 
 SUM_TYPES = dict(x_ptr="*fp32", out_ptr="*fp32", n="i32")
@@ -62,7 +63,7 @@ def exchange_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("kernel, where, message", [
-    (atomic_max_kernel, "interpret_checks.py", "tl.atomic_max"),
+    (atomic_max_kernel, "atomics.py", "tl.atomic_max"),
     (store_then_add_kernel, "test_atomic_outputs.py", "both stored to and atomically added to"),
     (exchange_kernel, "test_atomic_outputs.py", "cannot differentiate an atomic exch of floats"),
 ])

@@ -19,9 +19,11 @@ tritonad = pytest.importorskip("tritonad")
 import triton.language as tl  # noqa: E402,F401
 
 from gpu_util import requires_gpu  # noqa: E402
-from test_launcher import (StandIn, gelu_kernel, interpreted,  # noqa: E402,F401
-                           layer_norm_kernel, linear, matmul_one_config, mul_heuristic_kernel,
-                           scale_kernel, _gelu_vjp, _layer_norm_vjp, _matmul_vjp)
+from corpus.kernels import gelu_kernel  # noqa: E402
+from corpus.launchers import (layer_norm_kernel, linear, matmul_one_config,  # noqa: E402
+                              mul_heuristic_kernel, scale_kernel)
+from launcher_util import (StandIn, _gelu_vjp, _layer_norm_vjp, _matmul_vjp,  # noqa: E402,F401
+                           interpreted)  # (interpreted: a fixture)
 from tritonad._compile import CompileError  # noqa: E402
 
 
@@ -343,7 +345,7 @@ def test_gpu_no_graph_break_forward_and_backward():
 @pytest.mark.gpu
 @requires_gpu
 def test_gpu_tutorial_matmul_under_compile():
-    from test_launcher import matmul
+    from corpus.launchers import matmul
     f = tritonad.autograd(matmul)
     a = torch.randn(100, 64, device="cuda", requires_grad=True)
     b = torch.randn(64, 80, device="cuda", requires_grad=True)

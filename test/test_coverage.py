@@ -23,7 +23,8 @@ import triton.language as tl  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 from gpu_util import requires_gpu  # noqa: E402
-from test_kernel_grad import CASES, compile_backward, gelu_kernel, softmax_kernel  # noqa: E402
+from compile_util import compile_backward  # noqa: E402
+from corpus.user_kernels import CASES, gelu_kernel, softmax_kernel  # noqa: E402
 from tritonad import _coverage, _partial  # noqa: E402
 
 
@@ -206,7 +207,8 @@ def test_gpu_softmax_rows_of_a_wider_buffer():
 def test_rows_of_a_coarsened_kernel_are_covered_through_the_program_loop():
     """With partial buffers the backward loops over the forward's programs: the
     rows it stores are counted by its `tritonad_programs` argument."""
-    from test_partial import NORM_TYPES, compile_for_schedule, norm_kernel
+    from compile_util import compile_for_schedule
+    from corpus.norms import NORM_TYPES, norm_kernel
 
     bwd = tritonad.grad(norm_kernel, accumulate=False)
     compile_for_schedule(bwd, NORM_TYPES, dict(HAS_MEAN=True, BLOCK_N=256))

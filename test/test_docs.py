@@ -1,4 +1,4 @@
-"""Every code block in README.md and docs/*.md runs as written.
+"""Every code block in README.md and docs/ (tutorials included) runs as written.
 
 Each fenced block is ```python, ```sh or a language that is shown, never run
 (text, cpp, mlir). A ```python block runs; a block's behaviour is changed by
@@ -16,15 +16,21 @@ an HTML comment (invisible when rendered) on the line just before its fence:
     <!-- doc-test: run -->             (on a ```sh block) runs with bash in the chain's
                                        working directory, after the blocks before it; other
                                        sh blocks (the install commands) never run
+    <!-- doc-test: output -->          (on a ```text block) what the chain before it printed
+                                       in the interpreter run: its lines must appear in the
+                                       output, in order; a line "..." stands for any lines,
+                                       "[...]" within a line for any text
+    <!-- doc-test: output gpu -->      the same, checked where the chain runs on a GPU
 
 Words combine (`<!-- doc-test: continue gpu -->`); the first block of a chain
 sets `gpu`, `no-interpreter` and `skip` for the whole chain.
 
 A chain without a marker runs as CI runs it: a fresh Python with
 TRITON_INTERPRET=1 and no visible GPU (CUDA_VISIBLE_DEVICES=""); where a GPU is
-present it also runs natively. Its script keeps each block at its own line of
-the markdown file (the other lines are blank), so a traceback's line number is
-the line in the .md file. test_every_block_is_accounted_for checks the markers
+present it also runs natively. Its script, named after the .md file (quickstart.md
+runs as quickstart.py), keeps each block at its own line of the markdown file (the
+other lines are blank), so a traceback's line number, and a `file:line` in what
+tritonad prints, is the line in the .md file. test_every_block_is_accounted_for checks the markers
 and fences, compiles every Python block (GPU ones too) and prints how many
 blocks run, compile only, need a GPU or are skipped.
 """
@@ -44,9 +50,9 @@ import pytest
 from gpu_util import HAS_CUDA
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DOC_FILES = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
+DOC_FILES = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").rglob("*.md"))]
 SHOWN_ONLY = {"text", "cpp", "mlir"}    # languages that are shown, never run
-WORDS = {"continue", "gpu", "no-interpreter", "skip", "run"}
+WORDS = {"continue", "gpu", "no-interpreter", "skip", "run", "output"}
 MARKER = re.compile(r"^<!--\s*doc-test:\s*(.*?)\s*-->\s*$")
 FENCE = re.compile(r"^```(\S*)\s*$")
 README_LINES = 100
@@ -72,6 +78,7 @@ class Block:
 @dataclass
 class Chain:
     blocks: List[Block]
+    outputs: List[Block] = field(default_factory=list)   # text blocks marked output
 
     @property
     def first(self) -> Block:
@@ -132,7 +139,11 @@ def parse(path: Path):
         elif language not in {"python", "sh"} | SHOWN_ONLY:
             problems.append(f"{block.where}: fence language {language!r} is not python, sh or "
                             f"one of {sorted(SHOWN_ONLY)}")
-        if words and language not in ("python", "sh"):
+        if "output" in words:
+            if language != "text" or words - {"output", "gpu"}:
+                problems.append(f"{block.where}: 'output' goes alone (or with 'gpu') on a "
+                                f"text block")
+        elif words and language not in ("python", "sh"):
             problems.append(f"{block.where}: a doc-test marker on a {language!r} block, "
                             f"which never runs")
         if "run" in words and language != "sh":
@@ -159,6 +170,12 @@ def collect(paths=DOC_FILES):
         problems += found
         previous: Optional[Chain] = None
         for block in blocks:
+            if "output" in block.words:
+                if previous is None:
+                    problems.append(f"{block.where}: an output block before any python block")
+                else:
+                    previous.outputs.append(block)
+                continue
             if not runnable(block):
                 if "continue" in block.words:
                     problems.append(f"{block.where}: 'continue' on a block that does not run")
@@ -235,7 +252,7 @@ def test_doc_chain(chain, mode, tmp_path):
     env.pop("TRITON_INTERPRET", None)
     if mode == "interpreter":
         env.update(TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="")
-    name = str(first.path.relative_to(REPO_ROOT)).replace("/", "__") + ".py"
+    name = first.path.stem + ".py"
     script = tmp_path / name
     script.write_text(script_of(chain))
     try:
@@ -250,6 +267,42 @@ def test_doc_chain(chain, mode, tmp_path):
                     f"failed with exit status {done.returncode}. Line numbers in {name} are "
                     f"those of {first.path.relative_to(REPO_ROOT)}.\n--- stdout\n"
                     f"{done.stdout[-6000:]}\n--- stderr\n{done.stderr[-8000:]}")
+    for block in chain.outputs:
+        if ("gpu" in block.words) == (mode == "native"):
+            missing = unmatched(block.code, done.stdout)
+            assert missing is None, (f"{block.where}: the chain ({mode}) did not print the "
+                                     f"sample's lines from {missing!r} on, in order; it "
+                                     f"printed:\n"
+                                     f"{done.stdout[-6000:]}")
+
+
+def _line_pattern(line: str):
+    return re.compile("^" + ".*".join(re.escape(p) for p in line.rstrip().split("[...]")) + "$")
+
+
+def unmatched(sample: str, printed: str) -> Optional[str]:
+    """The first line of `sample` (an output block) that `printed` does not show in
+    order, or None: the sample's runs of lines between "..." lines appear, each
+    contiguous, one after another."""
+    lines = [line.rstrip() for line in printed.splitlines()]
+    runs, run = [], []
+    for line in sample.splitlines():
+        if line.strip() == "...":
+            runs.append(run)
+            run = []
+        else:
+            run.append(line)
+    runs.append(run)
+    at = 0
+    for run in (r for r in runs if r):
+        patterns = [_line_pattern(line) for line in run]
+        for start in range(at, len(lines) - len(run) + 1):
+            if all(p.match(lines[start + i]) for i, p in enumerate(patterns)):
+                at = start + len(run)
+                break
+        else:
+            return run[0]
+    return None
 
 
 def test_every_block_is_accounted_for(capsys):
@@ -368,6 +421,15 @@ def test_marker_convention(tmp_path):
     assert script[3] == "x = 1" and script[8] == "assert x == 1"
     assert script[13].startswith("__doc_test_run(['bash'")
 
+    doc.write_text("# t\n\n```python\nprint('a\\nb 1 c\\nd')\n```\n\n<!-- doc-test: output -->\n"
+                   "```text\na\n...\nd\n```\n\n<!-- doc-test: output gpu -->\n```text\nb [...] c\n```\n")
+    (chain,), problems = collect([doc])
+    assert not problems and [b.line for b in chain.outputs] == [9, 16], problems
+    assert unmatched("a\n...\nd\n", "a\nb 1 c\nd\n") is None
+    assert unmatched("b [...] c\n", "a\nb 1 c\nd\n") is None
+    assert unmatched("a\nd\n", "a\nb 1 c\nd\n") == "a"        # (not contiguous)
+    assert unmatched("d\n...\na\n", "a\nb 1 c\nd\n") == "a"   # (out of order)
+
     mistakes = {
         "<!-- doc-test: gpus -->\n```python\n```\n": "unknown doc-test words",
         "<!-- doc-test: continue -->\n```python\n```\n": "first block of the file",
@@ -379,6 +441,8 @@ def test_marker_convention(tmp_path):
         "```python\n```\n<!-- doc-test: continue gpu -->\n```python\n```\n":
             "on a continuing block",
         "```python\n```\n<!-- doc-test: run -->\n```sh\ntrue\n```\n": "mark it 'continue run'",
+        "<!-- doc-test: output -->\n```text\nx\n```\n": "before any python block",
+        "```python\n```\n<!-- doc-test: output -->\n```python\n```\n": "on a text block",
     }
     for text, expected in mistakes.items():
         doc.write_text(text)

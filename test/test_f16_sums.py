@@ -18,7 +18,7 @@ triton = pytest.importorskip("triton")
 tritonad = pytest.importorskip("tritonad")
 
 from gpu_util import requires_gpu  # noqa: E402
-from interpret_checks import f16_products_summed  # noqa: E402
+from corpus.small_kernels import f16_products_summed  # noqa: E402
 
 
 @pytest.mark.gpu

@@ -4,7 +4,7 @@ cpp/lib/AutoDiff/Schedule/FullMasks.cpp).
 CPU: the recorded launch condition, evaluated for launches whose sizes are
 and are not multiples of the blocks (a tail in M, N or K, a grouped program
 order), and the variant's IR. The numeric check of both variants in the CPU
-interpreter is interpret_checks.py's `full_masks_variant_by_launch`. GPU:
+interpreter is interpret_checks/corpus_kernels.py's `full_masks_variant_by_launch`. GPU:
 gradients against torch in both variants (fp16, bf16), with the variant the
 launch path picked.
 """
@@ -19,8 +19,11 @@ from tritonad import _masks  # noqa: E402
 
 from corpus.kernels import attention_fwd_kernel, matmul_kernel  # noqa: E402
 from gpu_util import requires_gpu  # noqa: E402
-from test_partial import compile_on_cpu  # noqa: E402
-from test_regrid import MATMUL_TYPES, _args, _assert_close, _grid, grads_into_shadows  # noqa: E402
+from compile_util import compile_on_cpu  # noqa: E402
+from corpus.attention import attention_grads_match_torch  # noqa: E402
+from corpus.matmuls import MATMUL_TYPES, grads_into_shadows  # noqa: E402
+from corpus.matmuls import assert_close_half as _assert_close  # noqa: E402
+from corpus.matmuls import matmul_args as _args, matmul_grid as _grid  # noqa: E402
 
 TILES = dict(BLOCK_M=64, BLOCK_N=32, BLOCK_K=16, GROUP_M=4)
 
@@ -74,28 +77,6 @@ def test_attention_condition_reads_the_sequence_length(always_compile):
         grid = (triton.cdiv(length, 16), 3)
         arguments = dict(scalars, seq_len=length, stride_bh=16 * length)
         assert _masks.holds(condition, arguments, grid) is expected, length
-
-
-def attention_grads_match_torch(length, **options):
-    """tritonad.autograd(attention_fwd_kernel, **options)'s gradients of (out,
-    lse) against an fp64 torch reference, 3 heads of D = 32."""
-    BH, D = 3, 32
-    q, k, v = (torch.randn(BH, length, D, device="cuda", requires_grad=True) for _ in range(3))
-    scale = D ** -0.5
-    op = tritonad.autograd(attention_fwd_kernel, outputs=("out_ptr", "lse_ptr"), **options)
-    out = torch.empty_like(q)
-    lse = torch.empty(BH, length, device="cuda")
-    out, lse = op[(triton.cdiv(length, 32), BH)](q, k, v, out, lse, scale, length, length * D, D,
-                                                 HEAD_DIM=D, BLOCK_M=32, BLOCK_N=64)
-    do, dlse = torch.randn_like(out), torch.randn_like(lse)
-    got = torch.autograd.grad((out, lse), (q, k, v), (do, dlse))
-    leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
-    scores = leaves[0] @ leaves[1].transpose(1, 2) * scale
-    ref_out = torch.softmax(scores, -1) @ leaves[2]
-    want = torch.autograd.grad((ref_out, torch.logsumexp(scores, -1)), leaves,
-                               (do.double(), dlse.double()))
-    for g, w in zip(got, want):
-        torch.testing.assert_close(g.double(), w, rtol=1e-3, atol=1e-3)
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ integer random stream), while loops, tritonad.autograd, wrappers, located
 errors and the integer semantics of the rendering.
 
 Triton reads TRITON_INTERPRET when ``@triton.jit`` runs, and makes its own
-library functions when it is imported, so the checks (interpret_checks.py) run
+library functions when it is imported, so the checks (the interpret_checks package) run
 in one fresh Python with the variable set; each check is one test here. The
 inputs are fresh random numbers: a failure prints the seed, and
 TRITONAD_TEST_SEED=<seed> replays it.
@@ -19,12 +19,13 @@ pytest.importorskip("triton")
 pytest.importorskip("tritonad")
 
 import interpret_checks  # noqa: E402
+from interpreter_util import run_in_interpreter  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def interpreted(tmp_path_factory):
     out = tmp_path_factory.mktemp("interpret") / "results.json"
-    return interpret_checks.run_in_interpreter(interpret_checks.__file__, out)
+    return run_in_interpreter(interpret_checks.PACKAGE, out)
 
 
 @pytest.mark.parametrize("name", sorted(interpret_checks.CHECKS))

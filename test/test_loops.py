@@ -7,25 +7,15 @@ values by exp(m_old - m_new). The result does not depend on m: m is a
 statistics give every iteration's weights) instead of by replaying iterations
 [0, i) for iteration i (n(n-1)/2 extra iterations).
 
-The kernels here are written for this file:
-
-  a. causal_attention_fwd    flash attention forward, causal, exp2 domain, fp16/bf16
-                             inputs fed to tl.dot, fp32 accumulators, stores Out and
-                             Lse (log2 units)
-  b. attention_exp_fwd       non-causal, spelled with tl.exp, fp32, no Lse
-  c. cross_entropy_fwd       one program per row, online logsumexp over vocabulary
-                             blocks, the target logit picked inside the loop
-  d. two_pass_softmax_fwd    a first loop computes the row's max and sum online, a
-                             second loop writes exp(x - m) / s
-  e. running_max_stored_fwd  NEGATIVE case: the running max is also stored, so it is
-                             not only a stabilizer (the core must fall back)
-  f. running_sum_stored_fwd  NEGATIVE case: m is not stored but s = sum(exp(x - m)) is,
-                             which changes with m (no shift invariance)
+The kernels are test/corpus/online_softmax.py's: a. causal flash attention (and its
+two-loop form), b. non-causal attention spelled with tl.exp, c. a cross-entropy over
+vocabulary blocks, d. a two-pass softmax, and two NEGATIVE cases: e. the running max is
+also stored, f. a shifted sum that changes with m is stored.
 
 GPU tests (marked ``gpu``) launch each kernel's derived backward with zeroed input
 shadows and compare with torch.autograd of a float64 reference (odd sizes, masked
 tails). CPU tests compile each backward for sm_90 and read ``bwd.schedule()``: the
-key loop of a-d (and of test_kernel_grad.py's online logsumexp and attention) must be
+key loop of a-d (and of corpus/user_kernels.py's online logsumexp and attention) must be
 reported as reversed through its stabilizer (the note contains "stabilizer", not
 "n(n-1)/2"); e must keep the quadratic replay; f must not be called a stabilizer.
 Interpreter tests run a (in fp32), b, c, d, e and f under TRITON_INTERPRET=1 in a
@@ -38,7 +28,6 @@ import inspect
 import os
 import re
 import sys
-import zlib
 
 import pytest
 
@@ -53,227 +42,20 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from gpu_util import requires_gpu  # noqa: E402
-from test_kernel_grad import attention_kernel, compile_backward  # noqa: E402
-from test_kernel_grad import online_logsumexp_kernel  # noqa: E402
+import interpreter_util as iu  # noqa: E402
+from compile_util import compile_backward  # noqa: E402
+from corpus.online_softmax import (HALF_TOL, attention_exp_fwd, attention_reference,  # noqa: E402
+                                   causal_attention_fwd, cross_entropy_fwd,
+                                   running_max_stored_fwd, running_sum_stored_fwd,
+                                   two_pass_softmax_fwd, two_stage_causal_attention_fwd)
+from corpus.user_kernels import attention_kernel, online_logsumexp_kernel  # noqa: E402
+from gpu_util import (assert_near, make_generator, randn, reference_grads,  # noqa: E402
+                      requires_gpu)
 
-LOG2E = 1.4426950408889634
 F32, F16, BF16 = "*fp32", "*fp16", "*bf16"
 
 
 pytestmark = pytest.mark.usefixtures("always_compile")
-
-
-# ---------------------------------------------------------------------------
-# Forward kernels
-# ---------------------------------------------------------------------------
-
-@triton.jit
-def causal_attention_fwd(Q, K, V, Out, Lse, sm_scale, seq_len, stride_bh, stride_s,
-                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                         HEAD_DIM: tl.constexpr):
-    # q, k, v, out: (batch*heads, seq_len, HEAD_DIM), contiguous in the last dim.
-    start_m = tl.program_id(0)
-    bh = tl.program_id(1)
-    base = bh.to(tl.int64) * stride_bh
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, HEAD_DIM)
-    rows_in = offs_m < seq_len
-    q = tl.load(Q + base + offs_m[:, None] * stride_s + offs_d[None, :],
-                mask=rows_in[:, None], other=0.0)
-    qk_scale = sm_scale * 1.4426950408889634        # exp(x) = exp2(x * log2(e))
-    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-    # keys up to the diagonal of this query block only
-    hi = tl.minimum((start_m + 1) * BLOCK_M, seq_len)
-    for start_n in range(0, hi, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        cols_in = offs_n < seq_len
-        k = tl.load(K + base + offs_n[:, None] * stride_s + offs_d[None, :],
-                    mask=cols_in[:, None], other=0.0)
-        v = tl.load(V + base + offs_n[:, None] * stride_s + offs_d[None, :],
-                    mask=cols_in[:, None], other=0.0)
-        qk = tl.dot(q, tl.trans(k)) * qk_scale
-        visible = (offs_m[:, None] >= offs_n[None, :]) & cols_in[None, :]
-        qk = tl.where(visible, qk, float("-inf"))
-        m_ij = tl.maximum(m_i, tl.max(qk, 1))
-        alpha = tl.math.exp2(m_i - m_ij)
-        p = tl.math.exp2(qk - m_ij[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        acc = tl.dot(p.to(v.dtype), v, acc)
-        m_i = m_ij
-    out = acc / l_i[:, None]
-    tl.store(Out + base + offs_m[:, None] * stride_s + offs_d[None, :],
-             out.to(Out.dtype.element_ty), mask=rows_in[:, None])
-    tl.store(Lse + bh.to(tl.int64) * seq_len + offs_m, m_i + tl.math.log2(l_i), mask=rows_in)
-
-
-@triton.jit
-def _causal_blocks(acc, l_i, m_i, q, K, V, base, offs_m, offs_d, lo, hi, seq_len, stride_s,
-                   qk_scale, ON_DIAGONAL: tl.constexpr, BLOCK_N: tl.constexpr):
-    for start_n in range(lo, hi, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        cols_in = offs_n < seq_len
-        k = tl.load(K + base + offs_n[:, None] * stride_s + offs_d[None, :],
-                    mask=cols_in[:, None], other=0.0)
-        v = tl.load(V + base + offs_n[:, None] * stride_s + offs_d[None, :],
-                    mask=cols_in[:, None], other=0.0)
-        qk = tl.dot(q, tl.trans(k)) * qk_scale
-        if ON_DIAGONAL:
-            visible = (offs_m[:, None] >= offs_n[None, :]) & cols_in[None, :]
-            qk = tl.where(visible, qk, float("-inf"))
-        m_ij = tl.maximum(m_i, tl.max(qk, 1))
-        p = tl.math.exp2(qk - m_ij[:, None])
-        alpha = tl.math.exp2(m_i - m_ij)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        acc = tl.dot(p.to(v.dtype), v, acc)
-        m_i = m_ij
-    return acc, l_i, m_i
-
-
-@triton.jit
-def two_stage_causal_attention_fwd(Q, K, V, Out, Lse, sm_scale, seq_len, stride_bh, stride_s,
-                                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                                   HEAD_DIM: tl.constexpr):
-    # causal_attention_fwd structured as Triton's tutorial: the key blocks left
-    # of the diagonal in one loop, the diagonal blocks (masked) in a second,
-    # l starting at 1. Needs BLOCK_M % BLOCK_N == 0.
-    start_m = tl.program_id(0)
-    bh = tl.program_id(1)
-    base = bh.to(tl.int64) * stride_bh
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, HEAD_DIM)
-    rows_in = offs_m < seq_len
-    q = tl.load(Q + base + offs_m[:, None] * stride_s + offs_d[None, :],
-                mask=rows_in[:, None], other=0.0)
-    qk_scale = sm_scale * 1.4426950408889634
-    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-    acc, l_i, m_i = _causal_blocks(acc, l_i, m_i, q, K, V, base, offs_m, offs_d, 0,
-                                   start_m * BLOCK_M, seq_len, stride_s, qk_scale, False,
-                                   BLOCK_N)
-    acc, l_i, m_i = _causal_blocks(acc, l_i, m_i, q, K, V, base, offs_m, offs_d,
-                                   start_m * BLOCK_M, (start_m + 1) * BLOCK_M, seq_len,
-                                   stride_s, qk_scale, True, BLOCK_N)
-    out = acc / l_i[:, None]
-    tl.store(Out + base + offs_m[:, None] * stride_s + offs_d[None, :],
-             out.to(Out.dtype.element_ty), mask=rows_in[:, None])
-    tl.store(Lse + bh.to(tl.int64) * seq_len + offs_m, m_i + tl.math.log2(l_i), mask=rows_in)
-
-
-@triton.jit
-def attention_exp_fwd(Q, K, V, Out, sm_scale, seq_len, stride_bh, stride_s,
-                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr):
-    # Non-causal, natural exponentials, the update written in one line.
-    start_m = tl.program_id(0)
-    bh = tl.program_id(1)
-    base = bh.to(tl.int64) * stride_bh
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, HEAD_DIM)
-    rows_in = offs_m < seq_len
-    q = tl.load(Q + base + offs_m[:, None] * stride_s + offs_d[None, :],
-                mask=rows_in[:, None], other=0.0)
-    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-    for start_n in range(0, seq_len, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        cols_in = offs_n < seq_len
-        k = tl.load(K + base + offs_n[:, None] * stride_s + offs_d[None, :],
-                    mask=cols_in[:, None], other=0.0)
-        v = tl.load(V + base + offs_n[:, None] * stride_s + offs_d[None, :],
-                    mask=cols_in[:, None], other=0.0)
-        qk = tl.dot(q, tl.trans(k)) * sm_scale
-        qk = tl.where(cols_in[None, :], qk, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(qk, 1))
-        alpha = tl.exp(m_i - m_new)
-        p = tl.exp(qk - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None] + tl.dot(p, v)
-        m_i = m_new
-    tl.store(Out + base + offs_m[:, None] * stride_s + offs_d[None, :], acc / l_i[:, None],
-             mask=rows_in[:, None])
-
-
-@triton.jit
-def cross_entropy_fwd(logits, targets, loss, stride, V, BLOCK: tl.constexpr):
-    # loss[row] = logsumexp(logits[row, :V]) - logits[row, target]; the row is read
-    # once, in vocabulary blocks (the last one masked with -inf).
-    row = tl.program_id(0)
-    row_ptr = logits + row.to(tl.int64) * stride
-    target = tl.load(targets + row).to(tl.int32)
-    m = tl.full([], float("-inf"), tl.float32)
-    s = tl.zeros([], dtype=tl.float32)
-    picked = tl.zeros([], dtype=tl.float32)
-    for off in range(0, V, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        x = tl.load(row_ptr + cols, mask=cols < V, other=float("-inf")).to(tl.float32)
-        m_new = tl.maximum(m, tl.max(x, 0))
-        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), 0)
-        picked += tl.sum(tl.where(cols == target, x, 0.0), 0)
-        m = m_new
-    tl.store(loss + row, m + tl.log(s) - picked)
-
-
-@triton.jit
-def two_pass_softmax_fwd(x, y, stride, N, BLOCK: tl.constexpr):
-    # Pass 1: the row's max and sum of exponentials, online. Pass 2: y = exp(x - m) / s.
-    row = tl.program_id(0)
-    x_row = x + row.to(tl.int64) * stride
-    y_row = y + row.to(tl.int64) * stride
-    m = tl.full([], float("-inf"), tl.float32)
-    s = tl.zeros([], dtype=tl.float32)
-    for off in range(0, N, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        v = tl.load(x_row + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
-        m_new = tl.maximum(m, tl.max(v, 0))
-        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(v - m_new), 0)
-        m = m_new
-    for off in range(0, N, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        mask = cols < N
-        v = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
-        tl.store(y_row + cols, (tl.exp(v - m) / s).to(y.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def running_max_stored_fwd(x, lse, mx, stride, N, BLOCK: tl.constexpr):
-    # An online logsumexp that also stores its running max: m is an output, so it
-    # is more than a stabilizer (its gradient goes to the row's argmax).
-    row = tl.program_id(0)
-    x_row = x + row.to(tl.int64) * stride
-    m = tl.full([], float("-inf"), tl.float32)
-    s = tl.zeros([], dtype=tl.float32)
-    for off in range(0, N, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        v = tl.load(x_row + cols, mask=cols < N, other=float("-inf"))
-        m_new = tl.maximum(m, tl.max(v, 0))
-        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(v - m_new), 0)
-        m = m_new
-    tl.store(lse + row, m + tl.log(s))
-    tl.store(mx + row, m)
-
-
-@triton.jit
-def running_sum_stored_fwd(x, lse, s_out, stride, N, BLOCK: tl.constexpr):
-    # NEGATIVE case, subtler: m is not stored, but the stored sum s = sum(exp(x - m))
-    # changes with m (it is not shift invariant), so m is not only a stabilizer.
-    row = tl.program_id(0)
-    x_row = x + row.to(tl.int64) * stride
-    m = tl.full([], float("-inf"), tl.float32)
-    s = tl.zeros([], dtype=tl.float32)
-    for off in range(0, N, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        v = tl.load(x_row + cols, mask=cols < N, other=float("-inf"))
-        m_new = tl.maximum(m, tl.max(v, 0))
-        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(v - m_new), 0)
-        m = m_new
-    tl.store(lse + row, m + tl.log(s))
-    tl.store(s_out + row, s)
 
 
 # ---------------------------------------------------------------------------
@@ -365,7 +147,7 @@ def test_two_pass_softmax_first_loop_is_reversed_through_its_stabilizer():
 
 
 def test_corpus_online_logsumexp_loop_is_reversed_through_its_stabilizer():
-    # test_kernel_grad.py's kernel: a per-lane running max, reduced after the loop.
+    # corpus/user_kernels.py's kernel: a per-lane running max, reduced after the loop.
     note, bwd = key_loop_note(online_logsumexp_kernel,
                               dict(x_ptr=F32, out_ptr=F32, stride="i32", N="i32"),
                               dict(BLOCK=256))
@@ -402,58 +184,6 @@ def test_stored_shifted_sum_is_not_a_stabilizer():
 # ---------------------------------------------------------------------------
 # GPU: numbers against torch.autograd in float64
 # ---------------------------------------------------------------------------
-
-def make_generator(*key):
-    """A generator seeded from the test's name and parameters (each test draws its
-    own inputs); TRITONAD_TEST_SEED=<n> changes every seed."""
-    seed = zlib.crc32(repr(key).encode()) ^ int(os.environ.get("TRITONAD_TEST_SEED", "0"))
-    return torch.Generator(device="cuda").manual_seed(seed)
-
-
-def randn(gen, *shape, dtype=torch.float32, scale=1.0):
-    return (torch.randn(shape, generator=gen, device="cuda", dtype=torch.float32)
-            * scale).to(dtype)
-
-
-def assert_near(name, got, want, tol):
-    """|got - want| <= tol * max|want| * (1 + |want| / max|want|), elementwise:
-    torch.testing.assert_close with atol = rtol * max|want| = tol * max|want|."""
-    assert torch.isfinite(got).all(), f"{name}: non-finite values"
-    want = want.double()
-    scale = max(want.abs().max().item(), 1e-30)
-    torch.testing.assert_close(got.double(), want, atol=tol * scale, rtol=tol,
-                               msg=lambda m: f"{name} (max|ref| {scale:.3g}): {m}")
-
-
-def reference_grads(fn, inputs, upstreams):
-    """Gradients of sum_k sum(fn(*inputs)[k] * upstreams[k]), in float64."""
-    leaves = [t.detach().double().requires_grad_() for t in inputs]
-    outs = fn(*leaves)
-    total = sum((o * u.double()).sum() for o, u in zip(outs, upstreams) if u is not None)
-    return outs, torch.autograd.grad(total, leaves, allow_unused=True)
-
-
-def attention_reference(q, k, v, sm_scale, causal):
-    """(out, lse in log2 units) of softmax attention over the last two dims."""
-    s = q @ k.transpose(-1, -2) * sm_scale
-    if causal:
-        L = q.shape[-2]
-        keep = torch.ones(L, L, dtype=torch.bool, device=q.device).tril()
-        s = s.masked_fill(~keep, float("-inf"))
-    return torch.softmax(s, -1) @ v, torch.logsumexp(s, -1) * LOG2E
-
-
-# fp16/bf16 attention: q, k, v are rounded to the storage dtype before both the
-# kernel and the reference see them, so the difference comes from the kernel's own
-# roundings: p cast to fp16/bf16 before the second dot (relative 2^-11 / 2^-8 per
-# term), the backward's half-precision dot operands, and the shadows of K and V,
-# which are half-precision tensors receiving up to seq_len / BLOCK_M additions (one
-# per query block), each rounded. Relative to the largest gradient that stays well
-# below 2e-2 for both dtypes (bf16's round-off is ~4e-3 per addition, a random walk
-# over <= 16 additions); a wrong gradient (a missing or doubled block, a wrong
-# weight) is off by O(1).
-HALF_TOL = 2e-2
-
 
 def run_causal_attention(seq_len, dtype, block_m, block_n, tag, dlse_kind="random",
                          BH=6, D=64, kernel=None):
@@ -549,7 +279,7 @@ def test_two_stage_attention_with_mixed_row_counts_keeps_atomics():
     # forward's schedule, and deterministic mode says why at the kernel's line.
     from triton.compiler import ASTSource
 
-    from test_partial import TARGET
+    from compile_util import TARGET
     from tritonad._partial import WORKSPACE_TYPES
     from tritonad._residuals import RESIDUALS
 
@@ -565,7 +295,7 @@ def test_two_stage_attention_with_mixed_row_counts_keeps_atomics():
         source = ASTSource(bwd, signature, constants)
         if mode == "deterministic":
             with pytest.raises(tritonad.DifferentiationError,
-                               match=r"test_loops.py:\d+:\d+: error: deterministic mode: 'K'.*"
+                               match=r"online_softmax.py:\d+:\d+: error: deterministic mode: 'K'.*"
                                      r"2 loops add into it and their products mix fewer than 64"):
                 triton.compile(source, target=TARGET)
             continue
@@ -616,13 +346,13 @@ def test_loop_result_tiles_are_not_staged_for_mixed_row_counts():
     # (acc) from scratch: a tile, which the Hopper miscompile stagesTiles
     # describes forbids where the products mix fewer than 64 rows with 64 or
     # more (BLOCK_N = 32 < 64 <= BLOCK_M). Deterministic mode says so.
-    from test_partial import compile_for_schedule
+    from compile_util import compile_for_schedule
 
     types = dict(Q=F16, K=F16, V=F16, Out=F16, Lse=F32, sm_scale="fp32", seq_len="i32",
                  stride_bh="i32", stride_s="i32")
     bwd = tritonad.grad(causal_attention_fwd, mode="deterministic", accumulate=False)
     with pytest.raises(tritonad.DifferentiationError,
-                       match=r"'K'.*depends on the result of scf.for at .*test_loops.py:\d+:\d+, "
+                       match=r"'K'.*depends on the result of scf.for at .*online_softmax.py:\d+:\d+, "
                              r"a tile its part would read from scratch"):
         compile_for_schedule(bwd, types, dict(BLOCK_M=64, BLOCK_N=32, HEAD_DIM=64))
     bwd = tritonad.grad(causal_attention_fwd, mode="deterministic", accumulate=False)
@@ -634,16 +364,17 @@ def test_loop_result_tiles_are_not_staged_for_mixed_row_counts():
 @requires_gpu
 @pytest.mark.parametrize("advance", [False, True], ids=["offsets", "advanced_pointers"])
 def test_two_loop_attention_deterministic_spellings(advance):
-    # interpret_checks.py's two_loop_attention (the CPU interpreter runs it
+    # corpus/attention.py's two_loop_attention (the CPU interpreter runs it
     # too): key offsets from the induction variable, or pointers advanced per
     # iteration; fp32 with tf32 products.
-    import interpret_checks as ic
+    from corpus.attention import two_loop_attention_grads
+
     # (blocks under 64 rows: with 64 or more some products of the parts have
     # fewer rows than others, and parts of two loops are refused, see
     # test_two_stage_attention_with_mixed_row_counts_keeps_atomics)
     for length, block_m, block_n in ((200, 32, 16), (90, 32, 32)):
-        ic.two_loop_attention_grads(length, 3, advance, block_m, block_n, device="cuda",
-                                    rtol=1e-2, atol=1e-2)
+        two_loop_attention_grads(length, 3, advance, block_m, block_n, device="cuda",
+                                 rtol=1e-2, atol=1e-2)
 
 
 @pytest.mark.gpu
@@ -796,14 +527,13 @@ def interpret_check(fn):
 
 @interpret_check
 def interpret_cross_entropy():
-    import interpret_checks as ic
     rows, V, BLOCK = 3, 300, 128          # three blocks, the last one masked
-    logits = ic.randn(rows, V) * 3
-    targets = torch.randint(0, V, (rows,), generator=ic.GEN)
+    logits = iu.randn(rows, V) * 3
+    targets = torch.randint(0, V, (rows,), generator=iu.GEN)
 
     def reference(logits):
         return {"loss": F.cross_entropy(logits, targets, reduction="none")}
-    ic.kernel_gradients(cross_entropy_fwd, (rows,), {"logits": logits},
+    iu.kernel_gradients(cross_entropy_fwd, (rows,), {"logits": logits},
                         {"loss": torch.empty(rows)},
                         {"targets": targets, "stride": V, "V": V}, {"BLOCK": BLOCK},
                         reference)
@@ -811,15 +541,14 @@ def interpret_cross_entropy():
 
 @interpret_check
 def interpret_attention_exp():
-    import interpret_checks as ic
     BH, L, D, BLOCK = 2, 40, 16, 16       # three key blocks, the last one masked
-    q, k, v = (ic.randn(BH, L, D) for _ in range(3))
+    q, k, v = (iu.randn(BH, L, D) for _ in range(3))
     sm_scale = D ** -0.5
 
     def reference(Q, K, V):
         return {"Out": attention_reference(Q, K, V, sm_scale, causal=False)[0]}
     # the interpreter computes tl.dot exactly: fp32 round-off only
-    ic.kernel_gradients(attention_exp_fwd, (triton.cdiv(L, BLOCK), BH),
+    iu.kernel_gradients(attention_exp_fwd, (triton.cdiv(L, BLOCK), BH),
                         {"Q": q, "K": k, "V": v}, {"Out": torch.empty_like(q)},
                         {"sm_scale": sm_scale, "seq_len": L, "stride_bh": L * D,
                          "stride_s": D},
@@ -831,15 +560,14 @@ def interpret_attention_exp():
 def interpret_causal_attention_fp32():
     # The causal kernel's bounds (keys up to the diagonal), its exp2 domain and the
     # Lse adjoint, in fp32 (the interpreter's half-precision dot is not Triton's).
-    import interpret_checks as ic
     BH, L, D, BLOCK_M, BLOCK_N = 2, 40, 16, 32, 16
-    q, k, v = (ic.randn(BH, L, D) for _ in range(3))
+    q, k, v = (iu.randn(BH, L, D) for _ in range(3))
     sm_scale = D ** -0.5
 
     def reference(Q, K, V):
         out, lse = attention_reference(Q, K, V, sm_scale, causal=True)
         return {"Out": out, "Lse": lse}
-    ic.kernel_gradients(causal_attention_fwd, (triton.cdiv(L, BLOCK_M), BH),
+    iu.kernel_gradients(causal_attention_fwd, (triton.cdiv(L, BLOCK_M), BH),
                         {"Q": q, "K": k, "V": v},
                         {"Out": torch.empty_like(q), "Lse": torch.empty(BH, L)},
                         {"sm_scale": sm_scale, "seq_len": L, "stride_bh": L * D,
@@ -850,20 +578,18 @@ def interpret_causal_attention_fp32():
 
 @interpret_check
 def interpret_two_pass_softmax():
-    import interpret_checks as ic
     rows, N, BLOCK = 3, 150, 64
-    x = ic.randn(rows, N) * 3
-    ic.kernel_gradients(two_pass_softmax_fwd, (rows,), {"x": x}, {"y": torch.empty(rows, N)},
+    x = iu.randn(rows, N) * 3
+    iu.kernel_gradients(two_pass_softmax_fwd, (rows,), {"x": x}, {"y": torch.empty(rows, N)},
                         {"stride": N, "N": N}, {"BLOCK": BLOCK},
                         lambda x: {"y": torch.softmax(x, -1)})
 
 
 @interpret_check
 def interpret_running_max_stored():
-    import interpret_checks as ic
     rows, N, BLOCK = 3, 150, 64
-    x = ic.randn(rows, N) * 3
-    ic.kernel_gradients(running_max_stored_fwd, (rows,), {"x": x},
+    x = iu.randn(rows, N) * 3
+    iu.kernel_gradients(running_max_stored_fwd, (rows,), {"x": x},
                         {"lse": torch.empty(rows), "mx": torch.empty(rows)},
                         {"stride": N, "N": N}, {"BLOCK": BLOCK},
                         lambda x: {"lse": torch.logsumexp(x, 1), "mx": x.max(1).values})
@@ -871,23 +597,21 @@ def interpret_running_max_stored():
 
 @interpret_check
 def interpret_running_sum_stored():
-    import interpret_checks as ic
     rows, N, BLOCK = 3, 150, 64
-    x = ic.randn(rows, N) * 3
+    x = iu.randn(rows, N) * 3
 
     def reference(x):
         lse, s = shifted_sum_reference(x)
         return {"lse": lse, "s_out": s}
-    ic.kernel_gradients(running_sum_stored_fwd, (rows,), {"x": x},
+    iu.kernel_gradients(running_sum_stored_fwd, (rows,), {"x": x},
                         {"lse": torch.empty(rows), "s_out": torch.empty(rows)},
                         {"stride": N, "N": N}, {"BLOCK": BLOCK}, reference)
 
 
 @pytest.fixture(scope="module")
 def interpreted(tmp_path_factory):
-    import interpret_checks as ic
     out = tmp_path_factory.mktemp("interpret_loops") / "results.json"
-    return ic.run_in_interpreter(os.path.abspath(__file__), out)
+    return iu.run_in_interpreter(os.path.abspath(__file__), out)
 
 
 @pytest.mark.parametrize("name", sorted(INTERPRET_CHECKS))
@@ -897,9 +621,8 @@ def test_interpreted(interpreted, name):
 
 
 def _interpret_main(argv):
-    """Runs this file's interpreter checks, with interpret_checks.py's command line."""
-    import interpret_checks as ic
-    return ic.main(argv, INTERPRET_CHECKS)
+    """Runs this file's interpreter checks, with interpret_checks' command line."""
+    return iu.main(argv, INTERPRET_CHECKS)
 
 
 

@@ -12,7 +12,7 @@ triton = pytest.importorskip("triton")
 tritonad = pytest.importorskip("tritonad")
 
 from gpu_util import requires_gpu  # noqa: E402
-from interpret_checks import prefix_blocks_kernel, prefix_blocks_reference  # noqa: E402
+from corpus.loops import prefix_blocks_kernel, prefix_blocks_reference  # noqa: E402
 
 
 @pytest.mark.gpu

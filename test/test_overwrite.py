@@ -17,8 +17,8 @@ tritonad = pytest.importorskip("tritonad")
 
 sys.path.insert(0, os.path.dirname(__file__))
 from gpu_util import requires_gpu  # noqa: E402
-from test_kernel_grad import (CASES, compile_backward, gelu_kernel, layer_norm_kernel,  # noqa: E402
-                              overwrite_kernel, parse_schedule)
+from compile_util import compile_backward, parse_schedule  # noqa: E402
+from corpus.user_kernels import CASES, gelu_kernel, layer_norm_kernel, overwrite_kernel  # noqa: E402
 
 
 pytestmark = pytest.mark.usefixtures("always_compile")

@@ -15,64 +15,12 @@ torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 tritonad = pytest.importorskip("tritonad")
 
-import triton.language as tl  # noqa: E402
-from triton.backends.compiler import GPUTarget  # noqa: E402
-from triton.compiler import ASTSource  # noqa: E402
-
+from compile_util import compile_for_schedule  # noqa: E402
+from corpus.norms import NORM_TYPES, bias_gelu_kernel, norm_kernel  # noqa: E402
+from corpus.norms import norm_reference as _norm_reference  # noqa: E402
+from corpus.user_kernels import layer_norm_kernel, layer_norm_loop_kernel  # noqa: E402
 from gpu_util import requires_gpu  # noqa: E402
 from tritonad._partial import WORKSPACE_TYPES  # noqa: E402
-from test_kernel_grad import layer_norm_kernel, layer_norm_loop_kernel  # noqa: E402
-
-
-@triton.jit
-def norm_kernel(X, W, B, Y, stride, N, eps, HAS_MEAN: tl.constexpr, BLOCK_N: tl.constexpr):
-    # layer norm (HAS_MEAN) or RMSNorm, computed in fp32 whatever the storage dtype
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK_N)
-    mask = cols < N
-    x = tl.load(X + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
-    if HAS_MEAN:
-        x = tl.where(mask, x - tl.sum(x, axis=0) / N, 0.0)
-    rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)
-    w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
-    y = x * rstd * w
-    if HAS_MEAN:
-        y += tl.load(B + cols, mask=mask, other=0.0).to(tl.float32)
-    tl.store(Y + row * stride + cols, y.to(Y.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def bias_gelu_kernel(X, B, Y, stride, N, BLOCK_N: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK_N)
-    mask = cols < N
-    x = tl.load(X + row * stride + cols, mask=mask) + tl.load(B + cols, mask=mask)
-    tl.store(Y + row * stride + cols, 0.5 * x * (1 + tl.erf(x * 0.7071067811865476)), mask=mask)
-
-
-TARGET = GPUTarget("cuda", 90, 32)
-
-
-def compile_on_cpu(bwd, types_, constexprs):
-    """The backward compiled on the CPU (for an sm_90 target) with the
-    workspace parameters present."""
-    types_ = dict(types_)
-    for ptr, shadow in bwd.shadows.items():
-        types_.setdefault(shadow, types_[ptr])
-    types_.update(WORKSPACE_TYPES)
-    # (no residuals: the user launches the forward, tritonad.autograd does not)
-    constexprs = dict(constexprs, tritonad_residuals=None)
-    signature = {n: "constexpr" if n in constexprs else types_[n] for n in bwd.arg_names}
-    return triton.compile(ASTSource(bwd, signature, dict(constexprs)), target=TARGET)
-
-
-def compile_for_schedule(bwd, types_, constexprs):
-    """Derives the backward on the CPU; its schedule."""
-    compile_on_cpu(bwd, types_, constexprs)
-    return bwd.schedule()
-
-
-NORM_TYPES = dict(X="*fp32", W="*fp32", B="*fp32", Y="*fp32", stride="i32", N="i32", eps="fp32")
 
 
 def test_schedule_names_partial_buffers(always_compile):
@@ -147,13 +95,6 @@ def _close(got, ref, dtype):
     scale = ref.abs().max().item() + 1e-6
     err = (got.double() - ref.double()).abs().max().item()
     assert err <= tol * scale, f"max error {err:.3g} vs scale {scale:.3g}"
-
-
-def _norm_reference(x, w, b, has_mean, eps):
-    x64, w64 = x.double(), w.double()
-    if has_mean:
-        return torch.nn.functional.layer_norm(x64, (x.shape[1],), w64, b.double(), eps)
-    return x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + eps) * w64
 
 
 @pytest.mark.gpu

@@ -21,7 +21,7 @@ tritonad = pytest.importorskip("tritonad")
 import triton.language as tl  # noqa: E402
 
 from gpu_util import requires_gpu  # noqa: E402
-from test_partial import compile_for_schedule  # noqa: E402
+from compile_util import compile_for_schedule  # noqa: E402
 
 
 @triton.jit

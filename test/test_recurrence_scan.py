@@ -9,7 +9,7 @@ as a scan in the opposite direction over segments (no shift of ``a`` needed), th
 ``db = lambda`` and ``da_k = lambda_k h_{k-1}``, with ``h_{k-1}`` from a scan that carries
 each segment's map without its last element. No division: a coefficient of 0 (a reset)
 gets torch's gradient. The interpreter's check is ``linear_recurrence_scan`` in
-interpret_checks.py; here, on the GPU, against torch.autograd of the loop.
+interpret_checks/reductions.py; here, on the GPU, against torch.autograd of the loop.
 """
 
 import pytest
@@ -22,7 +22,7 @@ import triton.language as tl  # noqa: E402
 
 from gpu_util import requires_gpu  # noqa: E402
 from corpus.kernels import linear_recurrence_scan_kernel  # noqa: E402
-from interpret_checks import _affine_then  # noqa: E402
+from corpus.scans import affine_then  # noqa: E402
 
 
 @triton.jit
@@ -36,7 +36,7 @@ def gated_scan_kernel(x_ptr, gate_ptr, h_ptr, stride, n_cols, BLOCK: tl.constexp
     x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
     gate = tl.load(gate_ptr + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
     a = tl.where(mask, tl.sigmoid(gate), 1.0)
-    _, h = tl.associative_scan((a, (1.0 - a) * x), axis=0, combine_fn=_affine_then,
+    _, h = tl.associative_scan((a, (1.0 - a) * x), axis=0, combine_fn=affine_then,
                                reverse=REVERSE)
     tl.store(h_ptr + row * stride + cols, h.to(h_ptr.dtype.element_ty), mask=mask)
 

@@ -3,7 +3,7 @@ own (one per gradient tile and group of iterations, looping over the forward
 programs that share the tile) instead of atomics from the forward's programs.
 
 CPU: the schedule, the IR, and what is refused with its reason. The numeric
-check in the CPU interpreter is interpret_checks.py's `regrid_matmul_random`
+check in the CPU interpreter is interpret_checks/regrid.py's `regrid_matmul_random`
 (random sizes, tiles, group sizes, transposed operands, batched and permuted
 grids, the atomic fallback and the overwrite path). GPU: gradients against
 torch (fp16 and bf16, odd sizes, two tile configurations), through
@@ -23,11 +23,11 @@ from tritonad import _regrid  # noqa: E402
 
 from corpus.kernels import batched_matmul_kernel, matmul_kernel  # noqa: E402
 from gpu_util import requires_gpu  # noqa: E402
-from test_partial import compile_for_schedule  # noqa: E402
+from compile_util import compile_for_schedule  # noqa: E402
+from corpus.matmuls import MATMUL_TYPES, grads_into_shadows  # noqa: E402
+from corpus.matmuls import assert_close_half as _assert_close  # noqa: E402
+from corpus.matmuls import matmul_args as _args, matmul_grid as _grid  # noqa: E402
 
-MATMUL_TYPES = dict(a_ptr="*fp16", b_ptr="*fp16", c_ptr="*fp16", M="i32", N="i32", K="i32",
-                    stride_am="i32", stride_ak="i32", stride_bk="i32", stride_bn="i32",
-                    stride_cm="i32", stride_cn="i32")
 TILES = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8)
 
 
@@ -191,7 +191,7 @@ def _autograd_schedule(kernel, types, tiles, scratch=True, programs=None, compil
     launch's kernel (its selector 1, a constant)."""
     from triton.compiler import ASTSource
 
-    from test_partial import TARGET
+    from compile_util import TARGET
     from tritonad._partial import WORKSPACE_TYPES
     from tritonad._residuals import RESIDUALS
 
@@ -298,35 +298,6 @@ def test_batched_grid_groups_by_batch_and_tile(always_compile):
 # GPU
 # ---------------------------------------------------------------------------
 
-def _grid(M, N, tiles):
-    return (triton.cdiv(M, tiles["BLOCK_M"]) * triton.cdiv(N, tiles["BLOCK_N"]),)
-
-
-def _args(a, b, c):
-    return [a, b, c, a.shape[0], b.shape[1], a.shape[1], a.stride(0), a.stride(1), b.stride(0),
-            b.stride(1), c.stride(0), c.stride(1)]
-
-
-def _assert_close(got, ref):
-    # fp16/bf16 results of fp32 sums: one rounding of the largest magnitude
-    scale = ref.abs().max().item()
-    tol = (1e-2 if got.dtype == torch.bfloat16 else 2e-3) * scale
-    assert (got.double() - ref.double()).abs().max().item() <= tol
-
-
-def grads_into_shadows(a, b, dc, tiles, ref_a, ref_b):
-    """tritonad.grad(matmul_kernel), adding into given shadows (read-add-writes),
-    checked against the references; the backward."""
-    M, N = a.shape[0], b.shape[1]
-    bwd = tritonad.grad(matmul_kernel)
-    da, db = torch.full_like(a, 0.5), torch.zeros_like(b)
-    bwd[_grid(M, N, tiles)](*_args(a, b, torch.empty(M, N, device=a.device, dtype=a.dtype)), da,
-                            db, dc, **tiles)
-    _assert_close(da - 0.5, ref_a)
-    _assert_close(db, ref_b)
-    return bwd
-
-
 @pytest.mark.gpu
 @requires_gpu
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -409,9 +380,9 @@ def test_parts_that_do_not_fit_fall_back_to_atomics(stages):
 def test_biased_epilogue_runs_beside_the_parts(dtype):
     # dA/dB by the parts, the bias's column sums by the forward's programs,
     # in one launch.
-    import interpret_checks
+    from corpus.matmuls import biased_matmul_kernel
 
-    kernel = interpret_checks.biased_matmul_kernel()
+    kernel = biased_matmul_kernel()
     batches, M, N, K = 3, 200, 136, 328
     a = torch.randn(batches, M, K, device="cuda", dtype=dtype, requires_grad=True)
     b = torch.randn(batches, K, N, device="cuda", dtype=dtype, requires_grad=True)

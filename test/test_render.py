@@ -28,7 +28,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 from corpus.kernels import CORPUS_BY_NAME  # noqa: E402
-from interpret_checks import INTEGER_TTIR, float_ttir  # noqa: E402
+from corpus.ttir import INTEGER_TTIR, float_ttir  # noqa: E402
 from tritonad import _render  # noqa: E402
 
 TARGET = GPUTarget("cuda", 90, 32)

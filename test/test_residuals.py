@@ -26,9 +26,11 @@ from tritonad._residuals import RESIDUALS
 
 sys.path.insert(0, os.path.dirname(__file__))
 from gpu_util import requires_gpu  # noqa: E402
-from test_loops import (HALF_TOL, assert_near, attention_reference, causal_attention_fwd,  # noqa: E402
-                        cross_entropy_fwd, make_generator, randn, reference_grads)
-from test_partial import TARGET, norm_kernel  # noqa: E402
+from corpus.online_softmax import (HALF_TOL, attention_reference,  # noqa: E402
+                                   causal_attention_fwd, cross_entropy_fwd)
+from gpu_util import assert_near, make_generator, randn, reference_grads  # noqa: E402
+from compile_util import TARGET  # noqa: E402
+from corpus.norms import norm_kernel  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("always_compile")
 

@@ -24,18 +24,8 @@ tritonad = pytest.importorskip("tritonad")
 import triton.language as tl  # noqa: E402
 
 from gpu_util import requires_gpu  # noqa: E402
-from test_partial import compile_for_schedule  # noqa: E402
-
-
-@triton.jit
-def column_rms_kernel(X, Y, stride_r, stride_c, M, eps, BLOCK_M: tl.constexpr):
-    # One program per column of X ([M, N] through its strides); Y is [N, M] row-major.
-    col = tl.program_id(0)
-    rows = tl.arange(0, BLOCK_M)
-    mask = rows < M
-    x = tl.load(X + col * stride_c + rows * stride_r, mask=mask, other=0.0).to(tl.float32)
-    y = x * (1.0 / tl.sqrt(tl.sum(x * x, axis=0) / M + eps))
-    tl.store(Y + col * M + rows, y.to(Y.dtype.element_ty), mask=mask)
+from compile_util import compile_for_schedule  # noqa: E402
+from corpus.norms import column_rms_kernel  # noqa: E402
 
 
 TYPES = dict(X="*fp32", Y="*fp32", stride_r="i32", stride_c="i32", M="i32", eps="fp32")
@@ -114,7 +104,7 @@ def test_block_pointer_boundary_check_bounds_the_rows(always_compile):
     i64 is the constant it is): rows 138 apart with N = 133 < BLOCK_N = 256 are disjoint,
     which deterministic mode once refused at launch (the fuzz's seed 208)."""
     from tritonad import _coverage
-    from test_partial import compile_on_cpu
+    from compile_util import compile_on_cpu
 
     bwd = tritonad.grad(block_pointer_rows_kernel, mode="deterministic")
     compiled = compile_on_cpu(bwd, dict(X="*fp32", Y="*fp32", stride="i32", N="i32"),

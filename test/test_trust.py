@@ -21,7 +21,7 @@ from triton.language.extra import libdevice  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 from gpu_util import requires_gpu  # noqa: E402
-from test_kernel_grad import compile_backward  # noqa: E402
+from compile_util import compile_backward  # noqa: E402
 
 HERE = os.path.basename(__file__)
 
@@ -488,7 +488,7 @@ def test_concurrent_derivations_are_safe(monkeypatch):
     """Triton compiles from several threads; the core releases the GIL. Eight
     threads deriving the corpus attention kernel at once all get the same IR."""
     import threading
-    from test_kernel_grad import CASES as KERNEL_CASES
+    from corpus.user_kernels import CASES as KERNEL_CASES
     from tritonad import _C
     import tritonad._kernel_grad as kernel_grad
 
@@ -645,7 +645,7 @@ def tuple_kernel(ptrs, y_ptr, BLOCK: tl.constexpr):
 
 def test_tuple_of_pointers_is_refused():
     from triton.compiler import ASTSource
-    from test_kernel_grad import TARGET
+    from compile_util import TARGET
     bwd = tritonad.grad(tuple_kernel)
     pair = ("*fp32", "*fp32")
     signature = {"ptrs": pair, "y_ptr": F32, "dptrs": pair, "dy_ptr": F32, "BLOCK": "constexpr"}

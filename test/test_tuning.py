@@ -18,9 +18,10 @@ from tritonad import _tuning  # noqa: E402
 
 from corpus.kernels import matmul_kernel  # noqa: E402
 from gpu_util import requires_gpu  # noqa: E402
-from test_full_masks import attention_grads_match_torch  # noqa: E402
-from test_kernel_grad import gelu_autotuned_kernel  # noqa: E402
-from test_regrid import _args, _assert_close, _grid  # noqa: E402
+from corpus.attention import attention_grads_match_torch  # noqa: E402
+from corpus.user_kernels import gelu_autotuned_kernel  # noqa: E402
+from corpus.matmuls import assert_close_half as _assert_close  # noqa: E402
+from corpus.matmuls import matmul_args as _args, matmul_grid as _grid  # noqa: E402
 
 
 @pytest.mark.parametrize("tune", ["fast", [], [{"num_wraps": 4}], [{"num_warps": 0}],

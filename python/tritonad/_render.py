@@ -19,6 +19,13 @@ what the derived TTIR computes:
 An op without a rendering raises `RenderError` naming the op and its source
 location: nothing is rendered approximately.
 
+A backward kernel is rendered with tritonad's hidden launch arguments
+(``tritonad_*``: workspaces, tapes, tables, residuals, variant selectors) left out
+where its body does not read them, so that it launches with the backward's
+documented arguments; where the body reads one, or the kernel was compiled without
+the masks its launch made true, the rendering's header says that it does not launch
+on its own (`launch_notes`), and `launchable_source` refuses it.
+
 >>> import tritonad
 >>> print(tritonad.grad(kernel).source())  # doctest: +SKIP
 """
@@ -26,6 +33,7 @@ location: nothing is rendered approximately.
 from __future__ import annotations
 
 import builtins
+import functools
 import itertools
 import json
 import keyword
@@ -189,6 +197,31 @@ class _Const:          # a scalar or splat constant, written where it is used
 class _Lazy:           # tt.splat / tt.broadcast, left to implicit broadcasting if possible
     base: int
     ty: dict
+
+
+def _to(expr: _Expr, elem, *conversions: str) -> str:
+    """`expr` converted by each of `conversions` (``tl.cast``'s arguments after
+    the value) in turn: ``x.to(...)``, but ``tl.cast(x, ...)`` for an integer
+    scalar, which may be a loop's induction variable: a Python int where
+    Triton's interpreter runs the rendering (compiled, both are the same op)."""
+    if not expr.shape and _int_width(elem) is not None:
+        text = expr.text
+        for conversion in conversions:
+            text = f"tl.cast({text}, {conversion})"
+        return text
+    text = expr.at(_ATOM)
+    for conversion in conversions:
+        text += f".to({conversion})"
+    return text
+
+
+@dataclass
+class _Converted:      # a cast's operand, for the handlers' text_of
+    expr: _Expr
+    elem: object
+
+    def to(self, *conversions: str) -> str:
+        return _to(self.expr, self.elem, *conversions)
 
 
 def _float_text(value, elem="f64") -> str:
@@ -464,7 +497,7 @@ class _Function:
         return _Expr(f"tl.full({_shape_text(shape)}, {literal.text}, {dtype})", _ATOM, shape)
 
     def bitcast(self, expr: _Expr, elem, unsigned: bool) -> _Expr:
-        return _Expr(f"{expr.at(_ATOM)}.to({_dtype(elem, unsigned)}, bitcast=True)", _ATOM,
+        return _Expr(_to(expr, elem, f"{_dtype(elem, unsigned)}, bitcast=True"), _ATOM,
                      expr.shape)
 
     def atomic(self, vid: int, indent: int, op) -> None:
@@ -564,14 +597,22 @@ class _Function:
 
     # -- blocks --------------------------------------------------------------
 
-    def render(self, name: str, param_names: Optional[Sequence[str]] = None) -> str:
-        params = []
+    def render(self, name: str, param_names: Optional[Sequence[str]] = None,
+               omit: Sequence[str] = ()) -> str:
+        """`omit`: parameters (by their TTIR names) left out of the signature where
+        the body never reads them; where it does, they default to None and the
+        kernel refuses to compile without them (tritonad's hidden launch
+        arguments, which only its launch path makes)."""
+        params, required = [], []
         arguments = self.body["arguments"]
         if param_names is not None and len(param_names) == len(arguments):
             for arg, pname in zip(arguments, param_names):
                 self.hints[arg["id"]] = pname
         for arg in arguments:
             vid = arg["id"]
+            hidden = self.hints.get(vid) in omit
+            if hidden and not self.uses[vid]:
+                continue
             pname = self.name_of(vid, "arg")
             self.vals[vid] = _Bound(pname, _shape(arg["type"]))
             elem = _elem(arg["type"])
@@ -580,8 +621,15 @@ class _Function:
                     elem not in ("i32", "f32"):
                 # (Triton types a Python int or float argument i32 / fp32 by itself)
                 annotation = f": {_dtype(elem)}"
+            if hidden:
+                annotation += "=None"
+                required.append(pname)
             params.append(pname + annotation)
         header = ["@triton.jit", f"def {name}({', '.join(params)}):"]
+        for pname in required:
+            header.append(f'    tl.static_assert({pname} is not None, "{pname} is made by '
+                          f"tritonad's launch path: launch this backward through it, or "
+                          f'render it with bwd.source(<the launch arguments>)")')
         self.block(self.body, 1, self.terminator_return)
         if not self.lines:
             self.lines.append("    pass")
@@ -856,7 +904,7 @@ def _cast(fn, op, indent, block, text_of: Callable[[_Expr, object, object], str]
     src = op["operands"][0]
     x = fn.operand(src)
     ty = _result_type(op)
-    text = text_of(x, _elem(fn.types[src]), _elem(ty))
+    text = text_of(_Converted(x, _elem(fn.types[src])), _elem(fn.types[src]), _elem(ty))
     fn.define(op, _Expr(text, _ATOM, _shape(ty)), indent)
 
 
@@ -865,7 +913,7 @@ def _float_cast(fn, op, indent, block):
     rounding = op["attributes"].get("roundingmode")
     if rounding is not None and rounding not in (0, {"enum": "to_nearest_even"}):
         fn.fail(op, f"rounding mode {rounding}")
-    _cast(fn, op, indent, block, lambda x, s, d: f"{x.at(_ATOM)}.to({_dtype(d)})")
+    _cast(fn, op, indent, block, lambda x, s, d: x.to(_dtype(d)))
 
 
 @_handles("tt.fp_to_fp")
@@ -876,7 +924,7 @@ def _fp_to_fp(fn, op, indent, block):
         extra = ""
         if rounding is not None:
             extra = f', fp_downcast_rounding="{_enum(rounding, _ROUNDING, "rounding")}"'
-        return f"{x.at(_ATOM)}.to({_dtype(d)}{extra})"
+        return x.to(f"{_dtype(d)}{extra}")
     _cast(fn, op, indent, block, text)
 
 
@@ -885,7 +933,7 @@ def _fptosi(fn, op, indent, block):
     def text(x, s, d):
         if _int_width(d) == 1:
             fn.fail(op, "conversion of a float to i1")
-        return f"{x.at(_ATOM)}.to({_dtype(d)})"
+        return x.to(_dtype(d))
     _cast(fn, op, indent, block, text)
 
 
@@ -894,7 +942,7 @@ def _fptoui(fn, op, indent, block):
     def text(x, s, d):
         if _int_width(d) == 1:
             fn.fail(op, "conversion of a float to i1")
-        return f"{x.at(_ATOM)}.to({_dtype(d, True)}).to({_dtype(d)}, bitcast=True)"
+        return x.to(_dtype(d, True), f"{_dtype(d)}, bitcast=True")
     _cast(fn, op, indent, block, text)
 
 
@@ -902,8 +950,8 @@ def _fptoui(fn, op, indent, block):
 def _signed_conversion(fn, op, indent, block):
     def text(x, s, d):
         if _int_width(s) == 1:  # signed i1: true is -1 (Triton converts i1 as unsigned)
-            return f"(-{x.at(_ATOM)}.to({_dtype(d)}))"
-        return f"{x.at(_ATOM)}.to({_dtype(d)})"
+            return f"(-{x.to(_dtype(d))})"
+        return x.to(_dtype(d))
     _cast(fn, op, indent, block, text)
 
 
@@ -911,8 +959,8 @@ def _signed_conversion(fn, op, indent, block):
 def _unsigned_conversion(fn, op, indent, block):
     def text(x, s, d):
         if _int_width(s) == 1:  # (Triton converts i1 as unsigned)
-            return f"{x.at(_ATOM)}.to({_dtype(d)})"
-        return f"{x.at(_ATOM)}.to({_dtype(s, True)}, bitcast=True).to({_dtype(d)})"
+            return x.to(_dtype(d))
+        return x.to(f"{_dtype(s, True)}, bitcast=True", _dtype(d))
     _cast(fn, op, indent, block, text)
 
 
@@ -920,19 +968,19 @@ def _unsigned_conversion(fn, op, indent, block):
 def _trunci(fn, op, indent, block):
     def text(x, s, d):
         if _int_width(d) == 1:  # Triton's .to(tl.int1) is != 0, not the low bit
-            return f"(({x.at(_BAND)} & 1) != 0)"
-        return f"{x.at(_ATOM)}.to({_dtype(d)})"
+            return f"(({x.expr.at(_BAND)} & 1) != 0)"
+        return x.to(_dtype(d))
     _cast(fn, op, indent, block, text)
 
 
 @_handles("arith.bitcast", "tt.bitcast")
 def _bitcast(fn, op, indent, block):
-    _cast(fn, op, indent, block, lambda x, s, d: f"{x.at(_ATOM)}.to({_dtype(d)}, bitcast=True)")
+    _cast(fn, op, indent, block, lambda x, s, d: x.to(f"{_dtype(d)}, bitcast=True"))
 
 
 @_handles("tt.int_to_ptr", "tt.ptr_to_int")
 def _pointer_cast(fn, op, indent, block):
-    _cast(fn, op, indent, block, lambda x, s, d: f"{x.at(_ATOM)}.to({_dtype(d)})")
+    _cast(fn, op, indent, block, lambda x, s, d: x.to(_dtype(d)))
 
 
 # -- math -------------------------------------------------------------------
@@ -1456,24 +1504,144 @@ def render(module_text: str, function: str, *, name: Optional[str] = None,
     A public function renders as a kernel whose scalar parameters carry their
     TTIR type where Triton would not infer it (``stride: tl.int64``); values
     Triton specialized (constexprs, None) are compiled in, so the kernel takes
-    exactly the TTIR function's arguments. `header` lines become comments;
+    the TTIR function's arguments, less tritonad's hidden launch arguments that
+    its body never reads (see `launch_notes`). `header` lines become comments;
     `params` names the parameters where the TTIR has no names for them (when
     their count matches).
     """
+    return _render_with_notes(module_text, function, name=name, header=header,
+                              params=params)[0]
+
+
+def _render_with_notes(module_text, function, *, name, header, params):
+    """(the rendering, `launch_notes` of its kernel or None for a device function)."""
     description = describe(module_text)
     module = _Module(description)
     target = module.functions.get(function)
     if target is None or "body" not in target:
         raise RenderError(f"no function @{function} with a body in the module")
     name = module.global_name(name or _callee_base(function))
-    main = _Function(module, target["body"], kernel=target.get("public", False)).render(
-        name, params)
+    kernel = target.get("public", False)
+    renderer = _Function(module, target["body"], kernel=kernel)
+    main = renderer.render(name, params, omit=hidden_parameters() if kernel else ())
+    notes = launch_notes(renderer, name) if kernel else None
     lines = [f"# {h}" if h else "#" for h in header]
+    if notes is not None:
+        lines += [f"# {line}" if line else "#" for line in notes.comment]
     lines += ["import triton", "import triton.language as tl"]
     if module.uses_libdevice:
         lines.append("from triton.language.extra import libdevice")
     parts = ["\n".join(lines) + "\n"] + module.helpers + [main]
-    return "\n\n".join(parts)
+    return "\n\n".join(parts), notes
+
+
+# ---------------------------------------------------------------------------
+# tritonad's hidden launch arguments
+# ---------------------------------------------------------------------------
+
+# What each hidden argument a derived backward may read holds: tritonad's
+# launch path (_partial.launch) computes it from the launch's arguments and
+# grid, so a rendering whose body reads one does not launch on its own.
+_HIDDEN_PURPOSE = {
+    "tritonad_workspace": "the slots of partial buffers, which tritonad's launch path "
+                          "allocates, launching fewer programs than the forward's grid (each "
+                          "strides over the forward's programs), and sums into the gradients "
+                          "after the kernel",
+    "tritonad_tape": "the scratch memory of a loop tape, which tritonad's launch path sizes "
+                     "from the launch's arguments",
+    "tritonad_regrid": "a table of the forward's programs that tritonad's launch path "
+                       "computes from the launch's arguments and grid (the groups of "
+                       "re-parallelized gradients, or the programs' order, longest first)",
+    "tritonad_residuals": "the values the augmented forward saved (tritonad.autograd launches "
+                          "it)",
+}
+_OTHER_PURPOSE = "an argument that tritonad's launch path computes"
+# (the integers that come with them)
+_HIDDEN_COMPANION = {"tritonad_slot": "tritonad_workspace",
+                     "tritonad_programs": "tritonad_workspace",
+                     "tritonad_tape_every": "tritonad_tape"}
+_FULL_MASKS, _KEEP_MASKS = "tritonad_full_masks", "tritonad_keep_masks"
+
+
+@functools.lru_cache(maxsize=None)
+def hidden_parameters() -> frozenset:
+    """The names of the arguments tritonad's launch path adds to a backward kernel."""
+    from tritonad._partial import WORKSPACE_PARAMS
+    from tritonad._residuals import RESIDUALS
+
+    return frozenset((*WORKSPACE_PARAMS, RESIDUALS))
+
+
+@dataclass
+class LaunchNotes:
+    """How a rendered backward kernel launches: `reads` the hidden arguments its
+    body reads (kept as its last parameters, in launch order), `left_out` those it
+    does not (not in its signature), `masks_dropped` whether it was compiled for
+    launches that make its masks true; `comment` says it in the rendering's
+    header; `why_not` is None where it launches as written."""
+    kernel: str
+    params: List[str]
+    reads: List[str]
+    left_out: List[str]
+    masks_dropped: bool
+
+    @property
+    def why_not(self) -> Optional[str]:
+        by_owner: Dict[str, List[str]] = {}
+        for hidden in self.reads:
+            by_owner.setdefault(_HIDDEN_COMPANION.get(hidden, hidden), []).append(hidden)
+        reasons = [f"it reads {_listed(names)}, {_HIDDEN_PURPOSE.get(owner, _OTHER_PURPOSE)}"
+                   for owner, names in by_owner.items()]
+        if self.masks_dropped:
+            reasons.append("it was compiled for launches whose sizes make every mask tritonad "
+                           "can bound true (multiples of the blocks), without those masks: "
+                           "other sizes would read and write out of bounds")
+        return "; ".join(reasons) or None
+
+    @property
+    def comment(self) -> List[str]:
+        runtime = [p for p in self.params if p not in self.reads]
+        why = self.why_not
+        if why is None:
+            lines = ["It launches as written, as bwd[grid](...) does, less the constexprs:",
+                     f"    {self.kernel}[grid]({', '.join(runtime)})"]
+        else:
+            lines = _wrapped(f"NOT LAUNCHABLE ON ITS OWN: this is the backward as tritonad's "
+                             f"launch path runs it, and {why}. bwd.source(<the launch's "
+                             f"arguments>) renders the backward derived without tritonad's "
+                             f"launch path, which launches as written.")
+            if self.reads:
+                lines += _wrapped(f"Launched without {_listed(self.reads)}, it stops at its "
+                                  f"first line, saying so.")
+        if self.left_out:
+            lines += _wrapped(f"tritonad's launch path also passes {', '.join(self.left_out)}; "
+                              f"this derivation does not read them: they are left out.")
+        return lines
+
+
+def _listed(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _wrapped(text: str) -> List[str]:
+    import textwrap
+
+    return textwrap.wrap(text, 92, break_on_hyphens=False)
+
+
+def launch_notes(renderer: "_Function", name: str) -> LaunchNotes:
+    hidden = hidden_parameters()
+    arguments = renderer.body["arguments"]
+    names = [renderer.hints.get(a["id"]) for a in arguments]
+    kept = [a for a in arguments if renderer.hints.get(a["id"]) not in hidden or
+            renderer.uses[a["id"]]]
+    params = [renderer.names[a["id"]] for a in kept]
+    reads = [renderer.names[a["id"]] for a in kept if renderer.hints.get(a["id"]) in hidden]
+    left_out = [n for n in names if n in hidden and n not in reads]
+    # (Triton compiles a hidden integer passed as 1 as a constant, absent from the
+    # arguments: the launch path passes one of the two masks' selectors as 1)
+    masks_dropped = _KEEP_MASKS in names and _FULL_MASKS not in names
+    return LaunchNotes(name, params, reads, left_out, masks_dropped)
 
 
 def function_name(source: str) -> str:
@@ -1506,25 +1674,54 @@ def load(source: str, name: Optional[str] = None, namespace: Optional[dict] = No
 
 def render_record(module_text: str, function: str, *, name: str,
                   header: Sequence[str] = (), params: Optional[Sequence[str]] = None) -> dict:
-    """What a derivation records: {"source": text} or, when the rendering fails,
+    """What a derivation records: {"source": text} (a kernel's also says
+    "launchable": why not, or None) or, when the rendering fails,
     {"error": message} (the derivation itself stands; ``source()`` raises it)."""
     try:
-        return {"source": render(module_text, function, name=name, header=header,
-                                 params=params)}
+        text, notes = _render_with_notes(module_text, function, name=name, header=header,
+                                         params=params)
     except RenderError as error:
         return {"error": str(error)}
     except Exception as error:  # noqa: BLE001  (a renderer bug must not break a compile)
         return {"error": f"internal error of tritonad's renderer: {error!r}"}
+    record = {"source": text}
+    if notes is not None:
+        record["not_launchable"] = notes.why_not
+    return record
 
 
 def source_of(record) -> Optional[str]:
     """The source in a record (None when nothing was derived yet); raises the
-    recorded RenderError."""
+    recorded RenderError. A kernel's source is what tritonad's launch path runs:
+    where that reads hidden arguments, its header says so (`launchable_source`
+    raises instead)."""
     if record is None:
         return None
     if "error" in record:
         raise RenderError(record["error"])
     return record["source"]
+
+
+class NotLaunchableError(RenderError):
+    """The rendered backward reads arguments only tritonad's launch path makes."""
+
+
+def launchable_source(record) -> Optional[str]:
+    """The source in a record where its kernel launches as written (its
+    parameters, on the forward's grid); else raises NotLaunchableError saying
+    what the kernel reads and how to render one that launches."""
+    source = source_of(record)
+    why = record.get("not_launchable") if record is not None else None
+    if why:
+        kernel = function_name(source)
+        raise NotLaunchableError(
+            f"the rendered {kernel} does not launch on its own: it is the backward as "
+            f"tritonad's launch path runs it, and {why}. Pass the launch's arguments, "
+            f"bwd.source(<as bwd[grid](...) takes them>), to render the backward derived "
+            f"without tritonad's launch path (atomics or plain stores instead of partial "
+            f"buffers and re-parallelized programs, replay instead of tapes, every mask "
+            f"kept), which launches as written")
+    return source
 
 
 def header(kind: str, primal) -> List[str]:
