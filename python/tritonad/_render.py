@@ -44,6 +44,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from tritonad import _contract
+
 
 class RenderError(ValueError):
     """tritonad cannot write this derived code as Triton Python; the message
@@ -1560,16 +1562,14 @@ _OTHER_PURPOSE = "an argument that tritonad's launch path computes"
 _HIDDEN_COMPANION = {"tritonad_slot": "tritonad_workspace",
                      "tritonad_programs": "tritonad_workspace",
                      "tritonad_tape_every": "tritonad_tape"}
-_FULL_MASKS, _KEEP_MASKS = "tritonad_full_masks", "tritonad_keep_masks"
+_FULL_MASKS = _contract.declared("tritonad_full_masks")
+_KEEP_MASKS = _contract.declared("tritonad_keep_masks")
 
 
 @functools.lru_cache(maxsize=None)
 def hidden_parameters() -> frozenset:
     """The names of the arguments tritonad's launch path adds to a backward kernel."""
-    from tritonad._partial import WORKSPACE_PARAMS
-    from tritonad._residuals import RESIDUALS
-
-    return frozenset((*WORKSPACE_PARAMS, RESIDUALS))
+    return frozenset(_contract.HIDDEN_TYPES)
 
 
 @dataclass
