@@ -24,6 +24,8 @@ atomics).
     python3 benchmarks/matmul_spellings.py [--quick] [--out benchmarks/matmul_spellings.md]
         [--spellings grid_2d,batched_3d] [--rows fp16:2048,bf16:4096]
     python3 benchmarks/matmul_spellings.py --describe   # CPU only: the schedule per spelling
+    TRITON_INTERPRET=1 python3 benchmarks/matmul_spellings.py --smoke
+        # CPU: every row's code path at tiny sizes in the interpreter, nothing timed
 
 --describe derives each spelling's backward on the CPU for sm_90, as a GPU
 launch of tritonad.autograd derives it (test/corpus/matmul_spellings.py
@@ -173,10 +175,8 @@ def _chosen_tiles(spelling, op):
 
 def run_row(spelling, dtype, M, N, K, opts, failures):
     import torch
-    import triton
 
     import loops
-    import user_level
     import tritonad
     from tritonad import _regrid
 
@@ -184,24 +184,30 @@ def run_row(spelling, dtype, M, N, K, opts, failures):
     torch.backends.cudnn.allow_tf32 = dtype == "tf32"
     torch_dtype = _torch_dtype(torch, dtype)
     label = f"{spelling.name} {dtype} {M}x{N}x{K}" + (f" x{BATCH}" if spelling.batched else "")
-    leaves = spellings.inputs(spelling, M, N, K, torch_dtype, "cuda", batch=BATCH,
+    leaves = spellings.inputs(spelling, M, N, K, torch_dtype, opts.device, batch=BATCH,
                               requires_grad=True)
     names = [k for k in leaves if k != "c"]
     inputs = [leaves[k] for k in names]
+    kernel = spelling.kernel
     fixed = {} if spelling.autotuned else dict(spelling.tiles)
     launch = {} if spelling.autotuned else dict(num_warps=8, num_stages=3)
+    if opts.smoke:  # (the interpreter's tiles; an autotuned kernel with only them)
+        kernel = spelling.with_configs([triton_config(spelling.small_tiles)]) \
+            if spelling.autotuned else kernel
+        fixed = {} if spelling.autotuned else dict(spelling.small_tiles)
+        launch = {}
 
     # tritonad.autograd: what a user pays
-    op = tritonad.autograd(spelling.kernel, outputs=spelling.outputs)
+    op = tritonad.autograd(kernel, outputs=spelling.outputs)
 
     def forward():
         tensors = dict(leaves, c=torch.empty_like(leaves["c"]))
-        grid, args, kwargs = spelling.launch(spelling.kernel, tensors, fixed)
+        grid, args, kwargs = spelling.launch(kernel, tensors, fixed)
         return op[grid](*args, **kwargs, **launch)
 
     out = forward()
     dc = torch.randn_like(out)
-    tiles = _chosen_tiles(spelling, op)
+    tiles = dict(fixed or spelling.small_tiles) if opts.smoke else _chosen_tiles(spelling, op)
 
     def derived():
         return torch.autograd.grad(out, inputs, dc, retain_graph=True)
@@ -222,7 +228,7 @@ def run_row(spelling, dtype, M, N, K, opts, failures):
     def eager_step():
         return torch.autograd.grad(reference(*eager_leaves), eager_leaves, dc)
 
-    compiled = torch.compile(reference, dynamic=False)
+    compiled = reference if opts.smoke else torch.compile(reference, dynamic=False)
     compiled_leaves = [x.detach().clone().requires_grad_() for x in inputs]
     compiled_out = compiled(*compiled_leaves)
 
@@ -237,7 +243,8 @@ def run_row(spelling, dtype, M, N, K, opts, failures):
     got = {"tritonad": derived(), "cuBLAS": eager(), "compile": compile_bwd()}
     if hand is not None:
         got["hand"] = hand()
-    torch.cuda.synchronize()
+    if not opts.smoke:
+        torch.cuda.synchronize()
     errors = {who: max(loops.rel_err(g, w) for g, w in zip(grads[:len(want)], want))
               for who, grads in got.items()}
     again = derived()
@@ -252,8 +259,10 @@ def run_row(spelling, dtype, M, N, K, opts, failures):
                     for n in spellings.operand_names(spelling))
     parts = _regrid.describe(_regrid.last_table) if regridded else []
     plain = bool(parts) and all(p["plain"] for p in parts)
-    atomics = sorted(n for n, s in strategies.items() if s == "atomic" or
-                     (s == "re-parallelized" and not plain))
+    atomics = sorted([n for n, s in strategies.items() if s == "atomic" or
+                      (s == "re-parallelized" and not plain)] +
+                     [f"{n} where tiles overlap" for n, s in strategies.items()
+                      if s.endswith("-when-disjoint")])
     print(f"\n== {label}: errors " + ", ".join(f"{k} {v:.2e}" for k, v in errors.items())
           + f"; reproducible {reproducible}; parts {parts}", flush=True)
     loops.print_schedule(op.backward_kernel)
@@ -263,20 +272,39 @@ def run_row(spelling, dtype, M, N, K, opts, failures):
         calls.append(("hand", hand))
     times, kernels = {}, {}
     for who, fn in calls:
+        if opts.smoke:  # (the code path only)
+            fn()
+            times[who], kernels[who] = (float("nan"), float("nan")), {}
+            continue
+        import user_level
         gpu, kernels[who] = user_level.gpu_time_us(fn, iters=opts.iters)
         times[who] = (gpu, _wall(fn, opts))
-    steps = {who: _wall(fn, opts) for who, fn in (("tritonad", derived_step),
-                                                   ("cuBLAS", eager_step))}
+    steps = {who: float("nan") if opts.smoke else _wall(fn, opts)
+             for who, fn in (("tritonad", derived_step), ("cuBLAS", eager_step))}
+    if opts.smoke:
+        derived_step(), eager_step()
     print("  GPU us: " + ", ".join(f"{k} {v[0]:.1f}" for k, v in times.items())
           + f"; step wall us: tritonad {steps['tritonad']:.1f}, eager {steps['cuBLAS']:.1f}",
           flush=True)
-    print(f"    tritonad: {user_level.top(kernels['tritonad'])}")
+    print(f"    tritonad: {_top(kernels['tritonad'])}")
     flops = 2 * M * N * K * 2 * (BATCH if spelling.batched else 1)
-    return dict(label=label, spelling=spelling.name, dtype=dtype, times=times, steps=steps,
+    size = f"{M}x{N}x{K}" + (f" x{BATCH}" if spelling.batched else "")
+    return dict(label=label, spelling=spelling.name, dtype=dtype, size=size, times=times,
+                steps=steps,
                 errors=errors, reproducible=reproducible, regridded=regridded, plain=plain,
                 atomics=atomics, kernels=kernels["tritonad"],
                 tflops=flops / times["tritonad"][0] / 1e6,
                 tiles=f"{tiles['BLOCK_M']}x{tiles['BLOCK_N']}x{tiles['BLOCK_K']}")
+
+
+def _top(kernels) -> str:
+    import user_level
+    return user_level.top(kernels) if kernels else "-"
+
+
+def triton_config(tiles):
+    import triton
+    return triton.Config(tiles)
 
 
 def _wall(fn, opts):
@@ -294,11 +322,13 @@ def report(rows, failures, opts, seconds) -> str:
     import torch
     import triton
 
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else \
+        "CPU (interpreter, --smoke: nothing timed)"
     gpu = lambda row, who: row["times"][who][0] if who in row["times"] else float("nan")  # noqa: E731
     lines = [
         "# Matmul backward on every spelling (issue 41)",
         "",
-        f"{torch.cuda.get_device_name()}; torch {torch.__version__}; triton "
+        f"{device}; torch {torch.__version__}; triton "
         f"{triton.__version__}. Command: `python3 benchmarks/matmul_spellings.py "
         f"{' '.join(sys.argv[1:])}` ({seconds:.0f} s). Backward GPU time (torch profiler, "
         f"every kernel, copy and fill) in us; wall: do_bench of the backward, step: of "
@@ -314,7 +344,7 @@ def report(rows, failures, opts, seconds) -> str:
     for row in rows:
         t = row["times"]
         lines.append(
-            f"| {row['spelling']} | {row['dtype']} | {row['label'].split()[-1]} | {row['tiles']} | "
+            f"| {row['spelling']} | {row['dtype']} | {row['size']} | {row['tiles']} | "
             f"{gpu(row, 'tritonad'):.1f} | {gpu(row, 'cuBLAS'):.1f} | {gpu(row, 'compile'):.1f} | "
             f"{gpu(row, 'hand'):.1f} | {gpu(row, 'tritonad') / gpu(row, 'cuBLAS'):.2f} | "
             f"{gpu(row, 'tritonad') / gpu(row, 'compile'):.2f} | "
@@ -329,7 +359,7 @@ def report(rows, failures, opts, seconds) -> str:
                       f"{math.exp(sum(map(math.log, ratios)) / len(ratios)):.2f} "
                       f"(worst {max(ratios):.2f})."]
     lines += ["", "Where tritonad's GPU time goes (us per call):", ""]
-    lines += [f"- {row['label']}: {__import__('user_level').top(row['kernels'])}" for row in rows]
+    lines += [f"- {row['label']}: {_top(row['kernels'])}" for row in rows]
     if failures:
         lines += ["", "Failures:", ""] + [f"- {f}" for f in failures]
     return "\n".join(lines) + "\n"
@@ -355,11 +385,18 @@ def main():
     parser.add_argument("--rows", help="dtype:size rows for every chosen spelling, e.g. "
                         "fp16:2048,bf16:1007x1000x1536 (replaces the default matrix)")
     parser.add_argument("--out", help="also write the report (markdown) here")
+    parser.add_argument("--smoke", action="store_true",
+                        help="CPU, TRITON_INTERPRET=1: every row's code path at tiny sizes "
+                        "with the interpreter's tiles, nothing timed")
     opts = parser.parse_args()
+    opts.device = "cpu" if opts.smoke else "cuda"
     if opts.describe:
         return describe()
     opts.iters, opts.warmup_ms, opts.rep_ms = (10, 5, 20) if opts.quick else (20, 5, 50)
     rows = quick_rows() if opts.quick else default_rows()
+    if opts.smoke:
+        rows = [(s.name, dtype, *((48, 32, 64) if s.divisible else (37, 45, 50)))
+                for s in spellings.SPELLINGS for dtype in ("fp16",)]
     if opts.rows:
         names = opts.spellings.split(",") if opts.spellings else \
             [s.name for s in spellings.SPELLINGS]
@@ -370,6 +407,8 @@ def main():
     import torch._functorch.config
 
     torch._functorch.config.donated_buffer = False  # (a compiled backward timed repeatedly)
+    if opts.smoke:
+        import tritonad  # noqa: F401  (its interpreter mends)
     start = time.perf_counter()
     results, failures = [], []
     for name, dtype, M, N, K in rows:

@@ -230,3 +230,23 @@ def test_gradients_on_the_gpu(name, dtype, shape):
     assert all(strategies[n] == "re-parallelized" for n in spellings.operand_names(spelling))
     if name not in NOT_YET:  # (no atomics executed: each part writes plain)
         assert table and all(part["plain"] for part in table), table
+
+
+def test_benchmark_runs_in_the_interpreter():
+    # benchmarks/matmul_spellings.py --smoke: the GPU matrix's code path (launch,
+    # references, errors, bits, schedule, report) on two spellings, nothing timed.
+    import os
+    import subprocess
+    import sys
+
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "benchmarks", "matmul_spellings.py")
+    env = dict(os.environ, TRITON_INTERPRET="1",
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run([sys.executable, script, "--smoke", "--spellings",
+                           "plain_1d,autotuned_bias_gelu"], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| plain_1d")]
+    assert len(rows) == 1 and rows[0].endswith("| True | yes |"), rows
+    assert "no: atomics into bias_ptr" in done.stdout
