@@ -93,7 +93,8 @@ def describe() -> int:
     M, N, K = spellings.DESCRIBE_SHAPE
     print(f"Schedules derived on the CPU for sm_90 (tritonad.autograd's backward, the "
           f"launch's hidden parameters present), at {M}x{N}x{K} ("
-          f"{'x'.join(map(str, spellings.DESCRIBE_DIVISIBLE))} without masks; batched: "
+          f"{'x'.join(map(str, spellings.DESCRIBE_DIVISIBLE))} without masks or where "
+          f"offsets wrap; batched: "
           f"{spellings.DESCRIBE_BATCH} of them), fixed tiles "
           f"{spellings.TILES['BLOCK_M']}x{spellings.TILES['BLOCK_N']}x"
           f"{spellings.TILES['BLOCK_K']} (autotuned: the first config), fp16.\n")

@@ -372,6 +372,9 @@ class Spelling:
     extras: Tuple[Tuple[str, str], ...] = ()
     batched: bool = False
     divisible: bool = False  # no masks: sizes must be multiples of the tiles
+    # Offsets wrap at the tensor's extent (`% M`, the tutorial's): only at
+    # multiples of the tiles does each element of dA, dB have one writer.
+    wraps: bool = False
     autotuned: bool = False
     outputs: Tuple[str, ...] = ("c_ptr",)
     # The hand-written Triton backward with the same tiles (dA = dC @ B^T,
@@ -473,9 +476,9 @@ TILES = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64)
 SMALL = dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
 
 SPELLINGS = [
-    Spelling("grouped_1d", "1-D grid, GROUP_M swizzle, masks on K, ptr +=",
+    Spelling("grouped_1d", "the tutorial: 1-D grid, GROUP_M swizzle, rows wrap % M, ptr +=",
              grouped_1d_kernel, _launch_plain(_grid_1d), _product,
-             dict(TILES, GROUP_M=8), dict(SMALL, GROUP_M=2)),
+             dict(TILES, GROUP_M=8), dict(SMALL, GROUP_M=2), wraps=True),
     Spelling("plain_1d", "1-D grid, row-major order, masks, index arithmetic",
              plain_1d_kernel, _launch_plain(_grid_1d), _product, TILES, SMALL),
     Spelling("grid_2d", "2-D grid (pid_m, pid_n), masks, ptr +=, acc += dot",
@@ -526,8 +529,12 @@ BY_NAME = {s.name: s for s in SPELLINGS}
 # ---------------------------------------------------------------------------
 
 DESCRIBE_SHAPE = (1000, 1000, 1536)     # M, N, K (odd tile counts, masks)
-DESCRIBE_DIVISIBLE = (1024, 1152, 1536)  # for spellings without masks
+DESCRIBE_DIVISIBLE = (1024, 1152, 1536)  # for spellings without masks, or that wrap
 DESCRIBE_BATCH = 3
+
+
+def describe_shape(spelling):
+    return DESCRIBE_DIVISIBLE if spelling.divisible or spelling.wraps else DESCRIBE_SHAPE
 
 
 def inputs(spelling, M, N, K, dtype, device, batch=DESCRIBE_BATCH, requires_grad=False,
@@ -588,7 +595,7 @@ def launch_signature(spelling, dtype="fp16", shape=None, tiles=None, mode="auto"
 
     torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32,
                    "fp32": torch.float32}[dtype]
-    M, N, K = shape or (DESCRIBE_DIVISIBLE if spelling.divisible else DESCRIBE_SHAPE)
+    M, N, K = shape or describe_shape(spelling)
     t = inputs(spelling, M, N, K, torch_dtype, "cpu")
     tiles = config_tiles(spelling) if tiles is None else tiles
     grid, args, kwargs = spelling.launch(spelling.kernel, t, tiles)

@@ -1971,6 +1971,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       bool soleWriter = written.lookup(base) == regridded.lookup(base) && inPart == 1;
       bool firstWriter = !lastPhase.contains(base);
       KeyedDigits keyed;
+      keyed.allowWraps = true; // (_regrid._reaches_each_once checks them)
       if (std::optional<ShadowCoverage> reached =
               soleWriter && !part.data.tripsVary
                   ? analyzeCoverage(sum.atomic, sum.atomic.getPtr(), sum.mask,
