@@ -970,7 +970,7 @@ module {
 // A store marked as the twin whose condition is not the atomic's complement
 // is not taken for one: it stays in the forward's schedule, and the part adds
 // under the atomic's own mask (one atomic add per element: not the only writer).
-// REMARK: remark: da: re-parallelized (programs of its own{{.*}}one atomic add per element, uncontended)
+// REMARK: remark: da: re-parallelized (programs of its own{{.*}}where the launch does not prove each address one program's (the forward's programs keep the plain write taken where it does: its exclusive twin write, under the complementary condition, was not found){{.*}}one atomic add per element, uncontended)
 // REMARK: remark: the forward's schedule remains
 // CHECK-LABEL: tt.func public @twins_not_complementary
 // CHECK: scf.if

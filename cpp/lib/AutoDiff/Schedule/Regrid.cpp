@@ -129,6 +129,7 @@ struct Accumulation {
   std::string shadow;
   Value mask; // what the part writes under: the atomic's, or its twin's shared one
   std::optional<ExclusiveTwin> twin; // erased once the part is final
+  std::string twinKept; // why a twin stays in the forward's programs, or ""
   SmallVector<Operation *> valueOps;   // its contribution, in program order
   SmallVector<Operation *> addressOps; // addresses and mask from the key
   RegridPart data; // its own record (coverage, store-only), the part's grouping
@@ -1690,10 +1691,12 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       }
       sum.mask = atomic.getMask();
       if (atomic->hasAttr(kUnlessExclusive)) {
-        std::string ignored; // (no twin to take: the part adds under the atomic's mask)
-        if (FailureOr<ExclusiveTwin> twin = planExclusiveTwin(atomic, ignored); succeeded(twin)) {
+        // (no twin to take: the part adds under the atomic's mask, and says why)
+        if (FailureOr<ExclusiveTwin> twin = planExclusiveTwin(atomic, sum.twinKept);
+            succeeded(twin)) {
           sum.mask = twin->mask;
           sum.twin = *twin;
+          sum.twinKept.clear();
         }
       }
       SmallVector<Value> addressRoots{atomic.getPtr()};
@@ -2084,6 +2087,11 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
                           std::to_string(part.contractionPasses) + " passes of " +
                           std::to_string(part.contractionDepth)
                     : std::string()) +
+               (sum.twinKept.empty()
+                    ? std::string()
+                    : ", where the launch does not prove each address one program's (the "
+                      "forward's programs keep the plain write taken where it does: " +
+                          sum.twinKept + ")") +
                (stagedPerPart[index] > 0
                     ? ", reading the tiles each member computes before the loop from scratch "
                       "(" + std::to_string(stagedPerPart[index]) +
