@@ -434,12 +434,9 @@ def main():
             failures.append(f"{name} {dtype} {M}x{N}x{K}: {traceback.format_exc()[-1500:]}")
             print(failures[-1], flush=True)
         print(f"  ({time.perf_counter() - row_start:.0f} s)", flush=True)
-    text = report(results, failures, opts, time.perf_counter() - start)
-    print(text)
-    if opts.out:
-        with open(opts.out, "w") as f:
-            f.write(text)
-    return 1 if failures else 0
+    import user_level
+    return user_level.finish(report(results, failures, opts, time.perf_counter() - start),
+                             opts.out, failures, start)
 
 
 if __name__ == "__main__":
