@@ -22,6 +22,8 @@ import triton.language as tl  # noqa: E402
 from tritonad import _regrid  # noqa: E402
 
 from corpus.kernels import batched_matmul_kernel, matmul_kernel  # noqa: E402
+from corpus.matmul_spellings import \
+    block_ptr_grouped_kernel as block_ptr_matmul_kernel  # noqa: E402
 from gpu_util import requires_gpu  # noqa: E402
 from compile_util import compile_for_schedule  # noqa: E402
 from corpus.matmuls import MATMUL_TYPES, grads_into_shadows  # noqa: E402
@@ -96,29 +98,6 @@ def grouped_matmul_leaky_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_
     y = tl.where(acc > 0, acc, 0.01 * acc)
     tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn,
              y.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
-
-
-@triton.jit
-def block_ptr_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
-                            stride_bn, stride_cm, stride_cn, BLOCK_M: tl.constexpr,
-                            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                            GROUP_M: tl.constexpr):
-    # Block pointers, boundary-checked, in grouped program order.
-    pid_m, pid_n = _grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    a_block = tl.make_block_ptr(a_ptr, (M, K), (stride_am, stride_ak), (pid_m * BLOCK_M, 0),
-                                (BLOCK_M, BLOCK_K), (1, 0))
-    b_block = tl.make_block_ptr(b_ptr, (K, N), (stride_bk, stride_bn), (0, pid_n * BLOCK_N),
-                                (BLOCK_K, BLOCK_N), (0, 1))
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for _ in range(0, tl.cdiv(K, BLOCK_K)):
-        a = tl.load(a_block, boundary_check=(0, 1), padding_option="zero")
-        b = tl.load(b_block, boundary_check=(0, 1), padding_option="zero")
-        acc = tl.dot(a, b, acc)
-        a_block = tl.advance(a_block, (0, BLOCK_K))
-        b_block = tl.advance(b_block, (BLOCK_K, 0))
-    c_block = tl.make_block_ptr(c_ptr, (M, N), (stride_cm, stride_cn),
-                                (pid_m * BLOCK_M, pid_n * BLOCK_N), (BLOCK_M, BLOCK_N), (1, 0))
-    tl.store(c_block, acc.to(c_ptr.dtype.element_ty), boundary_check=(0, 1))
 
 
 def _lines(schedule):

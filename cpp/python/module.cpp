@@ -40,21 +40,27 @@ py::tuple symbolicToPython(const tritonad::SymbolicInt &symbol) {
 }
 
 // {"digits": [(coefficient, extent)], "clamps": [([(digit, k)], bound)],
-//  "condition": expression}
+//  "condition": expression}, and "wraps" (as clamps) where there are any
 py::dict shadowCoverageToPython(const tritonad::ShadowCoverage &shadow) {
-  py::list digits, clamps;
+  py::list digits, clamps, wraps;
   for (const auto &digit : shadow.digits)
     digits.append(py::make_tuple(symbolicToPython(digit.coefficient),
                                  symbolicToPython(digit.extent)));
-  for (const auto &clamp : shadow.clamps) {
+  auto clampToPython = [](const tritonad::ShadowCoverage::Clamp &clamp) {
     py::list terms;
     for (const auto &[digit, k] : clamp.terms)
       terms.append(py::make_tuple(digit, k));
-    clamps.append(py::make_tuple(terms, symbolicToPython(clamp.bound)));
-  }
+    return py::make_tuple(terms, symbolicToPython(clamp.bound));
+  };
+  for (const auto &clamp : shadow.clamps)
+    clamps.append(clampToPython(clamp));
+  for (const auto &wrap : shadow.wraps)
+    wraps.append(clampToPython(wrap));
   py::dict entry;
   entry["digits"] = digits;
   entry["clamps"] = clamps;
+  if (!shadow.wraps.empty())
+    entry["wraps"] = wraps;
   entry["condition"] = symbolicToPython(shadow.condition);
   return entry;
 }

@@ -118,7 +118,8 @@ def _reaches_each_once(part, keys, arguments, grid) -> bool:
     if len(keys) == 0:
         return False  # (no group writes: nothing to prove)
     digits = [tuple(d) for d in coverage["digits"]]
-    clamps = [([[int(i), int(k)] for i, k in terms], bound) for terms, bound in coverage["clamps"]]
+    clamps, wraps = ([([[int(i), int(k)] for i, k in terms], bound) for terms, bound in listed]
+                     for listed in (coverage["clamps"], coverage.get("wraps", ())))
     combinations = 1
     for k, digit in enumerate(part["key_digits"]):
         values = torch.unique(keys[:, k])
@@ -132,12 +133,19 @@ def _reaches_each_once(part, keys, arguments, grid) -> bool:
             return False
         combinations *= len(values)
         digits[digit] = (("mul", digits[digit][0], ("const", spacing)), ("const", len(values)))
-        for terms, _ in clamps:
+        for terms, _ in (*clamps, *wraps):
             for term in terms:
                 if term[0] == digit:
                     term[1] *= spacing
     if combinations != len(keys):
         return False
+    # Offsets wrapped by a remainder (`(pid_m * BLOCK_M + arange) % M`, taken
+    # as its dividend): only where no index tuple reaches the bound.
+    for terms, bound in wraps:
+        largest = sum(k * (_coverage.evaluate(digits[i][1], arguments, grid) - 1)
+                      for i, k in terms)
+        if largest >= _coverage.evaluate(bound, arguments, grid):
+            return False
     record = {"digits": digits, "clamps": clamps, "condition": ("const", 1)}
     return _coverage.covers(record, tensor, arguments, grid)
 
@@ -366,7 +374,7 @@ def _expressions(record):
         coverage = part.get("coverage") or {"digits": [], "clamps": []}
         yield from (*part["key"], *part.get("frontier", []), part["lower"], part["upper"],
                     part["step"], *(e for digit in coverage["digits"] for e in digit),
-                    *(bound for _, bound in coverage["clamps"]))
+                    *(bound for _, bound in (*coverage["clamps"], *coverage.get("wraps", ()))))
 
 
 def prepare(kernel, kwargs, grid: Sequence[int]):

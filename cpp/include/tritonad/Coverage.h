@@ -62,6 +62,10 @@ struct ShadowCoverage {
   std::string shadow;
   std::vector<Digit> digits;
   std::vector<Clamp> clamps;
+  /// Bounds that no index tuple may reach (a re-parallelized part's offsets
+  /// wrapped by a remainder, taken as its dividend): where one is reached the
+  /// coverage does not hold. Only in a part's record (RegridPart::coverage).
+  std::vector<Clamp> wraps;
   SymbolicInt condition;
 };
 

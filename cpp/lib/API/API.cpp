@@ -358,6 +358,9 @@ regridKernel(mlir::triton::FuncOp function,
   if (deterministic && mlir::failed(checkDeterministic(function, regridReport.notes)))
     return mlir::failure();
   keepRegridPrograms(function, programs);
+  llvm::erase_if(report.coverage, [&](const ShadowCoverage &covered) {
+    return llvm::is_contained(regridReport.untwinned, covered.shadow);
+  });
   regrid = regridReport.regrid;
   regrid.deterministic = deterministic;
   // The re-parallelized accumulations first (a shadow that parts of two

@@ -139,6 +139,9 @@ public:
 struct AccessVariables {
   SmallVector<scf::ForOp> loops;
   ArrayRef<Value> keys;
+  // Remainders of tiles taken as their dividend (`(key + lanes) % M` where the
+  // caller checks at launch that no lane reaches M: analyzeCoverage's wraps).
+  ArrayRef<Operation *> transparent;
 
   Variable ivVariable(scf::ForOp loop, bool iterationNumber) const {
     auto it = llvm::find(loops, loop);
@@ -370,7 +373,13 @@ private:
           return iteration.state == AffineValue::State::Known ? iteration
                                                                : programDigit(op, operands);
         })
-        .Case<arith::RemSIOp>([&](Operation *) { return programDigit(op, operands); })
+        .Case<arith::RemSIOp>([&](Operation *) {
+          if (llvm::is_contained(variables.transparent, op)) {
+            std::optional<AffineValue> dividend = operand(0);
+            return dividend ? AffineValue::of(dividend->affine) : AffineValue::unknown();
+          }
+          return programDigit(op, operands);
+        })
         .Default([](Operation *) { return AffineValue::unknown(); });
   }
 
@@ -439,12 +448,14 @@ private:
 // The solved analysis of the function around `anchor`, for one set of keys.
 class AffineAccess {
 public:
-  explicit AffineAccess(Operation *anchor, ArrayRef<Value> keys = {})
+  explicit AffineAccess(Operation *anchor, ArrayRef<Value> keys = {},
+                        ArrayRef<Operation *> transparent = {})
       : solver(DataFlowConfig().setInterprocedural(false)) {
     Operation *function = anchor;
     if (!isa<tt::FuncOp>(function))
       function = anchor->getParentOfType<tt::FuncOp>();
     variables.keys = keys;
+    variables.transparent = transparent;
     function->walk([&](scf::ForOp loop) { variables.loops.push_back(loop); });
     function->walk([&](Operation *op) {
       if (!isa<arith::DivSIOp, arith::RemSIOp>(op) || isa<RankedTensorType>(op->getResultTypes()[0]))
@@ -1269,6 +1280,31 @@ symbolize(Value scalar, bool programIds,
   return SymbolicInt::of(*op, std::move(operands));
 }
 
+// The remainders of integer tiles by a scalar (or a splat of one) that the
+// offsets of `ptr` are computed through.
+static SmallVector<Operation *> tileRemainders(Value ptr) {
+  SmallVector<Operation *> found;
+  SmallVector<Value> work{ptr};
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value value = work.pop_back_val();
+    Operation *def = value.getDefiningOp();
+    if (!def || !seen.insert(value).second || def->getNumRegions())
+      continue;
+    if (auto remainder = dyn_cast<arith::RemSIOp>(def);
+        remainder && isa<RankedTensorType>(remainder.getType())) {
+      Value divisor = remainder.getRhs();
+      if (auto splat = divisor.getDefiningOp<tt::SplatOp>())
+        divisor = splat.getSrc();
+      if (!isa<RankedTensorType>(divisor.getType()))
+        found.push_back(def);
+    }
+    for (Value operand : def->getOperands())
+      work.push_back(operand);
+  }
+  return found;
+}
+
 std::optional<ShadowCoverage> analyzeCoverage(Operation *accessOp, Value ptr, Value mask,
                                               ArrayRef<Value> keys, KeyedDigits *keyed) {
   using Op = SymbolicInt::Op;
@@ -1281,7 +1317,15 @@ std::optional<ShadowCoverage> analyzeCoverage(Operation *accessOp, Value ptr, Va
     if (isProgramLoop(loop))
       programLoop = loop;
   }
-  AffineAccess access(accessOp, keys);
+  // A part's addresses may wrap a tile's rows or columns at the tensor's
+  // extent, as the matmul tutorial spells `(pid_m * BLOCK_M + arange) % M`:
+  // each remainder of a tile by a launch-uniform scalar is taken as its
+  // dividend, and its bound becomes a wrap the launch checks no lane reaches
+  // (then the remainder changes nothing).
+  SmallVector<Operation *> wrapping;
+  if (keyed && keyed->allowWraps)
+    wrapping = tileRemainders(ptr);
+  AffineAccess access(accessOp, keys, wrapping);
   std::optional<Affine> offsets = access.pointerOffsets(ptr);
   if (!offsets || offsets->hasUniform)
     return std::nullopt;
@@ -1354,10 +1398,12 @@ std::optional<ShadowCoverage> analyzeCoverage(Operation *accessOp, Value ptr, Va
   for (int key : nonNegativeKeys)
     if (!keyed || keyed->digitOfKey[key] < 0)
       return std::nullopt;
-  for (auto &[affine, bound] : clamps) {
+  // `affine < bound` over the digits; nullopt unless each term is a digit's
+  // with a constant coefficient >= 0.
+  auto clampOf = [&](const Affine &affine, Value bound) -> std::optional<ShadowCoverage::Clamp> {
     ShadowCoverage::Clamp clamp;
     std::optional<SymbolicInt> symbol = symbolize(bound);
-    if (!symbol)
+    if (!symbol || affine.hasUniform)
       return std::nullopt;
     clamp.bound = *symbol;
     for (auto &[var, coefficient] : affine.terms) {
@@ -1370,7 +1416,22 @@ std::optional<ShadowCoverage> analyzeCoverage(Operation *accessOp, Value ptr, Va
         k *= *constantInt(access.vars().loopOf(var).getStep());
       clamp.terms.push_back({it->second, k});
     }
-    coverage.clamps.push_back(std::move(clamp));
+    return clamp;
+  };
+  for (auto &[affine, bound] : clamps) {
+    std::optional<ShadowCoverage::Clamp> clamp = clampOf(affine, bound);
+    if (!clamp)
+      return std::nullopt;
+    coverage.clamps.push_back(std::move(*clamp));
+  }
+  for (Operation *remainder : wrapping) {
+    std::optional<Affine> dividend = access.affine(remainder->getOperand(0));
+    std::optional<Value> divisor = access.uniform(remainder->getOperand(1));
+    std::optional<ShadowCoverage::Clamp> wrap =
+        dividend && divisor ? clampOf(*dividend, *divisor) : std::nullopt;
+    if (!wrap)
+      return std::nullopt;
+    coverage.wraps.push_back(std::move(*wrap));
   }
   if (keyed)
     keyed->conditionKeys.assign(conditionKeys.begin(), conditionKeys.end());

@@ -27,7 +27,12 @@ struct RegridPass : public impl::RegridBase<RegridPass> {
       mlir::emitRemark(loc) << "part " << part.shadow << ": grouped by "
                             << part.key.size() << " key value(s)"
                             << (part.lowerVaries ? ", starting where its key says" : "")
-                            << ", launch " << part.phase + 1 << " of the parts";
+                            << ", launch " << part.phase + 1 << " of the parts"
+                            << (part.hasCoverage && !part.coverage.wraps.empty()
+                                    ? ", written once where no offset wraps (" +
+                                          std::to_string(part.coverage.wraps.size()) +
+                                          " remainder(s))"
+                                    : "");
     if (!report.regrid.parts.empty())
       mlir::emitRemark(loc) << (report.regrid.mainPart ? "the forward's schedule remains"
                                                        : "nothing remains in the forward's "

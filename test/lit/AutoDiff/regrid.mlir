@@ -718,17 +718,24 @@ module {
 // -----
 
 // A run-time exclusivity check (KernelBackward): a plain store taken when each
-// address belongs to one program, its twin atomic otherwise. The atomic gets
-// programs of its own; the store stays in the forward's schedule, and the
-// parts add under the atomic's mask, which excludes it. The marks are dropped.
-// REMARK: remark: da: re-parallelized (programs of its own{{.*}}one atomic add per element, uncontended)
+// address belongs to one program, its twin atomic otherwise (a loop stepping
+// by the tile, as `for k in range(0, K, BLOCK_K)` spells it: dA[m, k] is one
+// program's when the grid has one column of tiles). The parts take the
+// accumulation whole, whatever the condition: the store and the condition go
+// (left, the forward's programs would compute every product again for a
+// store the condition masks off), the parts are the shadow's only writer
+// (plain writes where the launch proves each element reached once), and the
+// marks are dropped.
+// REMARK: remark: da: re-parallelized (programs of its own{{.*}}plain read-add-writes where the launch finds each element reached once, else atomic adds)
+// REMARK: remark: nothing remains in the forward's schedule
 // CHECK-LABEL: tt.func public @twins
 // CHECK-NOT: tritonad.when_exclusive
 // CHECK: scf.if
-// CHECK: tt.store
-// CHECK-NOT: tritonad.unless_exclusive
+// CHECK-NOT: tt.store
+// CHECK-NOT: tt.get_num_programs
 // CHECK: } else {
 // CHECK: tt.dot
+// CHECK: tt.store
 // CHECK: tt.atomic_rmw
 // CHECK-NOT: tritonad.unless_exclusive
 // CHECK: tt.return
@@ -786,6 +793,243 @@ module {
       %excl = arith.cmpi eq, %gy, %one : i32
       %yes = arith.constant true
       %other = arith.xori %excl, %yes : i1
+      %em = tt.splat %excl : i1 -> tensor<16x16xi1>
+      %om = tt.splat %other : i1 -> tensor<16x16xi1>
+      tt.store %ap, %d, %em {tritonad.when_exclusive} : tensor<16x16x!tt.ptr<f32>>
+      %old = tt.atomic_rmw fadd, relaxed, gpu, %ap, %d, %om {tritonad.unless_exclusive} : (tensor<16x16x!tt.ptr<f32>>, tensor<16x16xf32>, tensor<16x16xi1>) -> tensor<16x16xf32>
+    }
+    tt.return
+  }
+}
+
+// -----
+
+// The same twins as cleanup leaves them for an fp16 gradient read-added under
+// a bounds mask: the twin reads the shadow, adds and stores; the condition of
+// the atomic is the inverse comparison, not an xor; the mask holds the bounds
+// and the condition in either order. The part takes the whole accumulation
+// under the bounds alone, and the rounding the twins shared (now used once)
+// fuses into the part's fp32 sum: each member's product adds into the
+// accumulator, no product is rounded before it is summed.
+// REMARK: remark: da: re-parallelized (programs of its own{{.*}}plain read-add-writes where the launch finds each element reached once, else atomic adds)
+// REMARK: remark: nothing remains in the forward's schedule
+// CHECK-LABEL: tt.func public @twins_masked_f16
+// CHECK: scf.if
+// CHECK-NOT: tt.store
+// CHECK: } else {
+// CHECK: scf.for
+// CHECK-NOT: arith.truncf
+// CHECK: tt.dot %{{.+}}, %{{.+}}, %arg{{[0-9]+}} : tensor<16x16xf16> * tensor<16x16xf16> -> tensor<16x16xf32>
+// CHECK: scf.yield
+// CHECK: arith.truncf
+// CHECK: tt.store
+// CHECK: tt.return
+module {
+  tt.func public @twins_masked_f16(%b: !tt.ptr<f16> loc("b"), %da: !tt.ptr<f16> loc("da"), %dc: !tt.ptr<f16> loc("dc"), %m: i32 loc("m"), %n: i32 loc("n"), %k: i32 loc("k"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c16 = arith.constant 16 : i32
+    %zero = arith.constant dense<0.000000e+00> : tensor<16x16xf32>
+    %zh = arith.constant dense<0.000000e+00> : tensor<16x16xf16>
+    %pid = tt.get_program_id x : i32
+    %ntiles = arith.divsi %n, %c16 : i32
+    %pm = arith.divsi %pid, %ntiles : i32
+    %pn = arith.remsi %pid, %ntiles : i32
+    %r = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+    %m0 = arith.muli %pm, %c16 : i32
+    %m0s = tt.splat %m0 : i32 -> tensor<16xi32>
+    %rows = arith.addi %m0s, %r : tensor<16xi32>
+    %rows2 = tt.expand_dims %rows {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+    %msp = tt.splat %m : i32 -> tensor<16x1xi32>
+    %inm = arith.cmpi slt, %rows2, %msp : tensor<16x1xi32>
+    %inm16 = tt.broadcast %inm : tensor<16x1xi1> -> tensor<16x16xi1>
+    %n0 = arith.muli %pn, %c16 : i32
+    %n0s = tt.splat %n0 : i32 -> tensor<16xi32>
+    %cols = arith.addi %n0s, %r : tensor<16xi32>
+    %cols2 = tt.expand_dims %cols {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+    %cols16 = tt.broadcast %cols2 : tensor<1x16xi32> -> tensor<16x16xi32>
+    %ns = tt.splat %n : i32 -> tensor<16x1xi32>
+    %rown = arith.muli %rows2, %ns : tensor<16x1xi32>
+    %rown16 = tt.broadcast %rown : tensor<16x1xi32> -> tensor<16x16xi32>
+    %coff = arith.addi %rown16, %cols16 : tensor<16x16xi32>
+    %dcs = tt.splat %dc : !tt.ptr<f16> -> tensor<16x16x!tt.ptr<f16>>
+    %dcp = tt.addptr %dcs, %coff : tensor<16x16x!tt.ptr<f16>>, tensor<16x16xi32>
+    %g = tt.load %dcp, %inm16, %zh : tensor<16x16x!tt.ptr<f16>>
+    %ks = tt.splat %k : i32 -> tensor<16x1xi32>
+    %rowk = arith.muli %rows2, %ks : tensor<16x1xi32>
+    %rowk16 = tt.broadcast %rowk : tensor<16x1xi32> -> tensor<16x16xi32>
+    %kt = arith.divsi %k, %c16 : i32
+    %bs = tt.splat %b : !tt.ptr<f16> -> tensor<16x16x!tt.ptr<f16>>
+    %das = tt.splat %da : !tt.ptr<f16> -> tensor<16x16x!tt.ptr<f16>>
+    %gx = tt.get_num_programs x : i32
+    %excl = arith.cmpi sle, %ntiles, %c1 : i32
+    %other = arith.cmpi sgt, %ntiles, %c1 : i32
+    %em = tt.splat %excl : i1 -> tensor<16x16xi1>
+    %om = tt.splat %other : i1 -> tensor<16x16xi1>
+    %emask = arith.andi %inm16, %em : tensor<16x16xi1>
+    %omask = arith.andi %om, %inm16 : tensor<16x16xi1>
+    scf.for %i = %c0 to %kt step %c1 : i32 {
+      %k0 = arith.muli %i, %c16 : i32
+      %k0s = tt.splat %k0 : i32 -> tensor<16xi32>
+      %kr = arith.addi %k0s, %r : tensor<16xi32>
+      %kr2 = tt.expand_dims %kr {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+      %krn = arith.muli %kr2, %ns : tensor<16x1xi32>
+      %krn16 = tt.broadcast %krn : tensor<16x1xi32> -> tensor<16x16xi32>
+      %boff = arith.addi %krn16, %cols16 : tensor<16x16xi32>
+      %bp = tt.addptr %bs, %boff : tensor<16x16x!tt.ptr<f16>>, tensor<16x16xi32>
+      %bv = tt.load %bp : tensor<16x16x!tt.ptr<f16>>
+      %bt = tt.trans %bv {order = array<i32: 1, 0>} : tensor<16x16xf16> -> tensor<16x16xf16>
+      %d = tt.dot %g, %bt, %zero : tensor<16x16xf16> * tensor<16x16xf16> -> tensor<16x16xf32>
+      %dh = arith.truncf %d : tensor<16x16xf32> to tensor<16x16xf16>
+      %kc = tt.expand_dims %kr {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+      %kc16 = tt.broadcast %kc : tensor<1x16xi32> -> tensor<16x16xi32>
+      %aoff = arith.addi %rowk16, %kc16 : tensor<16x16xi32>
+      %ap = tt.addptr %das, %aoff : tensor<16x16x!tt.ptr<f16>>, tensor<16x16xi32>
+      %was = tt.load %ap, %emask, %zh : tensor<16x16x!tt.ptr<f16>>
+      %now = arith.addf %was, %dh : tensor<16x16xf16>
+      tt.store %ap, %now, %emask {tritonad.when_exclusive} : tensor<16x16x!tt.ptr<f16>>
+      %old = tt.atomic_rmw fadd, relaxed, gpu, %ap, %dh, %omask {tritonad.unless_exclusive} : (tensor<16x16x!tt.ptr<f16>>, tensor<16x16xf16>, tensor<16x16xi1>) -> tensor<16x16xf16>
+    }
+    tt.return
+  }
+}
+
+// -----
+
+// Rows wrapped at the tensor's extent, as the matmul tutorial spells its
+// offsets: `(pid_m * BLOCK_M + arange) % M`. The coverage takes the
+// remainder as its dividend and records the bound as a wrap, which the launch
+// checks no row reaches (M a multiple of the tile: the remainder changes
+// nothing, each element has one writer); otherwise the part adds atomically.
+// REMARK: remark: da: re-parallelized (programs of its own{{.*}}plain read-add-writes where the launch finds each element reached once, else atomic adds)
+// REMARK: remark: part da: grouped by 1 key value(s), launch 1 of the parts, written once where no offset wraps (1 remainder(s))
+// CHECK-LABEL: tt.func public @wrapped_rows
+// CHECK: } else {
+// CHECK: arith.remsi %{{.+}}, %{{.+}} : tensor<16xi32>
+// CHECK: tt.store
+// CHECK: tt.atomic_rmw
+module {
+  tt.func public @wrapped_rows(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %dc: !tt.ptr<f32> loc("dc"), %m: i32 loc("m"), %n: i32 loc("n"), %k: i32 loc("k"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c16 = arith.constant 16 : i32
+    %zero = arith.constant dense<0.000000e+00> : tensor<16x16xf32>
+    %pid = tt.get_program_id x : i32
+    %ntiles = arith.divsi %n, %c16 : i32
+    %pm = arith.divsi %pid, %ntiles : i32
+    %pn = arith.remsi %pid, %ntiles : i32
+    %r = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+    %m0 = arith.muli %pm, %c16 : i32
+    %m0s = tt.splat %m0 : i32 -> tensor<16xi32>
+    %unwrapped = arith.addi %m0s, %r : tensor<16xi32>
+    %ms = tt.splat %m : i32 -> tensor<16xi32>
+    %rows = arith.remsi %unwrapped, %ms : tensor<16xi32>
+    %rows2 = tt.expand_dims %rows {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+    %n0 = arith.muli %pn, %c16 : i32
+    %n0s = tt.splat %n0 : i32 -> tensor<16xi32>
+    %cols = arith.addi %n0s, %r : tensor<16xi32>
+    %cols2 = tt.expand_dims %cols {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+    %cols16 = tt.broadcast %cols2 : tensor<1x16xi32> -> tensor<16x16xi32>
+    %ns = tt.splat %n : i32 -> tensor<16x1xi32>
+    %rown = arith.muli %rows2, %ns : tensor<16x1xi32>
+    %rown16 = tt.broadcast %rown : tensor<16x1xi32> -> tensor<16x16xi32>
+    %coff = arith.addi %rown16, %cols16 : tensor<16x16xi32>
+    %dcs = tt.splat %dc : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %dcp = tt.addptr %dcs, %coff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+    %g = tt.load %dcp : tensor<16x16x!tt.ptr<f32>>
+    %ks = tt.splat %k : i32 -> tensor<16x1xi32>
+    %rowk = arith.muli %rows2, %ks : tensor<16x1xi32>
+    %rowk16 = tt.broadcast %rowk : tensor<16x1xi32> -> tensor<16x16xi32>
+    %kt = arith.divsi %k, %c16 : i32
+    %bs = tt.splat %b : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %das = tt.splat %da : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    scf.for %i = %c0 to %kt step %c1 : i32 {
+      %k0 = arith.muli %i, %c16 : i32
+      %k0s = tt.splat %k0 : i32 -> tensor<16xi32>
+      %kr = arith.addi %k0s, %r : tensor<16xi32>
+      %kr2 = tt.expand_dims %kr {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+      %krn = arith.muli %kr2, %ns : tensor<16x1xi32>
+      %krn16 = tt.broadcast %krn : tensor<16x1xi32> -> tensor<16x16xi32>
+      %boff = arith.addi %krn16, %cols16 : tensor<16x16xi32>
+      %bp = tt.addptr %bs, %boff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %bv = tt.load %bp : tensor<16x16x!tt.ptr<f32>>
+      %bt = tt.trans %bv {order = array<i32: 1, 0>} : tensor<16x16xf32> -> tensor<16x16xf32>
+      %d = tt.dot %g, %bt, %zero : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
+      %kc = tt.expand_dims %kr {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+      %kc16 = tt.broadcast %kc : tensor<1x16xi32> -> tensor<16x16xi32>
+      %aoff = arith.addi %rowk16, %kc16 : tensor<16x16xi32>
+      %ap = tt.addptr %das, %aoff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %old = tt.atomic_rmw fadd, relaxed, gpu, %ap, %d : (tensor<16x16x!tt.ptr<f32>>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    }
+    tt.return
+  }
+}
+
+// -----
+
+// A store marked as the twin whose condition is not the atomic's complement
+// is not taken for one: it stays in the forward's schedule, and the part adds
+// under the atomic's own mask (one atomic add per element: not the only writer).
+// REMARK: remark: da: re-parallelized (programs of its own{{.*}}where the launch does not prove each address one program's (the forward's programs keep the plain write taken where it does: its exclusive twin write, under the complementary condition, was not found){{.*}}one atomic add per element, uncontended)
+// REMARK: remark: the forward's schedule remains
+// CHECK-LABEL: tt.func public @twins_not_complementary
+// CHECK: scf.if
+// CHECK: tt.store
+// CHECK: } else {
+// CHECK: tt.atomic_rmw
+module {
+  tt.func public @twins_not_complementary(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %dc: !tt.ptr<f32> loc("dc"), %n: i32 loc("n"), %k: i32 loc("k"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c16 = arith.constant 16 : i32
+    %zero = arith.constant dense<0.000000e+00> : tensor<16x16xf32>
+    %pid = tt.get_program_id x : i32
+    %ntiles = arith.divsi %n, %c16 : i32
+    %pm = arith.divsi %pid, %ntiles : i32
+    %pn = arith.remsi %pid, %ntiles : i32
+    %r = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+    %m0 = arith.muli %pm, %c16 : i32
+    %m0s = tt.splat %m0 : i32 -> tensor<16xi32>
+    %rows = arith.addi %m0s, %r : tensor<16xi32>
+    %rows2 = tt.expand_dims %rows {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+    %n0 = arith.muli %pn, %c16 : i32
+    %n0s = tt.splat %n0 : i32 -> tensor<16xi32>
+    %cols = arith.addi %n0s, %r : tensor<16xi32>
+    %cols2 = tt.expand_dims %cols {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+    %cols16 = tt.broadcast %cols2 : tensor<1x16xi32> -> tensor<16x16xi32>
+    %ns = tt.splat %n : i32 -> tensor<16x1xi32>
+    %rown = arith.muli %rows2, %ns : tensor<16x1xi32>
+    %rown16 = tt.broadcast %rown : tensor<16x1xi32> -> tensor<16x16xi32>
+    %coff = arith.addi %rown16, %cols16 : tensor<16x16xi32>
+    %dcs = tt.splat %dc : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %dcp = tt.addptr %dcs, %coff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+    %g = tt.load %dcp : tensor<16x16x!tt.ptr<f32>>
+    %ks = tt.splat %k : i32 -> tensor<16x1xi32>
+    %rowk = arith.muli %rows2, %ks : tensor<16x1xi32>
+    %rowk16 = tt.broadcast %rowk : tensor<16x1xi32> -> tensor<16x16xi32>
+    %kt = arith.divsi %k, %c16 : i32
+    %bs = tt.splat %b : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %das = tt.splat %da : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    scf.for %i = %c0 to %kt step %c1 : i32 {
+      %k0 = arith.muli %i, %c16 : i32
+      %k0s = tt.splat %k0 : i32 -> tensor<16xi32>
+      %kr = arith.addi %k0s, %r : tensor<16xi32>
+      %kr2 = tt.expand_dims %kr {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+      %krn = arith.muli %kr2, %ns : tensor<16x1xi32>
+      %krn16 = tt.broadcast %krn : tensor<16x1xi32> -> tensor<16x16xi32>
+      %boff = arith.addi %krn16, %cols16 : tensor<16x16xi32>
+      %bp = tt.addptr %bs, %boff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %bv = tt.load %bp : tensor<16x16x!tt.ptr<f32>>
+      %bt = tt.trans %bv {order = array<i32: 1, 0>} : tensor<16x16xf32> -> tensor<16x16xf32>
+      %d = tt.dot %g, %bt, %zero : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
+      %kc = tt.expand_dims %kr {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+      %kc16 = tt.broadcast %kc : tensor<1x16xi32> -> tensor<16x16xi32>
+      %aoff = arith.addi %rowk16, %kc16 : tensor<16x16xi32>
+      %ap = tt.addptr %das, %aoff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %gy = tt.get_num_programs y : i32
+      %excl = arith.cmpi eq, %gy, %c1 : i32
+      %gz = tt.get_num_programs z : i32
+      %other = arith.cmpi ne, %gz, %c1 : i32
       %em = tt.splat %excl : i1 -> tensor<16x16xi1>
       %om = tt.splat %other : i1 -> tensor<16x16xi1>
       tt.store %ap, %d, %em {tritonad.when_exclusive} : tensor<16x16x!tt.ptr<f32>>

@@ -98,9 +98,15 @@ symbolize(mlir::Value scalar, bool programIds = false,
 /// digit too, whose extent the caller fills in (`keyed->digitOfKey`: its digit
 /// per key, -1 where the offsets do not use it), and a mask conjunct that is
 /// a key itself (i1) is a condition (`keyed->conditionKeys`).
+///
+/// With `keyed->allowWraps`, a remainder of a tile by a launch-uniform scalar
+/// in the offsets (`(key + lanes) % M`) is taken as its dividend, and
+/// `dividend < divisor` is a wrap of the coverage (`ShadowCoverage::wraps`):
+/// the coverage holds only where no lane reaches it, which the caller checks.
 struct KeyedDigits {
   std::vector<int> digitOfKey;
   std::vector<int> conditionKeys;
+  bool allowWraps = false;
 };
 std::optional<ShadowCoverage> analyzeCoverage(mlir::Operation *access, mlir::Value ptr,
                                               mlir::Value mask, llvm::ArrayRef<mlir::Value> keys = {},

@@ -58,6 +58,10 @@ struct RegridNote {
 struct RegridReport {
   Regrid regrid;
   std::vector<RegridNote> notes;
+  /// Shadows whose plain write taken where the launch proves exclusivity
+  /// (kWhenExclusive) went with the atomic into programs of their own: the
+  /// coverage KernelBackward recorded for that write no longer holds.
+  std::vector<std::string> untwinned;
 };
 
 /// Moves the atomic accumulations into `shadows` (argument names) that qualify

@@ -40,10 +40,96 @@ std::string where(Operation *op) {
   return op->getName().getStringRef().str() + " at " + locationText(op->getLoc());
 }
 
+// The plain write KernelBackward pairs with an atomic accumulation whose
+// exclusivity only the launch can decide (kWhenExclusive / kUnlessExclusive):
+// the plain write where each address belongs to one program, the atomic where
+// not, both under the mask they share and-ed with the condition or its
+// negation.
+struct ExclusiveTwin {
+  tt::StoreOp store;              // the plain write
+  arith::AddFOp sum;              // its read-add-write's sum (old + g), or null
+  tt::LoadOp read;                // its read of the shadow, or null
+  Value mask;                     // the mask the twins share, the condition left out
+};
+
+// A part sums every member whatever the condition, and writes each element
+// once (plain where the launch proves it, else uncontended atomics): it takes
+// the whole accumulation, so the twin and the condition go. Left in place,
+// the forward's programs would compute the product again for the plain write
+// (masked off where the condition is false: all of the work, none of the
+// result), the part would not be the shadow's only writer (atomics), and the
+// product's rounding, used twice, would not fuse into the part's sum.
+// Planning: the twin of `atomic`, or why there is none to take.
+FailureOr<ExclusiveTwin> planExclusiveTwin(tt::AtomicRMWOp atomic, std::string &why) {
+  // predicate(): mask & splat(cond), or splat(cond) alone where there was no
+  // mask (cleanup may have put the splat first)
+  auto split = [](Value predicated) -> std::pair<Value, Value> {
+    auto condOf = [](Value value) -> Value {
+      auto splat = value.getDefiningOp<tt::SplatOp>();
+      return splat && splat.getSrc().getType().isInteger(1) ? splat.getSrc() : Value();
+    };
+    if (Value cond = condOf(predicated))
+      return {Value(), cond};
+    if (auto both = predicated.getDefiningOp<arith::AndIOp>()) {
+      if (Value cond = condOf(both.getRhs()))
+        return {both.getLhs(), cond};
+      if (Value cond = condOf(both.getLhs()))
+        return {both.getRhs(), cond};
+    }
+    return {Value(), Value()};
+  };
+  // (cleanup may have turned xor(cmp, true) into the inverse comparison)
+  auto complementary = [](Value a, Value b) {
+    auto negates = [](Value x, Value y) {
+      auto xor_ = x.getDefiningOp<arith::XOrIOp>();
+      return xor_ && ((xor_.getLhs() == y && matchPattern(xor_.getRhs(), m_One())) ||
+                      (xor_.getRhs() == y && matchPattern(xor_.getLhs(), m_One())));
+    };
+    if (negates(a, b) || negates(b, a))
+      return true;
+    auto ca = a.getDefiningOp<arith::CmpIOp>(), cb = b.getDefiningOp<arith::CmpIOp>();
+    return ca && cb && ca.getLhs() == cb.getLhs() && ca.getRhs() == cb.getRhs() &&
+           arith::invertPredicate(ca.getPredicate()) == cb.getPredicate();
+  };
+  if (!atomic.getMask()) {
+    why = "the atomic has no mask holding the exclusivity condition";
+    return failure();
+  }
+  auto [mask, otherwise] = split(atomic.getMask());
+  if (!otherwise) {
+    why = "the atomic's mask is not predicated on a condition uniform over the program";
+    return failure();
+  }
+  for (Operation &op : *atomic->getBlock()) {
+    auto store = dyn_cast<tt::StoreOp>(&op);
+    if (!store || !store->hasAttr(kWhenExclusive) || store.getPtr() != atomic.getPtr() ||
+        !store.getMask())
+      continue;
+    auto [storeMask, exclusive] = split(store.getMask());
+    if (!exclusive || storeMask != mask || !complementary(exclusive, otherwise))
+      continue;
+    ExclusiveTwin twin{store, {}, {}, mask};
+    // (read-add-write: store(ptr, old + g) with old = load(ptr, the same mask))
+    if (auto sum = store.getValue().getDefiningOp<arith::AddFOp>())
+      for (Value operand : sum->getOperands())
+        if (auto read = operand.getDefiningOp<tt::LoadOp>();
+            read && read.getPtr() == store.getPtr() && read.getMask() == store.getMask()) {
+          twin.sum = sum;
+          twin.read = read;
+        }
+    return twin;
+  }
+  why = "its exclusive twin write, under the complementary condition, was not found";
+  return failure();
+}
+
 // An atomic add of a product of tiles into a shadow, summed by a part instead.
 struct Accumulation {
   tt::AtomicRMWOp atomic;
   std::string shadow;
+  Value mask; // what the part writes under: the atomic's, or its twin's shared one
+  std::optional<ExclusiveTwin> twin; // erased once the part is final
+  std::string twinKept; // why a twin stays in the forward's programs, or ""
   SmallVector<Operation *> valueOps;   // its contribution, in program order
   SmallVector<Operation *> addressOps; // addresses and mask from the key
   RegridPart data; // its own record (coverage, store-only), the part's grouping
@@ -1035,7 +1121,7 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
       RankedTensorType gradientType = gradientTypes[i];
       for (auto [c, mapping] : llvm::enumerate(mappings)) {
         Value total = castFloat(b, loc, sums[c * count + i], gradientType.getElementType());
-        Value mask = sum.atomic.getMask() ? mapping.lookupOrDefault(sum.atomic.getMask()) : Value();
+        Value mask = sum.mask ? mapping.lookupOrDefault(sum.mask) : Value();
         if (coarsening > 1)
           mask = predicate(b, loc, mask, inRange[c], gradientType);
         Value ptr = mapping.lookupOrDefault(sum.atomic.getPtr());
@@ -1603,9 +1689,19 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
         refuse("the backward also stores into it directly");
         continue;
       }
+      sum.mask = atomic.getMask();
+      if (atomic->hasAttr(kUnlessExclusive)) {
+        // (no twin to take: the part adds under the atomic's mask, and says why)
+        if (FailureOr<ExclusiveTwin> twin = planExclusiveTwin(atomic, sum.twinKept);
+            succeeded(twin)) {
+          sum.mask = twin->mask;
+          sum.twin = *twin;
+          sum.twinKept.clear();
+        }
+      }
       SmallVector<Value> addressRoots{atomic.getPtr()};
-      if (atomic.getMask())
-        addressRoots.push_back(atomic.getMask());
+      if (sum.mask)
+        addressRoots.push_back(sum.mask);
       if (failed(collectSlice(addressRoots, entry, loop, addressSlice, why))) {
         refuse(why);
         continue;
@@ -1839,6 +1935,18 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
     stager.finish({});
     return;
   }
+  // The parts are final: each takes its accumulation whole, twin included.
+  for (Part &part : parts)
+    for (Accumulation &sum : part.sums)
+      if (sum.twin) {
+        --written[baseArgument(sum.atomic.getPtr())];
+        sum.twin->store.erase();
+        for (Operation *op : {sum.twin->sum.getOperation(), sum.twin->read.getOperation()})
+          if (op && op->use_empty())
+            op->erase();
+        sum.twin.reset();
+        report.untwinned.push_back(sum.shadow);
+      }
 
   // Phases: a part adding into a shadow that an earlier part (another loop:
   // the tutorial's off-band and diagonal key blocks) adds into runs in a later
@@ -1866,9 +1974,10 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       bool soleWriter = written.lookup(base) == regridded.lookup(base) && inPart == 1;
       bool firstWriter = !lastPhase.contains(base);
       KeyedDigits keyed;
+      keyed.allowWraps = true; // (_regrid._reaches_each_once checks them)
       if (std::optional<ShadowCoverage> reached =
               soleWriter && !part.data.tripsVary
-                  ? analyzeCoverage(sum.atomic, sum.atomic.getPtr(), sum.atomic.getMask(),
+                  ? analyzeCoverage(sum.atomic, sum.atomic.getPtr(), sum.mask,
                                     part.key, &keyed)
                   : std::nullopt) {
         data.hasCoverage = true;
@@ -1978,6 +2087,11 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
                           std::to_string(part.contractionPasses) + " passes of " +
                           std::to_string(part.contractionDepth)
                     : std::string()) +
+               (sum.twinKept.empty()
+                    ? std::string()
+                    : ", where the launch does not prove each address one program's (the "
+                      "forward's programs keep the plain write taken where it does: " +
+                          sum.twinKept + ")") +
                (stagedPerPart[index] > 0
                     ? ", reading the tiles each member computes before the loop from scratch "
                       "(" + std::to_string(stagedPerPart[index]) +
