@@ -141,10 +141,14 @@ DATA_TRIES = 8
 GUARD = 64            # elements of guard band around every buffer (keeps 16B alignment)
 OUTCOMES = ("match", "compiled", "mismatch", "located-error", "launch-refused", "crash",
             "gen-error", "fwd-mismatch", "skipped")
+# The per-feature table's columns (outcomes grouped).
+FEATURE_TABLE = {"match": ("match", "compiled"), "refused": ("located-error", "launch-refused"),
+                 "mismatch": ("mismatch",), "crash": ("crash", "gen-error", "fwd-mismatch")}
 # What a launch raises when its arguments break a condition the backward was derived
 # under (deterministic mode: each address written by one program, checked per launch).
 _LAUNCH_REFUSAL = "tritonad: mode='deterministic' writes the gradient"
 _LOCATION = re.compile(r":\d+:\d+: (?:error|warning|note|remark)")
+_RENDER_LOCATION = re.compile(r"cannot render \S+ at \S+:\d+:\d+")
 
 
 def shadow_dtype(meta, policy=None):
@@ -199,6 +203,10 @@ def classify_exception(exc: BaseException):
         return "located-error", cause_key(msg)
     if isinstance(exc, RuntimeError) and msg.startswith(_LAUNCH_REFUSAL):
         return "launch-refused", cause_key(msg)
+    if type(exc).__name__ == "RenderError" and _RENDER_LOCATION.search(msg[:2000]):
+        # (under the interpreter the backward runs as rendered Python: an op with no
+        # Python spelling is refused, naming it and the kernel's line)
+        return "located-error", cause_key(re.sub(r" at \S+:\d+:\d+", " at <line>", msg[:2000]))
     first = msg.strip().split("\n", 1)[0][:160]
     return "crash", f"{type(exc).__name__}: {first}"
 
@@ -648,8 +656,8 @@ def run_case(task, mode):
                 res = _result(case, "skipped", "bf16 under Triton's interpreter")
             else:
                 res = _run_gpu(case, module, device="cpu")
-        elif mode == "calibrate":
-            res = _run_calibrate(case, module)
+        elif mode.split(":")[0] == "calibrate":   # calibrate[:SHADOW POLICY[:SUMMED IN]]
+            res = _run_calibrate(case, module, *mode.split(":")[1:])
         elif mode.startswith("selftest"):
             module.libdevice = __import__("fuzz_ref").libdevice_shim
             corrupt = mode.split(":", 1)[1] if ":" in mode else None
@@ -1108,52 +1116,61 @@ def _run_interpret(case, module):
     return _result(case, "match", min_gap=ctx.min_gap())
 
 
-def _run_calibrate(case, module):
+def _run_calibrate(case, module, shadow="native", summed=None):
     """The comparator against an emulated backward (a stand-in for a correct kernel):
     every addition the reference models (per program and load site, see `additions`) is
-    computed in float32 by torch, rounded to the shadow dtype and added into the shadow in
+    computed in float32 by torch, rounded to the dtype `summed` and added into a shadow of
     that dtype, one after the other, programs in order; low-precision dots see their
-    output adjoint rounded to the operand dtype first. Measures how much of each tolerance
-    rounding alone uses (tol_used), and how much of the accumulation bound (acc_used:
-    |emulated - exact| / (gamma_(k+1) sum |c| + gamma_k |prefill| + dot term))."""
+    output adjoint rounded to the operand dtype first. The tolerance is that of shadows of
+    policy `shadow` ("native": the input's dtype, each addition rounded; "fp32": see
+    TOL_FP32_SHADOW); `summed` defaults to their dtype (another one emulates a backward
+    summing otherwise: a bf16 sum judged by the fp32 model must be a mismatch). Measures
+    how much of each tolerance rounding alone uses (tol_used), and how much of the
+    accumulation bound (acc_used: |emulated - exact| / (gamma_(k+1) sum |c| +
+    gamma_k |prefill| + dot term))."""
     import torch
 
     meta = case.meta
+    model = shadow_dtype(meta, shadow)
+    summed = summed or model
     values, leaves, outs, ctx, gen_ = _setup(case, module, "cpu")
     if values is None:
         return _result(case, "skipped", f"ties: {min(ctx.gaps, key=lambda g: g[1])}")
     up_base, up_logical = _upstream(case, outs, gen_)
     ref = reference_grads(leaves, outs, up_logical, retain=True)
     dt = _torch_dtype(meta["dtype"])
+    sdt = _torch_dtype(summed)
     shadows, prefill = {}, {}
     for name, g in ref.items():
         scale = g.abs().max().item()
         fill = (torch.rand(g.shape, generator=gen_, dtype=torch.float64) * 2 - 1) * (scale or 1)
-        if meta["dtype"] != "fp32":
+        if summed != "fp32":
             fill = torch.zeros_like(fill)
-        shadows[name] = fill.to(dt).reshape(-1)
+        shadows[name] = fill.to(sdt).reshape(-1)
         prefill[name] = shadows[name].double().reshape(g.shape)
     slack = tolerance_slack(meta, module, values, leaves, outs, up_logical, ref, "cpu",
-                            noise=False, ctx=ctx, prefill=prefill)   # the bound alone
+                            noise=False, ctx=ctx, prefill=prefill,
+                            shadow=model)   # the bound alone
     leaves32, outs32, ctx32 = reference(module, values, "cpu", torch.float32)
     if meta["dtype"] != "fp32" and ctx32.dots:
         _round_dot_adjoints(ctx32, dt)
     for name, index, g in additions(leaves32, outs32, up_logical, ctx32):
         sh = shadows[name]
-        sh.index_put_((index,), g.to(dt), accumulate=True)
+        sh.index_put_((index,), g.to(sdt), accumulate=True)
     worst = acc = 0.0
+    tol = grad_tolerance(meta, model)
     for name, g in ref.items():
         got = shadows[name].double().reshape(g.shape) - prefill[name]
         scale = g.abs().max().item()
-        rtol, afrac = TOL[meta["dtype"]]
+        rtol, afrac = tol
         if scale > 0:
             used = ((got - g).abs() / (afrac * scale + rtol * g.abs() + slack[name])).max().item()
             worst = max(worst, used)
-            if meta["dtype"] != "fp32":   # (in fp32 the float32 math dominates instead)
+            if model != "fp32":   # (in fp32 the float32 math dominates instead)
                 b = slack[name]
                 ratio = (got - g).abs() / torch.where(b > 0, b, torch.full_like(b, 1e-300))
                 acc = max(acc, ratio.clamp(max=1e6).max().item())
-        bad = compare(got, g, TOL[meta["dtype"]], slack[name])
+        bad = compare(got, g, tol, slack[name])
         if bad:
             return _result(case, "mismatch", bad[0], f"d{name}: {bad[1]}", tol_used=worst,
                            acc_used=acc)
@@ -1429,11 +1446,18 @@ def print_summary(summary, results, out=sys.stdout):
         p(f"\nnote: tritonad's source reading missed a pointer parameter in {len(s)} kernels "
           f"(passed with pointers=...): seeds {' '.join(map(str, s[:10]))}"
           + (" ..." if len(s) > 10 else ""))
-    p("\nby feature (kernels using it):")
-    cols = [o for o in OUTCOMES if c.get(o)]
-    p(f"  {'feature':20s}" + "".join(f"{o[:13]:>14s}" for o in cols))
-    for f, cnt in summary["by_feature"].items():
-        p(f"  {f:20s}" + "".join(f"{cnt.get(o, 0):14d}" for o in cols))
+    p("\nby feature (kernels using it; * issue 39's classes):")
+    p(f"  {'feature':21s}" + "".join(f"{g:>10s}" for g in FEATURE_TABLE) + f"{'other':>10s}")
+    import gen
+    for f, cnt in sorted(summary["by_feature"].items(),
+                         key=lambda kv: (kv[0] not in gen.ISSUE39_FEATURES, kv[0])):
+        row = [sum(cnt.get(o, 0) for o in group) for group in FEATURE_TABLE.values()]
+        other = sum(cnt.values()) - sum(row)
+        mark = "*" if f in gen.ISSUE39_FEATURES else " "
+        p(f"  {mark}{f:20s}" + "".join(f"{n:10d}" for n in row) + f"{other:10d}")
+    p("  (match: gradients within tolerance, or compiled in --cpu-only mode; refused: a "
+      "located error or a refused launch; crash: crash, gen-error, fwd-mismatch; other: "
+      "skipped)")
 
 
 def _seed_spec(text):
@@ -1445,6 +1469,8 @@ def _seed_spec(text):
 
 
 def main(argv=None):
+    import gen
+
     ap = argparse.ArgumentParser(description="Differential fuzzing of tritonad.grad.",
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__)
@@ -1455,6 +1481,9 @@ def main(argv=None):
     ap.add_argument("--workers", "--jobs", type=int, default=min(16, os.cpu_count() or 1))
     ap.add_argument("--features", nargs="*", help="enable only these features")
     ap.add_argument("--disable", nargs="*", default=[], help="features to turn off")
+    ap.add_argument("--require", nargs="*", default=[],
+                    help="run only the seeds whose kernel uses all of these features (e.g. "
+                         "one of issue 39's: " + " ".join(gen.ISSUE39_FEATURES) + ")")
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--cpu-only", action="store_true")
     mode.add_argument("--interpret", action="store_true")
@@ -1490,18 +1519,18 @@ def main(argv=None):
     ap.add_argument("--show", type=int, help="print the generated module of this seed and exit")
     args = ap.parse_args(argv)
 
-    import gen
     if args.show is not None:
         print(gen.generate(args.show, args.features).source)
         return 0
     features = set(args.features) if args.features else set(gen.ALL_FEATURES)
-    unknown = (features | set(args.disable)) - gen.ALL_FEATURES
+    unknown = (features | set(args.disable) | set(args.require)) - gen.ALL_FEATURES
     if unknown:
         ap.error(f"unknown features {sorted(unknown)}; known: {' '.join(sorted(gen.ALL_FEATURES))}")
     features -= set(args.disable)
     mode_name = ("cpu" if args.cpu_only else "interpret" if args.interpret else
                  "interpret-grad" if args.interpret_grad else
-                 "calibrate" if args.calibrate else
+                 ("calibrate" + (f":{args.lowp_shadows}" if args.lowp_shadows else ""))
+                 if args.calibrate else
                  ("selftest" + ("" if args.selftest == "ok" else ":" + args.selftest))
                  if args.selftest else
                  f"export:{os.path.abspath(args.export)}" if args.export else "gpu")
@@ -1516,6 +1545,9 @@ def main(argv=None):
         seeds = [x for spec in args.seeds for x in spec] if args.seeds else \
             range(args.start, args.start + args.count)
         fl = None if features == set(gen.ALL_FEATURES) else sorted(features)
+        if args.require:
+            seeds = [s for s in seeds
+                     if set(args.require) <= set(gen.generate(s, fl).features)]
         tasks = [dict(seed=s, features=fl) for s in seeds]
     t0 = time.time()
 
