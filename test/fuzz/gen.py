@@ -36,7 +36,15 @@ runner can bound the rounding of the backward's accumulation per addition (run.p
 
 Random streams: `rng` draws the original grammar; the features added later (tileloop,
 while, dot, dot_kloop) draw from `xrng` only, so a seed that does not use them generates
-the same kernel as before they existed.
+the same kernel as before they existed. Issue 39's features (ISSUE39_FEATURES: what
+library kernels do and the grammar never produced) each draw from a stream of their own
+(`frng[feature]`), likewise: a seed that uses none of them is unchanged.
+
+Launch (issue 39): META may name `launch_constexprs` (those a user passes: not the ones
+an autotune config, a heuristic or a default sets), `autotune` (the index of the
+generated config in the module's CONFIGS, the tuned names, whether the configs keep the
+layout), `heuristics`; such a module defines `launch_grid(META)`. Persistent cases (`P`
+in the reference) count programs modulo the grid.
 """
 
 from __future__ import annotations
@@ -1283,12 +1291,7 @@ class _Gen:
             self.add_int("n", s["n"])
             grid = (-(-s["n"] // s["BLOCK"]),)
             self.constexprs = {"BLOCK": s["BLOCK"]}
-            if self.persistent:   # (build_block opens the loop over blocks)
-                self.kl("prog = tl.program_id(0)")
-                pid = "prog"
-            else:
-                self.kl("pid = tl.program_id(0)")
-                pid = "pid"
+            pid = self.program_id("pid")
         elif lay == "grid2d":
             self.add_int("M", s["M"])
             self.add_int("N", s["N"])
@@ -1309,12 +1312,7 @@ class _Gen:
             grid = (s["M"],)
             self.constexprs = ({"BLOCK_N": s["BLOCK_N"]} if lay == "rows"
                                else {"BLOCK": s["BLOCK"]})
-            if self.persistent:   # (build_block opens the loop over rows)
-                self.kl("prog = tl.program_id(0)")
-                pid = "prog"
-            else:
-                self.kl("row = tl.program_id(0)")
-                pid = "row"
+            pid = self.program_id("row")
         if self.dot:
             self.constexprs["BK"] = s["BK"]
         if self.persistent:
@@ -1366,6 +1364,13 @@ class _Gen:
         else:
             self.build_block(mats, leaves, n_ops, reload_)
         return self.finish()
+
+    def program_id(self, var):
+        """`var = tl.program_id(0)`; persistent: `prog = ...` (build_block then loops
+        `for var in range(prog, ..., tl.num_programs(0))`). Returns the program's name."""
+        name = "prog" if self.persistent else var
+        self.kl(f"{name} = tl.program_id(0)")
+        return name
 
     def early_exit(self, pid, per, shape):
         """early_exit (its own stream): `if <pid beyond the data>: return` with extra

@@ -26,6 +26,8 @@ random upstream gradients). Outcomes:
 Modes: default GPU; ``--cpu-only`` derives and compiles to PTX for sm_90 without a GPU
 and runs the reference on the CPU; ``--interpret`` runs the forward kernels with
 Triton's interpreter on the CPU against their references (checks the generator);
+``--interpret-grad`` runs forward and derived backward in the interpreter and compares
+the gradients as on a GPU (bf16 cases skipped: the interpreter's bf16 math is wrong);
 ``--calibrate`` emulates the backward's accumulation with float32 torch gradients (each
 addition rounded into the shadow dtype, see below) against the float64 reference (how
 much of the tolerance rounding alone uses);
@@ -39,12 +41,24 @@ load, e.g. another Python version).
   PYTHONPATH=python python3 test/fuzz/run.py --cpu-only --count 200
   python3 test/fuzz/run.py --count 200 --grad-options '{"mode": "deterministic"}'   # a schedule
   python3 test/fuzz/run.py --count 500 --workers 16 --json fuzz.json      # on a GPU
+  python3 test/fuzz/run.py --seeds 0:2000 --jobs 16 --always-compile --json fuzz.json
+  python3 test/fuzz/run.py --seeds 0:20000 --require pad_inf --jobs 16    # one class only
+
+The summary ends with a table per feature of match / refused / mismatch / crash (issue
+39's classes, gen.ISSUE39_FEATURES, first). Launches are a user's: runtime arguments by
+position, constexprs set by autotune configs, heuristics or defaults left out, the grid a
+callable of META where sizes are tuned; an autotuned case whose configs change the layout
+gets the generated config (its reference's) through the autotuner's own key and cache
+(`pin_autotune`), one whose configs differ in num_warps / num_stages only is tuned for
+real on a GPU. The backward is launched the same way, after the forward (an autotuned
+forward's backward runs with the config it chose).
   PYTHONPATH=python python3 test/fuzz/run.py --export /tmp/cases --count 600   # here,
   python3 test/fuzz/run.py --imported /tmp/cases --workers 16                  # there
 
 Data: inputs uniform in [-2, 2] or [0.5, 2] (rounded to the case dtype), upstream
 gradients uniform in [-1, 1] everywhere in each output buffer (gaps and never-written
-rows too: the backward must ignore them); fp32 input shadows are pre-filled with random
+rows too: the backward must ignore them); input shadows are fp32 (for fp16 / bf16 inputs
+too, unless --lowp-shadows native: see TOL_FP32_SHADOW) and pre-filled with random
 values (the gradient must be ADDED); every buffer sits between guard bands (a write
 outside is a mismatch), and the backward must leave the forward's buffers untouched.
 """
@@ -843,6 +857,10 @@ def _run_gpu(case, module, imported=None, device="cuda"):
                 bufs, args, residuals = _launch_forward(case, module, values, device,
                                                         forward)
         except Exception as e:  # noqa: BLE001
+            if with_residuals:   # (tritonad's bwd.forward, not the generated kernel)
+                outcome, cause = classify_exception(e)
+                return _result(case, outcome, "bwd.forward: " + cause,
+                               traceback.format_exc()[-4000:], fatal=_is_cuda_error(e))
             return _result(case, "gen-error", "forward launch: " + classify_exception(e)[1],
                            traceback.format_exc()[-4000:], fatal=_is_cuda_error(e))
         bad = _check_forward(case, bufs, outs)
@@ -1578,7 +1596,7 @@ def main(argv=None):
     print(f"\n({mode_name} mode{options}, {summary['seconds']}s, {args.workers} workers)")
     minimized = []
     if not args.no_minimize and not args.regressions and not args.imported and \
-            mode_name in ("gpu", "cpu", "interpret"):
+            mode_name in ("gpu", "cpu", "interpret", "interpret-grad"):
         targets = [r for r in results if r["outcome"] == "mismatch" or
                    (args.minimize_crashes and r["outcome"] == "crash")]
         for r in targets:
