@@ -36,7 +36,15 @@ runner can bound the rounding of the backward's accumulation per addition (run.p
 
 Random streams: `rng` draws the original grammar; the features added later (tileloop,
 while, dot, dot_kloop) draw from `xrng` only, so a seed that does not use them generates
-the same kernel as before they existed.
+the same kernel as before they existed. Issue 39's features (ISSUE39_FEATURES: what
+library kernels do and the grammar never produced) each draw from a stream of their own
+(`frng[feature]`), likewise: a seed that uses none of them is unchanged.
+
+Launch (issue 39): META may name `launch_constexprs` (those a user passes: not the ones
+an autotune config, a heuristic or a default sets), `autotune` (the index of the
+generated config in the module's CONFIGS, the tuned names, whether the configs keep the
+layout), `heuristics`; such a module defines `launch_grid(META)`. Persistent cases (`P`
+in the reference) count programs modulo the grid.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ import os
 import random
 import sys
 import tempfile
+import types
 from typing import Dict, List, Optional, Sequence
 
 FUZZ_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -118,8 +127,41 @@ FEATURES = {
                   "values as a store: each element is added once)",
     # dtypes
     "fp16": "fp16 buffers (math in fp32)", "bf16": "bf16 buffers (math in fp32)",
+    # what library kernels do and the features above never produced (issue 39); each
+    # draws from its own stream (see ISSUE39_FEATURES)
+    "pad_inf": "masked lanes loaded with other=-inf (or +inf) and used as padding: max / "
+               "min reductions over them without a tl.where, softmax rows (p, p * x), a "
+               "logsumexp, an entropy and an expected value (tl.where(mask, p * logp, 0)), "
+               "x * sum(exp(x)); in row loops an online logsumexp over -inf-padded chunks "
+               "starting from m = -inf",
+    "shared_weight": "an fp16 / bf16 case whose row vector (or one-element scalar) is "
+                     "shared by hundreds of programs, or whose rows are long: its gradient "
+                     "is a long sum, which must be accumulated in fp32 and rounded once "
+                     "(the runner's fp32-shadow tolerance allows no more)",
+    "autotune": "the kernel under @triton.autotune over 2-3 configs (block sizes, "
+                "num_warps, num_stages) and a grid callable of META; where the configs "
+                "change the layout the runner makes the autotuner pick the generated one "
+                "(its benchmark replaced), else it tunes for real on a GPU",
+    "heuristics": "a block size computed by @triton.heuristics from the arguments "
+                  "(not passed at launch; the grid a callable of META)",
+    "early_exit": "an early return on a program condition: `if pid * BLOCK >= n: return` "
+                  "with more programs than blocks, or `if pid % K == R: return`; at the top "
+                  "(around the loops of loop layouts) or after the loads",
+    "persistent": "a persistent grid-stride loop over rows (or blocks): for row in "
+                  "range(tl.program_id(0), M, tl.num_programs(0)) storing each one, with "
+                  "fewer programs than rows; shared vectors loaded once before the loop",
+    "constexpr_default": "constexprs with default values, not passed at launch: a block "
+                         "size, a SCALE in the math, a FLAG selecting a branch",
+    "launch_kw_name": "parameters named like launch keywords: a constexpr num_stages "
+                      "passed to tl.range (or num_warps used as a number), a runtime float "
+                      "named grid (the runner launches with positional arguments)",
 }
 ALL_FEATURES = frozenset(FEATURES)
+# Issue 39's features, in the order of their streams (each draws from its own, so turning
+# one on or off changes no other's draws, and a seed that uses none of them generates the
+# kernel it generated before they existed).
+ISSUE39_FEATURES = ("pad_inf", "shared_weight", "autotune", "heuristics", "early_exit",
+                    "persistent", "constexpr_default", "launch_kw_name")
 LAYOUTS = ("flat", "rows", "grid2d", "loop", "tileloop")
 DTYPES = {"fp32": "tl.float32", "fp16": "tl.float16", "bf16": "tl.bfloat16"}
 DOMAINS = {"any": (-2.0, 2.0), "pos": (0.5, 2.0)}
@@ -242,6 +284,8 @@ class _Gen:
         self.xrng = random.Random(seed * 1000033 + 17)  # tileloop / while / dot decisions
         self.drng = random.Random(seed * 1000037 + 29)  # pid_decode
         self.wrng = random.Random(seed * 1000039 + 31)  # atomic_out
+        self.frng = {f: random.Random(seed * 1000081 + 37 * i + 1)
+                     for i, f in enumerate(ISSUE39_FEATURES)}
         self.enabled = set(enabled)
         self.used = set()
         self.size_override = dict(sizes or {})
@@ -258,6 +302,7 @@ class _Gen:
         self.outputs: Dict[str, str] = {}   # name -> torch expression of (value, written)
         self.index_ok = False               # cols / offs / rm / rn defined here
         self.seen = {}                      # (kernel expression, indent) -> V
+        self.atomic_ptrs = set()            # outputs written by tl.atomic_add
 
     # -- bookkeeping ----------------------------------------------------------
     def want(self, feat, p):
@@ -271,6 +316,11 @@ class _Gen:
         hit = self.xrng.random() < p
         return hit and feat in self.enabled
 
+    def fwant(self, feat, p):
+        """Like `want`, drawing from `feat`'s own stream (the issue-39 features)."""
+        hit = self.frng[feat].random() < p
+        return hit and feat in self.enabled
+
     def use(self, feat):
         self.used.add(feat)
 
@@ -281,6 +331,7 @@ class _Gen:
         if (self.wrng.random() < 0.25 and "atomic_out" in self.enabled
                 and self.dtype != "bf16"):
             self.use("atomic_out")
+            self.atomic_ptrs.add(args.split(" ", 1)[0])
             return f"tl.atomic_add({args})"
         return f"tl.store({args})"
 
@@ -353,12 +404,42 @@ class _Gen:
         self.dot_kloop = self.xwant("dot_kloop", 0.5) and self.dot and layout == "grid2d"
         self.while_draws = [self.xrng.random() for _ in range(3)]
         self.xdraws = [self.xrng.random() for _ in range(4)]
+        # issue 39's features that depend on the layout only (each from its own stream)
+        self.persistent = self.fwant("persistent", 0.2) and layout in ("rows", "flat")
+        self.pad = self.fwant("pad_inf", 0.15)
+        self.exit_draw = self.fwant("early_exit", 0.12) and not self.persistent
+        self.autotune = self.fwant("autotune", 0.1)
+        self.heuristics = self.fwant("heuristics", 0.08)
+        cd = self.frng["constexpr_default"]
+        self.defaults_draw = self.fwant("constexpr_default", 0.08)
+        self.default_block, self.out_scale, self.out_flag = (
+            cd.random() < 0.6, cd.choice([0.5, 0.75, 1.25, 1.5, 2.0]), cd.random() < 0.5)
+        kw = self.frng["launch_kw_name"]
+        keyword = self.fwant("launch_kw_name", 0.08)
+        kind = kw.choice(["stages", "warps", "grid"])
+        self.alpha_name = "grid" if keyword and kind == "grid" else "alpha"
+        # a constexpr named num_stages passed to tl.range (loop layouts), or num_warps used
+        # as a number; not under autotune (its configs set these options themselves)
+        self.stages_param = keyword and kind == "stages" and layout in ("loop", "tileloop") \
+            and not self.autotune
+        self.warps_param = keyword and kind in ("stages", "warps") and not self.stages_param \
+            and not self.autotune
+        self.kw_value = kw.choice([1, 2, 3]) if self.stages_param else kw.choice([2, 4, 8])
+        self.stages_used = False
 
     def choose_dtype(self):
         r = self.rng.random()
         dt = "fp32" if r < 0.6 else ("fp16" if r < 0.8 else "bf16")
         if dt != "fp32" and dt not in self.enabled:
             dt = "fp32"
+        # shared_weight: an fp16 / bf16 case (its own stream)
+        self.shared = self.fwant("shared_weight", 0.1) and \
+            self.layout in ("rows", "loop", "grid2d", "tileloop")
+        low = [d for d in ("bf16", "fp16") if d in self.enabled]
+        if self.shared and dt == "fp32":
+            self.shared = bool(low)
+            if low:
+                dt = self.frng["shared_weight"].choice(low)
         if dt != "fp32":
             self.use(dt)
         self.dtype = dt
@@ -414,6 +495,8 @@ class _Gen:
             s["BK"] = o.get("BK", bk)
             if self.dot_kloop:
                 s["K"] = o.get("K", s["BK"] * nk + (kt if tail and x.random() < 0.6 else 0))
+        if self.shared:
+            self.shared_sizes(s, o)
         for key in s:
             s[key] = max(1, int(s[key]))
         if self.layout in ("flat",):
@@ -426,6 +509,36 @@ class _Gen:
                 or (lay == "loop" and s["N"] % s["BLOCK"]) or (s.get("K", 0) % s.get("BK", 1)):
             self.use("mask_tail")
         self.sizes = s
+        if self.persistent:   # fewer programs than rows (blocks)
+            count = s["M"] if lay == "rows" else -(-s["n"] // s["BLOCK"])
+            f = self.frng["persistent"]
+            self.programs = max(1, min(count - 1, f.choice([1, 2, 3, 4, 5, 7, count // 2])))
+            self.persistent = count >= 2
+            # the row length and strides as constexprs (as in Triton's tutorials): tritonad
+            # proves the rows disjoint from them; runtime ones it refuses (located)
+            self.const_sizes = f.random() < 0.6
+
+    def shared_sizes(self, s, o):
+        """shared_weight: hundreds of programs share the row vector (or scalar), or (row
+        layouts) a few long rows; at most ~2e5 elements."""
+        f = self.frng["shared_weight"]
+        lay = self.layout
+        kind = f.choice(["programs", "programs", "long_rows"]) if lay in ("rows", "loop") \
+            else "programs"
+        self.shared_kind = kind
+        if kind == "long_rows":
+            s["M"] = o.get("M", f.randint(3, 12))
+            if lay == "rows":
+                s["N"] = o.get("N", f.randint(700, 3000))
+                s["BLOCK_N"] = _next_pow2(s["N"])
+            else:
+                s["N"] = o.get("N", s["BLOCK"] * f.randint(20, 60) + s["N"] % s["BLOCK"])
+        elif lay in ("rows", "loop"):
+            s["M"] = o.get("M", f.randint(160, min(480, 200_000 // s["N"])))
+        else:
+            bm = s["BM"]
+            most = max(8, min(64, 200_000 // (bm * s["N"])))
+            s["M"] = o.get("M", bm * f.randint(min(8, most), most) + s["M"] % bm)
 
     # -- geometry helpers (per layout) ---------------------------------------
     @property
@@ -521,6 +634,16 @@ class _Gen:
             return f"R.load(ctx, T, {ptr!r}).reshape({(1,) * len(shape)}).expand({shape})"
         return f"R.load(ctx, T, {ptr!r}, {tuple(p['view'])!r})"
 
+    def plain_offsets(self, info):
+        """The offsets of a full-shape input's elements (pointer arithmetic, no block ptr)."""
+        st, cs = info.get("stride"), info["colstride"]
+        if self.layout == "flat":
+            return f"offs * {st}" if st else "offs"
+        step = f" * {cs}" if cs != "1" else ""
+        if self.layout in ("rows", "loop"):
+            return f"row * {st} + cols{step}"
+        return f"rm[:, None] * {st} + rn[None, :]{step}"
+
     def load_full(self, info, block_ptr_ok=True, helper_ok=True):
         """Kernel lines loading a full-shape input into info['name'] (not the torch side)."""
         name, ptr, st, cs = info["name"], info["ptr"], info.get("stride"), info["colstride"]
@@ -544,12 +667,7 @@ class _Gen:
                     f"padding_option=\"zero\").to(tl.float32)")
             self.kl(f"{name} = tl.where(mask, {name}, {OTHER})")
             return
-        if lay == "flat":
-            offs = f"offs * {st}" if st else "offs"
-        elif lay in ("rows", "loop"):
-            offs = f"row * {st} + cols" + (f" * {cs}" if cs != "1" else "")
-        else:
-            offs = f"rm[:, None] * {st} + rn[None, :]" + (f" * {cs}" if cs != "1" else "")
+        offs = self.plain_offsets(info)
         if helper_ok and self.want("helper_load", 0.2):
             self.use("helper_load")
             self.helpers["_load_f32"] = (
@@ -694,7 +812,7 @@ class _Gen:
                 lo, hi = sorted((a.lo ** p, a.hi ** p))
             elif kind == "scalar_arg":
                 self.need_alpha = True
-                k, t = f"{a.name} * alpha", f"{a.name} * S['alpha']"
+                k, t = f"{a.name} * {self.alpha_name}", f"{a.name} * S[{self.alpha_name!r}]"
                 lo, hi = sorted((a.lo * self.alpha, a.hi * self.alpha))
             else:
                 which = r.choice(["scale", "shift", "square", "neg"])
@@ -805,7 +923,7 @@ class _Gen:
         for g in gaps:
             self.tl_(g)
         if self.want("helpers", 0.2) and ("mask" not in k and "offs" not in k and
-                                          "cols" not in k and "alpha" not in k and
+                                          "cols" not in k and self.alpha_name not in k and
                                           "rm[" not in k and "rn[" not in k):
             self.use("helpers")
             names = []
@@ -988,8 +1106,31 @@ class _Gen:
                                           target.hi + 0.5 * max(v.hi, 0)), pool)
         return target
 
+    def output_value(self, v):
+        """The first output stored carries constexpr_default's SCALE (and a FLAG branch,
+        dead at its default) and launch_kw_name's num_warps used as a number."""
+        scale = self.defaults_draw
+        if getattr(self, "out_consts", None) is not None or not (scale or self.warps_param):
+            return v
+        k = t = v.name
+        if scale:
+            self.use("constexpr_default")
+            k, t = f"{k} * SCALE", f"{t} * {self.out_scale!r}"
+        if self.warps_param:
+            self.use("launch_kw_name")
+            k, t = f"{k} * (num_warps * 0.25)", f"{t} * {self.kw_value * 0.25!r}"
+        out = self.assign(k, t, v.shape, v.lo, v.hi, prefix="o")
+        if scale and self.out_flag:
+            self.kl("if FLAG:")
+            self.kl(f"    {out.name} = -{out.name}")
+        self.out_consts = dict(SCALE=self.out_scale if scale else None,
+                               FLAG=scale and self.out_flag,
+                               num_warps=self.kw_value if self.warps_param else None)
+        return out
+
     def out_full(self, name, v, block_ptr_ok=True):
         """Stores full-shape v to a new output `name`; returns the torch expression."""
+        v = self.output_value(v)
         s = self.sizes
         ptr = f"{name}_ptr"
         strided = self.layout != "flat" and self.want("strided", 0.2)
@@ -1033,6 +1174,7 @@ class _Gen:
 
     def out_reduced(self, name, v):
         """Stores a per-program (reduced) value; returns nothing (records the output)."""
+        v = self.output_value(v)
         s = self.sizes
         ptr = f"{name}_ptr"
         val = f"{v.name}.to({self.DT})"
@@ -1128,6 +1270,10 @@ class _Gen:
         reload_ = self.want("reload", 0.2)
         if self.layout == "flat":
             n_row = n_col = 0
+        if self.shared:   # something shared by every program: its gradient is a long sum
+            self.use("shared_weight")
+            if n_row == 0 and n_scal == 0:
+                n_row = 1
         mats = [self.matrix_input(i, domains[i]) for i in range(n_mat)]
         s = self.sizes
         for i in range(n_row):
@@ -1145,8 +1291,7 @@ class _Gen:
             self.add_int("n", s["n"])
             grid = (-(-s["n"] // s["BLOCK"]),)
             self.constexprs = {"BLOCK": s["BLOCK"]}
-            self.kl("pid = tl.program_id(0)")
-            pid = "pid"
+            pid = self.program_id("pid")
         elif lay == "grid2d":
             self.add_int("M", s["M"])
             self.add_int("N", s["N"])
@@ -1167,30 +1312,38 @@ class _Gen:
             grid = (s["M"],)
             self.constexprs = ({"BLOCK_N": s["BLOCK_N"]} if lay == "rows"
                                else {"BLOCK": s["BLOCK"]})
-            self.kl("row = tl.program_id(0)")
-            pid = "row"
+            pid = self.program_id("row")
         if self.dot:
             self.constexprs["BK"] = s["BK"]
+        if self.persistent:
+            self.use("persistent")
+            grid = (self.programs,)
         if lay != "grid2d":
             self.grid = grid
         # (grid[0]: the count of pid_m values, whether decoded or not)
         shape = self.SHAPE
         like = f"T[{self.params[0]['name']!r}]"
         self.tl_(f"_like = {like}")
+        per = {"flat": s.get("BLOCK"), "grid2d": s.get("BM"),
+               "tileloop": s.get("BM")}.get(lay, 1)   # rows per value of `pid`
         if early and grid[0] >= 2:
             self.use("early_return")
             limit = r.randint(1, grid[0] - 1)
             self.add_int("limit", limit)
             self.kl(f"if {pid} >= limit:")
             self.kl("    return")
-            per = {"flat": s.get("BLOCK"), "grid2d": s.get("BM"),
-                   "tileloop": s.get("BM")}.get(lay, 1)
-            self.tl_(f"W = R.lt({shape}, 0, {limit * per}, _like)")
+            if self.persistent:   # programs >= limit skip their rows p, p + G, ...
+                self.tl_(f"W = R.index({shape}, 0, _like) // {per} % {grid[0]} < {limit}")
+            else:
+                self.tl_(f"W = R.lt({shape}, 0, {limit * per}, _like)")
         else:
             self.tl_(f"W = R.ones({shape}, _like)")
+        self.early_exit(pid, per, shape)
         block = {"flat": (s.get("BLOCK"),), "grid2d": (s.get("BM"), s.get("BN")),
                  "tileloop": (s.get("BM"), s.get("N"))}.get(lay, (1, s.get("N")))
-        self.tl_(f"P = R.pids({shape}, {block}, _like)   # which program writes each element")
+        program = f" % {self.programs}" if self.persistent else ""
+        self.tl_(f"P = R.pids({shape}, {block}, _like){program}   # which program writes "
+                 f"each element")
         # reference leaves: one R.load per load site (torch side the same for every layout)
         for p in self.params:
             self.tl_(f"{p['name'][:-4]} = {self.torch_load(p['name'])}")
@@ -1211,6 +1364,53 @@ class _Gen:
         else:
             self.build_block(mats, leaves, n_ops, reload_)
         return self.finish()
+
+    def program_id(self, var):
+        """`var = tl.program_id(0)`; persistent: `prog = ...` (build_block then loops
+        `for var in range(prog, ..., tl.num_programs(0))`). Returns the program's name."""
+        name = "prog" if self.persistent else var
+        self.kl(f"{name} = tl.program_id(0)")
+        return name
+
+    def early_exit(self, pid, per, shape):
+        """early_exit (its own stream): `if <pid beyond the data>: return` with extra
+        programs in the grid, or `if pid % K == R: return` (those programs' rows are not
+        written). At the top, or (block layouts, where every load is masked by the data's
+        bounds) after the loads: self.exit_line, emitted by build_block."""
+        self.exit_line, self.grid_extra = None, 0
+        if not self.exit_draw:
+            return
+        f = self.frng["early_exit"]
+        kind, where, extra = f.choice(["bound", "modulo"]), f.choice(["top", "loads"]), \
+            f.randint(1, 3)
+        k, rem = f.choice([2, 3]), f.randrange(3)
+        lay, s = self.layout, self.sizes
+        decoded = "pid_decode" in self.used
+        if kind == "bound" and decoded:
+            kind = "modulo"
+        if where == "loads" and (lay not in ("flat", "grid2d") or
+                                 (kind == "bound" and lay == "rows")):
+            where = "top"
+        if kind == "bound":
+            cond = {"flat": "pid * BLOCK >= n", "grid2d": "pid_m * BM >= M",
+                    "tileloop": "pid_m * BLOCK_M >= M"}.get(lay, "row >= M")
+            self.grid_extra = extra
+            self.grid = (self.grid[0] + extra,) + tuple(self.grid[1:])
+        else:
+            count = {"flat": -(-s.get("n", 0) // s.get("BLOCK", 1))}.get(
+                lay, -(-s["M"] // per) if "M" in s else 0)
+            if count < 2:
+                return
+            rem %= k
+            cond = f"{pid} % {k} == {rem}"
+            self.tl_(f"W = W & (R.index({shape}, 0, _like) // {per} % {k} != {rem})")
+        self.use("early_exit")
+        line = f"if {cond}:"
+        if where == "top":
+            self.kl(line)
+            self.kl("    return")
+        else:
+            self.exit_line = line
 
     def load_vectors(self, leaves):
         lay = self.layout
@@ -1233,21 +1433,34 @@ class _Gen:
 
     def build_block(self, mats, leaves, n_ops, reload_):
         lay = self.layout
+        vectors = {k: v for k, v in leaves.items() if k[0] != "x"}
+        if lay == "rows":
+            self.kl("cols = tl.arange(0, BLOCK_N)")
+            self.kl("mask = cols < N")
+        if self.persistent:
+            # a grid-stride loop over the rows (blocks); what every row shares is loaded
+            # once per program, before it
+            shared = {k: v for k, v in vectors.items() if k[0] in "ws"}
+            self.load_vectors(shared)
+            vectors = {k: v for k, v in vectors.items() if k not in shared}
+            var, stop = ("row", "M") if lay == "rows" else ("pid", "tl.cdiv(n, BLOCK)")
+            loop = self.frng["persistent"].choice(["range", "tl.range"])
+            self.kl(f"for {var} in {loop}(prog, {stop}, tl.num_programs(0)):")
+            self.ki += 1
         if lay == "flat":
             self.kl("offs = pid * BLOCK + tl.arange(0, BLOCK)")
             self.kl("mask = offs < n")
-        elif lay == "rows":
-            self.kl("cols = tl.arange(0, BLOCK_N)")
-            self.kl("mask = cols < N")
-        else:
+        elif lay != "rows":
             self.kl("rm = pid_m * BM + tl.arange(0, BM)")
             self.kl("rn = pid_n * BN + tl.arange(0, BN)")
             self.kl("mask = (rm[:, None] < M) & (rn[None, :] < N)")
         self.index_ok = True
         for m in mats:
             self.load_full(m)
-        self.load_vectors({k: v for k, v in leaves.items() if k[0] != "x"})
+        self.load_vectors(vectors)
         pool = list(leaves.values())
+        if self.pad:
+            self.emit_padded(mats, leaves, pool)
         if self.want("shifted_load", 0.2):
             self.use("shifted_load")
             m = mats[0]
@@ -1267,6 +1480,9 @@ class _Gen:
             pool.append(V(nm, v0.shape, min(v0.lo, OTHER), max(v0.hi, OTHER), leaf=True))
         if self.dot:
             self.emit_dot_block(pool)
+        if self.exit_line:   # (early_exit after the loads)
+            self.kl(self.exit_line)
+            self.kl("    return")
         first = n_ops // 2 if reload_ else n_ops
         self.emit_ops(pool, first)
         if reload_:
@@ -1292,6 +1508,105 @@ class _Gen:
         if self.want("multi_out", 0.7) and reduced:
             self.use("multi_out")
             self.out_reduced("r0", reduced[-1])
+
+    PAD_PATTERNS = ("max", "softmax", "softmax_x", "lse", "entropy", "expected",
+                    "scaled_sum", "hinge")
+
+    def emit_padded(self, mats, leaves, pool):
+        """pad_inf in block layouts (its own stream): a load of an input whose masked
+        lanes hold -inf (sigma = 1) or +inf (sigma = -1), used as padding is: reduced
+        without a tl.where (max / min; sum of exp(sigma * x), 0 there), through a softmax
+        (p, p * x), a logsumexp, an entropy and an expected value (tl.where(mask, ., 0)
+        around the products of the padding), x * sum(exp(sigma * x)), a hinge sum
+        tl.where(x > t, x - t, 0). Its result (and maybe the padded value itself, whose
+        masked lanes then flow through any op) joins the pool."""
+        f = self.frng["pad_inf"]
+        self.use("pad_inf")
+        m = mats[f.randrange(len(mats))]
+        sigma = f.choice([1, 1, -1])
+        pattern = f.choice(self.PAD_PATTERNS)
+        lay = self.layout
+        x = m["name"] + "p"
+        lo, hi = DOMAINS[m["domain"]]
+        inf = '-float("inf")' if sigma > 0 else 'float("inf")'
+        self.kl(f"{x} = tl.load({m['ptr']} + {self.plain_offsets(m)}, mask=mask, "
+                f"other={inf}).to(tl.float32)")
+        self.tl_(f"{x} = {self.torch_load(m['ptr'])}")
+        xv = V(x, self.full_shape(), lo, hi, leaf=True, sel=leaves[m["name"]].sel)
+        axis = f.choice([0, 1]) if lay == "grid2d" else 0
+        bs, dims, count = self.bs_dims(axis)
+        if lay == "grid2d":
+            rshape = (False, True) if axis == 0 else (True, False)
+            red = lambda fn, v: f"{fn}({v}, axis={axis}, keep_dims=True)"  # noqa: E731
+        else:
+            rshape = self.scalar_shape()
+            red = lambda fn, v: f"{fn}({v}, axis=0)"  # noqa: E731
+        ref = lambda v, op: f"R.reduce({v}, {bs}, {dims}, {op!r}, ctx, 'pad {op}')"  # noqa
+        op, sign = ("max", "") if sigma > 0 else ("min", "-")
+        spread = hi - lo
+        out = []
+        mx = self.assign(red(f"tl.{op}", x), ref(x, op), rshape, lo, hi)
+        mx.sel |= xv.sel
+        if pattern == "max":
+            out.append(mx)
+        elif pattern in ("softmax", "softmax_x", "lse", "entropy", "expected"):
+            # shifted = sigma (x - m) <= 0 on the real lanes, -inf on the padding
+            diff = f"{x} - {mx.name}" if sigma > 0 else f"{mx.name} - {x}"
+            e = self.assign(f"tl.exp({diff})", f"torch.exp({diff})", self.full_shape(),
+                            math.exp(-spread), 1.0)
+            tot = self.assign(red("tl.sum", e.name), ref(e.name, "sum"), rshape, 1.0, count)
+            if pattern in ("softmax", "softmax_x", "expected"):
+                prob = self.assign(f"{e.name} / {tot.name}", f"{e.name} / {tot.name}",
+                                   self.full_shape(), math.exp(-spread) / count, 1.0)
+                if pattern == "softmax":
+                    out.append(prob)
+                elif pattern == "softmax_x":
+                    out.append(self.assign(f"{prob.name} * {x}", f"{prob.name} * {x}",
+                                           self.full_shape(), min(lo, 0.0), max(hi, 0.0)))
+                else:
+                    k = red("tl.sum", f"tl.where(mask, {prob.name} * {x}, 0.0)")
+                    out.append(self.assign(k, ref(f"{prob.name} * {x}", "sum"), rshape, lo, hi))
+            elif pattern == "lse":
+                out.append(self.assign(f"{mx.name} {sign or '+'} tl.log({tot.name})",
+                                       f"{mx.name} {sign or '+'} torch.log({tot.name})",
+                                       rshape, lo - (math.log(count) if sigma < 0 else 0),
+                                       hi + (math.log(count) if sigma > 0 else 0)))
+            else:   # entropy of the softmax: p * logp is 0 * -inf on the padding
+                logp = self.assign(f"({diff}) - tl.log({tot.name})",
+                                   f"({diff}) - torch.log({tot.name})", self.full_shape(),
+                                   -spread - math.log(count), 0.0)
+                prob = self.assign(f"tl.exp({logp.name})", f"torch.exp({logp.name})",
+                                   self.full_shape(), math.exp(-spread) / count, 1.0)
+                k = red("tl.sum", f"tl.where(mask, {prob.name} * {logp.name}, 0.0)")
+                out.append(self.assign(f"-{k}", f"-{ref(f'{prob.name} * {logp.name}', 'sum')}",
+                                       rshape, 0.0, math.log(count)))
+        elif pattern == "scaled_sum":
+            ex = f"tl.exp({sign}{x})"
+            big = math.exp(max(sigma * lo, sigma * hi))
+            c = 1.0 / count
+            k = f"{x} * ({red('tl.sum', ex)} * {c!r})"
+            t = f"{x} * ({ref(f'torch.exp({sign}{x})', 'sum')} * {c!r})"
+            out.append(self.assign(k, t, self.full_shape(), min(lo * big, 0.0),
+                                   max(hi * big, 0.0)))
+        else:   # hinge: the padding selects 0 by a comparison of the data
+            thr = round(_c(lo + spread * f.uniform(0.3, 0.7)) * 4) / 4   # dyadic: exact
+            c = 1.0 / count
+            if sigma > 0:
+                k = red("tl.sum", f"tl.where({x} > {thr!r}, {x} - {thr!r}, 0.0)")
+                t = ref(f"torch.where({x} > {thr!r}, {x} - {thr!r}, torch.zeros_like({x}))",
+                        "sum")
+            else:
+                k = red("tl.sum", f"tl.where({x} < {thr!r}, {thr!r} - {x}, 0.0)")
+                t = ref(f"torch.where({x} < {thr!r}, {thr!r} - {x}, torch.zeros_like({x}))",
+                        "sum")
+            out.append(self.assign(f"{k} * {c!r}", f"{t} * {c!r}", rshape, 0.0, spread))
+        for v in out:
+            v.root = True   # (folded into an output always)
+            pool.append(v)
+        if f.random() < 0.5:   # the padding itself flows through later ops (masked lanes)
+            pool.append(xv)
+        else:
+            xv.used = True
 
     def build_loop(self, mats, leaves, n_ops):
         """loop: one program per row, `for k in range(0, N, BLOCK)` over 1-D column chunks;
@@ -1367,6 +1682,12 @@ class _Gen:
         self.loop_while = {"a": force_while or ("while" in self.enabled and
                                                 wd[0] < (0.35 if accumulating else 0.06)),
                            "b": "while" in self.enabled and wd[1] < 0.05}
+        if self.pad and not self.loop_while["a"]:
+            # pad_inf: an online logsumexp over chunks loaded with other=-inf, from
+            # m = -inf (a cross-entropy's), last so that it is the reduced output
+            self.use("pad_inf")
+            pm = mats[self.frng["pad_inf"].randrange(len(mats))]
+            stats.append(dict(kind="lse_pad", name=f"st{len(stats)}", mat=pm))
         # loop one
         self.emit_chunk_setup(mats, "a")
         if self.dot:
@@ -1377,7 +1698,7 @@ class _Gen:
                 self.kl(f"acc_{nm} = tl.zeros({vec}, dtype=tl.float32)")
             elif kd == "sum_scalar":
                 self.kl(f"acc_{nm} = tl.zeros({row1}, dtype=tl.float32)")
-            elif kd == "lse":
+            elif kd in ("lse", "lse_pad"):
                 self.kl(f"l_{nm} = tl.zeros({row1}, dtype=tl.float32)")
         body_n = max(1, n_ops - (2 if second_loop else 0))
         pool, loop_marks = self.emit_loop_head(mats, rowvecs, outer, "a")
@@ -1386,6 +1707,9 @@ class _Gen:
         running_vals = []
         for i, st in enumerate(stats):
             nm, kd = st["name"], st["kind"]
+            if kd == "lse_pad":
+                self.emit_lse_pad(st, red, B, nch, rshape, used_in_loop, running_vals)
+                continue
             fresh = [v for v in pool if all(v.shape) and not v.used]
             u = fresh[-1] if fresh else self.pick(pool, lambda v: all(v.shape))
             if i == 0:   # fold the body's other unused values in
@@ -1490,6 +1814,8 @@ class _Gen:
                 inits.append(f"m_{nm} = tl.full({vec}, {st['neutral']!r}, tl.float32)")
             elif kd in ("max_scalar", "min_scalar", "lse"):
                 inits.append(f"m_{nm} = tl.full({row1}, {st['neutral']!r}, tl.float32)")
+            elif kd == "lse_pad":
+                inits.append(f"m_{nm} = tl.full({row1}, float(\"-inf\"), tl.float32)")
         self.k[self.loop_start:self.loop_start] = ["    " * self.ki + i for i in inits]
         finals = []
         for st in stats:
@@ -1516,6 +1842,27 @@ class _Gen:
             self.out_reduced("r0", post[-1])
         if len(self.outputs) > 1:
             self.use("multi_out")
+
+    def emit_lse_pad(self, st, red, block, nch, rshape, used_in_loop, running_vals):
+        """The online logsumexp of pad_inf: this iteration's chunk of an input loaded
+        with other=-inf (a load site of its own), max and sum of exp without tl.where."""
+        nm, m = st["name"], st["mat"]
+        q = f"{m['name']}q"
+        self.kl(f"{q} = tl.load({m['ptr']} + {self.plain_offsets(m)}, mask=mask, "
+                f"other=-float(\"inf\")).to(tl.float32)")
+        self.tl_(f"{q} = {self.torch_load(m['ptr'])}")
+        self.kl(f"mx_{nm} = tl.maximum(m_{nm}, {red('tl.max', q)})")
+        self.kl(f"l_{nm} = l_{nm} * tl.exp(m_{nm} - mx_{nm}) + "
+                f"{red('tl.sum', f'tl.exp({q} - mx_{nm})')}")
+        self.kl(f"m_{nm} = mx_{nm}")
+        lo, hi = DOMAINS[m["domain"]]
+        hi += math.log(nch * block)
+        run_k = f"m_{nm} + tl.log(l_{nm})"
+        st.update(run_k=run_k, lo=lo, hi=hi, sel=frozenset())
+        self.tl_(f"rs_{nm} = R.running({q}, {block}, 'lse')")
+        if used_in_loop:
+            self.kl(f"rs_{nm} = {run_k}")
+            running_vals.append(V(f"rs_{nm}", rshape, lo, hi))
 
     def emit_chunk_setup(self, mats, tag):
         """Pre-loop pointer setup of one loop (block pointers / advanced pointers)."""
@@ -1561,6 +1908,10 @@ class _Gen:
             self.use("while")
             self.kl("k = 0")
             self.kl("while k < N:")
+        elif self.stages_param:   # launch_kw_name: the tutorial softmax's signature
+            self.stages_used = True
+            self.use("launch_kw_name")
+            self.kl(f"for k in tl.range(0, N, {BLK}, num_stages=num_stages):")
         else:
             self.kl(f"for k in range(0, N, {BLK}):")
         self.ki += 1
@@ -1714,28 +2065,162 @@ class _Gen:
         ptrs = list(self.params)
         self.rng.shuffle(ptrs)
         ints = list(self.int_params)
+        if self.persistent and self.const_sizes:
+            sizes = [p for p in ints if p["name"] in ("n", "N") or p["name"].startswith("stride")]
+            ints = [p for p in ints if p not in sizes]
+            self.constexprs.update({p["name"]: p["value"] for p in sizes})
         if self.need_flag:
             ints.append(dict(name="flag", kind="i32", value=self.flag))
         floats = []
         if self.need_alpha:
-            floats.append(dict(name="alpha", kind="fp32", value=self.alpha))
+            floats.append(dict(name=self.alpha_name, kind="fp32", value=self.alpha))
+            if self.alpha_name != "alpha":
+                self.use("launch_kw_name")
         params = ptrs + ints + floats
         name = f"fuzz_kernel_{self.seed}"
+        launch = self.launch_setup()
+        defaults = launch["defaults"]
         sig = ", ".join([p["name"] for p in params] +
-                        [f"{c}: tl.constexpr" for c in self.constexprs])
-        kernel = f"@triton.jit\ndef {name}({sig}):\n" + "\n".join(self.k) + "\n"
+                        [f"{c}: tl.constexpr" for c in self.constexprs if c not in defaults] +
+                        [f"{c}: tl.constexpr = {defaults[c]!r}" for c in defaults])
+        kernel = "".join(launch["decorators"]) + \
+            f"@triton.jit\ndef {name}({sig}):\n" + "\n".join(self.k) + "\n"
         ref = ("def reference(T, S, ctx):\n" + "\n".join(self.t) + "\n"
                "    return {" + ", ".join(f"{k!r}: {v}" for k, v in self.outputs.items()) + "}\n")
         meta = dict(name=name, layout=self.layout, dtype=self.dtype, grid=list(self.grid),
                     constexprs=self.constexprs, params=params, sizes=self.sizes,
                     seed=self.seed, features=sorted(self.used))
+        if launch["meta"]:   # (only where an issue-39 feature changes the launch)
+            meta.update(launch["meta"])
         helpers = "\n\n".join(self.helpers[h] for h in sorted(self.helpers))
         source = (f"# tritonad fuzz case: seed {self.seed}, layout {self.layout}, "
                   f"dtype {self.dtype}\n# features: {' '.join(sorted(self.used))}\n"
                   + PRELUDE + "\nMETA = " + _pretty(meta) + "\n\n"
+                  + launch["prelude"]
                   + (helpers + "\n\n" if helpers else "") + kernel + "\n\n" + ref
                   + f"\n\nkernel = {name}\n")
         return source, meta
+
+    BLOCK_NAMES = ("BLOCK", "BLOCK_N", "BM", "BN", "BLOCK_M")
+
+    def launch_setup(self):
+        """How the kernel is launched (issue-39 features): autotune configs, heuristics,
+        constexpr defaults, constexprs named like launch keywords, the grid as a callable
+        of META. Adds those constexprs to self.constexprs; returns decorators, module
+        text before the kernel, META entries, defaults."""
+        cx = self.constexprs
+        out = dict(decorators=[], prelude="", meta={}, defaults={})
+        owner = {}   # constexpr -> autotune / heuristics / default (not passed at launch)
+        blocks = [b for b in self.BLOCK_NAMES if b in cx]
+        if self.autotune:
+            self.use("autotune")
+            f = self.frng["autotune"]
+            layout_free = f.random() < 0.4 or not blocks
+            tuned = [] if layout_free else f.sample(blocks, f.randint(1, len(blocks)))
+            options = lambda: dict(num_warps=f.choice([1, 2, 4, 8]),  # noqa: E731
+                                   num_stages=f.choice([1, 2, 3]))
+            configs = [({t: cx[t] for t in tuned}, options())]
+            for _ in range(f.randint(1, 2)):
+                kw = {t: cx[t] for t in tuned}
+                if tuned:
+                    t = f.choice(tuned)
+                    kw[t] = self.alternative_block(t, kw[t], f)
+                configs.append((kw, options()))
+            order = list(range(len(configs)))
+            f.shuffle(order)
+            chosen = order.index(0)
+            ints = [p["name"] for p in self.int_params]
+            key = ["n"] if "n" in ints else f.choice([["M", "N"], ["N"], ["M"]])
+            lines = ["CONFIGS = ["] + [
+                f"    triton.Config({configs[i][0]!r}, num_warps={configs[i][1]['num_warps']}, "
+                f"num_stages={configs[i][1]['num_stages']})," for i in order] + ["]", "", ""]
+            out["prelude"] += "\n".join(lines)
+            reset = f", reset_to_zero={sorted(self.atomic_ptrs)!r}" if self.atomic_ptrs else ""
+            out["decorators"].append(f"@triton.autotune(configs=CONFIGS, key={key!r}{reset})\n")
+            out["meta"]["autotune"] = dict(chosen=chosen, tuned=tuned, layout_free=not tuned)
+            owner.update({t: "autotune" for t in tuned})
+        if self.heuristics:
+            f = self.frng["heuristics"]
+            rules = {b: self.heuristic_rule(b) for b in blocks if b not in owner}
+            rules = {b: r for b, r in rules.items() if r is not None}
+            if rules:
+                self.use("heuristics")
+                b = f.choice(sorted(rules))
+                out["decorators"].append(f"@triton.heuristics({{{b!r}: {rules[b]}}})\n")
+                out["meta"]["heuristics"] = [b]
+                owner[b] = "heuristics"
+        defaults = out["defaults"]
+        consts = getattr(self, "out_consts", None)
+        if self.defaults_draw:
+            if consts and consts["SCALE"] is not None:
+                defaults["SCALE"] = consts["SCALE"]
+                if consts["FLAG"]:
+                    defaults["FLAG"] = False
+            free = [b for b in blocks if b not in owner]
+            if self.default_block and free:
+                b = self.frng["constexpr_default"].choice(free)
+                defaults[b] = cx.pop(b)
+            if defaults:
+                self.use("constexpr_default")
+            owner.update({d: "default" for d in defaults})
+        if self.stages_used:
+            cx["num_stages"] = self.kw_value
+        if consts and consts["num_warps"] is not None:
+            cx["num_warps"] = self.kw_value
+        cx.update(defaults)      # (every value, for compiling without a launch)
+        if owner:
+            out["meta"]["launch_constexprs"] = {c: v for c, v in cx.items() if c not in owner}
+        if self.autotune or "heuristics" in out["meta"]:
+            text = self.grid_text(owner)
+            cdiv = types.SimpleNamespace(cdiv=lambda a, b: -(-a // b))
+            grid = eval(text, {"triton": cdiv, "META": cx})  # noqa: S307  (our own text)
+            assert tuple(grid) == tuple(self.grid), (text, self.grid)
+            out["prelude"] += f"def launch_grid(META):\n    return {text}\n\n\n"
+        return out
+
+    def alternative_block(self, name, value, f):
+        """Another legal value of block size `name` (an autotune config's)."""
+        low = 16
+        if name == "BLOCK_M":
+            low = 16 if self.dot else 1
+        if name == "BLOCK_N" and self.layout == "rows":   # (one program holds a row)
+            return value * 2
+        return value * 2 if value // 2 < low or f.random() < 0.5 else value // 2
+
+    def heuristic_rule(self, name):
+        """The source of a heuristic computing block size `name` from the arguments as
+        the generated value, or None."""
+        if name == "BLOCK_N" and self.layout == "rows":
+            return 'lambda args: max(16, triton.next_power_of_2(args["N"]))'
+        dim = {"BLOCK": "n" if self.layout == "flat" else "N", "BM": "M", "BN": "N",
+               "BLOCK_M": "M", "BLOCK_N": "N"}[name]
+        value = self.constexprs[name]
+        if _next_pow2(self.sizes[dim]) < value:
+            return None
+        return f'lambda args: min({value}, triton.next_power_of_2(args["{dim}"]))'
+
+    def grid_text(self, owner):
+        """The launch grid as an expression of META (tuned sizes read from it)."""
+        s, lay, extra = self.sizes, self.layout, self.grid_extra
+        plus = f" + {extra}" if extra else ""
+
+        def size(name):
+            if owner.get(name) in ("autotune", "heuristics"):
+                return f"META[{name!r}]"
+            return str(self.constexprs[name])
+        if self.persistent:
+            return f"({self.programs},)"
+        if lay == "flat":
+            return f"(triton.cdiv({s['n']}, {size('BLOCK')}){plus},)"
+        if lay in ("rows", "loop"):
+            return f"({s['M']}{plus},)"
+        if lay == "tileloop":
+            return f"(triton.cdiv({s['M']}, {size('BLOCK_M')}){plus},)"
+        m = f"triton.cdiv({s['M']}, {size('BM')})"
+        n = f"triton.cdiv({s['N']}, {size('BN')})"
+        if len(self.grid) == 1:
+            return f"({m} * {n},)"
+        return f"({m}{plus}, {n})"
 
 
 def _replace_name(text: str, name: str, repl: str) -> str:

@@ -7,7 +7,143 @@ into CASES under a name saying what went wrong, e.g.
 
     CASES["loop_max_running_store_dx_zero"] = '''<module text>'''
 
-Run them alone with `python3 test/fuzz/run.py --regressions`.
+Run them alone with `python3 test/fuzz/run.py --regressions`; test_fuzz.py also runs them
+on the CPU in the interpreter (--interpret-grad: fp32 / fp16 cases). A case tritonad still
+gets wrong is listed in KNOWN_FAILURES: (the reason, the modes where it fails); its test
+there is an xfail(strict=True), which fails as soon as the case matches (then remove it
+from KNOWN_FAILURES).
 """
 
 CASES = {}
+KNOWN_FAILURES = {}
+
+# pad_inf (seed 160, minimized by hand from the interpreter's minimization): softmax(x) * x
+# over a row padded with -inf is 0 * -inf = NaN on the masked lanes; a unary op of it
+# (sigmoid here; sin and exp alike, products and sums are fine) has the partial
+# sigmoid'(NaN) = NaN there, times the masked store's zero adjoint, NaN, which the
+# adjoints of the row's sum and max carry into every lane: dx is NaN, torch's is finite.
+CASES["pad_inf_softmax_times_x_then_sigmoid_nan"] = '''# tritonad fuzz case: seed 160, layout flat, dtype fp32
+# features: flat mask_tail pad_inf sigmoid
+import torch
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+import fuzz_ref as R
+
+META = {
+    'name': 'fuzz_kernel_160',
+    'layout': 'flat',
+    'dtype': 'fp32',
+    'grid': [2],
+    'constexprs': {'BLOCK': 64},
+    'params': [
+        {'name': 'y0_ptr', 'kind': 'ptr', 'role': 'out', 'shape': [101], 'view': ['full'], 'domain': None},
+        {'name': 'x0_ptr', 'kind': 'ptr', 'role': 'in', 'shape': [101], 'view': ['full'], 'domain': 'any'},
+        {'name': 'n', 'kind': 'i32', 'value': 101},
+    ],
+    'sizes': {'BLOCK': 64, 'n': 101},
+    'seed': 160,
+    'features': ['flat', 'mask_tail', 'pad_inf', 'sigmoid'],
+}
+
+@triton.jit
+def fuzz_kernel_160(y0_ptr, x0_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x0p = tl.load(x0_ptr + offs, mask=mask, other=-float("inf")).to(tl.float32)
+    t1 = tl.max(x0p, axis=0)
+    t2 = tl.exp(x0p - t1)
+    t3 = tl.sum(t2, axis=0)
+    t4 = t2 / t3
+    t5 = t4 * x0p
+    t6 = tl.sigmoid(t5)
+    tl.store(y0_ptr + offs, t6.to(tl.float32), mask=mask)
+
+
+def reference(T, S, ctx):
+    _like = T['x0_ptr']
+    W = R.ones((101,), _like)
+    P = R.pids((101,), (64,), _like)   # which program writes each element
+    x0p = R.load(ctx, T, 'x0_ptr', ('full',))
+    t1 = R.reduce(x0p, (64,), (0,), 'max', ctx, 'pad max')
+    t2 = torch.exp(x0p - t1)
+    t3 = R.reduce(t2, (64,), (0,), 'sum', ctx, 'pad sum')
+    t4 = t2 / t3
+    t5 = t4 * x0p
+    t6 = torch.sigmoid(t5)
+    return {'y0_ptr': (t6, W, P)}
+
+
+kernel = fuzz_kernel_160
+'''
+KNOWN_FAILURES["pad_inf_softmax_times_x_then_sigmoid_nan"] = (
+    "NaN gradient: the partial of a unary op (sigmoid, sin, exp) at a masked lane holding "
+    "0 * -inf is not guarded where the upstream gradient is 0", ("gpu", "interpret-grad"))
+
+# heuristics + launch_kw_name (seeds 14, 128, 256 on an H100): bwd.forward (what
+# tritonad.autograd launches) of a @triton.heuristics kernel whose heuristic sets a
+# constexpr before one named like a launch keyword (num_warps) raises
+# "TypeError: dynamic_func() missing 1 required positional argument: 'num_warps'"
+# (tritonad's positional launch stops at the constexpr the heuristic fills); the
+# kernel's own launch and the backward are right. GPU only (bwd.forward does not run in
+# the interpreter).
+CASES["heuristics_then_num_warps_constexpr_bwd_forward"] = '''# tritonad fuzz case: seed 14, layout flat, dtype fp32
+# features: flat heuristics launch_kw_name mask_tail
+import torch
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+import fuzz_ref as R
+
+META = {
+    'name': 'fuzz_kernel_14',
+    'layout': 'flat',
+    'dtype': 'fp32',
+    'grid': [2],
+    'constexprs': {'BLOCK': 64, 'num_warps': 4},
+    'params': [
+        {'name': 'y0_ptr', 'kind': 'ptr', 'role': 'out', 'shape': [100], 'view': ['full'], 'domain': None},
+        {'name': 'x0_ptr', 'kind': 'ptr', 'role': 'in', 'shape': [100], 'view': ['full'], 'domain': 'any'},
+        {'name': 'n', 'kind': 'i32', 'value': 100},
+    ],
+    'sizes': {'BLOCK': 64, 'n': 100},
+    'seed': 14,
+    'features': ['flat', 'heuristics', 'launch_kw_name', 'mask_tail'],
+    'heuristics': ['BLOCK'],
+    'launch_constexprs': {'num_warps': 4},
+}
+
+def launch_grid(META):
+    return (triton.cdiv(100, META['BLOCK']),)
+
+
+@triton.heuristics({'BLOCK': lambda args: min(64, triton.next_power_of_2(args["n"]))})
+@triton.jit
+def fuzz_kernel_14(y0_ptr, x0_ptr, n, BLOCK: tl.constexpr, num_warps: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x0 = tl.load(x0_ptr + offs, mask=mask, other=1.0).to(tl.float32)
+    t1 = tl.sum(tl.where(mask, x0 * x0, 0.0), axis=0) * 0.015625
+    o2 = (x0 * t1) * (num_warps * 0.25)
+    tl.store(y0_ptr + offs, o2.to(tl.float32), mask=mask)
+
+
+def reference(T, S, ctx):
+    _like = T['x0_ptr']
+    W = R.ones((100,), _like)
+    P = R.pids((100,), (64,), _like)   # which program writes each element
+    x0 = R.load(ctx, T, 'x0_ptr', ('full',))
+    t1 = R.reduce(x0 * x0, (64,), (0,), 'sum', ctx, 'tl.sum') * 0.015625
+    o2 = (x0 * t1) * 1.0
+    return {'y0_ptr': (o2, W, P)}
+
+
+kernel = fuzz_kernel_14
+'''
+KNOWN_FAILURES["heuristics_then_num_warps_constexpr_bwd_forward"] = (
+    "bwd.forward raises TypeError (missing 'num_warps') for a heuristics kernel whose "
+    "filled constexpr precedes a constexpr named num_warps", ("gpu",))
