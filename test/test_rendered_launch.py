@@ -66,7 +66,12 @@ def _assert_case(result, name, device):
         assert reads in (result["launch_path_alone"] or ""), result["launch_path_alone"]
         assert "bwd.source(<as bwd[grid](...) takes them>)" in result["launch_path_alone"]
         refused = result["launch_path_launched_alone"]
-        assert f"{reads} is made by tritonad's launch path" in (refused or ""), refused
+        assert refused and refused != "launched", refused
+        if not (device == "cuda" and name == "matmul"):
+            assert f"{reads} is made by tritonad's launch path" in refused, refused
+        # (on a GPU the launch path's last rendering of a re-parallelized matmul is
+        # its parts' kernel, compiled with the program selectors specialized away:
+        # Triton's binder refuses the documented arguments before its first line runs)
 
 
 @pytest.fixture(scope="module")
