@@ -86,9 +86,8 @@ KNOWN_FAILURES["pad_inf_softmax_times_x_then_sigmoid_nan"] = (
 # tritonad.autograd launches) of a @triton.heuristics kernel whose heuristic sets a
 # constexpr before one named like a launch keyword (num_warps) raises
 # "TypeError: dynamic_func() missing 1 required positional argument: 'num_warps'"
-# (tritonad's positional launch stops at the constexpr the heuristic fills); the
-# kernel's own launch and the backward are right. GPU only (bwd.forward does not run in
-# the interpreter).
+# (tritonad's positional launch stopped at the constexpr the heuristic fills; fixed:
+# the parameters after it go by name, test_contract_checks.py checks the class).
 CASES["heuristics_then_num_warps_constexpr_bwd_forward"] = '''# tritonad fuzz case: seed 14, layout flat, dtype fp32
 # features: flat heuristics launch_kw_name mask_tail
 import torch
@@ -144,6 +143,3 @@ def reference(T, S, ctx):
 
 kernel = fuzz_kernel_14
 '''
-KNOWN_FAILURES["heuristics_then_num_warps_constexpr_bwd_forward"] = (
-    "bwd.forward raises TypeError (missing 'num_warps') for a heuristics kernel whose "
-    "filled constexpr precedes a constexpr named num_warps", ("gpu",))
