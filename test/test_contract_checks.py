@@ -137,23 +137,25 @@ def launch_names_kernel(x_ptr, y_ptr, grid, n, BLOCK: tl.constexpr, num_warps: t
 
 # Wrappers that fill a parameter before one named like a launch keyword: the
 # parameters after the filled one cannot go by position (fuzz seeds 14, 128, 256).
-@triton.heuristics({"BLOCK": lambda args: 8 * args["num_warps"]})
 @triton.jit
-def heuristic_block_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, num_warps: tl.constexpr):
+def _store_scaled_sin(x_ptr, y_ptr, n, BLOCK: tl.constexpr, scale):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     x = tl.load(x_ptr + offs, mask=m, other=1.0).to(tl.float32)
-    tl.store(y_ptr + offs, (num_warps * tl.sin(x)).to(y_ptr.dtype.element_ty), mask=m)
+    tl.store(y_ptr + offs, (scale * tl.sin(x)).to(y_ptr.dtype.element_ty), mask=m)
+
+
+@triton.heuristics({"BLOCK": lambda args: 8 * args["num_warps"]})
+@triton.jit
+def heuristic_block_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, num_warps: tl.constexpr):
+    _store_scaled_sin(x_ptr, y_ptr, n, BLOCK, num_warps)
 
 
 # (one config: the interpreter cannot benchmark several)
 @triton.autotune(configs=[triton.Config({"BLOCK": 32})], key=["n"])
 @triton.jit
 def tuned_block_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, maxnreg: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    x = tl.load(x_ptr + offs, mask=m, other=1.0).to(tl.float32)
-    tl.store(y_ptr + offs, (maxnreg * tl.sin(x)).to(y_ptr.dtype.element_ty), mask=m)
+    _store_scaled_sin(x_ptr, y_ptr, n, BLOCK, maxnreg)
 
 
 @triton.heuristics({"BLOCK": lambda args: 16})
