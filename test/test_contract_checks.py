@@ -135,6 +135,52 @@ def launch_names_kernel(x_ptr, y_ptr, grid, n, BLOCK: tl.constexpr, num_warps: t
     tl.store(y_ptr + offs, (grid * num_warps * tl.sin(x)).to(y_ptr.dtype.element_ty), mask=m)
 
 
+# Wrappers that fill a parameter before one named like a launch keyword: the
+# parameters after the filled one cannot go by position (fuzz seeds 14, 128, 256).
+@triton.jit
+def _store_scaled_sin(x_ptr, y_ptr, n, BLOCK: tl.constexpr, scale):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=1.0).to(tl.float32)
+    tl.store(y_ptr + offs, (scale * tl.sin(x)).to(y_ptr.dtype.element_ty), mask=m)
+
+
+@triton.heuristics({"BLOCK": lambda args: 8 * args["num_warps"]})
+@triton.jit
+def heuristic_block_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, num_warps: tl.constexpr):
+    _store_scaled_sin(x_ptr, y_ptr, n, BLOCK, num_warps)
+
+
+# (one config: the interpreter cannot benchmark several)
+@triton.autotune(configs=[triton.Config({"BLOCK": 32})], key=["n"])
+@triton.jit
+def tuned_block_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, maxnreg: tl.constexpr):
+    _store_scaled_sin(x_ptr, y_ptr, n, BLOCK, maxnreg)
+
+
+@triton.heuristics({"BLOCK": lambda args: 16})
+@triton.jit
+def heuristic_then_grid_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, grid: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, grid * tl.load(x_ptr + offs, mask=m), mask=m)
+
+
+WRAPPED_KERNELS = {  # kernel -> (its keyword-named parameter, the value the tests give it)
+    "heuristic_block_kernel": ("num_warps", 4),
+    "tuned_block_kernel": ("maxnreg", 3),
+}
+
+
+def wrapped_launch(name, x):
+    kernel = globals()[name]
+    keyword, value = WRAPPED_KERNELS[name]
+    y = torch.empty_like(x)
+    kernel[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, y, x.numel(),
+                                                                   **{keyword: value})
+    return y
+
+
 @triton.jit
 def exp_sum_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     # helper_load_kernel without the helper (triton.language's own @jit functions only).
@@ -667,6 +713,46 @@ def interpret_launch_keyword_parameters():
 
 
 @interpret_check
+def interpret_launch_keyword_parameters_after_filled_ones():
+    """7b. A heuristic / an autotune config fills BLOCK, which comes before a
+    constexpr named num_warps / maxnreg: bwd.forward, tritonad.grad,
+    tritonad.autograd(kernel) and a launcher; a parameter named grid there is
+    refused with what to change."""
+    ic = _ic()
+    n = 45
+    grid = lambda meta: (triton.cdiv(n, meta["BLOCK"]),)  # noqa: E731
+    for name, (keyword, value) in WRAPPED_KERNELS.items():
+        kernel = globals()[name]
+        x, upstream = ic.randn(n), ic.randn(n)
+        want_y = value * torch.sin(x.double())
+        want = value * torch.cos(x.double()) * upstream.double()
+        bwd = tritonad.grad(kernel)
+        y = torch.empty(n)
+        bwd.forward[grid](x, y, n, **{keyword: value})
+        near(f"{name}: y (bwd.forward)", y, want_y, 1e-5)
+        dx = torch.zeros(n)
+        bwd[grid](x, y, n, dx, upstream.clone(), **{keyword: value})
+        near(f"{name}: dx (grad)", dx, want, 1e-5)
+        op = tritonad.autograd(kernel, outputs=("y_ptr",))
+        xg = x.clone().requires_grad_()
+        y = op[grid](xg, torch.empty(n), n, **{keyword: value})
+        near(f"{name}: y (autograd)", y.detach(), want_y, 1e-5)
+        y.backward(upstream)
+        near(f"{name}: dx (autograd)", xg.grad, want, 1e-5)
+        xl = x.clone().requires_grad_()
+        tritonad.autograd(wrapped_launch)(name, xl).backward(upstream)
+        near(f"{name}: dx (launcher)", xl.grad, want, 1e-5)
+    bwd = tritonad.grad(heuristic_then_grid_kernel)
+    try:
+        bwd.forward[(3,)](ic.randn(n), torch.empty(n), n, grid=2.0)
+    except TypeError as error:
+        assert "'grid' comes after 'BLOCK'" in str(error) and "rename 'grid'" in str(error), \
+            str(error)
+    else:
+        raise AssertionError("a grid parameter after a filled one was launched")
+
+
+@interpret_check
 def interpret_shadow_checks():
     """8. A shadow smaller than its tensor is refused before the launch; a right
     one gives the gradient."""
@@ -778,6 +864,31 @@ def _gpu_randn(*shape, dtype=torch.float32):
 def _assert_near(name, got, want, tol):
     assert torch.isfinite(got).all(), f"{name}: non-finite values"
     near(name, got.cpu(), want.cpu(), tol)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype,tol", GPU_DTYPES)
+@pytest.mark.parametrize("name", sorted(WRAPPED_KERNELS))
+def test_gpu_launch_keyword_parameters_after_filled_ones(name, dtype, tol):
+    kernel = globals()[name]
+    keyword, value = WRAPPED_KERNELS[name]
+    n = 5003
+    grid = lambda meta: (triton.cdiv(n, meta["BLOCK"]),)  # noqa: E731
+    x, upstream = _gpu_randn(n, dtype=dtype), _gpu_randn(n, dtype=dtype)
+    want_y = value * torch.sin(x.double())
+    want = value * torch.cos(x.double()) * upstream.double()
+    bwd = tritonad.grad(kernel)
+    y = torch.empty_like(x)
+    bwd.forward[grid](x, y, n, **{keyword: value})
+    _assert_near("y (bwd.forward)", y, want_y, tol)
+    xg = x.clone().requires_grad_()
+    op = tritonad.autograd(kernel, outputs=("y_ptr",))
+    op[grid](xg, torch.empty_like(x), n, **{keyword: value}).backward(upstream)
+    _assert_near("dx (autograd)", xg.grad, want, tol)
+    xl = x.clone().requires_grad_()
+    tritonad.autograd(wrapped_launch)(name, xl).backward(upstream)
+    _assert_near("dx (launcher)", xl.grad, want, tol)
 
 
 @pytest.mark.gpu

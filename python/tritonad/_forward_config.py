@@ -36,6 +36,11 @@ class FollowsForwardConfig(KernelInterface):
             return tuner.configs[0]
         bound = dict(zip(self.arg_names, args))
         bound.update(kwargs)
+        # (by the forward's names: a launch may pass a parameter named like a
+        # launch keyword under the placeholders' name, see renamed_parameters)
+        outer = {inner: name for name, inner in
+                 getattr(self.fn, "tritonad_renamed", {}).items()}
+        bound = {outer.get(name, name): value for name, value in bound.items()}
         # The forward's own arguments, in the order its autotuner saw them when
         # they were passed by position.
         forward_args = {name: bound[name] for name in tuner.arg_names if name in bound}

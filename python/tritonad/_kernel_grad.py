@@ -281,10 +281,19 @@ def _primal_call(names, renamed) -> str:
     return ", ".join(f"{n}={renamed.get(n, n)}" for n in names)
 
 
+# Parameter names Triton's launch itself takes or overwrites (run's ``grid`` and
+# ``warmup``, the ``debug`` and ``instrumentation_mode`` it sets): such a parameter
+# can only be passed by position.
+_POSITIONAL_ONLY_NAMES = frozenset({"grid", "warmup", "debug", "instrumentation_mode"})
+
+
 class _PositionalLaunch:
     """The user's kernel launched with its parameters by position: one named
     like a launch keyword (``grid``) cannot be passed by name. Takes the
-    arguments by the placeholder's names."""
+    arguments by the placeholder's names. A parameter that a wrapper fills
+    (a heuristic, an autotune config's kwargs) ends the positions: those
+    after it go by the kernel's own names, as the user's launch passes them
+    (``num_warps=4`` binds to a parameter of that name)."""
 
     def __init__(self, kernel, names, renamed):
         self.kernel, self.names, self.renamed = kernel, list(names), renamed
@@ -295,16 +304,25 @@ class _PositionalLaunch:
     def __getitem__(self, grid):
         def launch(**arguments):
             arguments = dict(arguments)
-            positional = []
+            positional, by_name, filled = [], {}, None
             for n in self.names:
                 inner = self.renamed.get(n, n)
-                if inner in arguments:
-                    positional.append(arguments.pop(inner))
-                elif n in self.defaults:
-                    positional.append(self.defaults[n])
+                if inner not in arguments and n not in self.defaults:
+                    filled = filled or n  # (a wrapper fills it, or Triton names it missing)
+                    continue
+                value = arguments.pop(inner) if inner in arguments else self.defaults[n]
+                if filled is None:
+                    positional.append(value)
+                elif n in _POSITIONAL_ONLY_NAMES:
+                    raise TypeError(
+                        f"{_name_of(self.kernel)}: parameter {n!r} comes after {filled!r}, "
+                        f"which its heuristics or autotune configs fill, and Triton's launch "
+                        f"takes {n!r} for itself: it can be passed only by position, which "
+                        f"the filled parameter ends; rename {n!r} or move it before {filled!r}")
                 else:
-                    break  # (Triton names the missing argument)
-            return self.kernel[user_grid(grid, self.renamed)](*positional, **arguments)
+                    by_name[n] = value
+            return self.kernel[user_grid(grid, self.renamed)](*positional, **by_name,
+                                                              **arguments)
         return launch
 
 
@@ -475,7 +493,8 @@ def _rewrap(bwd, wrappers, shadows):
     result = bwd
     for wrapper in reversed(wrappers):
         if isinstance(wrapper, Heuristics):
-            result = triton.heuristics(wrapper.values)(result)
+            result = triton.heuristics(_heuristics_by_user_names(
+                wrapper.values, bwd.tritonad_renamed))(result)
         elif isinstance(wrapper, Autotuner):
             result = FollowsForwardConfig(result, wrapper)
         else:
@@ -487,6 +506,22 @@ def _rewrap(bwd, wrappers, shadows):
                      "tritonad_launch_path", "tritonad_renamed"):
             setattr(result, attr, getattr(bwd, attr))
     return result
+
+
+def _heuristics_by_user_names(values: dict, renamed: Dict[str, str]) -> dict:
+    """The forward's heuristics for the backward, whose launches may pass the
+    parameters named like launch keywords under the placeholders' names: each
+    heuristic sees the arguments by the kernel's own names, and one filling
+    such a parameter fills it under the placeholders' name."""
+    if not renamed:
+        return values
+    outer = {inner: name for name, inner in renamed.items()}
+
+    def by_user_names(heuristic):
+        return lambda args: heuristic({outer.get(k, k): v for k, v in args.items()})
+
+    return {renamed.get(name, name): by_user_names(heuristic)
+            for name, heuristic in values.items()}
 
 
 def spec_of(name: str, marker: str, specs: list):

@@ -15,6 +15,7 @@ import triton
 import triton.language as tl
 
 import tritonad
+from triton.language.extra import libdevice
 
 NEG_INF = float("-inf")
 
@@ -81,6 +82,54 @@ def custom_max_softmax(X, Y, n, BLOCK: tl.constexpr):
     tl.store(Y + row * n + cols, x * e / tl.sum(e, axis=0), mask=mask)
 
 
+@triton.jit
+def _softmax_times_x(x):
+    e = tl.exp(x - tl.max(x, axis=0))
+    return e / tl.sum(e, axis=0) * x  # (0 * -inf = NaN in the masked lanes)
+
+
+# A unary op of softmax(x) * x: its partial at a masked lane's NaN is NaN, times the
+# masked store's zero adjoint (fuzz seed 160).
+@triton.jit
+def softmax_times_x_then_sigmoid(X, Y, n, BLOCK: tl.constexpr):
+    row, cols, mask, x = _padded_row(X, n, BLOCK)
+    tl.store(Y + row * n + cols, tl.sigmoid(_softmax_times_x(x)), mask=mask)
+
+
+@triton.jit
+def softmax_times_x_then_sin_exp(X, Y, n, BLOCK: tl.constexpr):
+    row, cols, mask, x = _padded_row(X, n, BLOCK)
+    t = _softmax_times_x(x)
+    tl.store(Y + row * n + cols, tl.sin(t) + tl.exp(t) + tl.erf(t), mask=mask)
+
+
+@triton.jit  # (libdevice: GPU only)
+def pow_of_softmax_times_x(X, Y, n, BLOCK: tl.constexpr):
+    row, cols, mask, x = _padded_row(X, n, BLOCK)
+    base = tl.full([BLOCK], 2.0, tl.float32)
+    tl.store(Y + row * n + cols, libdevice.pow(base, _softmax_times_x(x)), mask=mask)
+
+
+@triton.jit
+def softmax_times_x_over_norm(X, Y, n, BLOCK: tl.constexpr):
+    # The divisor is uniform; the quotient, which its partial reads, is not.
+    row, cols, mask, x = _padded_row(X, n, BLOCK)
+    norm = tl.sum(tl.where(mask, x * x, 0.0), axis=0) + 1.0
+    tl.store(Y + row * n + cols, _softmax_times_x(x) / norm, mask=mask)
+
+
+@triton.jit
+def exp_of_mean_through_nan(X, Y, n, BLOCK: tl.constexpr):
+    # x * 0 is NaN in the masked lanes, exp of it too; the row's mean reaches every lane.
+    row, cols, mask, x = _padded_row(X, n, BLOCK)
+    mean = tl.sum(tl.where(mask, x, 0.0), axis=0) / n
+    tl.store(Y + row * n + cols, tl.exp(x * 0.0 + mean), mask=mask)
+
+
+def _softmax_x(x):
+    return torch.softmax(x, -1) * x
+
+
 def _entropy(x):
     logp = torch.log_softmax(x, -1)
     return -(logp.exp() * logp).sum(-1)
@@ -95,7 +144,22 @@ CASES = {
     "divided_by_absmax": (divided_by_absmax, False,
                           lambda x: x / x.abs().amax(-1, keepdim=True)),
     "custom_max_softmax": (custom_max_softmax, False, lambda x: torch.softmax(x, -1) * x),
+    "softmax_times_x_then_sigmoid": (softmax_times_x_then_sigmoid, False,
+                                     lambda x: torch.sigmoid(_softmax_x(x))),
+    "softmax_times_x_then_sin_exp": (
+        softmax_times_x_then_sin_exp, False,
+        lambda x: _softmax_x(x).sin() + _softmax_x(x).exp() + torch.erf(_softmax_x(x))),
+    "pow_of_softmax_times_x": (pow_of_softmax_times_x, False,
+                               lambda x: torch.pow(2.0, _softmax_x(x))),
+    "softmax_times_x_over_norm": (softmax_times_x_over_norm, False,
+                                  lambda x: _softmax_x(x) / ((x * x).sum(-1, keepdim=True) + 1)),
+    "exp_of_mean_through_nan": (exp_of_mean_through_nan, False,
+                                lambda x: (x * 0.0 + x.mean(-1, keepdim=True)).exp()),
 }
+
+
+# (libdevice calls, which the interpreter does not run here)
+GPU_ONLY = ("pow_of_softmax_times_x",)
 
 
 def check(name, dtype, device, rows=5, n=37):

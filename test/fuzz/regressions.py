@@ -21,7 +21,8 @@ KNOWN_FAILURES = {}
 # over a row padded with -inf is 0 * -inf = NaN on the masked lanes; a unary op of it
 # (sigmoid here; sin and exp alike, products and sums are fine) has the partial
 # sigmoid'(NaN) = NaN there, times the masked store's zero adjoint, NaN, which the
-# adjoints of the row's sum and max carry into every lane: dx is NaN, torch's is finite.
+# adjoints of the row's sum and max carried into every lane: dx was NaN, torch's finite
+# (fixed: such partials are guarded, test/test_padding.py and lit padding.mlir).
 CASES["pad_inf_softmax_times_x_then_sigmoid_nan"] = '''# tritonad fuzz case: seed 160, layout flat, dtype fp32
 # features: flat mask_tail pad_inf sigmoid
 import torch
@@ -78,17 +79,13 @@ def reference(T, S, ctx):
 
 kernel = fuzz_kernel_160
 '''
-KNOWN_FAILURES["pad_inf_softmax_times_x_then_sigmoid_nan"] = (
-    "NaN gradient: the partial of a unary op (sigmoid, sin, exp) at a masked lane holding "
-    "0 * -inf is not guarded where the upstream gradient is 0", ("gpu", "interpret-grad"))
 
 # heuristics + launch_kw_name (seeds 14, 128, 256 on an H100): bwd.forward (what
 # tritonad.autograd launches) of a @triton.heuristics kernel whose heuristic sets a
 # constexpr before one named like a launch keyword (num_warps) raises
 # "TypeError: dynamic_func() missing 1 required positional argument: 'num_warps'"
-# (tritonad's positional launch stops at the constexpr the heuristic fills); the
-# kernel's own launch and the backward are right. GPU only (bwd.forward does not run in
-# the interpreter).
+# (tritonad's positional launch stopped at the constexpr the heuristic fills; fixed:
+# the parameters after it go by name, test_contract_checks.py checks the class).
 CASES["heuristics_then_num_warps_constexpr_bwd_forward"] = '''# tritonad fuzz case: seed 14, layout flat, dtype fp32
 # features: flat heuristics launch_kw_name mask_tail
 import torch
@@ -144,6 +141,3 @@ def reference(T, S, ctx):
 
 kernel = fuzz_kernel_14
 '''
-KNOWN_FAILURES["heuristics_then_num_warps_constexpr_bwd_forward"] = (
-    "bwd.forward raises TypeError (missing 'num_warps') for a heuristics kernel whose "
-    "filled constexpr precedes a constexpr named num_warps", ("gpu",))

@@ -8,6 +8,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 namespace tt = mlir::triton;
@@ -22,17 +23,36 @@ bool holdsNonFiniteConstant(Value value) {
                       [](const APFloat &v) { return !v.isFinite(); });
 }
 
+// Device-library functions (tt.extern_elementwise, by symbol without `__nv_`
+// and a float variant's `f`) that keep finite values finite, as their math ops.
+bool isFiniteLibdeviceCall(Operation *op) {
+  auto call = dyn_cast<tt::ExternElementwiseOp>(op);
+  if (!call)
+    return false;
+  static const llvm::StringSet<> finite = {
+      "exp", "fast_exp", "exp2", "exp10", "expm1", "sin", "cos", "tan", "tanh", "sinh", "cosh",
+      "atan", "asinh", "erf", "erfc", "fabs", "floor", "ceil", "trunc", "round", "rint",
+      "fma"};
+  StringRef symbol = call.getSymbol();
+  symbol.consume_front("__nv_");
+  return finite.contains(symbol) ||
+         (symbol.ends_with("f") && finite.contains(symbol.drop_back()));
+}
+
 // Ops that can make a non-finite value of a finite one in a padded lane
 // (log(0), x / 0, rsqrt(0), pow(0, -1)); anything not known to keep finite
 // values finite counts as one.
 bool keepsFiniteLanesFinite(Operation *op) {
+  if (isFiniteLibdeviceCall(op))
+    return true;
   return isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::NegFOp, arith::MaxNumFOp,
              arith::MinNumFOp, arith::MaximumFOp, arith::MinimumFOp, arith::SelectOp,
              arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp, arith::CmpFOp,
-             arith::ConstantOp, math::ExpOp, math::Exp2Op, math::TanhOp, math::SinOp,
-             math::CosOp, math::ErfOp, math::AbsFOp, math::FmaOp, math::FloorOp, math::CeilOp,
+             arith::ConstantOp, math::ExpOp, math::Exp2Op, math::ExpM1Op, math::TanhOp, math::SinOp,
+             math::CosOp, math::TanOp, math::ErfOp, math::AbsFOp, math::FmaOp, math::FloorOp,
+             math::CeilOp, math::TruncOp, math::RoundOp, math::RoundEvenOp, math::CopySignOp,
              tt::BroadcastOp, tt::ExpandDimsOp, tt::ReshapeOp, tt::TransOp, tt::JoinOp,
-             tt::SplitOp, tt::ReduceOp, tt::ScanOp, tt::DotOp>(op);
+             tt::SplitOp, tt::ReduceOp, tt::ScanOp, tt::DotOp, tt::ClampFOp>(op);
 }
 
 class PaddingWalk {

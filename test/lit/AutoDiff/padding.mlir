@@ -1,9 +1,11 @@
 // Masked lanes padded with a non-finite `other` (tl.load(..., other=-float("inf"))):
-// a product's partial that multiplies by such a value is guarded, select(g == 0, 0,
-// g * v), since those lanes get g = 0 and 0 * -inf = NaN would reach every lane
-// through the sum's adjoint. The padding analysis (Analysis/Padding.cpp) leaves
+// a partial that reads such a value (a product's g * v, exp's g * exp(v), pow's,
+// a division's by its padded result) is guarded, select(g == 0, 0, partial), since
+// those lanes get g = 0 and 0 * inf = NaN would reach every lane through the sum's
+// adjoint. The padding analysis (Analysis/Padding.cpp) leaves
 // products of zero-padded values unguarded: no cost where no padding can be
-// non-finite. Numbers: test/test_padding.py.
+// non-finite. Unary ops, pow and division over padding: padding_partials.mlir.
+// Numbers: test/test_padding.py.
 
 // RUN: tritonad-opt %s --split-input-file --tritonad-kernel-backward="forward=fwd into=bwd shadows=dx:x,dy:y" --canonicalize --cse | FileCheck %s
 

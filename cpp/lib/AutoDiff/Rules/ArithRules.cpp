@@ -14,7 +14,8 @@ const RuleTable &arithRules() {
     RuleTable t;
     t.declare<arith::AddFOp>({G, G});
     t.declare<arith::SubFOp>({G, -G});
-    t.declare<arith::MulFOp>({guardedProduct(G * X(1), 1), guardedProduct(G * X(0), 0)});
+    // (G * x is guarded where x may hold non-finite padding, as every partial)
+    t.declare<arith::MulFOp>({G * X(1), G * X(0)});
     t.declare<arith::DivFOp>(formulas::div());
     t.declare<arith::NegFOp>({-G});
     // C fmod: y = a - trunc(a / b) * b, so trunc(a / b) = (a - y) / b (Triton

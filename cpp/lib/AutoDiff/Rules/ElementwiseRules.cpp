@@ -4,6 +4,15 @@ using namespace mlir;
 
 namespace tritonad::rules {
 
+bool readsNonFinitePadding(Env &env, unsigned reads) {
+  for (unsigned i = 0, e = env.operands.size(); i < e && i < 31; ++i)
+    if ((reads & (1u << i)) && (mayHoldNonFinitePadding(env.op->getOperand(i)) ||
+                                mayHoldNonFinitePadding(env.operands[i])))
+      return true;
+  return (reads & Expr::kResult) && (mayHoldNonFinitePadding(env.op->getResult(0)) ||
+                                      mayHoldNonFinitePadding(env.result));
+}
+
 LogicalResult emitElementwiseAdjoint(Operation *op, OpBuilder &builder, GradientUtils &state,
                                      const Partials &partials) {
   Value resultAdjoint = state.adjoint(op->getResult(0));
@@ -17,7 +26,7 @@ LogicalResult emitElementwiseAdjoint(Operation *op, OpBuilder &builder, Gradient
     Value operand = op->getOperand(index);
     if (!partial || !state.isActive(operand))
       continue;
-    state.accumulate(builder, operand, partial->emit(env));
+    state.accumulate(builder, operand, guardedAgainstPadding(*partial).emit(env));
   }
   return success();
 }

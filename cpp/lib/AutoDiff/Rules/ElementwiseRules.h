@@ -34,15 +34,22 @@ struct Env {
 class Expr {
 public:
   using Fn = std::function<mlir::Value(Env &)>;
-  Expr(Fn fn) : fn(std::move(fn)) {}
+  /// Which forward values (X(i): bit i, Y: `kResult`) the value computed
+  /// depends on other than through a guard or a select's condition: the
+  /// partial is inf/NaN where they are, even where G is 0.
+  static constexpr unsigned kResult = 1u << 31;
+  Expr(Fn fn, unsigned reads) : fn(std::move(fn)), readMask(reads) {}
   Expr(double constant)
       : fn([constant](Env &env) {
           return createFloatConstant(env.builder, env.loc, env.type, constant);
-        }) {}
+        }),
+        readMask(0) {}
   mlir::Value emit(Env &env) const { return fn(env); }
+  unsigned reads() const { return readMask; }
 
 private:
   Fn fn;
+  unsigned readMask;
 };
 
 /// A boolean formula (for select).
@@ -56,23 +63,23 @@ private:
 };
 
 inline Expr X(unsigned i) {
-  return Expr([i](Env &env) { return env.operands[i]; });
+  return Expr([i](Env &env) { return env.operands[i]; }, 1u << i);
 }
-inline const Expr Y([](Env &env) { return env.result; });
-inline const Expr G([](Env &env) { return env.resultAdjoint; });
+inline const Expr Y([](Env &env) { return env.result; }, Expr::kResult);
+inline const Expr G([](Env &env) { return env.resultAdjoint; }, 0);
 
 template <typename OpT>
 Expr unary(Expr a) {
   return Expr([a](Env &env) -> mlir::Value {
     return OpT::create(env.builder, env.loc, a.emit(env));
-  });
+  }, a.reads());
 }
 template <typename OpT>
 Expr binary(Expr a, Expr b) {
   return Expr([a, b](Env &env) -> mlir::Value {
     mlir::Value lhs = a.emit(env), rhs = b.emit(env);
     return OpT::create(env.builder, env.loc, lhs, rhs);
-  });
+  }, a.reads() | b.reads());
 }
 
 inline Expr operator+(Expr a, Expr b) { return binary<mlir::arith::AddFOp>(a, b); }
@@ -104,7 +111,7 @@ inline Expr select(Cond c, Expr a, Expr b) {
   return Expr([c, a, b](Env &env) -> mlir::Value {
     mlir::Value cond = c.emit(env), lhs = a.emit(env), rhs = b.emit(env);
     return mlir::arith::SelectOp::create(env.builder, env.loc, cond, lhs, rhs);
-  });
+  }, a.reads() | b.reads());
 }
 
 inline Cond isNaN(Expr a) {
@@ -122,43 +129,47 @@ inline Expr self(Expr a, Expr b) {
     mapping.map(env.op->getOperand(0), a.emit(env));
     mapping.map(env.op->getOperand(1), b.emit(env));
     return env.builder.clone(*env.op, mapping)->getResult(0);
-  });
+  }, a.reads() | b.reads() | Expr::kResult);
 }
 
+/// Whether some lanes of the forward values `reads` names (Expr::reads) may
+/// hold non-finite padding (a lane loaded with `other=float("inf")`, 0 * -inf).
+/// Asked of the forward op's values and of those the backward recomputes or
+/// reloads alike.
+bool readsNonFinitePadding(Env &env, unsigned reads);
+
 /// `partial` where `needsGuard` says no, select(G == 0, 0, partial) where it
-/// says yes (decided per op as it is emitted).
+/// says yes (decided per op as it is emitted). The rule that wraps a partial
+/// in it answers for that partial's padding too.
 inline Expr guardedWhere(Expr partial, std::function<bool(Env &)> needsGuard) {
   Expr guarded = select(G == 0.0, 0.0, partial);
   return Expr([=](Env &env) -> mlir::Value {
     return needsGuard(env) ? guarded.emit(env) : partial.emit(env);
-  });
+  }, 0);
+}
+/// `partial`, but exactly 0 where G is 0 when it reads forward values that
+/// may hold non-finite padding: such a lane gets G = 0, and f'(inf or NaN) * 0
+/// = NaN (exp, sigmoid, sin, tanh, ... of 0 * -inf) would reach real lanes
+/// through a sum or a broadcast's adjoint. Every declared partial is emitted
+/// through it; kernels without such padding get no guard.
+inline Expr guardedAgainstPadding(Expr partial) {
+  unsigned reads = partial.reads();
+  if (!reads)
+    return partial;
+  return guardedWhere(partial, [reads](Env &env) { return readsNonFinitePadding(env, reads); });
 }
 /// `partial`, but exactly 0 where the upstream gradient G is 0. For partials
 /// that divide by operand `risky` or take its log: lanes the forward masked
 /// out hold arbitrary values (log(0), x / 0) and get G = 0, and 0 * inf = NaN
 /// would otherwise reach real lanes through a sum or a dot. An operand that is
 /// the same in every lane (a scalar, a splat such as softmax's row sum) has no
-/// masked-out lanes of its own: no guard, and no cost in the backward.
+/// masked-out lanes of its own: no guard, and no cost in the backward, unless
+/// a value the partial reads may hold non-finite padding (x / y's -G * Y / y).
 inline Expr safe(Expr partial, unsigned risky) {
-  return guardedWhere(partial,
-                      [risky](Env &env) { return !isLaneUniform(env.operands[risky]); });
-}
-/// `safe` for a partial that also multiplies by the result (x / y's
-/// -G * Y / y): a uniform divisor still meets the padding the result holds.
-inline Expr safeWithResult(Expr partial, unsigned risky) {
-  return guardedWhere(partial, [risky](Env &env) {
-    return !isLaneUniform(env.operands[risky]) || mayHoldNonFinitePadding(env.result);
+  unsigned reads = partial.reads();
+  return guardedWhere(partial, [risky, reads](Env &env) {
+    return !isLaneUniform(env.operands[risky]) || readsNonFinitePadding(env, reads);
   });
-}
-
-/// `G * factor`, but exactly 0 where G is 0 when `factor` may hold
-/// non-finite padding (a lane loaded with `other=-float("inf")`): that lane
-/// gets G = 0 and 0 * -inf = NaN would reach real lanes through a sum. Only
-/// where the padding analysis cannot rule it out, so products of ordinary
-/// values cost nothing more.
-inline Expr guardedProduct(Expr partial, unsigned factor) {
-  return guardedWhere(partial,
-                      [factor](Env &env) { return mayHoldNonFinitePadding(env.operands[factor]); });
 }
 
 /// One partial derivative per operand (already multiplied by G); nullopt for
@@ -231,8 +242,8 @@ inline Partials pow() {
   return {safe(G * X(1) * self(X(0), X(1) - 1.0), 0),
           select(X(0) == 0.0, 0.0, safe(G * Y * rules::log(X(0)), 0))};
 }
-inline Partials fma() { return {guardedProduct(G * X(1), 1), guardedProduct(G * X(0), 0), G}; }
-inline Partials div() { return {safe(G / X(1), 1), safeWithResult(-G * Y / X(1), 1)}; }
+inline Partials fma() { return {G * X(1), G * X(0), G}; }
+inline Partials div() { return {safe(G / X(1), 1), safe(-G * Y / X(1), 1)}; }
 /// Piecewise constant (floor, ceil, trunc, round): zero almost everywhere.
 inline Partials stepFunction() { return {0.0}; }
 } // namespace formulas
