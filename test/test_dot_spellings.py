@@ -254,3 +254,21 @@ def test_benchmark_runs_in_the_interpreter():
     rows = [line for line in done.stdout.splitlines() if line.startswith("| plain_1d")]
     assert len(rows) == 1 and rows[0].endswith("| True / True | yes |"), rows
     assert "no: atomics into bias_ptr" in done.stdout
+
+
+@pytest.mark.parametrize("name", [s.name for s in spellings.SPELLINGS
+                                  if not s.autotuned and not s.wraps])
+def test_schedule_of_launch_arguments_is_the_launchs(name):
+    """bwd.schedule(<launch arguments>) on the CPU describes what a GPU launch derives
+    (the launch path's hidden arguments present): the re-parallelized parts."""
+    import torch
+
+    spelling = spellings.BY_NAME[name]
+    M, N, K = spellings.describe_shape(spelling)
+    t = spellings.inputs(spelling, M, N, K, torch.float16, "cpu")
+    _, args, kwargs = spelling.launch(spelling.kernel, t, spellings.config_tiles(spelling))
+    bwd = tritonad.grad(spelling.kernel)
+    schedule = bwd.schedule(*args, **kwargs)
+    strategies = {e.subject: e.strategy for e in schedule.entries if e.kind == "shadow"}
+    for operand in list(bwd.shadows)[:2]:
+        assert strategies.get(operand) == "re-parallelized", (operand, str(schedule))

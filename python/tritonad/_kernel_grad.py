@@ -361,7 +361,10 @@ class _Described:
     derivation's, or, given the backward's launch arguments (as ``bwd[grid](...)``
     takes them; tensors may be on the CPU, shadows left out take their pointer's
     type), the derivation for those argument types, made on the CPU (Triton's front
-    end to TTIR for an sm_90 target, no GPU and no launch)."""
+    end to TTIR for an sm_90 target, no GPU and no launch): ``schedule`` and
+    ``derived_ir`` as a GPU launch of several programs derives it (the launch path's
+    hidden arguments present: partial buffers, scratch, tables), ``source`` without
+    them (a kernel that launches as written)."""
 
     def __init__(self, bwd, records, key, what, convert=lambda record: record):
         self.bwd, self.records, self.key, self.what = bwd, records, key, what
@@ -370,7 +373,9 @@ class _Described:
 
     def __call__(self, *args, **kwargs):
         if args or kwargs:
-            _derive_for_arguments(self.bwd, args, kwargs)
+            # (a schedule or IR as a launch derives it; a rendering that launches as
+            # written, without the launch path's hidden arguments)
+            _derive_for_arguments(self.bwd, args, kwargs, as_launched=self.what != "source")
         recorded = _recorded(self.records, self.bwd, self.key)
         if recorded is None:
             name = self.bwd.tritonad_primal.__name__
@@ -391,7 +396,7 @@ class _Described:
         return self._converted[1]
 
 
-def _derive_for_arguments(bwd, args, kwargs):
+def _derive_for_arguments(bwd, args, kwargs, as_launched: bool):
     import inspect
 
     from triton.runtime.jit import mangle_type
@@ -418,13 +423,34 @@ def _derive_for_arguments(bwd, args, kwargs):
                         f"{error} (pass every argument a launch would)") from None
     arguments.apply_defaults()
     constexprs = {p.name for p in bwd.params if p.is_constexpr}
+    hidden = _hidden_as_launched(bwd) if as_launched else {}
     signature, values = {}, {}
     for param, value in arguments.arguments.items():
-        if param in constexprs or value is None:
+        if param in hidden:
+            signature[param] = hidden[param]
+            if hidden[param] == "constexpr":
+                values[param] = 1
+        elif param in constexprs or value is None:
             signature[param], values[param] = "constexpr", value
         else:
             signature[param] = mangle_type(value)
     derive(bwd, signature, values, bwd.tritonad_primal)
+
+
+def _hidden_as_launched(bwd) -> Dict[str, str]:
+    """The hidden parameters' types as the launch path's first compile for a launch of
+    several programs passes them (_partial.launch): scratch, tables and workspace
+    present, the selectors of the forward's programs and of the variant without the
+    masks a launch makes true 1 (Triton compiles them as constants); no residuals
+    (those are tritonad.autograd's)."""
+    spec = _spec_of(bwd.__name__)
+    hidden = {p["name"]: p["type"] for p in _contract.HIDDEN
+              if p["name"] != _residuals.RESIDUALS}
+    if spec is not None and spec.mode == "atomic":  # (no partial buffers)
+        hidden.pop(_contract.declared("tritonad_workspace"))
+    for selected in (_contract.declared("tritonad_main_only"), _masks.FULL_MASKS):
+        hidden[selected] = "constexpr"
+    return hidden
 
 
 def _recorded(by_name: dict, jit: JITFunction, key: str):
