@@ -755,29 +755,37 @@ class _Plan:
         active = set(self.stored) | {storage_id(tensors[ref]) for ref in wanted}
         shadows = {}
 
-        def shadow_of(t):
+        def shadow_of(t, upstream=None):
+            """t's view of its storage's gradient buffer (made on first use: zeros, or
+            `upstream` where that covers the whole buffer)."""
             sid = storage_id(t)
             span = self.spans.get(sid)
             if span is None or sid not in active or not t.is_floating_point():
                 return None
+            first, size, dtype, device = span
+            whole = t.storage_offset() == first and t.numel() == size and t.is_contiguous()
             if sid not in shadows:
-                first, size, dtype, device = span
                 # (f16/bf16 gradients are summed in fp32 across programs and launches,
                 # rounded once when returned)
                 if dtype in (torch.float16, torch.bfloat16):
                     dtype = torch.float32
+                if whole and upstream is not None:  # (a copy, not zeros and an add)
+                    buffer = torch.empty(size, dtype=dtype, device=device)
+                    buffer.view(t.shape).copy_(upstream)
+                    shadows[sid] = (buffer, first)
+                    return buffer.view(t.shape)
                 shadows[sid] = (torch.zeros(size, dtype=dtype, device=device), first)
             buffer, first = shadows[sid]
-            if t.storage_offset() == first and t.numel() == buffer.numel() and \
-                    t.is_contiguous():
-                return buffer.view(t.shape)  # (not a view of a larger buffer: autograd
-                #                              takes it as the .grad without a copy)
-            return buffer.as_strided(t.shape, t.stride(), t.storage_offset() - first)
+            view = buffer.view(t.shape) if whole else \
+                buffer.as_strided(t.shape, t.stride(), t.storage_offset() - first)
+            # (whole: not a view of a larger buffer, autograd takes it as the .grad
+            # without a copy)
+            if upstream is not None:
+                view.add_(upstream)
+            return view
 
         for ref, grad in zip(self.output_refs, grads):
-            view = shadow_of(tensors[ref])
-            if grad is not None and view is not None:
-                view.add_(grad)
+            shadow_of(tensors[ref], grad)
         for launch, arguments in reversed(list(zip(self.launches, self.launch_args))):
             bwd = backward_kernel(launch.kernel, self.mode, self.launcher.tune)
             call = {name: tensors[value] if kind == "tensor" else value
