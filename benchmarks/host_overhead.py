@@ -46,7 +46,9 @@ import torch
 import triton
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test"))
 import bench  # noqa: E402  (forward kernels, hand-written backward kernels)
+from gpu_util import captured  # noqa: E402
 
 import tritonad  # noqa: E402
 
@@ -322,15 +324,7 @@ def graph_replay_ms(step) -> str:
     """The step captured in a CUDA graph and replayed (warm-up on a side stream, as
     torch's documentation does), or the error capture raised."""
     try:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                step()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            step()
+        graph = captured(step)
         graph.replay()
         torch.cuda.synchronize()
         return f"{wall_us(graph.replay):.1f}"

@@ -74,3 +74,20 @@ def reference_grads(fn, inputs, upstreams):
     outs = fn(*leaves)
     total = sum((o * u.double()).sum() for o, u in zip(outs, upstreams) if u is not None)
     return outs, torch.autograd.grad(total, leaves, allow_unused=True)
+
+
+def captured(step):
+    """`step` captured in a CUDA graph, after a warm-up on a side stream (as torch's
+    documentation does: the first runs allocate and decide, outside the capture)."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return graph

@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import tritonad  # noqa: E402
 from tritonad import _launch_plan  # noqa: E402
-from gpu_util import requires_gpu  # noqa: E402
+from gpu_util import captured, requires_gpu  # noqa: E402
 from corpus import kernels as corpus  # noqa: E402
 
 
@@ -286,15 +286,7 @@ def test_cuda_graph_capture_and_replay(case):
             t.grad = None
         forward(*static).backward(dy)
 
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        step()
+    graph = captured(step)
     for _ in range(2):
         with torch.no_grad():
             for t in static:
