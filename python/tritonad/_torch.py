@@ -41,6 +41,10 @@ def autograd(kernel, outputs: Sequence[str], *, residuals: bool = True, **grad_o
     them (no extra memory). Kernels wrapped in autotune or heuristics, and the
     CPU interpreter, always recompute.
 
+    An output passed as None (as libraries pass an optional output, e.g. a final
+    state that a constexpr flag stores only when given) comes back as None; the
+    kernel must not store to it at that launch.
+
     Tensors may be strided views (e.g. a column slice of a wider tensor): the
     gradient buffers are laid out with the exact strides of the tensor they
     shadow, because the backward addresses them as the forward addressed it. A
@@ -153,10 +157,13 @@ class _DifferentiableKernel:
         bound = bind_arguments(self.names, args, kwargs)
         tensors = {n: v for n, v in bound.items() if isinstance(v, torch.Tensor)}
         for name in self.outputs:
+            if name in bound and bound[name] is None:
+                continue  # (not wanted: the kernel must not store to it; it comes back None)
             if name not in tensors:
                 given = f"got {type(bound[name]).__name__}" if name in bound else "it is missing"
                 raise TypeError(f"output {name!r} of {self.name}: pass the tensor the kernel "
-                                f"stores into ({given})")
+                                f"stores into, or None where the kernel does not store to it "
+                                f"at this launch ({given})")
             if overlaps(tensors[name]):
                 raise ValueError(f"output {name!r} of {self.name}: its elements share memory "
                                  f"(strides {tensors[name].stride()}): pass a tensor that "
@@ -214,6 +221,8 @@ class _DifferentiableKernel:
                     "load" in role and "store" in role:
                 raise ValueError(_in_place(self.name, name))
         for i, output in enumerate(self.outputs):
+            if output not in tensors:  # (None: not stored at this launch)
+                continue
             for name, tensor in tensors.items():
                 if name == output or (name in self.outputs and
                                       self.outputs.index(name) < i):
@@ -336,7 +345,7 @@ def _kernel_backward(ctx, *grads):
                 *[input_grads.get(name) for name in ctx.differentiable])
     upstream = {}
     for name, grad in zip(op.outputs, grads):
-        if name in shadows:
+        if name in shadows and bound[name] is not None:  # (None: an output not wanted)
             upstream[shadows[name]] = (bound[name], grad)
     for shadow, (out, grad) in upstream.items():
         arguments[shadow] = grad
