@@ -66,10 +66,6 @@ def placeholder(device, dtype: str):
     return torch.empty(16, dtype=getattr(torch, dtype), device=device)
 
 
-class Unplannable(Exception):
-    """The deciding path did something a replay could not repeat."""
-
-
 def key_of(kwargs: dict, grid: tuple, extra: tuple) -> Optional[tuple]:
     """What a launch's decisions depend on, or None where an argument is neither
     a tensor nor a hashable value (then the launch is decided each time)."""
@@ -195,16 +191,19 @@ def note(step: tuple) -> None:
         recorder.steps.append(step)
 
 
-def launch_compiled(kernel, grid, names, values, from_call=None):
-    """Launches the compiled `kernel` on `grid` with its parameters `names` bound
-    to `values` (all of them, constexprs included, in order), as Triton's
+def launch_compiled(jit, kernel, grid, arguments, from_call=None):
+    """Launches `kernel`, `jit` compiled for `arguments`, on `grid`, with every
+    parameter of `jit` bound (from `arguments`, else its default), as Triton's
     JITFunction.run does after its cache lookup; recorded for replays
     (`from_call`: {parameter: name of the call's tensor it takes})."""
+    if hasattr(kernel, "result"):  # (Triton's asynchronous compile, as its run waits)
+        kernel = kernel.result()
+    parameters = jit.signature.parameters
+    names = list(parameters)
+    values = [arguments[n] if n in arguments else p.default for n, p in parameters.items()]
     grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
     recorder = _RECORDING.get()
     if recorder is not None:
-        if not hasattr(kernel, "packed_metadata"):
-            recorder.plannable = False
         sources = tuple(recorder.source(n, v, from_call or {}) for n, v in zip(names, values))
         recorder.steps.append(("launch", kernel, grid, sources))
     if grid[0] and grid[1] and grid[2]:
@@ -215,8 +214,6 @@ def _run(kernel, grid, values):
     from triton import knobs
     from triton.runtime.driver import driver
 
-    if not hasattr(kernel, "packed_metadata"):  # (not a CompiledKernel)
-        raise Unplannable("not a compiled kernel")
     stream = driver.active.get_current_stream(driver.active.get_current_device())
     metadata = kernel.launch_metadata(grid, stream, *values)
     kernel.run(grid[0], grid[1], grid[2], stream, kernel.function, kernel.packed_metadata,

@@ -145,8 +145,8 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None, tun
         pending = _UNINITIALIZED.get()
         garbage = tuple(s for s in shadows
                         if isinstance(kwargs.get(s), torch.Tensor) and id(kwargs[s]) in pending)
-        key = _launch_plan.key_of(kwargs, grid_now, (garbage, use_partial, tape,
-                                                     torch.cuda.current_device()))
+        # (the device: the tensors', in the key, made current above)
+        key = _launch_plan.key_of(kwargs, grid_now, (garbage, use_partial, tape))
         plan = _launch_plan.lookup(jit, key)
         if plan is not None:
             if not plan.checked_by_layout:
@@ -308,12 +308,8 @@ def _launch_now(run, grid, arguments, from_call=None):
     if _launch_plan.recording() is None or not hasattr(jit, "signature"):
         return run(grid=grid, warmup=False, **arguments)
     kernel = run(grid=grid, warmup=True, **arguments)
-    names, values = [], []
-    for name, parameter in jit.signature.parameters.items():
-        names.append(name)
-        values.append(arguments[name] if name in arguments else parameter.default)
-    _launch_plan.launch_compiled(kernel, _coverage.grid_of(grid, arguments), names, values,
-                                 from_call or {})
+    _launch_plan.launch_compiled(jit, kernel, _coverage.grid_of(grid, arguments), arguments,
+                                 from_call)
     return kernel
 
 

@@ -63,8 +63,7 @@ def launch_forward(forward, kernel, grid, bound, names,
                                **{**bound, RESIDUALS: _launch_plan.placeholder(device_tensor.device,
                                                                 "int8")})
         saved = recorded(compiled)
-        decided = _SavingForward(compiled if saved is not None and grid_now else None, saved,
-                                 forward)
+        decided = _SavingForward(compiled if saved is not None and grid_now else None, saved)
         _launch_plan.store(forward, key, decided)
     if decided.compiled is None:
         kernel[grid](**bound)
@@ -73,7 +72,8 @@ def launch_forward(forward, kernel, grid, bound, names,
     buffer = torch.empty(max(programs * int(decided.saved["bytes"]), 16), dtype=torch.int8,
                          device=device_tensor.device)
     if programs:
-        decided.launch(grid_now, bound, buffer)
+        _launch_plan.launch_compiled(forward, decided.compiled, grid_now,
+                                     {**bound, RESIDUALS: buffer})
     buffer.tritonad_fingerprint = decided.saved["fingerprint"]
     buffer.tritonad_launch = _launch_of(bound, names, grid_now, by_memory)
     return buffer
@@ -83,18 +83,10 @@ class _SavingForward:
     """The augmented forward's decision for a key: its compiled kernel where it
     saves residuals (None: the user's kernel runs instead), what it saves."""
 
-    __slots__ = ("compiled", "saved", "names", "defaults")
+    __slots__ = ("compiled", "saved")
 
-    def __init__(self, compiled, saved, forward):
+    def __init__(self, compiled, saved):
         self.compiled, self.saved = compiled, saved
-        parameters = forward.signature.parameters
-        self.names = list(parameters)
-        self.defaults = {n: p.default for n, p in parameters.items()}
-
-    def launch(self, grid, bound, buffer):
-        values = [buffer if n == RESIDUALS else bound[n] if n in bound else self.defaults[n]
-                  for n in self.names]
-        _launch_plan.launch_compiled(self.compiled, grid, self.names, values)
 
 
 def _launch_of(arguments, names, grid_now, by_memory: bool = True) -> dict:
