@@ -25,6 +25,7 @@ import threading
 from typing import Any, Dict, List, Optional, Sequence
 
 from tritonad import _launch_plan, _owners
+from tritonad._owners import name_of
 from tritonad._kernel_grad import inner_arguments, renamed_parameters, unwrap
 from tritonad._memory import _extent, storage_id, views_overlap  # noqa: F401
 from tritonad._source import function_def, param_names
@@ -103,13 +104,13 @@ def autograd(fn=None, outputs: Optional[Sequence[str]] = None, **options):
     if _is_kernel(fn):
         if outputs is None:
             raise TypeError(
-                f"tritonad.autograd({_name(fn)}) is a kernel: name the parameters it stores "
-                f"to, e.g. tritonad.autograd({_name(fn)}, outputs=('out_ptr',)); or decorate "
+                f"tritonad.autograd({name_of(fn)}) is a kernel: name the parameters it stores "
+                f"to, e.g. tritonad.autograd({name_of(fn)}, outputs=('out_ptr',)); or decorate "
                 "the Python function that launches it, whose outputs are inferred")
         from tritonad._torch import autograd as kernel_autograd
         return kernel_autograd(fn, outputs, **options)
     if outputs is not None:
-        raise TypeError(f"outputs= is for a kernel; {_name(fn)} is a launcher, whose outputs "
+        raise TypeError(f"outputs= is for a kernel; {name_of(fn)} is a launcher, whose outputs "
                         "are what its kernels store: leave outputs= out")
     if not callable(fn):
         raise TypeError(f"tritonad.autograd expects a @triton.jit kernel or a Python function "
@@ -148,10 +149,6 @@ def _is_kernel(obj) -> bool:
     except ImportError:  # pragma: no cover
         return False
     return isinstance(obj, KernelInterface)
-
-
-def _name(obj) -> str:
-    return getattr(obj, "__name__", None) or type(obj).__name__
 
 
 class DifferentiableLauncher:

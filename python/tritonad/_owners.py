@@ -42,7 +42,7 @@ def compiled():
     return _COMPILED[0]()
 
 
-def _name(obj) -> str:
+def name_of(obj) -> str:
     return getattr(obj, "__name__", None) or type(obj).__name__
 
 
@@ -52,7 +52,7 @@ _NAMES_LOCK = threading.Lock()
 
 def unique_name(fn) -> str:
     """module.qualname, with #k for the k-th launcher of that name (closures)."""
-    name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', _name(fn))}"
+    name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', name_of(fn))}"
     with _NAMES_LOCK:
         count = _NAMES.get(name, 0)
         _NAMES[name] = count + 1
