@@ -17,7 +17,7 @@ from tritonad import _C, _contract, _masks, _partial, _residuals, _tuning
 from tritonad._schedule import Schedule
 from tritonad._core import MLIRError, NotDerivedError, locate_in_source
 from tritonad._forward_config import FollowsForwardConfig
-from tritonad._signature import (_BWD_MARKER, _FWD_MARKER,  # noqa: F401
+from tritonad._signature import (_BWD_MARKER, _FWD_MARKER, POSITIONAL_ONLY_NAMES,  # noqa: F401
                                  check_shadows, inner_arguments, renamed_parameters, user_grid)
 from tritonad._hook import build_id, register_rewriter
 from tritonad._source import (constexpr_names, functions_in, jit_from_source, param_names,
@@ -281,12 +281,6 @@ def _primal_call(names, renamed) -> str:
     return ", ".join(f"{n}={renamed.get(n, n)}" for n in names)
 
 
-# Parameter names Triton's launch itself takes or overwrites (run's ``grid`` and
-# ``warmup``, the ``debug`` and ``instrumentation_mode`` it sets): such a parameter
-# can only be passed by position.
-_POSITIONAL_ONLY_NAMES = frozenset({"grid", "warmup", "debug", "instrumentation_mode"})
-
-
 class _PositionalLaunch:
     """The user's kernel launched with its parameters by position: one named
     like a launch keyword (``grid``) cannot be passed by name. Takes the
@@ -313,7 +307,7 @@ class _PositionalLaunch:
                 value = arguments.pop(inner) if inner in arguments else self.defaults[n]
                 if filled is None:
                     positional.append(value)
-                elif n in _POSITIONAL_ONLY_NAMES:
+                elif n in POSITIONAL_ONLY_NAMES:
                     raise TypeError(
                         f"{_name_of(self.kernel)}: parameter {n!r} comes after {filled!r}, "
                         f"which its heuristics or autotune configs fill, and Triton's launch "

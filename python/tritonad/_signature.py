@@ -13,13 +13,16 @@ _BWD_MARKER = "__tritonad_bwd_"
 _FWD_MARKER = "__tritonad_fwd_"  # the forward that saves residuals (_residuals.py)
 
 
-# Keywords of Triton's launch (``run(*args, grid, warmup, **kwargs)``) and its
-# compile options, which tritonad's launch path passes itself (the tuned
-# num_warps / num_stages / maxnreg): a kernel parameter of one of these names
-# would collide with them, so the placeholders take it under another name.
-_LAUNCH_KEYWORDS = frozenset({"grid", "warmup", "debug", "instrumentation_mode", "num_warps",
-                              "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
-                              "launch_cooperative_grid", "launch_pdl", "sanitize_overflow"})
+# Parameter names Triton's launch itself takes or overwrites (run's ``grid`` and
+# ``warmup``, the ``debug`` and ``instrumentation_mode`` it sets): such a parameter
+# can only be passed by position.
+POSITIONAL_ONLY_NAMES = frozenset({"grid", "warmup", "debug", "instrumentation_mode"})
+# Those and Triton's compile options, which tritonad's launch path passes itself
+# (the tuned num_warps / num_stages / maxnreg): a kernel parameter of one of these
+# names would collide with them, so the placeholders take it under another name.
+_LAUNCH_KEYWORDS = POSITIONAL_ONLY_NAMES | frozenset({
+    "num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
+    "launch_cooperative_grid", "launch_pdl", "sanitize_overflow"})
 _RENAMED_PREFIX = "tritonad_param_"
 
 
