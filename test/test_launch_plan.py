@@ -269,6 +269,55 @@ def test_one_plan_per_layout():
     assert _plans(backward) == before + 1
 
 
+def _call_plans(op):
+    return [plan for plan in op.plans.values() if plan is not None]
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("case", ["elementwise, shared scalar", "row loop, shared weight",
+                                  "layer norm with residuals"])
+def test_call_plans_replay_forward_and_backward(case, dtype):
+    """tritonad.autograd's later calls with one layout replay the first one's
+    decisions (the forward's compiled launch, the backward's buffers and launch):
+    one call plan and one backward step, gradients matching torch each time; an
+    upstream gradient of another layout (expanded, from .sum()) gets a step of
+    its own."""
+    forward, reference, launches, fixed = CASES[case]
+    op = {"elementwise, shared scalar": _TANH, "row loop, shared weight": _NORM,
+          "layer norm with residuals": _LAYER_NORM}[case]
+    torch.manual_seed(5)
+    shapes = [(s[0] + 3,) + tuple(s[1:]) if i == 0 else s for i, s in enumerate(launches[0])]
+    before = len(_call_plans(op))
+    for _ in range(3):
+        leaves = _leaves(shapes, fixed or dtype)
+        _check(leaves, forward(*leaves), reference)
+    plans = _call_plans(op)
+    assert len(plans) == before + 1
+    plan = plans[-1]
+    steps = [step for step in plan.backwards.values() if step is not None]
+    assert len(steps) == 1, plan.backwards
+    leaves = _leaves(shapes, fixed or dtype)
+    y = forward(*leaves)
+    y.float().sum().backward()
+    _compare([t.grad for t in leaves], leaves, torch.ones_like(y), reference)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_call_plan_still_refuses_an_output_sharing_an_input():
+    """A call whose tensors have the layouts of a planned call but share memory (the
+    output is the input's storage) takes the deciding path, which refuses it."""
+    torch.manual_seed(6)
+    for _ in range(2):
+        x, w = _leaves([(515,), (1,)], torch.float32)
+        _TANH[(triton.cdiv(515, 128),)](x, w, torch.empty_like(x), 515, BLOCK=128)
+    x, w = _leaves([(515,), (1,)], torch.float32)
+    with pytest.raises(ValueError, match="shares memory"):
+        _TANH[(triton.cdiv(515, 128),)](x, w, x.detach(), 515, BLOCK=128)
+
+
 @pytest.mark.gpu
 @requires_gpu
 @pytest.mark.parametrize("case", ["elementwise, shared scalar", "row loop, shared weight",

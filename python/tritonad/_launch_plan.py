@@ -20,6 +20,7 @@ current one at each launch.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import threading
@@ -31,6 +32,11 @@ _LOCK = threading.Lock()
 
 # The recording of the launch being decided (this context only).
 _RECORDING: contextvars.ContextVar = contextvars.ContextVar("tritonad_recording", default=None)
+
+# The plans launches used (made or replayed) while a caller collects them (this
+# context only): a caller one level up keeps them to replay without the path
+# that chose them (tritonad.autograd's call plans, _call_plan.py).
+_USED: contextvars.ContextVar = contextvars.ContextVar("tritonad_used_plans", default=None)
 
 
 # The recorder of a differentiable launcher's kernel launches (_launcher.py), set
@@ -107,6 +113,25 @@ def store(jit, key, plan: "LaunchPlan") -> None:
         if len(plans) >= _PLAN_LIMIT:
             plans.pop(next(iter(plans)))
         plans[key] = plan
+
+
+@contextlib.contextmanager
+def collecting_used():
+    """Collects, in the list it yields, every plan the launches in this block
+    made or replayed; a launch that was not planned adds None."""
+    used_plans: list = []
+    token = _USED.set(used_plans)
+    try:
+        yield used_plans
+    finally:
+        _USED.reset(token)
+
+
+def used(plan: Optional["LaunchPlan"]) -> None:
+    """Tells a collecting caller (collecting_used) which plan a launch used."""
+    collected = _USED.get()
+    if collected is not None:
+        collected.append(plan)
 
 
 class Recording:
@@ -191,23 +216,45 @@ def note(step: tuple) -> None:
         recorder.steps.append(step)
 
 
+class CompiledLaunch:
+    """A compiled kernel's launch on a fixed grid, every parameter of `jit` bound
+    by name (from the arguments, else its default) as Triton's JITFunction.run
+    binds them after its cache lookup."""
+
+    __slots__ = ("kernel", "grid", "names", "defaults")
+
+    def __init__(self, jit, kernel, grid):
+        if hasattr(kernel, "result"):  # (Triton's asynchronous compile, as its run waits)
+            kernel = kernel.result()
+        parameters = jit.signature.parameters
+        self.kernel = kernel
+        self.names = tuple(parameters)
+        self.defaults = {n: p.default for n, p in parameters.items()}
+        self.grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+
+    def values(self, arguments) -> list:
+        defaults = self.defaults
+        return [arguments[n] if n in arguments else defaults[n] for n in self.names]
+
+    def __call__(self, arguments) -> None:
+        grid = self.grid
+        if grid[0] and grid[1] and grid[2]:
+            _run(self.kernel, grid, self.values(arguments))
+
+
 def launch_compiled(jit, kernel, grid, arguments, from_call=None):
-    """Launches `kernel`, `jit` compiled for `arguments`, on `grid`, with every
-    parameter of `jit` bound (from `arguments`, else its default), as Triton's
-    JITFunction.run does after its cache lookup; recorded for replays
-    (`from_call`: {parameter: name of the call's tensor it takes})."""
-    if hasattr(kernel, "result"):  # (Triton's asynchronous compile, as its run waits)
-        kernel = kernel.result()
-    parameters = jit.signature.parameters
-    names = list(parameters)
-    values = [arguments[n] if n in arguments else p.default for n, p in parameters.items()]
-    grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+    """Launches `kernel`, `jit` compiled for `arguments`, on `grid` (a
+    CompiledLaunch); recorded for replays (`from_call`: {parameter: name of the
+    call's tensor it takes})."""
+    launch = CompiledLaunch(jit, kernel, grid)
+    values = launch.values(arguments)
     recorder = _RECORDING.get()
     if recorder is not None:
-        sources = tuple(recorder.source(n, v, from_call or {}) for n, v in zip(names, values))
-        recorder.steps.append(("launch", kernel, grid, sources))
-    if grid[0] and grid[1] and grid[2]:
-        _run(kernel, grid, values)
+        sources = tuple(recorder.source(n, v, from_call or {})
+                        for n, v in zip(launch.names, values))
+        recorder.steps.append(("launch", launch.kernel, launch.grid, sources))
+    if launch.grid[0] and launch.grid[1] and launch.grid[2]:
+        _run(launch.kernel, launch.grid, values)
 
 
 def _run(kernel, grid, values):

@@ -139,6 +139,8 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None, tun
     if warmup or tune is not False or any_tensor is None or any_tensor.device.type != "cuda" \
             or not hasattr(jit, "device_caches"):
         check()
+        if not warmup:
+            _launch_plan.used(None)
         return _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune)
     with _on_device(any_tensor.device):
         grid_now = _coverage.grid_of(grid, kwargs) if grid is not None else ()
@@ -153,6 +155,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None, tun
                 check()
             if kwargs.get(_residuals.RESIDUALS) is not None:
                 _residuals.check_launch(kwargs[_residuals.RESIDUALS], grid, kwargs)
+            _launch_plan.used(plan)
             return plan.run(kwargs, _set_initialized)
         by_layout = check()
         recorder, token = _launch_plan.begin(kwargs)
@@ -164,6 +167,7 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None, tun
         if plan is not None:
             plan.checked_by_layout = by_layout
             _launch_plan.store(jit, key, plan)
+        _launch_plan.used(plan)
         return kernel
 
 

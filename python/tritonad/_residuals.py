@@ -43,8 +43,6 @@ def launch_forward(forward, kernel, grid, bound, names,
     tensors by memory and layout, or (`by_memory` False: torch's autograd hands
     the backward its saved tensors, possibly moved, e.g. offloaded to the CPU
     and back) by layout only."""
-    import torch
-
     device_tensor = _launch_plan.device_of(bound)
     # (CPU tensors: the interpreter, which launches the user's kernel; a launch
     # being recorded, e.g. traced by torch.compile on fake tensors: the
@@ -54,29 +52,82 @@ def launch_forward(forward, kernel, grid, bound, names,
         kernel[grid](**bound)
         return None
     grid_now = _coverage.grid_of(grid, bound)
-    # (whether it saves anything, and how much, is decided when it is compiled:
-    # once per key, as a backward's launch plan)
+    decided = _saving_decision(forward, grid, grid_now, bound, device_tensor.device)
+    if decided.compiled is None:
+        kernel[grid](**bound)
+        return None
+    step = PlannedForward(forward, decided, grid_now, device_tensor.device,
+                          _launch_of(bound, names, grid_now, by_memory))
+    return step(bound)
+
+
+def _saving_decision(forward, grid, grid_now, bound, device) -> "_SavingForward":
+    """Whether the augmented forward saves anything for these arguments, and how
+    much: decided when it is compiled, once per key (as a backward's launch plan)."""
+    import torch
+
     key = _launch_plan.key_of(bound, grid_now, (torch.cuda.current_device(),))
     decided = _launch_plan.lookup(forward, key)
     if decided is None:
         compiled = forward.run(grid=grid, warmup=True,
-                               **{**bound, RESIDUALS: _launch_plan.placeholder(device_tensor.device,
-                                                                "int8")})
+                               **{**bound, RESIDUALS: _launch_plan.placeholder(device, "int8")})
         saved = recorded(compiled)
         decided = _SavingForward(compiled if saved is not None and grid_now else None, saved)
         _launch_plan.store(forward, key, decided)
-    if decided.compiled is None:
-        kernel[grid](**bound)
+    return decided
+
+
+def planned_forward(forward, kernel, grid, bound, names) -> Optional["PlannedForward"]:
+    """The forward launch of these arguments (the augmented forward where it saves
+    residuals, else the user's compiled `kernel`) for later launches with the same
+    layouts, scalars and grid (tritonad.autograd's call plans); their residuals
+    identify the launch by layout (torch hands the backward its saved tensors,
+    possibly moved). None where a launch must go through Triton's own path: CPU
+    tensors (the interpreter), a recorded launch, a kernel wrapped in autotune or
+    heuristics or with pre-run hooks."""
+    from triton.runtime.jit import JITFunction
+
+    device_tensor = _launch_plan.device_of(bound)
+    if device_tensor is None or device_tensor.device.type != "cuda" or \
+            _launch_plan.LAUNCHER_RECORDER.get() is not None or \
+            not isinstance(kernel, JITFunction) or kernel.pre_run_hooks:
         return None
-    programs = math.prod(int(extent) for extent in grid_now)
-    buffer = torch.empty(max(programs * int(decided.saved["bytes"]), 16), dtype=torch.int8,
-                         device=device_tensor.device)
-    if programs:
-        _launch_plan.launch_compiled(forward, decided.compiled, grid_now,
-                                     {**bound, RESIDUALS: buffer})
-    buffer.tritonad_fingerprint = decided.saved["fingerprint"]
-    buffer.tritonad_launch = _launch_of(bound, names, grid_now, by_memory)
-    return buffer
+    device = device_tensor.device
+    grid_now = _coverage.grid_of(grid, bound)
+    if forward is not None:
+        decided = _saving_decision(forward, grid, grid_now, bound, device)
+        if decided.compiled is not None:
+            return PlannedForward(forward, decided, grid_now, device,
+                                  _launch_of(bound, names, grid_now, by_memory=False))
+    compiled = kernel.run(grid=grid, warmup=True, **bound)
+    return PlannedForward(kernel, _SavingForward(compiled, None), grid_now, device, None)
+
+
+class PlannedForward:
+    """A forward launch decided for one layout: the compiled kernel on its grid,
+    and, where it saves residuals, the buffer each launch gets (returned, marked
+    with the forward's fingerprint and `launch`, what identifies the launch)."""
+
+    __slots__ = ("launch", "saved", "programs", "device", "identity")
+
+    def __init__(self, jit, decided, grid_now, device, identity):
+        self.launch = _launch_plan.CompiledLaunch(jit, decided.compiled, grid_now)
+        self.saved = decided.saved
+        self.programs = math.prod(int(extent) for extent in grid_now)
+        self.device, self.identity = device, identity
+
+    def __call__(self, bound):
+        import torch
+
+        if self.saved is None:
+            self.launch(bound)
+            return None
+        buffer = torch.empty(max(self.programs * int(self.saved["bytes"]), 16),
+                             dtype=torch.int8, device=self.device)
+        self.launch({**bound, RESIDUALS: buffer})
+        buffer.tritonad_fingerprint = self.saved["fingerprint"]
+        buffer.tritonad_launch = self.identity
+        return buffer
 
 
 class _SavingForward:

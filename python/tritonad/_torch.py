@@ -5,12 +5,13 @@ from __future__ import annotations
 import ast
 from typing import Sequence
 
-from tritonad import _owners
+from tritonad import _call_plan, _launch_plan, _owners
+from tritonad._coverage import grid_of
 from tritonad._memory import storage_id, views_overlap
 from tritonad._kernel_grad import (_PositionalLaunch, inner_arguments, kernel_grad,
                                    renamed_parameters, unwrap, user_grid)
-from tritonad._partial import _span, uninitialized
-from tritonad._residuals import RESIDUALS, launch_forward
+from tritonad._partial import _on_device, _span, uninitialized
+from tritonad._residuals import RESIDUALS, launch_forward, planned_forward
 from tritonad._source import (bind_arguments, constexpr_names, function_def, param_names,
                               pointer_roles)
 
@@ -141,6 +142,10 @@ class _DifferentiableKernel:
         self.mentioned = {n.id for n in ast.walk(function_def(fn)) if isinstance(n, ast.Name)}
         self.discovered = pointer_roles(fn)
         self._function = _make_function(torch)
+        # (call plans: launches of a plain compiled kernel, parameters as named)
+        from triton.runtime.jit import JITFunction
+        self.plannable = isinstance(kernel, JITFunction) and not self.renamed
+        self.plans: dict = {}
         self.tritonad_name = _owners.unique_name(fn)
         _owners.register_owner(self.tritonad_name, self)
 
@@ -155,6 +160,23 @@ class _DifferentiableKernel:
         if torch.compiler.is_dynamo_compiling():  # one custom operator (tritonad._compile)
             return _owners.compiled().launch_kernel(self.tritonad_name, grid, args, kwargs)
         bound = bind_arguments(self.names, args, kwargs)
+        call = _Call(grid, bound)
+        if self.plannable:
+            call.key = _call_plan.key_of(bound, grid_of(grid, bound))
+            plan = self.plans.get(call.key) if call.key is not None else None
+            if plan is not None and plan.memory_apart(bound):
+                call.plan, call.differentiable = plan, plan.differentiable
+        if call.plan is None:
+            call.differentiable, call.apart = self._checked(bound)
+        values = [bound[n] for n in call.differentiable]
+        results = self._function.apply(self, call, *values)
+        return results[0] if len(results) == 1 else results
+
+    def _checked(self, bound):
+        """Checks a call's arguments; returns the differentiable ones and the pairs of
+        tensors the in-place check found apart (a call plan compares them again)."""
+        import torch
+
         tensors = {n: v for n, v in bound.items() if isinstance(v, torch.Tensor)}
         for name in self.outputs:
             if name in bound and bound[name] is None:
@@ -173,12 +195,11 @@ class _DifferentiableKernel:
                           (n in shadows or t.requires_grad)]
         for name in differentiable:
             self._check_input(name, tensors[name])
+        apart = []
         if torch.is_grad_enabled() and any(tensors[n].requires_grad for n in differentiable):
             # (a graph node follows)
-            self._check_in_place(tensors)
-        values = [bound[n] for n in differentiable]
-        results = self._function.apply(self, grid, bound, differentiable, *values)
-        return results[0] if len(results) == 1 else results
+            apart = self._check_in_place(tensors)
+        return differentiable, apart
 
     def _check_input(self, name, tensor):
         if not tensor.requires_grad:
@@ -213,8 +234,10 @@ class _DifferentiableKernel:
         """Refuses a launch whose backward would read memory the forward
         overwrote: a floating-point tensor the kernel loads and stores through
         one pointer, or an output sharing memory with a tensor it loads (or
-        with another output)."""
+        with another output). Returns the pairs it compared, with their byte
+        extents: (output, other, extent of the output, extent of the other)."""
         roles = {**self.discovered, **self.backward_kernel.pointer_roles}
+        compared = []
         for name, tensor in tensors.items():
             role = roles.get(name) or ()
             if name not in self.outputs and tensor.is_floating_point() and \
@@ -238,6 +261,9 @@ class _DifferentiableKernel:
                         f"{name!r} (in place: the backward needs the values the forward "
                         f"overwrites, and each output needs its own gradient): pass a "
                         f"separate tensor for {output!r}, e.g. torch.empty_like({name})")
+                compared.append((output, name, _call_plan.byte_extent(other),
+                                 _call_plan.byte_extent(tensor)))
+        return compared
 
 
 def overlaps(t) -> bool:
@@ -289,22 +315,41 @@ def _written_shadows(backward_kernel, grid, arguments):
     return None if written is None else set(written)
 
 
+class _Call:
+    """One call of a differentiable kernel: its grid and arguments, the
+    differentiable ones, its key and the call plan it replays (None: decided now;
+    `apart`: the pairs the in-place check found apart)."""
+
+    __slots__ = ("grid", "bound", "differentiable", "key", "plan", "apart")
+
+    def __init__(self, grid, bound):
+        self.grid, self.bound = grid, bound
+        self.differentiable, self.key, self.plan, self.apart = (), None, None, ()
+
+
 def _make_function(torch):
     class KernelFunction(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, op, grid, bound, differentiable, *values):
-            ctx.op, ctx.grid, ctx.differentiable = op, grid, differentiable
+        def forward(ctx, op, call, *values):
+            bound = call.bound
+            ctx.op, ctx.grid, ctx.differentiable = op, call.grid, call.differentiable
             # (the outputs are saved, not kept on ctx: their grad_fn is this node, and
             # a cycle through it would keep the graph alive until the collector runs)
             ctx.bound = {n: None if n in op.outputs else v for n, v in bound.items()}
             ctx.save_for_backward(*values, *(bound[n] for n in op.outputs))
-            forward = op.residual_forward.get() if op.residual_forward is not None else None
-            renamed = op.renamed
-            kernel = _PositionalLaunch(op.kernel, op.names, renamed) if renamed else op.kernel
-            ctx.residuals = launch_forward(
-                forward, kernel, user_grid(grid, renamed),
-                inner_arguments(bound, renamed, op.name),
-                [renamed.get(n, n) for n in op.names], by_memory=False)
+            plan = call.plan
+            if plan is not None:
+                ctx.residuals = plan.forward(bound)
+            else:
+                forward = op.residual_forward.get() if op.residual_forward is not None else None
+                renamed = op.renamed
+                kernel = _PositionalLaunch(op.kernel, op.names, renamed) if renamed else op.kernel
+                ctx.residuals = launch_forward(
+                    forward, kernel, user_grid(call.grid, renamed),
+                    inner_arguments(bound, renamed, op.name),
+                    [renamed.get(n, n) for n in op.names], by_memory=False)
+                plan = _new_plan(op, call, forward)
+            ctx.plan = plan
             outs = tuple(bound[n] for n in op.outputs)
             ctx.mark_dirty(*[t for t in outs if any(t is v for v in values)])
             return outs
@@ -317,7 +362,73 @@ def _make_function(torch):
     return KernelFunction
 
 
+def _new_plan(op, call, forward):
+    """The call plan of `call`'s key, after its deciding launch (None: not planned)."""
+    if call.key is None:
+        return None
+    planned = planned_forward(forward, op.kernel, call.grid, call.bound, op.names)
+    if planned is None:
+        return None
+    plan = _call_plan.CallPlan(call.differentiable, call.apart, planned)
+    op.plans[call.key] = plan
+    _call_plan.limit(op.plans)
+    return plan
+
+
 def _kernel_backward(ctx, *grads):
+    plan = ctx.plan
+    if plan is not None:
+        upstream_key = _call_plan.upstream_key(ctx.needs_input_grad, grads)
+        step = plan.backwards.get(upstream_key)
+        if step is not None:
+            return _replay_backward(ctx, step, grads)
+    results, step = _decide_backward(ctx, grads, collect=plan is not None)
+    if plan is not None:
+        plan.backwards[upstream_key] = step
+    return results
+
+
+def _replay_backward(ctx, step, grads):
+    """A backward as `step` decided it for this call's key and upstream layouts."""
+    import torch
+
+    op = ctx.op
+    saved = ctx.saved_tensors
+    bound = dict(ctx.bound)
+    names = ctx.differentiable
+    for name, value in zip(list(names) + list(op.outputs), saved):
+        bound[name] = value
+    arguments = dict(bound)
+    if ctx.residuals is not None:
+        arguments[RESIDUALS] = ctx.residuals
+    input_grads, widened = {}, []
+    for name, shadow, empty, dtype in step.grads:
+        input_grads[name] = shadow_like(bound[name], torch, empty=empty)
+        if shadow is None:  # (never read by the kernel: a zero gradient)
+            continue
+        if dtype is None:
+            arguments[shadow] = input_grads[name]
+        else:
+            arguments[shadow] = shadow_like(bound[name], torch, dtype=dtype)
+            widened.append(name)
+    for position, shadow, copied in step.upstream:
+        grad = grads[position]
+        arguments[shadow] = shadow_like(bound[op.outputs[position]], torch, grad) if copied \
+            else grad
+    with _on_device(step.device):
+        step.launch.run(arguments, _no_marks)
+    for name in widened:
+        input_grads[name].copy_(arguments[op.backward_kernel.shadows[name]])
+    return (None, None, *[input_grads.get(name) for name in names])
+
+
+def _no_marks(names, arguments):
+    """(A replayed backward's gradient buffers are its own: nothing to tell.)"""
+
+
+def _decide_backward(ctx, grads, collect):
+    """The backward of a call, deciding everything; with `collect`, also the
+    BackwardStep that replays it (None where it cannot be replayed)."""
     import torch
 
     op = ctx.op
@@ -332,7 +443,7 @@ def _kernel_backward(ctx, *grads):
         arguments[RESIDUALS] = ctx.residuals
     input_grads = {}
     launch_path = getattr(op.backward_kernel, "tritonad_launch_path", False)
-    for name, needs in zip(ctx.differentiable, ctx.needs_input_grad[4:]):
+    for name, needs in zip(ctx.differentiable, ctx.needs_input_grad[2:]):
         if needs:  # (no shadow: never read by the kernel, its gradient is zero)
             # Uninitialized: the launch zero-fills it unless the backward
             # stores every element (see _partial.uninitialized).
@@ -341,13 +452,12 @@ def _kernel_backward(ctx, *grads):
             if name in shadows:
                 arguments[shadows[name]] = input_grads[name]
     if not any(name in shadows for name in input_grads):
-        return (None, None, None, None,
-                *[input_grads.get(name) for name in ctx.differentiable])
+        return (None, None, *[input_grads.get(name) for name in ctx.differentiable]), None
     upstream = {}
-    for name, grad in zip(op.outputs, grads):
+    for position, (name, grad) in enumerate(zip(op.outputs, grads)):
         if name in shadows and bound[name] is not None:  # (None: an output not wanted)
-            upstream[shadows[name]] = (bound[name], grad)
-    for shadow, (out, grad) in upstream.items():
+            upstream[shadows[name]] = (bound[name], grad, position)
+    for shadow, (out, grad, _) in upstream.items():
         arguments[shadow] = grad
     written = _written_shadows(op.backward_kernel, ctx.grid, arguments)
     # f16/bf16 gradients that programs add into with atomics are summed in an fp32
@@ -362,19 +472,41 @@ def _kernel_backward(ctx, *grads):
     for name in widened:
         input_grads[name] = shadow_like(bound[name], torch, dtype=torch.float32)
         arguments[shadows[name]] = input_grads[name]
-    for shadow, (out, grad) in upstream.items():
+    copied = set()
+    for shadow, (out, grad, _) in upstream.items():
         # The upstream gradient is passed as it is unless the backward writes
         # into it (consumes it) or addresses it differently (dtype, strides).
         if grad is None or written is None or shadow in written or \
                 not _same_layout(grad, out):
             arguments[shadow] = shadow_like(out, torch, grad)
-    with uninitialized([input_grads[n] for n in input_grads
-                        if n in shadows and launch_path and n not in widened]):
+            copied.add(shadow)
+    garbage = [n for n in input_grads if n in shadows and launch_path and n not in widened]
+    with uninitialized([input_grads[n] for n in garbage]), \
+            _launch_plan.collecting_used() as used:
         op.backward_kernel[ctx.grid](**arguments)
     for name, grad in widened.items():
         input_grads[name] = grad.copy_(input_grads[name])
-    return (None, None, None, None,
-            *[input_grads.get(name) for name in ctx.differentiable])
+    results = (None, None, *[input_grads.get(name) for name in ctx.differentiable])
+    launch = _call_plan.last_plan(used)
+    if not collect or launch is None or op.renamed or \
+            not _marks_every(launch, [shadows[n] for n in garbage]) or \
+            any(grad is None for _, grad, _ in upstream.values()):
+        return results, None
+    made = tuple((name, shadows.get(name), name in garbage or name in widened,
+                  torch.float32 if name in widened else None) for name in input_grads)
+    step = _call_plan.BackwardStep(
+        made, tuple((position, shadow, shadow in copied)
+                    for shadow, (_, _, position) in upstream.items()),
+        launch, _launch_plan.device_of(arguments).device)
+    return results, step
+
+
+def _marks_every(launch, names) -> bool:
+    """Whether a recorded launch tells every uninitialized buffer in `names` that
+    it holds its gradient (zero-filled or stored whole), as _partial.uninitialized
+    would otherwise zero-fill one on exit."""
+    marked = {name for step in launch.steps if step[0] == "mark" for name in step[1]}
+    return set(names) <= marked
 
 
 def _added_atomically(backward_kernel, shared=False) -> set:
