@@ -21,7 +21,7 @@ cuBLAS's, whether two backwards give the same bits, and the schedule tritonad
 picked (re-parallelized dA and dB, whether the launch wrote them without
 atomics).
 
-    python3 benchmarks/matmul_spellings.py [--quick] [--out benchmarks/matmul_spellings.md]
+    python3 benchmarks/matmul_spellings.py [--quick] [--out FILE]
         [--spellings grid_2d,batched_3d] [--rows fp16:2048,bf16:4096]
     python3 benchmarks/matmul_spellings.py --describe   # CPU only: the schedule per spelling
     TRITON_INTERPRET=1 python3 benchmarks/matmul_spellings.py --smoke
