@@ -16,18 +16,22 @@ Sections (each reuses its benchmark module's checks and timing; --sections picks
 
 Every section compares tritonad with a hand-written Triton backward, torch eager and
 torch.compile where the benchmark has them, in GPU time (torch profiler) and wall time,
-with ratios. A row whose method failed shows "-" and the error. The page is rewritten
-after each section, so a run cut short keeps what it measured. With matplotlib
-importable, a PNG of the ratios per section is written beside the page.
+with ratios. A row whose method failed shows "-" and the error. The page and its data
+(RESULTS.json) are rewritten after each section, so a run cut short keeps what it
+measured, and a run of some sections keeps the others' last results (each section says
+when, where and on which commit it was measured). With matplotlib importable, a PNG of
+the ratios per section is written beside the page.
 
     python3 benchmarks/results.py --quick                 # GPU: small sizes, all sections
-    python3 benchmarks/results.py [--sections user,host] [--out FILE]
+    python3 benchmarks/results.py [--sections user,host] [--out FILE] [--fresh]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
+import json
 import math
 import os
 import platform
@@ -67,6 +71,21 @@ class Section:
     seconds: Optional[float] = None
     error: str = ""                  # the section itself failed (traceback's last line)
     plot: str = ""                   # file name of its PNG, beside the page
+    measured: str = ""               # when, where, on which commit
+
+
+def to_json(sections: Sequence[Section]) -> str:
+    return json.dumps([dataclasses.asdict(s) for s in sections], indent=1)
+
+
+def from_json(text: str) -> List[Section]:
+    sections = []
+    for fields in json.loads(text):
+        fields["rows"] = [Row(**row) for row in fields["rows"]]
+        for name in ("methods", "subjects", "baselines", "metrics"):
+            fields[name] = tuple(fields[name])
+        sections.append(Section(**fields))
+    return sections
 
 
 # ---------------------------------------------------------------------------
@@ -121,7 +140,8 @@ def render_section(section: Section) -> List[str]:
     if section.error:
         lines += [f"The section failed: {cell_text(section.error, 400)}", ""]
     if section.seconds is not None:
-        lines += [f"(measured in {section.seconds:.0f} s)", ""]
+        lines += [f"(measured {section.measured + ', ' if section.measured else ''}in "
+                  f"{section.seconds:.0f} s)", ""]
     if section.rows:
         for metric in METRICS:
             lines.append(f"{METRICS[metric]}:")
@@ -429,7 +449,10 @@ def header_lines(argv: Sequence[str], started: datetime.datetime,
         except (OSError, subprocess.SubprocessError):
             return ""
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = " (with uncommitted changes)" if git("status", "--porcelain", "--", ".") else ""
+    # (the page and its plots and data change as the run goes: not a change that counts)
+    changed = [line for line in git("status", "--porcelain", "--untracked-files=no")
+               .splitlines() if "benchmarks/RESULTS" not in line]
+    dirty = " (with uncommitted changes)" if changed else ""
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
     took = "still running" if seconds is None else f"{seconds:.0f} s"
     return {
@@ -449,14 +472,18 @@ def write(path: str, sections: Sequence[Section], header: Dict[str, str]) -> Non
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0].replace("\n", " "),
-        epilog="sections: " + ", ".join(SECTIONS))
+        epilog="sections: " + ", ".join(SECTIONS) + ". The sections a run leaves out keep "
+        "their last results (from the .json beside the page), each with when and where it "
+        "was measured; --fresh drops them.")
     parser.add_argument("--quick", action="store_true",
                         help="small sizes and fewer rows (a few minutes on an H100)")
     parser.add_argument("--sections", default=",".join(SECTIONS),
-                        help="comma-separated, in the page's order (default: all)")
+                        help="comma-separated (default: all)")
     parser.add_argument("--out", default=DEFAULT_OUT,
-                        help="the page to write (default: benchmarks/RESULTS.md); plots go "
-                        "beside it")
+                        help="the page to write (default: benchmarks/RESULTS.md); its data "
+                        "(.json) and plots (.png) go beside it")
+    parser.add_argument("--fresh", action="store_true",
+                        help="do not keep the results of sections this run leaves out")
     args = parser.parse_args(argv)
     keys = [k.strip() for k in args.sections.split(",") if k.strip()]
     unknown = [k for k in keys if k not in SECTIONS]
@@ -473,23 +500,40 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     started = datetime.datetime.now(datetime.timezone.utc)
     start = time.perf_counter()
-    sections = [pending(k) for k in keys]
-    for i, key in enumerate(keys):
-        write(args.out, sections, header_lines(argv, started, None))
-        sections[i] = run_section(key, args.quick)
+    header = header_lines(argv, started, None)
+    data = os.path.splitext(args.out)[0] + ".json"
+    kept = {}
+    if os.path.exists(data) and not args.fresh:
+        kept = {s.key: s for s in from_json(open(data).read()) if s.key in SECTIONS}
+    sections = {k: kept.get(k) or pending(k) for k in SECTIONS}
+    if args.fresh:
+        sections = {k: pending(k) for k in SECTIONS if k in keys}
+    measured = (f"{started:%Y-%m-%d %H:%M} UTC on {header['device']}, "
+                f"{header['versions'].split(',')[0]}{' (--quick)' if args.quick else ''}")
+
+    def save(header):
+        write(args.out, list(sections.values()), header)
+        with open(data, "w") as f:
+            f.write(to_json(list(sections.values())))
+
+    for key in keys:
+        sections[key] = pending(key)
+        save(header)
+        sections[key] = run_section(key, args.quick)
+        sections[key].measured = measured
         picture = f"{os.path.splitext(os.path.basename(args.out))[0]}_{key}.png"
-        if plot(sections[i], os.path.join(os.path.dirname(os.path.abspath(args.out)),
-                                          picture)):
-            sections[i].plot = picture
+        if plot(sections[key], os.path.join(os.path.dirname(os.path.abspath(args.out)),
+                                            picture)):
+            sections[key].plot = picture
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
-    write(args.out, sections, header_lines(argv, started, time.perf_counter() - start))
-    failed = [f"{s.key}: {f}" for s in sections for f in
-              ([s.error] if s.error else []) + s.failures]
-    print(f"\nwritten to {args.out} ({time.perf_counter() - start:.0f} s)")
+    save(header_lines(argv, started, time.perf_counter() - start))
+    failed = [f"{key}: {f}" for key in keys for f in
+              ([sections[key].error] if sections[key].error else []) + sections[key].failures]
+    print(f"\nwritten to {args.out} and {data} ({time.perf_counter() - start:.0f} s)")
     if failed:
-        print("FAILURES:\n  " + "\n  ".join(f.strip().splitlines()[-1] for f in failed if f.strip()),
-              file=sys.stderr)
+        print("FAILURES:\n  " + "\n  ".join(f.strip().splitlines()[-1] for f in failed
+                                             if f.strip()), file=sys.stderr)
         return 1
     return 0
 

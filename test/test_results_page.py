@@ -20,9 +20,12 @@ import results  # noqa: E402
 
 
 def cells_of(page: str, workload: str, after: str):
-    """The cells of the first table row for `workload` after the line `after`."""
+    """The cells of the first table row for `workload` after the line `after` that
+    follows the workload's first mention."""
     lines = page.splitlines()
-    start = lines.index(after)
+    first = next(i for i, line in enumerate(lines) if f"| {workload} |" in line)
+    start = max(i for i, line in enumerate(lines[:first]) if line.startswith("## "))
+    start = lines.index(after, start)
     for line in lines[start:]:
         if line.startswith(f"| {workload} |"):
             return [c.strip() for c in line.strip().strip("|").split("|")]
@@ -75,6 +78,19 @@ def test_page_from_made_up_rows():
     # the contents' links resolve to the headings
     for title, target in re.findall(r"^\d+\. \[(.*)\]\(#(.*)\)$", page, re.M):
         assert f"## {title}" in page and target == results.anchor(title)
+
+
+def test_sections_kept_between_runs_as_json():
+    """A run of some sections keeps the others' rows, as they were, with their provenance."""
+    section = results.new_section("matmul", methods=("tritonad", "eager"),
+                                  subjects=("tritonad",), baselines=("eager",), seconds=2.5,
+                                  measured="2026-01-02 03:04 UTC on a GPU, tritonad abc")
+    section.rows = [results.Row("grid_2d", {"tritonad": random.uniform(1, 9), "eager": 2.0},
+                                errors={"compile": "no"}, note="x")]
+    (again,) = results.from_json(results.to_json([section]))
+    assert again == section
+    page = results.render([again], {})
+    assert "(measured 2026-01-02 03:04 UTC on a GPU, tritonad abc, in 2 s)" in page
 
 
 def test_ratio_and_number_edge_cases():
@@ -163,3 +179,41 @@ def test_command_line(tmp_path):
                           text=True, timeout=300,
                           env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
     assert done.returncode == 2 and "no" in done.stderr and not out.exists(), done.stderr
+
+
+def test_runs_write_one_page_and_keep_other_sections(tmp_path, monkeypatch):
+    """main(): two runs of different sections (measure() made up, the GPU pretended)
+    give one page with both; a section that raises shows its error, the others still run."""
+    import torch
+
+    for name, value in (("is_available", lambda: True), ("synchronize", lambda: None),
+                        ("empty_cache", lambda: None), ("get_device_name", lambda: "GPU X")):
+        monkeypatch.setattr(torch.cuda, name, value)
+    gpu = {"user": random.uniform(1, 9), "matmul": random.uniform(1, 9)}
+
+    def made_up(key):
+        def run(quick):
+            section = results.new_section(key, methods=("tritonad", "eager"),
+                                          subjects=("tritonad",), baselines=("eager",))
+            section.rows = [results.Row(f"{key} row", {"tritonad": gpu[key], "eager": 2.0},
+                                        {"tritonad": 1.0, "eager": 4.0})]
+            return section
+        return run
+
+    def broken(quick):
+        raise RuntimeError("CUDA out of memory")
+    monkeypatch.setattr(results, "SECTIONS", {"user": made_up("user"), "host": broken,
+                                              "matmul": made_up("matmul")})
+    out = tmp_path / "PAGE.md"
+    assert results.main(["--sections", "user,host", "--out", str(out)]) == 1
+    assert results.main(["--quick", "--sections", "matmul", "--out", str(out)]) == 0
+    page = out.read_text()
+    assert cells_of(page, "user row", "GPU time (us per call):")[1:4] == \
+        [f"{gpu['user']:.1f}", "2.0", f"{gpu['user'] / 2:.2f}"]
+    assert cells_of(page, "matmul row", "Wall time (us per call):")[3] == "0.25"
+    assert "The section failed: RuntimeError: CUDA out of memory" in page
+    assert page.count("on GPU X") == 3 and page.count("(--quick)") == 1
+    assert "- command: `python3 benchmarks/results.py --quick --sections matmul --out" in page
+    assert (tmp_path / "PAGE.json").exists()
+    assert results.main(["--fresh", "--sections", "matmul", "--out", str(out)]) == 0
+    assert "user row" not in out.read_text()
