@@ -505,6 +505,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     kept = {}
     if os.path.exists(data) and not args.fresh:
         kept = {s.key: s for s in from_json(open(data).read()) if s.key in SECTIONS}
+        for section in kept.values():  # (the words are this commit's)
+            section.title, section.measures = INFO[section.key]
     sections = {k: kept.get(k) or pending(k) for k in SECTIONS}
     if args.fresh:
         sections = {k: pending(k) for k in SECTIONS if k in keys}
