@@ -13,7 +13,7 @@ checks that the gradients agree, then times the three backward versions with
 table.
 
     python3 benchmarks/bench.py                  # GPU: check, time, print the table
-    python3 benchmarks/bench.py --out            # ... and write benchmarks/results.md
+    python3 benchmarks/bench.py --out FILE       # ... and write the table to FILE
     python3 benchmarks/bench.py --compile-only   # any machine: compile every kernel for sm_90
 
 The derived backward ADDS into its (zero-initialized) shadow buffers. The
@@ -35,7 +35,7 @@ Effective bandwidth counts the bytes a backward must move at the least (fp32):
 from __future__ import annotations
 
 import argparse
-import os
+import functools
 import sys
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
@@ -46,7 +46,6 @@ import triton.language as tl
 
 import tritonad
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 DEVICE = "cuda"
 
 
@@ -649,22 +648,38 @@ def fmt(v: Optional[float], spec: str = ".3f") -> str:
     return "n/a" if v is None else format(v, spec)
 
 
-def run_benchmarks(out_path: Optional[str]) -> int:
+def _zero_then_derived(case: Case) -> None:
+    case.zero_shadows()
+    case.derived()
+
+
+def measure(sizes=None) -> tuple:
+    """Checks, then times, every (workload, size) of `sizes` (default SIZES): (rows,
+    failures). A row is a dict: workload, size, ok, and per backward (t_ad: the derived
+    kernel alone, t_ad_zero: with the zero fill of its shadows, t_hand, t_torch) the
+    median do_bench time in ms, and gpu_us: {"tritonad" (with the fill), "hand", "eager":
+    torch-profiler GPU us per call}; times of a backward that did not run are None, and
+    `error` says why. Used by main and benchmarks/results.py."""
+    import user_level  # (its profiler timing; user_level imports this module)
+
     torch.manual_seed(0)
     failures: List[str] = []
     rows = []
-    for workload, make, sizes in SIZES:
-        for size in sizes:
+    for workload, make, case_sizes in sizes or SIZES:
+        for size in case_sizes:
             label = f"{workload} {'x'.join(map(str, size))}"
             print(f"\n== {label}")
-            case = None
+            case, error = None, None
             try:
                 case = make(*size)
                 ok, deterministic = check(case)
-            except Exception as error:  # e.g. a kernel tritonad cannot differentiate yet
-                print(f"  FAILED: {type(error).__name__}: {error}")
-                failures.append(f"{label}: {type(error).__name__}")
+            except Exception as exc:  # e.g. a kernel tritonad cannot differentiate yet
+                error = f"{type(exc).__name__}: {exc}"
+                print(f"  FAILED: {error}")
+                failures.append(f"{label}: {type(exc).__name__}")
                 if case is None:
+                    rows.append(dict(workload=workload, size="x".join(map(str, size)),
+                                     ok=False, error=error))
                     continue
                 ok, deterministic = False, None
             print("  schedule (tritonad.grad):")
@@ -672,17 +687,22 @@ def run_benchmarks(out_path: Optional[str]) -> int:
                 print(f"    {line}")
             if ok is False and deterministic is not None:
                 failures.append(f"{label}: gradient mismatch")
+                error = "gradients disagree with torch (timed anyway)"
                 print("  CHECK FAILED: gradients disagree (timings still reported)")
             t_ad = t_ad_zero = None
+            with_fill = functools.partial(_zero_then_derived, case)
+            gpu_us = {}
             if deterministic is not None:
                 t_ad = bench_ms(case.derived)
-                t_ad_zero = bench_ms(lambda: (case.zero_shadows(), case.derived()))
+                t_ad_zero = bench_ms(with_fill)
+                gpu_us["tritonad"] = user_level.gpu_time_us(with_fill)[0]
             t_hand = bench_ms(case.hand)
             t_torch = bench_ms(case.torch_bwd)
+            gpu_us["hand"] = user_level.gpu_time_us(case.hand)[0]
+            gpu_us["eager"] = user_level.gpu_time_us(case.torch_bwd)[0]
             rows.append(dict(
-                workload=case.workload,
-                size=case.size + ("" if ok else " (FAILED)"),
-                t_ad=t_ad, t_ad_zero=t_ad_zero, t_hand=t_hand, t_torch=t_torch,
+                workload=case.workload, size=case.size, ok=ok, error=error,
+                t_ad=t_ad, t_ad_zero=t_ad_zero, t_hand=t_hand, t_torch=t_torch, gpu_us=gpu_us,
                 gbs=None if t_ad is None else case.nbytes / (t_ad * 1e-3) / 1e9,
                 gbs_hand=case.nbytes / (t_hand * 1e-3) / 1e9,
                 r_hand=None if t_ad is None else t_ad / t_hand,
@@ -694,7 +714,12 @@ def run_benchmarks(out_path: Optional[str]) -> int:
             del case
             if DEVICE == "cuda":
                 torch.cuda.empty_cache()
+    return rows, failures
 
+
+def run_benchmarks(out_path: Optional[str]) -> int:
+    rows, failures = measure()
+    rows = [r for r in rows if "t_hand" in r]
     header = ("| workload | size | tritonad ms | hand-written ms | torch ms | tritonad GB/s "
               "| tritonad / hand-written | tritonad / torch | tritonad+zero ms "
               "| hand-written GB/s | tritonad bitwise reproducible |")
@@ -713,7 +738,8 @@ def run_benchmarks(out_path: Optional[str]) -> int:
         "|" + "---|" * header.count(" | ") + "---|",
     ]
     for r in rows:
-        lines.append(f"| {r['workload']} | {r['size']} | {fmt(r['t_ad'])} | {r['t_hand']:.3f} | "
+        lines.append(f"| {r['workload']} | {r['size']}{'' if r['ok'] else ' (FAILED)'} | "
+                     f"{fmt(r['t_ad'])} | {r['t_hand']:.3f} | "
                      f"{r['t_torch']:.3f} | {fmt(r['gbs'], '.0f')} | {fmt(r['r_hand'], '.2f')} | "
                      f"{fmt(r['r_torch'], '.2f')} | {fmt(r['t_ad_zero'])} | "
                      f"{r['gbs_hand']:.0f} | {r['det']} |")
@@ -841,9 +867,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--compile-only", action="store_true",
                         help="compile every kernel for sm_90 and print the derived schedules")
-    parser.add_argument("--out", nargs="?", const=os.path.join(HERE, "results.md"),
-                        default=None, help="also write the table here "
-                        "(default: benchmarks/results.md)")
+    parser.add_argument("--out", help="also write the table here (benchmarks/results.py "
+                        "writes the project's results page, RESULTS.md)")
     args = parser.parse_args()
     if args.compile_only:
         return compile_only()

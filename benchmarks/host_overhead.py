@@ -354,6 +354,57 @@ def profile(op: Op, dy: torch.Tensor) -> str:
     return report.getvalue()
 
 
+@dataclass
+class Measured:
+    """One op at one size: wall us per step by method (None where the method is
+    absent or failed; errors says why it failed)."""
+    key: str
+    size_name: str
+    shape: str
+    op: Op
+    dy: torch.Tensor
+    times: Dict[str, Optional[float]]
+    errors: Dict[str, str]
+    forwards: Dict[str, float]              # --breakdown: the forward alone
+
+
+def measure(ops: List[str], sizes: List[str], dtype, compile_: bool,
+            breakdown: bool = False) -> List[Measured]:
+    """Every method's gradients checked, then its step timed, for every op at every
+    size. Used by main and benchmarks/results.py."""
+    torch.manual_seed(0)
+    made = []
+    for size_name in sizes:
+        for key in ops:
+            op = OPS[key](SIZES[size_name], dtype)
+            add_torch_methods(op, compile_)
+            dy = torch.randn_like(op.forwards["eager"]())
+            shape = (f"{SIZES[size_name]['n']}" if key in ("gelu", "swiglu") else
+                     f"{SIZES[size_name]['m']}x{SIZES[size_name]['cols']}")
+            m = Measured(key, size_name, shape, op, dy, {}, {}, {})
+            for method in METHODS:
+                if method not in op.forwards:
+                    m.times[method] = None
+                    continue
+                try:
+                    wrong = check(op, method, dy)
+                except Exception as error:  # noqa: BLE001
+                    traceback.print_exc()
+                    wrong = f"raised {type(error).__name__}: {error}"
+                if wrong:
+                    print(f"CHECK FAILED {op.name} {size_name} {method}: {wrong}")
+                    m.times[method] = None
+                    m.errors[method] = wrong
+                    continue
+                m.times[method] = wall_us(step_of(op, op.forwards[method], dy))
+                if breakdown:
+                    m.forwards[method] = wall_us(op.forwards[method])
+            print(f"{op.name} {shape}: " + ", ".join(
+                f"{k} {v:.1f}" for k, v in m.times.items() if v is not None), flush=True)
+            made.append(m)
+    return made
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ops", default=",".join(OPS))
@@ -366,7 +417,6 @@ def main() -> int:
     parser.add_argument("--out")
     args = parser.parse_args()
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
-    torch.manual_seed(0)
     lines = [f"{torch.cuda.get_device_name()}, {args.dtype}, triton {triton.__version__}, "
              f"torch {torch.__version__}; forward + backward wall time per step (us), "
              "steps back to back",
@@ -378,55 +428,29 @@ def main() -> int:
     breakdown_lines = ["", "Forward alone, wall time per call (us)", "",
                        "| op | size | " + " | ".join(METHODS) + " |",
                        "|---" * (len(METHODS) + 2) + "|"]
-    profiles, status, made = [], 0, []
-    for size_name in args.sizes.split(","):
-        for key in args.ops.split(","):
-            op = OPS[key](SIZES[size_name], dtype)
-            add_torch_methods(op, not args.no_compile)
-            dy = torch.randn_like(op.forwards["eager"]())
-            shape = (f"{SIZES[size_name]['n']}" if key in ("gelu", "swiglu") else
-                     f"{SIZES[size_name]['m']}x{SIZES[size_name]['cols']}")
-            times, correct, forwards = {}, [], {}
-            for method in METHODS:
-                if method not in op.forwards:
-                    times[method] = "-"
-                    continue
-                try:
-                    wrong = check(op, method, dy)
-                except Exception as error:  # noqa: BLE001
-                    traceback.print_exc()
-                    wrong = f"raised {type(error).__name__}: {error}"
-                if wrong:
-                    print(f"CHECK FAILED {op.name} {size_name} {method}: {wrong}")
-                    times[method] = "CHECK FAILED"
-                    status = 1
-                    continue
-                correct.append(method)
-                times[method] = wall_us(step_of(op, op.forwards[method], dy))
-                if args.breakdown:
-                    forwards[method] = wall_us(op.forwards[method])
-
-            def ratio(a, b):
-                ta, tb = times.get(a), times.get(b)
-                ok = isinstance(ta, float) and isinstance(tb, float)
-                return f"{ta / tb:.2f}x" if ok else "-"
-            cells = [f"{t:.1f}" if isinstance(t, float) else t for t in
-                     (times[m] for m in METHODS)]
-            lines.append(f"| {op.name} | {shape} | " + " | ".join(cells) +
-                         f" | {ratio('kernel', 'hand')} | {ratio('launcher', 'hand')} | "
-                         f"{ratio('launcher', 'eager')} |")
-            print(lines[-1], flush=True)
-            if args.breakdown:
-                breakdown_lines.append(f"| {op.name} | {shape} | " + " | ".join(
-                    f"{forwards[m]:.1f}" if m in forwards else "-" for m in METHODS) + " |")
-            if key in args.profile.split(",") and size_name == args.sizes.split(",")[0]:
-                profiles.append(profile(op, dy))
-            made.append((op, shape, dy, correct))
+    made = measure(args.ops.split(","), args.sizes.split(","), dtype, not args.no_compile,
+                   breakdown=args.breakdown)
+    status = int(any(m.errors for m in made))
+    profiles = []
+    for m in made:
+        def ratio(a, b):
+            ta, tb = m.times.get(a), m.times.get(b)
+            return f"{ta / tb:.2f}x" if ta is not None and tb is not None else "-"
+        cells = [f"{m.times[k]:.1f}" if m.times.get(k) is not None else
+                 "CHECK FAILED" if k in m.errors else "-" for k in METHODS]
+        lines.append(f"| {m.op.name} | {m.shape} | " + " | ".join(cells) +
+                     f" | {ratio('kernel', 'hand')} | {ratio('launcher', 'hand')} | "
+                     f"{ratio('launcher', 'eager')} |")
+        if args.breakdown:
+            breakdown_lines.append(f"| {m.op.name} | {m.shape} | " + " | ".join(
+                f"{m.forwards[k]:.1f}" if k in m.forwards else "-" for k in METHODS) + " |")
+        if m.key in args.profile.split(",") and m.size_name == args.sizes.split(",")[0]:
+            profiles.append(profile(m.op, m.dy))
     # (last: a capture that fails can leave torch's CUDA state unusable for what follows)
-    for op, shape, dy, correct in made if args.graphs else ():
-        cells = [graph_replay_ms(step_of(op, op.forwards[m], dy))
-                 if m in correct and m != "compile" else "-" for m in METHODS]
-        graph_lines.append(f"| {op.name} | {shape} | " + " | ".join(cells) + " |")
+    for m in made if args.graphs else ():
+        cells = [graph_replay_ms(step_of(m.op, m.op.forwards[k], m.dy))
+                 if m.times.get(k) is not None and k != "compile" else "-" for k in METHODS]
+        graph_lines.append(f"| {m.op.name} | {m.shape} | " + " | ".join(cells) + " |")
         print(graph_lines[-1], flush=True)
     text = "\n".join(lines + (breakdown_lines if args.breakdown else []) +
                      (graph_lines if args.graphs else [])) + "\n" + "".join(profiles)

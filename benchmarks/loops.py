@@ -43,7 +43,7 @@ takes long). Wall time: triton.testing.do_bench. The schedule note of the derive
 kernel's loop is printed ("stabilizer": reversed in O(n); "n(n-1)/2": the quadratic
 replay), with the kernels that take the GPU time.
 
-    python3 benchmarks/loops.py [--out benchmarks/loops.md] [--only attention|ce]
+    python3 benchmarks/loops.py [--out FILE] [--only attention|ce]
                                 [--lengths 512,1024] [--compile] [--block-m 64 --block-n 64]
 """
 
@@ -450,7 +450,7 @@ def report(attention_rows, ce_row, opts, failures) -> str:
     return head + "\n".join(lines) + "\n"
 
 
-def main():
+def build_parser():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", help="also write the markdown table here")
     parser.add_argument("--only", choices=["attention", "ce"], help="run one workload")
@@ -470,20 +470,21 @@ def main():
     parser.add_argument("--tune", action="store_true",
                         help="also time tritonad.autograd(..., tune=True): the backward's "
                              "own launch options")
-    opts = parser.parse_args()
-    try:
-        lengths = [int(x) for x in split_list(opts.lengths)] or [512, 1024, 2048, 4096, 8192]
-    except ValueError:
-        parser.error(f"--lengths takes integers: {opts.lengths}")
-    if not torch.cuda.is_available():
-        print("no GPU: loop benchmark skipped")
-        return 0
+    return parser
 
-    start = time.perf_counter()
+
+def lengths_of(opts):
+    return [int(x) for x in split_list(opts.lengths)] or [512, 1024, 2048, 4096, 8192]
+
+
+def measure(opts):
+    """The workloads opts choose (build_parser's options), checked then timed:
+    (attention rows, cross-entropy row or None, failures). Used by main and
+    benchmarks/results.py."""
     torch.manual_seed(0)
     failures, attention_rows, ce_row = [], [], None
     if opts.only in (None, "attention"):
-        for L in lengths:
+        for L in lengths_of(opts):
             try:
                 row = attention_case(L, opts, failures)
             except Exception as error:  # noqa: BLE001
@@ -500,6 +501,22 @@ def main():
         except Exception as error:  # noqa: BLE001
             traceback.print_exc()
             failures.append(f"cross-entropy: {type(error).__name__}: {error}")
+    return attention_rows, ce_row, failures
+
+
+def main():
+    parser = build_parser()
+    opts = parser.parse_args()
+    try:
+        lengths_of(opts)
+    except ValueError:
+        parser.error(f"--lengths takes integers: {opts.lengths}")
+    if not torch.cuda.is_available():
+        print("no GPU: loop benchmark skipped")
+        return 0
+
+    start = time.perf_counter()
+    attention_rows, ce_row, failures = measure(opts)
     text = report(attention_rows, ce_row, opts, failures)
     import user_level
     return user_level.finish(text, opts.out, failures, start)

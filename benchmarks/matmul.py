@@ -35,7 +35,7 @@ atomics left in the derived IR are counted.
 GPU time: the torch profiler's device time of every kernel, copy and fill of a call
 (benchmarks/user_level.py); wall time: triton.testing.do_bench.
 
-    python3 benchmarks/matmul.py [--out benchmarks/matmul.md] [--sizes 1024,2048]
+    python3 benchmarks/matmul.py [--out FILE] [--sizes 1024,2048]
                                  [--dtypes fp16,bf16] [--blocks 128,128,64]
 """
 
@@ -313,7 +313,7 @@ def report(rows, opts, failures) -> str:
         "# Matmul-class backward: re-parallelized schedule",
         "",
         f"{device}; torch {torch.__version__}; triton {triton.__version__}. Command: "
-        f"`python3 benchmarks/matmul.py --out benchmarks/matmul.md` (warps {opts.warps}, "
+        f"`python3 benchmarks/matmul.py` (warps {opts.warps}, "
         f"stages {opts.stages}). GPU time per backward (torch profiler: kernels, copies, "
         "fills) and wall time (do_bench), in us. Error: max |grad - fp32 reference| / "
         "max |reference| over dA and dB.",

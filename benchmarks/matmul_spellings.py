@@ -21,7 +21,7 @@ cuBLAS's, whether two backwards give the same bits, and the schedule tritonad
 picked (re-parallelized dA and dB, whether the launch wrote them without
 atomics).
 
-    python3 benchmarks/matmul_spellings.py [--quick] [--out benchmarks/matmul_spellings.md]
+    python3 benchmarks/matmul_spellings.py [--quick] [--out FILE]
         [--spellings grid_2d,batched_3d] [--rows fp16:2048,bf16:4096]
     python3 benchmarks/matmul_spellings.py --describe   # CPU only: the schedule per spelling
     TRITON_INTERPRET=1 python3 benchmarks/matmul_spellings.py --smoke
@@ -327,7 +327,7 @@ def _wall(fn, opts):
     return triton.testing.do_bench(fn, warmup=opts.warmup_ms, rep=opts.rep_ms) * 1000.0
 
 
-def _verdict(row) -> str:
+def verdict(row) -> str:
     if row["regridded"] and not row["atomics"]:
         return "yes"
     return "no" + (": atomics into " + ", ".join(row["atomics"]) if row["atomics"] else "")
@@ -366,7 +366,7 @@ def report(rows, failures, opts, seconds) -> str:
             f"{gpu(row, 'tritonad') / gpu(row, 'hand'):.2f} | {row['tflops']:.0f} | "
             f"{t['tritonad'][1]:.1f} | {row['steps']['tritonad']:.1f} / "
             f"{row['steps']['cuBLAS']:.1f} | {row['errors']['tritonad']:.2e} / "
-            f"{row['errors']['cuBLAS']:.2e} | {row['reproducible']} | {_verdict(row)} |")
+            f"{row['errors']['cuBLAS']:.2e} | {row['reproducible']} | {verdict(row)} |")
     ratios = [gpu(r, "tritonad") / gpu(r, "cuBLAS") for r in rows if r["dtype"] != "tf32"]
     if ratios:
         import math
@@ -390,7 +390,7 @@ def _parse_rows(text):
     return rows
 
 
-def main():
+def build_parser():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--describe", action="store_true",
                         help="CPU only: print the schedule tritonad picks for every spelling")
@@ -403,10 +403,13 @@ def main():
     parser.add_argument("--smoke", action="store_true",
                         help="CPU, TRITON_INTERPRET=1: every row's code path at tiny sizes "
                         "with the interpreter's tiles, nothing timed")
-    opts = parser.parse_args()
+    return parser
+
+
+def chosen_rows(opts):
+    """The (spelling, dtype, M, N, K) rows opts (build_parser's options) choose; sets
+    opts' device and timing options."""
     opts.device = "cpu" if opts.smoke else "cuda"
-    if opts.describe:
-        return describe()
     opts.iters, opts.warmup_ms, opts.rep_ms = (10, 5, 20) if opts.quick else (20, 5, 50)
     rows = quick_rows() if opts.quick else default_rows()
     if opts.smoke:
@@ -418,15 +421,20 @@ def main():
         rows = [(name, *row) for name in names for row in _parse_rows(opts.rows)]
     elif opts.spellings:
         rows = [row for row in rows if row[0] in opts.spellings.split(",")]
+    return rows
+
+
+def measure(opts):
+    """Every row opts choose, checked then timed: (results, failures), a result per
+    row that ran (run_row's dict). Used by main and benchmarks/results.py."""
     import torch
     import torch._functorch.config
 
     torch._functorch.config.donated_buffer = False  # (a compiled backward timed repeatedly)
     if opts.smoke:
         import tritonad  # noqa: F401  (its interpreter mends)
-    start = time.perf_counter()
     results, failures = [], []
-    for name, dtype, M, N, K in rows:
+    for name, dtype, M, N, K in chosen_rows(opts):
         row_start = time.perf_counter()
         try:
             results.append(run_row(spellings.BY_NAME[name], dtype, M, N, K, opts, failures))
@@ -434,6 +442,15 @@ def main():
             failures.append(f"{name} {dtype} {M}x{N}x{K}: {traceback.format_exc()[-1500:]}")
             print(failures[-1], flush=True)
         print(f"  ({time.perf_counter() - row_start:.0f} s)", flush=True)
+    return results, failures
+
+
+def main():
+    opts = build_parser().parse_args()
+    if opts.describe:
+        return describe()
+    start = time.perf_counter()
+    results, failures = measure(opts)
     import user_level
     return user_level.finish(report(results, failures, opts, time.perf_counter() - start),
                              opts.out, failures, start)

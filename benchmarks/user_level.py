@@ -27,7 +27,7 @@ profiler: the GPU time is the sum of the device time of every CUDA event (kernel
 copies, fills) divided by ITERS (see ../shared/notes/measuring.md); the wall time is
 triton.testing.do_bench of the same call. One table, side by side, per run.
 
-    python3 benchmarks/user_level.py [--out benchmarks/user_level.md]
+    python3 benchmarks/user_level.py [--out FILE]
                                      [--only gelu,rms] [--dtypes fp32,bf16]
     python3 benchmarks/user_level.py --compile-only   # no GPU: compile every kernel
                                                       # (forward, hand, derived) for sm_90
@@ -410,6 +410,30 @@ def run_one(spec: Spec, dtype_name: str, failures: List[str]):
     return (spec.name, dtype_name, times, atomics, deterministic), breakdowns
 
 
+def measure(chosen: List[Spec], dtype_names: List[str]):
+    """Checks, then times, every (spec, dtype): (rows, breakdowns, failures). A row is
+    (name, dtype name, {who: (GPU us, wall us)}, atomics, deterministic) for who in
+    tritonad, hand, eager, compile; a (spec, dtype) that failed has no row and a line in
+    failures. Used by main and benchmarks/results.py."""
+    torch.manual_seed(0)
+    rows, breakdowns, failures = [], [], []
+    for spec in chosen:
+        for dtype_name in dtype_names:
+            try:
+                result = run_one(spec, dtype_name, failures)
+            except Exception as error:  # noqa: BLE001  (e.g. a kernel that fails to derive)
+                traceback.print_exc()
+                failures.append(f"{spec.name} {dtype_name}: {type(error).__name__}: {error}")
+                print(f"  FAILED: {type(error).__name__}: {error}", flush=True)
+                result = None
+            if result is not None:
+                rows.append(result[0])
+                breakdowns += result[1]
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+    return rows, breakdowns, failures
+
+
 # ---------------------------------------------------------------------------
 # --compile-only: every kernel for sm_90, on any machine
 # ---------------------------------------------------------------------------
@@ -496,23 +520,7 @@ def main():
         return 0
 
     start = time.perf_counter()
-    torch.manual_seed(0)
-    rows, breakdowns, failures = [], [], []
-    for spec in chosen:
-        for dtype_name in dtype_names:
-            try:
-                result = run_one(spec, dtype_name, failures)
-            except Exception as error:  # noqa: BLE001  (e.g. a kernel that fails to derive)
-                traceback.print_exc()
-                failures.append(f"{spec.name} {dtype_name}: {type(error).__name__}: {error}")
-                print(f"  FAILED: {type(error).__name__}: {error}", flush=True)
-                result = None
-            if result is not None:
-                rows.append(result[0])
-                breakdowns += result[1]
-            torch.cuda.synchronize()
-            torch.cuda.empty_cache()
-
+    rows, breakdowns, failures = measure(chosen, dtype_names)
     header = ("| workload | dtype | tritonad GPU us | hand GPU us | eager GPU us | "
               "compile GPU us | tritonad/compile | tritonad/hand | tritonad wall us | "
               "compile wall us | atomics | deterministic |")

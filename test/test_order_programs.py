@@ -1,7 +1,7 @@
 """Longest programs first: a backward whose loops' trip counts vary by program reads its
 program ids from the launch's order (cpp/include/tritonad/AutoDiff/ProgramOrder.h,
 python/tritonad/_order.py). The gradients must not change, whatever the grid and the
-dtype; the attention benchmarks measure what it buys (benchmarks/loops.md). CPU: the
+dtype; the attention benchmarks measure what it buys (benchmarks/RESULTS.md). CPU: the
 interpreter's check ``longest_programs_first``; lit: AutoDiff/order-programs.mlir.
 """
 
