@@ -218,6 +218,14 @@ def scale_then_mul(x, w, alpha=1.5):
     return y
 
 
+def scale_then_mul_with_out(x, w):
+    """scale_then_mul, then a torch op with out= on an input that requires grad (as a
+    fused linear + cross-entropy forward accumulates a weight gradient with addmm)."""
+    y = scale_then_mul(x, w)
+    torch.mul(w, 2.0, out=torch.empty_like(w))
+    return y
+
+
 def rope_in_place(q, k, cos, sin):
     rope_in_place_kernel[(q.shape[0],)](q, k, cos, sin, q.stride(0), k.stride(0),
                                         HALF=q.shape[1] // 2)
@@ -587,6 +595,24 @@ def interpret_launcher_gradients_match_torch():
         ((1.5 * xr * wr * c.double()).sum() + (xr * xr).sum()).backward()
         near("x", x.grad, xr.grad, tol)
         near("w", w.grad, wr.grad, tol)
+
+
+@interpret_check
+def interpret_launcher_torch_out_op_is_refused():
+    """A torch op with out= inside a launcher, on an input that requires grad (torch
+    refuses it with grad mode on, which a launcher runs with): a ValueError naming
+    the op and the launcher's line, not torch's bare RuntimeError."""
+    ic = _ic()
+    x = ic.randn(33).requires_grad_()
+    w = ic.randn(33).requires_grad_()
+    try:
+        tritonad.autograd(scale_then_mul_with_out)(x, w)
+    except ValueError as error:
+        message = str(error)
+        assert "torch mul(..., out=...)" in message and "test_contract_checks.py:" in message \
+            and "scale_then_mul_with_out" in message, message
+    else:
+        raise AssertionError("a torch out= op on an input that requires grad passed")
 
 
 @interpret_check

@@ -285,6 +285,8 @@ def test_call_plans_replay_forward_and_backward(case, dtype):
     upstream gradient of another layout (expanded, from .sum()) gets a step of
     its own."""
     forward, reference, launches, fixed = CASES[case]
+    if fixed is not None and dtype != fixed:
+        pytest.skip(f"{case} runs in {fixed} only")
     op = {"elementwise, shared scalar": _TANH, "row loop, shared weight": _NORM,
           "layer norm with residuals": _LAYER_NORM}[case]
     torch.manual_seed(5)

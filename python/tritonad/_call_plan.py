@@ -41,8 +41,12 @@ def key_of(bound: dict, grid_now: tuple) -> Optional[tuple]:
             if not value.is_cuda:
                 return None
             on_gpu = True
+            try:
+                address = value.data_ptr()
+            except RuntimeError:  # (fake tensors: torch.compile tracing; not planned)
+                return None
             parts.append((value.dtype, value.device, value.shape, value.stride(),
-                          value.data_ptr() & 15, value.requires_grad))
+                          address & 15, value.requires_grad))
         else:
             parts.append((type(value), value))
     if not on_gpu:

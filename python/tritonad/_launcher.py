@@ -411,9 +411,9 @@ def _watch_class():
         refused; a write into them in place is noted (refused if a gradient is
         needed). Views share storage and need nothing."""
 
-        def __init__(self, mode):
+        def __init__(self, mode, label):
             super().__init__()
-            self.mode = mode
+            self.mode, self.label = mode, label
             self.written = {}     # storage -> (launch description, parameter)
             self.derived = {}     # storage -> description of the torch op that made it
             self.violations = []  # in-place writes into kernel outputs
@@ -429,16 +429,34 @@ def _watch_class():
                         value.numel():
                     self.written.setdefault(storage_id(value), (launch.describe(), param))
 
+        def call(self, func, args, kwargs):
+            """Runs a torch op of the launcher; one that torch refuses because the
+            launcher runs with grad mode on (an out= argument while an input
+            requires grad) is refused naming it and the launcher's line."""
+            try:
+                return func(*args, **kwargs)
+            except RuntimeError as error:
+                if "out=" not in str(error) or "automatic differentiation" not in str(error):
+                    raise
+                name = getattr(func, "__name__", repr(func))
+                raise ValueError(
+                    f"{self.label}: torch {name}(..., out=...) at {_caller_line()} writes into "
+                    f"a tensor while one of its arguments requires grad, which torch refuses "
+                    f"with grad mode on (a launcher runs with it on, so that torch ops before "
+                    f"its kernels are differentiated by torch): do it inside a kernel or "
+                    f"outside the launcher, or under torch.no_grad() where no gradient "
+                    f"flows through it") from error
+
         def __torch_function__(self, func, types_, args=(), kwargs=None):
             kwargs = kwargs or {}
             recorder = self.recorder
             if (recorder is not None and recorder.inside) or not (self.written or self.derived):
-                return func(*args, **kwargs)
+                return self.call(func, args, kwargs)
             inputs = list(_tensors_in(list(args) + list(kwargs.values())))
             sources = [(storage_id(t), t) for t in inputs if t.numel()]
             touched = [s for s, _ in sources if s in self.written or s in self.derived]
             if not touched:
-                return func(*args, **kwargs)
+                return self.call(func, args, kwargs)
             name = getattr(func, "__name__", repr(func))
             mutated = kwargs.get("out")
             if mutated is None and args and isinstance(args[0], torch.Tensor) and \
@@ -452,7 +470,7 @@ def _watch_class():
                     self.violations.append(
                         f"torch {name} writes in place into memory that kernel {where[0]} "
                         f"stored through {where[1]!r}")
-            result = func(*args, **kwargs)
+            result = self.call(func, args, kwargs)
             if name.endswith("_like") or name.startswith("new_"):
                 return result  # (only the input's metadata is used)
             what = self.written.get(touched[0])
@@ -474,12 +492,25 @@ def _watch_class():
 # The differentiable call
 # ---------------------------------------------------------------------------
 
+def _caller_line() -> str:
+    """The innermost line of the stack outside torch, triton and tritonad (the
+    user's launcher), as file:line."""
+    import traceback
+
+    for frame in reversed(traceback.extract_stack()):
+        path = frame.filename.replace("\\", "/")
+        if not any(part in path for part in ("/torch/", "/triton/", "/tritonad/")):
+            return f"{frame.filename}:{frame.lineno}"
+    return "an unknown line"
+
+
 def run_differentiable(launcher, args, kwargs):
     """Runs the launcher, recording its launches, and joins its outputs to
     torch's autograd graph through one node."""
     import torch
 
-    watch = _watch_class()(launcher.mode)
+    label = f"tritonad.autograd({launcher.tritonad_name})"
+    watch = _watch_class()(launcher.mode, label)
     with recording(watch=watch) as recorder:
         watch.recorder = recorder
         with watch:
@@ -489,7 +520,6 @@ def run_differentiable(launcher, args, kwargs):
     if not any(isinstance(v, torch.Tensor) and v.requires_grad
                for launch in recorder.launches for v in launch.bound.values()):
         return result
-    label = f"tritonad.autograd({launcher.tritonad_name})"
     if watch.violations:
         raise ValueError(f"{label}: {watch.violations[0]}: tritonad differentiates the "
                          "kernels of a launcher, not torch ops between them. Do this outside "
