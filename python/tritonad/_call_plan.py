@@ -26,15 +26,17 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
+from tritonad._coverage import grid_of
+
 _PLAN_LIMIT = 64  # per differentiable kernel (a training loop uses a handful of layouts)
 
 
-def key_of(bound: dict, grid_now: tuple) -> Optional[tuple]:
+def key_of(bound: dict, grid) -> Optional[tuple]:
     """What a call's decisions depend on, or None where the call is not planned
-    (a tensor off the GPU, an argument that is not hashable)."""
+    (a tensor off the GPU or fake, an argument that is not hashable)."""
     import torch
 
-    parts: List[object] = [grid_now, torch.is_grad_enabled(), tuple(bound)]
+    parts: List[object] = [None, torch.is_grad_enabled(), tuple(bound)]
     on_gpu = False
     for value in bound.values():
         if isinstance(value, torch.Tensor):
@@ -51,6 +53,8 @@ def key_of(bound: dict, grid_now: tuple) -> Optional[tuple]:
             parts.append((type(value), value))
     if not on_gpu:
         return None
+    # (the grid last: evaluated on fake tensors' symbolic sizes it would specialize them)
+    parts[0] = grid_of(grid, bound)
     parts.append(torch.cuda.current_device())  # (where Triton launches)
     key = tuple(parts)
     try:

@@ -6,7 +6,6 @@ import ast
 from typing import Sequence
 
 from tritonad import _call_plan, _launch_plan, _owners
-from tritonad._coverage import grid_of
 from tritonad._memory import storage_id, views_overlap
 from tritonad._kernel_grad import (_PositionalLaunch, inner_arguments, kernel_grad,
                                    renamed_parameters, unwrap, user_grid)
@@ -162,7 +161,7 @@ class _DifferentiableKernel:
         bound = bind_arguments(self.names, args, kwargs)
         call = _Call(grid, bound)
         if self.plannable:
-            call.key = _call_plan.key_of(bound, grid_of(grid, bound))
+            call.key = _call_plan.key_of(bound, grid)
             plan = self.plans.get(call.key) if call.key is not None else None
             if plan is not None and plan.memory_apart(bound):
                 call.plan, call.differentiable = plan, plan.differentiable
