@@ -119,6 +119,44 @@ def test_two_launches_through_an_intermediate(interpreted):
         scale_args["dy_ptr"].untyped_storage().data_ptr()   # one buffer for the intermediate
 
 
+def test_calls_of_one_structure_share_one_analysis(interpreted):
+    """A later call whose launches, arguments and result have the structure of an
+    earlier one takes that call's analysis (gradients still its own); a call that
+    differs in layout, in requires_grad or in which tensors share memory is analysed
+    anew, so a refusal is never skipped."""
+    f = tritonad.autograd(scale_then_mul)
+    for _ in range(3):
+        x = torch.randn(70, requires_grad=True)
+        w = torch.randn(70, requires_grad=True)
+        y, _ = f(x, w)
+        g = torch.randn(70)
+        y.backward(g)
+        torch.testing.assert_close(x.grad, 3.0 * w.detach() * g)
+        torch.testing.assert_close(w.grad, 3.0 * x.detach() * g)
+    analyses = f.tritonad_launcher.analyses
+    assert len(analyses) == 1
+    x = torch.randn(70, requires_grad=True)
+    w = torch.randn(70)
+    y, _ = f(x, w)                                    # w needs no gradient
+    y.backward(torch.ones(70))
+    torch.testing.assert_close(x.grad, 3.0 * w)
+    assert len(analyses) == 2
+    x = torch.randn(70, requires_grad=True)
+    y, _ = f(x, x)                                    # one tensor passed twice
+    y.backward(torch.ones(70))
+    torch.testing.assert_close(x.grad, 6.0 * x.detach())
+    assert len(analyses) == 3
+
+    def into_second(x, w):
+        scale_kernel[(2,)](x, w, 40, 2.0, BLOCK=32)
+        return w
+
+    h = tritonad.autograd(into_second)
+    h(torch.randn(40, requires_grad=True), torch.empty(40))
+    with pytest.raises(ValueError, match="which requires grad"):
+        h(torch.randn(40, requires_grad=True), torch.randn(40, requires_grad=True))
+
+
 def test_views_get_gradient_views_with_their_offsets_and_strides(interpreted):
     """x is a column slice of a wider tensor and the kernel gets weight.T: each
     gradient view has the offset and strides of the view the kernel got, and the

@@ -164,6 +164,8 @@ class DifferentiableLauncher:
         self.mode = mode
         self.tune = tune
         self.tritonad_name = _owners.unique_name(fn)
+        # (analyses of earlier calls by their structure: _Plan.of)
+        self.analyses: Dict[tuple, "_Analysis"] = {}
         try:
             self._signature = inspect.signature(fn)
         except (TypeError, ValueError):
@@ -524,11 +526,87 @@ def run_differentiable(launcher, args, kwargs):
         raise ValueError(f"{label}: {watch.violations[0]}: tritonad differentiates the "
                          "kernels of a launcher, not torch ops between them. Do this outside "
                          "the launcher, or inside a kernel")
-    plan = _Plan(launcher, recorder.launches, args, kwargs, result, watch)
+    plan = _Plan.of(launcher, recorder.launches, args, kwargs, result, watch)
     if plan.inputs and plan.outputs:
         _LauncherFunction.apply(plan, *plan.inputs)
     plan.release()
     return result  # (the output tensors themselves now carry the grad_fn)
+
+
+_ANALYSES_LIMIT = 64  # per launcher (a training loop calls it with a handful of layouts)
+
+
+class _Analysis:
+    """A call's analysis by canonical indices (_Walk): which tensors are inputs and
+    outputs, each gradient buffer's span by storage, the storages stored into."""
+
+    __slots__ = ("input_refs", "output_refs", "spans", "stored")
+
+    def __init__(self, input_refs, output_refs, spans, stored):
+        self.input_refs, self.output_refs = input_refs, output_refs
+        self.spans, self.stored = spans, stored
+
+
+class _Walk:
+    """The tensors of a launcher call in a fixed order (arguments, each launch's
+    arguments, the result; a view's base where it requires grad, before the
+    view), each once, with the storages they address; and the key of everything
+    the call's analysis depends on (None where an argument is not hashable): per
+    tensor its storage (by order of first use), offset, shape, strides, dtype,
+    device, requires_grad and base; per launch the kernel and each argument (a
+    tensor by its index, anything else by value)."""
+
+    __slots__ = ("index", "tensors", "storages", "arguments", "arg_tensors", "result_tensors",
+                 "launch_args", "key")
+
+    def __init__(self, launches, args, kwargs, result):
+        import torch
+        from torch.utils._pytree import tree_leaves
+
+        tensor = torch.Tensor
+        self.index: Dict[int, int] = {}
+        self.tensors: List[Any] = []
+        self.storages: List[int] = []
+        storage_index: Dict[int, int] = {}
+        described: List[tuple] = []
+
+        def visit(t) -> int:
+            i = self.index.get(id(t))
+            if i is not None:
+                return i
+            base = t._base
+            b = visit(base) if base is not None and base.requires_grad else -1
+            i = self.index[id(t)] = len(self.tensors)
+            self.tensors.append(t)
+            sid = storage_id(t)
+            s = storage_index.get(sid)
+            if s is None:
+                s = storage_index[sid] = len(self.storages)
+                self.storages.append(sid)
+            described.append((s, t.storage_offset(), t.shape, t.stride(), t.dtype, t.device,
+                              t.requires_grad, b))
+            return i
+
+        self.arguments = (args, kwargs)
+        self.arg_tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, tensor)]
+        self.result_tensors = [t for t in tree_leaves(result) if isinstance(t, tensor)]
+        parts: List[object] = [tuple(visit(t) for t in self.arg_tensors)]
+        self.launch_args = []
+        for launch in launches:
+            arguments = {n: ("tensor", visit(v)) if isinstance(v, tensor) else ("value", v)
+                         for n, v in launch.bound.items()}
+            self.launch_args.append(arguments)
+            parts.append((launch.kernel, tuple((n, kind, type(v), v)
+                                               for n, (kind, v) in arguments.items())))
+        parts.append(tuple(visit(t) for t in self.result_tensors))
+        del visit  # (it refers to itself: a cycle that would hold the tensors until collected)
+        parts.append(tuple(described))
+        key = tuple(parts)
+        try:
+            hash(key)
+        except TypeError:
+            key = None
+        self.key = key
 
 
 class _Access:
@@ -549,16 +627,59 @@ class _Plan:
     needs. Tensors are referenced by index into ``tensors`` so that the node
     saves them with ``save_for_backward``."""
 
-    def __init__(self, launcher, launches, args, kwargs, result, watch):
+    @classmethod
+    def of(cls, launcher, launches, args, kwargs, result, watch) -> "_Plan":
+        """The plan of a call: its analysis is taken from an earlier call whose
+        recorded launches, arguments and result have the same structure (the
+        same kernels; tensors with the same layouts, dtypes, requires_grad and
+        sharing of tensors and storages; the same other arguments), else made."""
+        walk = _Walk(launches, args, kwargs, result)
+        analyses = launcher.analyses
+        known = analyses.get(walk.key) if walk.key is not None and not watch.derived else None
+        if known is not None:
+            return cls._bound(launcher, launches, walk, known)
+        plan = cls(launcher, launches, walk, result, watch)
+        if walk.key is not None and not watch.derived:
+            analyses[walk.key] = plan._analysis(walk)
+            while len(analyses) > _ANALYSES_LIMIT:
+                analyses.pop(next(iter(analyses)))
+        return plan
+
+    @classmethod
+    def _bound(cls, launcher, launches, walk, known) -> "_Plan":
+        """A plan with an earlier call's analysis (by canonical indices) bound to
+        this call's tensors and storages."""
+        plan = cls.__new__(cls)
+        plan.launcher, plan.launches, plan.mode = launcher, launches, launcher.mode
+        plan.label = f"tritonad.autograd({launcher.tritonad_name})"
+        plan._arguments, plan._arg_names = None, None
+        tensors, storages = walk.tensors, walk.storages
+        plan.input_refs, plan.output_refs = known.input_refs, known.output_refs
+        plan.inputs = [tensors[i] for i in known.input_refs]
+        plan.outputs = [tensors[i] for i in known.output_refs]
+        plan.spans = {storages[s]: span for s, span in known.spans.items()}
+        plan.stored = {storages[s] for s in known.stored}
+        plan.tensors = tensors
+        plan.launch_args = walk.launch_args
+        for launch in launches:
+            launch.bound = None  # (the node saves the tensors; no reference cycle)
+        return plan
+
+    def _analysis(self, walk) -> "_Analysis":
+        by_storage = {sid: s for s, sid in enumerate(walk.storages)}
+        return _Analysis(tuple(self.input_refs), tuple(self.output_refs),
+                         {by_storage[sid]: span for sid, span in self.spans.items()},
+                         frozenset(by_storage[sid] for sid in self.stored))
+
+    def __init__(self, launcher, launches, walk, result, watch):
         import torch
-        from torch.utils._pytree import tree_leaves
 
         self.launcher, self.launches, self.mode = launcher, launches, launcher.mode
         self.label = f"tritonad.autograd({launcher.tritonad_name})"
         # (for messages only: named when one is written)
-        self._arguments = (args, kwargs)
+        self._arguments = walk.arguments
         self._arg_names = None
-        arg_tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        arg_tensors = walk.arg_tensors
         accesses = self._accesses(torch, watch, arg_tensors)
 
         # Inputs: the tensors autograd tracks whose memory the kernels read. A view
@@ -594,7 +715,7 @@ class _Plan:
         # Outputs: tensor arguments the kernels wrote into, returned tensors in
         # memory the kernels wrote (views included), each once.
         outputs, output_ids = [], set()
-        for t in arg_tensors + [t for t in tree_leaves(result) if isinstance(t, torch.Tensor)]:
+        for t in arg_tensors + walk.result_tensors:
             if t.numel() and id(t) not in output_ids and storage_id(t) in stored:
                 if t.requires_grad:  # (a returned tensor that autograd already tracks)
                     continue
@@ -604,15 +725,6 @@ class _Plan:
 
         # Gradient buffers: one per floating-point storage that is written or read
         # by inputs, spanning every view of it the kernels or autograd use.
-        tensors: List[Any] = []
-        index: Dict[int, int] = {}
-
-        def ref(t):
-            if id(t) not in index:
-                index[id(t)] = len(tensors)
-                tensors.append(t)
-            return index[id(t)]
-
         shadowed = stored | set(by_storage)
         views_by_storage: Dict[int, list] = {}
         for t in [a.tensor for a in accesses] + outputs + inputs:
@@ -638,14 +750,12 @@ class _Plan:
             end = max(_extent(v)[1] for v in views)
             self.spans[sid] = (first, end - first, views[0].dtype, views[0].device)
 
-        self.launch_args = []
-        for launch in launches:
-            self.launch_args.append({n: ("tensor", ref(v)) if isinstance(v, torch.Tensor)
-                                     else ("value", v) for n, v in launch.bound.items()})
-        self.input_refs = [ref(t) for t in inputs]
-        self.output_refs = [ref(t) for t in outputs]
+        # (tensors by their index in the walk: every tensor the call touched)
+        self.launch_args = walk.launch_args
+        self.input_refs = [walk.index[id(t)] for t in inputs]
+        self.output_refs = [walk.index[id(t)] for t in outputs]
         self.stored = stored
-        self.tensors = tensors
+        self.tensors = walk.tensors
         for launch in launches:
             launch.bound = None  # (the node saves the tensors; no reference cycle)
 
