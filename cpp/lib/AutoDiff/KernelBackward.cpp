@@ -448,8 +448,28 @@ LogicalResult KernelBackwardBuilder::classifyStoreInLoops(tt::StoreOp store) {
     if (!loop || isProgramLoop(loop)) // (its iterations are programs of the forward)
       continue;
     if (accessMovesWithLoop(store.getPtr(), store.getMask(), loop)) {
-      if (iterationsTouchDisjointAddresses(store.getPtr(), store.getMask(), loop))
+      IterationDisjointness disjoint =
+          iterationDisjointness(store.getPtr(), store.getMask(), loop);
+      if (disjoint.proven)
         continue;
+      if (disjoint.condition) {
+        // (a row stride that is an argument: each launch checks its rows apart)
+        std::string refusal =
+            "the store at " + locationText(store.getLoc()) + " writes, in the iterations of " +
+            "the loop at " + locationText(loop.getLoc()) + ", tiles " + disjoint.move +
+            " elements apart (a grid-stride step counted for one program), each " +
+            disjoint.span + " elements wide: they overlap, and the backward cannot tell which "
+            "write survives; pass strides that keep the tiles apart (a row stride at least "
+            "the row's width)";
+        Value shadow = shadows.lookup(baseArgument(store.getPtr()));
+        requirements.push_back({shadow ? argumentName(cast<BlockArgument>(shadow)) : "",
+                                *disjoint.condition,
+                                "iterations of the loop at " + locationText(loop.getLoc()) +
+                                    " store to disjoint addresses where " + disjoint.move +
+                                    " >= " + disjoint.span,
+                                refusal});
+        continue;
+      }
       return store.emitError("cannot differentiate a store inside a loop whose addresses may "
                              "repeat across iterations (only the last write survives, and "
                              "tritonad cannot tell which one that is); give each iteration its "

@@ -61,6 +61,21 @@ ExclusiveAccess analyzeExclusiveAccess(mlir::Value ptr, mlir::Value mask,
 /// span only up to that bound.
 bool iterationsTouchDisjointAddresses(mlir::Value ptr, mlir::Value mask, mlir::scf::ForOp loop);
 
+/// The same question where the launch may answer it: `proven` as
+/// iterationsTouchDisjointAddresses; otherwise, where the address's move per
+/// iteration and its span in one iteration are expressions of the kernel's
+/// arguments and the grid (a row stride that is an argument, a step of
+/// tl.num_programs, a mask `cols < n_cols`), `condition` is |move| >= span,
+/// which makes the iterations' addresses disjoint, and `move` / `span` are
+/// those expressions as text for people.
+struct IterationDisjointness {
+  bool proven = false;
+  std::optional<SymbolicInt> condition;
+  std::string move, span;
+};
+IterationDisjointness iterationDisjointness(mlir::Value ptr, mlir::Value mask,
+                                            mlir::scf::ForOp loop);
+
 /// For each of `values` (integers of `function`), whether it is >= 0 in every
 /// program, lane and iteration: affine in program ids, lanes and induction
 /// variables of loops starting at >= 0, with non-negative constant

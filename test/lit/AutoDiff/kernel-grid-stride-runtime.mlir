@@ -1,0 +1,92 @@
+// A persistent row loop whose row stride is a RUNTIME argument (the Triton tutorial's
+// fused softmax: `row_idx * output_row_stride`). Nothing proves before the launch that
+// the rows are apart, so the store is differentiated under a condition each launch
+// checks: |output_row_stride| (the step tl.num_programs counted for one program) at
+// least the min(n, 32) elements a row writes. A launch that breaks it is refused
+// naming the parameter (test/test_persistent_rows.py). A row stride that is a
+// constant: kernel-grid-stride.mlir.
+
+// RUN: tritonad-opt %s --split-input-file --tritonad-kernel-backward="forward=fwd into=bwd shadows=dx:x,dy:y" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
+// RUN: tritonad-opt %s --split-input-file --tritonad-kernel-backward="forward=fwd into=bwd shadows=dx:x,dy:y" --canonicalize --cse | FileCheck %s
+
+// REMARK-NOT: error
+// REMARK: remark: accumulation of y: output
+// REMARK: remark: checked at each launch: iterations of the loop at {{.+}} store to disjoint addresses where |out_stride| >= min(n, 32) ((max(out_stride, (0 - out_stride)) >= min(n, 32)))
+// CHECK-LABEL: tt.func public @bwd
+// CHECK: tt.get_num_programs x
+// CHECK: scf.for
+// CHECK: tt.load %{{.+}}, %{{.+}}, %{{.+}} : tensor<32x!tt.ptr<f32>>
+// CHECK: tt.return
+module {
+  tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %rows: i32 loc("rows"), %in_stride: i32 loc("in_stride"), %out_stride: i32 loc("out_stride"), %n: i32 loc("n")) {
+    %pid = tt.get_program_id x : i32
+    %programs = tt.get_num_programs x : i32
+    %r = tt.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+    %ns = tt.splat %n : i32 -> tensor<32xi32>
+    %m = arith.cmpi slt, %r, %ns : tensor<32xi32>
+    %xs = tt.splat %x : !tt.ptr<f32> -> tensor<32x!tt.ptr<f32>>
+    %ys = tt.splat %y : !tt.ptr<f32> -> tensor<32x!tt.ptr<f32>>
+    scf.for %row = %pid to %rows step %programs : i32 {
+      %xbase = arith.muli %row, %in_stride : i32
+      %xb = tt.splat %xbase : i32 -> tensor<32xi32>
+      %xoffs = arith.addi %xb, %r : tensor<32xi32>
+      %xp = tt.addptr %xs, %xoffs : tensor<32x!tt.ptr<f32>>, tensor<32xi32>
+      %v = tt.load %xp, %m : tensor<32x!tt.ptr<f32>>
+      %sq = arith.mulf %v, %v : tensor<32xf32>
+      %ybase = arith.muli %row, %out_stride : i32
+      %yb = tt.splat %ybase : i32 -> tensor<32xi32>
+      %yoffs = arith.addi %yb, %r : tensor<32xi32>
+      %yp = tt.addptr %ys, %yoffs : tensor<32x!tt.ptr<f32>>, tensor<32xi32>
+      tt.store %yp, %sq, %m : tensor<32x!tt.ptr<f32>>
+    }
+    tt.return
+  }
+  tt.func public @bwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %rows: i32 loc("rows"), %in_stride: i32 loc("in_stride"), %out_stride: i32 loc("out_stride"), %n: i32 loc("n"), %dx: !tt.ptr<f32> loc("dx"), %dy: !tt.ptr<f32> loc("dy")) {
+    tt.call @fwd(%x, %y, %rows, %in_stride, %out_stride, %n) : (!tt.ptr<f32>, !tt.ptr<f32>, i32, i32, i32, i32) -> ()
+    tt.return
+  }
+}
+
+// -----
+
+// Liger's spelling: BLOCK_ROW = 4 rows per iteration, the step 4 * tl.num_programs
+// (counted as 4), the row stride an argument: |4 * stride| must cover the 3 rows
+// below the tile's last one plus the 29 columns.
+// REMARK: remark: checked at each launch: iterations of the loop at {{.+}} store to disjoint addresses where |(stride * 4)| >= ((1 + (max(stride, (0 - stride)) * (4 - 1))) + (min(n, 32) - 1))
+module {
+  tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %rows: i32 loc("rows"), %stride: i32 loc("stride"), %n: i32 loc("n")) {
+    %c4 = arith.constant 4 : i32
+    %pid = tt.get_program_id x : i32
+    %programs = tt.get_num_programs x : i32
+    %start = arith.muli %pid, %c4 : i32
+    %step = arith.muli %programs, %c4 : i32
+    %rr = tt.make_range {end = 4 : i32, start = 0 : i32} : tensor<4xi32>
+    %cc = tt.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+    %ce = tt.expand_dims %cc {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+    %cb = tt.broadcast %ce : tensor<1x32xi32> -> tensor<4x32xi32>
+    %ns = tt.splat %n : i32 -> tensor<1x32xi32>
+    %m1 = arith.cmpi slt, %ce, %ns : tensor<1x32xi32>
+    %m = tt.broadcast %m1 : tensor<1x32xi1> -> tensor<4x32xi1>
+    %xs = tt.splat %x : !tt.ptr<f32> -> tensor<4x32x!tt.ptr<f32>>
+    %ys = tt.splat %y : !tt.ptr<f32> -> tensor<4x32x!tt.ptr<f32>>
+    %strides = tt.splat %stride : i32 -> tensor<4xi32>
+    scf.for %s = %start to %rows step %step : i32 {
+      %sv = tt.splat %s : i32 -> tensor<4xi32>
+      %rowsv = arith.addi %sv, %rr : tensor<4xi32>
+      %rowoff = arith.muli %rowsv, %strides : tensor<4xi32>
+      %re = tt.expand_dims %rowoff {axis = 1 : i32} : tensor<4xi32> -> tensor<4x1xi32>
+      %rb = tt.broadcast %re : tensor<4x1xi32> -> tensor<4x32xi32>
+      %offs = arith.addi %rb, %cb : tensor<4x32xi32>
+      %xp = tt.addptr %xs, %offs : tensor<4x32x!tt.ptr<f32>>, tensor<4x32xi32>
+      %v = tt.load %xp, %m : tensor<4x32x!tt.ptr<f32>>
+      %sq = arith.mulf %v, %v : tensor<4x32xf32>
+      %yp = tt.addptr %ys, %offs : tensor<4x32x!tt.ptr<f32>>, tensor<4x32xi32>
+      tt.store %yp, %sq, %m : tensor<4x32x!tt.ptr<f32>>
+    }
+    tt.return
+  }
+  tt.func public @bwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %rows: i32 loc("rows"), %stride: i32 loc("stride"), %n: i32 loc("n"), %dx: !tt.ptr<f32> loc("dx"), %dy: !tt.ptr<f32> loc("dy")) {
+    tt.call @fwd(%x, %y, %rows, %stride, %n) : (!tt.ptr<f32>, !tt.ptr<f32>, i32, i32, i32) -> ()
+    tt.return
+  }
+}

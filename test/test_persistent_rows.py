@@ -1,0 +1,85 @@
+"""Persistent row loops whose row strides are runtime arguments (corpus/persistent_rows.py:
+the Triton tutorial's fused softmax, a Liger-style persistent RMSNorm with BLOCK_ROW rows
+per iteration). The store inside the loop was refused ("addresses may repeat across
+iterations"); it is differentiated under a condition each launch checks (the row stride
+covers the row's extent), and a launch whose rows overlap is refused naming the stride.
+Interpreter (fp32) and GPU (fp32, bf16) against fp64 torch.autograd. Lit:
+AutoDiff/kernel-grid-stride-runtime.mlir."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+pytest.importorskip("tritonad")
+
+from gpu_util import requires_gpu  # noqa: E402
+from interpreter_util import run_interpreted  # noqa: E402
+
+TOLERANCE = {"float32": 1e-5, "bfloat16": 2e-2}
+
+_INTERPRETED = """
+import json, torch
+from corpus import persistent_rows as p
+results = {}
+for programs in (1, 4, 64):  # (64: more programs than rows)
+    results[f"softmax/{programs}"] = p.check_softmax(torch.float32, "cpu", programs=programs)
+results["softmax/contiguous"] = p.check_softmax(torch.float32, "cpu", pad=0)
+for programs in (1, 3):
+    results[f"rms_norm/{programs}"] = p.check_rms_norm(torch.float32, "cpu", programs=programs)
+try:
+    p.launch_overlapping_softmax("cpu")
+    results["overlap"] = "launched"
+except RuntimeError as error:
+    results["overlap"] = str(error)
+print(json.dumps(results))
+"""
+
+
+@pytest.fixture(scope="module")
+def interpreted():
+    return run_interpreted(_INTERPRETED)
+
+
+@pytest.mark.parametrize("case", ["softmax/1", "softmax/4", "softmax/64", "softmax/contiguous",
+                                  "rms_norm/1", "rms_norm/3"])
+def test_persistent_rows_interpreted(interpreted, case):
+    errors = interpreted[case]
+    assert max(errors.values()) <= TOLERANCE["float32"], (case, errors)
+
+
+def test_overlapping_rows_refused_at_launch(interpreted):
+    message = interpreted["overlap"]
+    assert message.startswith("tritonad: this launch breaks a condition"), message
+    # names the parameter, the kernel's line, and this launch's values
+    assert "output_row_stride" in message and "output_row_stride=8" in message, message
+    assert "persistent_rows.py:" in message, message
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("programs", [1, 7, 132])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_softmax_persistent_gpu(dtype, programs):
+    from corpus import persistent_rows
+    errors = persistent_rows.check_softmax(getattr(torch, dtype), "cuda", rows=1001, cols=203,
+                                           programs=programs)
+    assert max(errors.values()) <= TOLERANCE[dtype], errors
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("programs", [1, 7, 132])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_rms_norm_persistent_gpu(dtype, programs):
+    from corpus import persistent_rows
+    errors = persistent_rows.check_rms_norm(getattr(torch, dtype), "cuda", rows=1001, cols=203,
+                                            programs=programs)
+    assert max(errors.values()) <= TOLERANCE[dtype], errors
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_overlapping_rows_refused_gpu():
+    from corpus import persistent_rows
+    with pytest.raises(RuntimeError, match="output_row_stride=8"):
+        persistent_rows.launch_overlapping_softmax("cuda")
