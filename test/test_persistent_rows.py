@@ -81,5 +81,7 @@ def test_rms_norm_persistent_gpu(dtype, programs):
 @requires_gpu
 def test_overlapping_rows_refused_gpu():
     from corpus import persistent_rows
+    # (a launch with rows apart first: the refusal must not hide behind its launch plan)
+    persistent_rows.check_softmax(torch.float32, "cuda", rows=9, cols=29, programs=4)
     with pytest.raises(RuntimeError, match="output_row_stride=8"):
         persistent_rows.launch_overlapping_softmax("cuda")
