@@ -85,3 +85,30 @@ def test_overlapping_rows_refused_gpu():
     persistent_rows.check_softmax(torch.float32, "cuda", rows=9, cols=29, programs=4)
     with pytest.raises(RuntimeError, match="output_row_stride=8"):
         persistent_rows.launch_overlapping_softmax("cuda")
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_persistent_backwards_compile_for_sm90(dtype):
+    """Both backwards through Triton's GPU pipeline to PTX on the CPU (sm_90), as a GPU
+    launch derives them; the stores' launch condition is recorded, the row stride named."""
+    import tritonad
+    from compile_util import compile_on_cpu
+    from corpus import persistent_rows
+
+    pointer = f"*{dtype}"
+    softmax = tritonad.grad(persistent_rows.softmax_rows)
+    types = dict(output_ptr=pointer, input_ptr=pointer, input_row_stride="i32",
+                 output_row_stride="i32", n_rows="i32", n_cols="i32")
+    # (the placeholder renames the constexpr num_stages, a launch keyword of Triton's)
+    stages = softmax.tritonad_renamed["num_stages"]
+    compiled = compile_on_cpu(softmax, types, {"BLOCK_SIZE": 256, stages: 2})
+    assert "ld.global" in compiled.asm["ptx"]
+    requirements = [r for rs in compiled.metadata.tritonad_requirements.values() for r in rs]
+    assert any("output_row_stride" in r["refusal"] for r in requirements), requirements
+
+    rms = tritonad.grad(persistent_rows.rms_norm_persistent)
+    types = dict(Y=pointer, Y_row_stride="i32", X=pointer, X_row_stride="i32", W=pointer,
+                 RSTD="*fp32", n_rows="i32", n_cols="i32", eps="fp32")
+    compiled = compile_on_cpu(rms, types, dict(BLOCK_SIZE=256, BLOCK_ROW=4))
+    requirements = [r for rs in compiled.metadata.tritonad_requirements.values() for r in rs]
+    assert [r["refusal"] for r in requirements if "Y_row_stride" in r["refusal"]], requirements
