@@ -3,6 +3,8 @@ the Triton tutorial's fused softmax, a Liger-style persistent RMSNorm with BLOCK
 per iteration). The store inside the loop was refused ("addresses may repeat across
 iterations"); it is differentiated under a condition each launch checks (the row stride
 covers the row's extent), and a launch whose rows overlap is refused naming the stride.
+The inputs' gradients are plain writes where the rows are apart (a grid-stride loop's rows
+count as one digit over its programs and iterations), atomic where they overlap.
 Interpreter (fp32) and GPU (fp32, bf16) against fp64 torch.autograd. Lit:
 AutoDiff/kernel-grid-stride-runtime.mlir."""
 
@@ -26,6 +28,7 @@ for programs in (1, 4, 64):  # (64: more programs than rows)
 results["softmax/contiguous"] = p.check_softmax(torch.float32, "cpu", pad=0)
 for programs in (1, 3):
     results[f"rms_norm/{programs}"] = p.check_rms_norm(torch.float32, "cpu", programs=programs)
+results["overlapping_input"] = p.check_softmax_overlapping_input("cpu")
 try:
     p.launch_overlapping_softmax("cpu")
     results["overlap"] = "launched"
@@ -45,6 +48,10 @@ def interpreted():
 def test_persistent_rows_interpreted(interpreted, case):
     errors = interpreted[case]
     assert max(errors.values()) <= TOLERANCE["float32"], (case, errors)
+
+
+def test_overlapping_input_rows_interpreted(interpreted):
+    assert interpreted["overlapping_input"] <= TOLERANCE["float32"], interpreted
 
 
 def test_overlapping_rows_refused_at_launch(interpreted):
@@ -75,6 +82,13 @@ def test_rms_norm_persistent_gpu(dtype, programs):
     errors = persistent_rows.check_rms_norm(getattr(torch, dtype), "cuda", rows=1001, cols=203,
                                             programs=programs)
     assert max(errors.values()) <= TOLERANCE[dtype], errors
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_overlapping_input_rows_gpu():
+    from corpus import persistent_rows
+    assert persistent_rows.check_softmax_overlapping_input("cuda") <= TOLERANCE["float32"]
 
 
 @pytest.mark.gpu

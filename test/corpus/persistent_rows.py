@@ -108,3 +108,23 @@ def launch_overlapping_softmax(device, rows=9, cols=29, output_row_stride=8):
     y = f[(4,)](out, x, x.stride(0), output_row_stride, rows, cols, BLOCK_SIZE=32,
                 num_stages=2)
     y.sum().backward()
+
+
+def check_softmax_overlapping_input(device, rows=9, cols=29, input_row_stride=8, programs=4):
+    """The backward (tritonad.grad) with input rows that overlap in memory (a sliding
+    window): reading them is fine, and their gradient, which then sums over the rows
+    sharing an element, takes the atomic branch of `plain when ..., else atomic`.
+    Returns the error relative to fp64 torch."""
+    flat = torch.randn(rows * input_row_stride + cols, device=device)
+    window = (rows, cols), (input_row_stride, 1)
+    out = torch.empty(rows, cols, device=device)
+    softmax_rows[(programs,)](out, flat.as_strided(*window), input_row_stride, cols, rows,
+                              cols, BLOCK_SIZE=32, num_stages=2)
+    upstream = torch.randn(rows, cols, device=device)
+    grad = torch.zeros_like(flat)
+    tritonad.grad(softmax_rows)[(programs,)](
+        out, flat.as_strided(*window), input_row_stride, cols, rows, cols, upstream.clone(),
+        grad.as_strided(*window), BLOCK_SIZE=32, num_stages=2)
+    flat64 = flat.double().requires_grad_()
+    torch.softmax(flat64.as_strided(*window), -1).backward(upstream.double())
+    return ((grad.double() - flat64.grad).abs().max() / flat64.grad.abs().max()).item()

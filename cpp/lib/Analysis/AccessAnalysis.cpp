@@ -754,9 +754,44 @@ enum DigitOrder {
   kConstantStrides = 0,
   kRuntimeStrides = 1000, // minus the dim
   kIterations = 1500,
+  kGridStride = 1550, // a grid-stride loop's rows: its programs and iterations at once
   kClamp = 1600,
   kPrograms = 2000, // plus the axis
 };
+
+// A grid-stride loop over program axis `axis`: `for r in range(c * pid, ub,
+// c * tl.num_programs(axis))` with a launch-uniform `ub` (the tutorial's
+// softmax, c = 1; Liger's BLOCK_ROW rows per iteration, c = BLOCK_ROW). Its
+// iterations across all programs take the distinct values c * j, j < ub.
+struct GridStride {
+  int axis;
+  int64_t perRow;
+};
+std::optional<GridStride> gridStrideOf(const AffineAccess &access, scf::ForOp loop) {
+  std::optional<Affine> lower = access.affine(loop.getLowerBound());
+  if (!lower || lower->hasUniform || lower->terms.size() != 1 || !symbolize(loop.getUpperBound()))
+    return std::nullopt;
+  auto [axis, perRow] = *lower->terms.begin();
+  if (axis < 0 || axis > 2 || !perRow.isConstant() || perRow.constant < 1)
+    return std::nullopt;
+  std::optional<SymbolicInt> step = symbolize(loop.getStep());
+  if (!step)
+    return std::nullopt;
+  auto isPrograms = [&](const SymbolicInt &e) {
+    return e.op == SymbolicInt::Op::NumPrograms && e.value == axis;
+  };
+  auto isPerRow = [&](const SymbolicInt &e) {
+    return e.op == SymbolicInt::Op::Constant && e.value == perRow.constant;
+  };
+  bool matches = perRow.constant == 1 && isPrograms(*step);
+  if (step->op == SymbolicInt::Op::Mul) {
+    const SymbolicInt &lhs = step->operands[0], &rhs = step->operands[1];
+    matches |= (isPrograms(lhs) && isPerRow(rhs)) || (isPerRow(lhs) && isPrograms(rhs));
+  }
+  if (!matches)
+    return std::nullopt;
+  return GridStride{axis, perRow.constant};
+}
 
 ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> usedAxes) {
   ExclusiveAccess result;
@@ -863,6 +898,19 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     if (var < kFirstIv)
       continue;
     scf::ForOp loop = access.vars().loopOf(var);
+    // A grid-stride loop's rows are distinct over its programs and iterations
+    // alike: one digit for both, where the address reads its program id
+    // through the loop only.
+    std::optional<GridStride> rows =
+        access.vars().isIterationNumber(var) ? std::nullopt : gridStrideOf(access, loop);
+    if (rows && !mergedAxis[rows->axis] && !offsets->terms.count(rows->axis) &&
+        llvm::none_of(offsets->terms, [](auto &term) { return isProgramDigit(term.first); })) {
+      Coefficient perRow = coefficient;
+      perRow.constant *= rows->perRow;
+      digits.push_back(Digit{perRow, scalarExpr(loop.getUpperBound()), std::nullopt, kGridStride});
+      mergedAxis[rows->axis] = true;
+      continue;
+    }
     if (!coefficient.isConstant() || coefficient.constant < 0) {
       result.known = false;
       result.explanation = "a loop moves the addresses by a runtime or negative stride";
@@ -1076,6 +1124,41 @@ SymbolicInt symbolicAbs(SymbolicInt value) {
   return SymbolicInt::of(Op::Max, {std::move(value), std::move(negated)});
 }
 
+// `expression` (the ops iterationDisjointness builds) over the values of
+// `function`: its arguments by name, the grid; nullopt where an argument is
+// not found.
+std::optional<UniformExpr> uniformOf(const SymbolicInt &expression, tt::FuncOp function) {
+  using Op = SymbolicInt::Op;
+  UniformExpr result;
+  switch (expression.op) {
+  case Op::Constant:
+    return constantExpr(expression.value);
+  case Op::NumPrograms:
+    result.op = UniformExpr::Op::NumPrograms;
+    result.value = expression.value;
+    return result;
+  case Op::Argument:
+    for (BlockArgument arg : function.getArguments())
+      if (argumentName(arg) == expression.name)
+        return scalarExpr(arg);
+    return std::nullopt;
+  case Op::Add: result.op = UniformExpr::Op::Add; break;
+  case Op::Sub: result.op = UniformExpr::Op::Sub; break;
+  case Op::Mul: result.op = UniformExpr::Op::Mul; break;
+  case Op::Min: result.op = UniformExpr::Op::Min; break;
+  case Op::Max: result.op = UniformExpr::Op::Max; break;
+  case Op::Ge: result.op = UniformExpr::Op::GreaterEqual; break;
+  default: return std::nullopt;
+  }
+  for (const SymbolicInt &operand : expression.operands) {
+    std::optional<UniformExpr> converted = uniformOf(operand, function);
+    if (!converted)
+      return std::nullopt;
+    result.operands.push_back(std::move(*converted));
+  }
+  return result;
+}
+
 // The value of an expression of constants (the ops iterationDisjointness
 // builds); nullopt where it reads the launch's values.
 std::optional<int64_t> constantValue(const SymbolicInt &expression) {
@@ -1253,6 +1336,7 @@ IterationDisjointness iterationDisjointness(Value ptr, Value mask, scf::ForOp lo
     return result;
   }
   result.condition = condition;
+  result.uniform = uniformOf(condition, loop->getParentOfType<tt::FuncOp>());
   result.move = "|" + symbolicText(*moveAtLaunch) + "|";
   result.span = symbolicText(*spanAtLaunch);
   return result;

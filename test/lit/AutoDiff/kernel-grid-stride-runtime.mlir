@@ -9,13 +9,19 @@
 // RUN: tritonad-opt %s --split-input-file --tritonad-kernel-backward="forward=fwd into=bwd shadows=dx:x,dy:y" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 // RUN: tritonad-opt %s --split-input-file --tritonad-kernel-backward="forward=fwd into=bwd shadows=dx:x,dy:y" --canonicalize --cse | FileCheck %s
 
+// The load's gradient: a grid-stride loop's rows are one digit over its programs and
+// iterations, so dx is written plainly where in_stride covers the row, atomically
+// otherwise (overlapping input rows are fine to read).
 // REMARK-NOT: error
+// REMARK: remark: accumulation of x: plain when strides, masks and grid keep tiles disjoint, else atomic
 // REMARK: remark: accumulation of y: output
 // REMARK: remark: checked at each launch: iterations of the loop at {{.+}} store to disjoint addresses where |out_stride| >= min(n, 32) ((max(out_stride, (0 - out_stride)) >= min(n, 32)))
 // CHECK-LABEL: tt.func public @bwd
 // CHECK: tt.get_num_programs x
 // CHECK: scf.for
 // CHECK: tt.load %{{.+}}, %{{.+}}, %{{.+}} : tensor<32x!tt.ptr<f32>>
+// CHECK: tt.store
+// CHECK: tt.atomic_rmw fadd
 // CHECK: tt.return
 module {
   tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %rows: i32 loc("rows"), %in_stride: i32 loc("in_stride"), %out_stride: i32 loc("out_stride"), %n: i32 loc("n")) {
@@ -52,6 +58,7 @@ module {
 // Liger's spelling: BLOCK_ROW = 4 rows per iteration, the step 4 * tl.num_programs
 // (counted as 4), the row stride an argument: |4 * stride| must cover the 3 rows
 // below the tile's last one plus the 29 columns.
+// REMARK: remark: accumulation of x: plain when strides, masks and grid keep tiles disjoint, else atomic
 // REMARK: remark: checked at each launch: iterations of the loop at {{.+}} store to disjoint addresses where |(stride * 4)| >= ((1 + (max(stride, (0 - stride)) * (4 - 1))) + (min(n, 32) - 1))
 module {
   tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %rows: i32 loc("rows"), %stride: i32 loc("stride"), %n: i32 loc("n")) {

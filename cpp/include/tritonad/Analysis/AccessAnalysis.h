@@ -20,7 +20,7 @@ namespace tritonad {
 /// sizes, compared and conjoined. The transform that wants it in the IR
 /// materializes it (the analysis writes no IR).
 struct UniformExpr {
-  enum class Op { True, Constant, Scalar, NumPrograms, Add, Sub, Mul, Min, LessEqual,
+  enum class Op { True, Constant, Scalar, NumPrograms, Add, Sub, Mul, Min, Max, LessEqual,
                   GreaterEqual, And, Or };
   Op op = Op::True;
   int64_t value = 0;   // Constant: the value; NumPrograms: the axis
@@ -67,10 +67,14 @@ bool iterationsTouchDisjointAddresses(mlir::Value ptr, mlir::Value mask, mlir::s
 /// arguments and the grid (a row stride that is an argument, a step of
 /// tl.num_programs, a mask `cols < n_cols`), `condition` is |move| >= span,
 /// which makes the iterations' addresses disjoint, and `move` / `span` are
-/// those expressions as text for people.
+/// those expressions as text for people. A grid-stride step counts for one
+/// program: rows apart at that granularity keep the programs apart too.
 struct IterationDisjointness {
   bool proven = false;
   std::optional<SymbolicInt> condition;
+  /// The same condition over the primal's values, for a transform to
+  /// materialize (where every argument it reads is the function's).
+  std::optional<UniformExpr> uniform;
   std::string move, span;
 };
 IterationDisjointness iterationDisjointness(mlir::Value ptr, mlir::Value mask,
