@@ -1,6 +1,6 @@
 """Persistent row loops whose row strides are runtime arguments (corpus/persistent_rows.py:
 the Triton tutorial's fused softmax, a Liger-style persistent RMSNorm with BLOCK_ROW rows
-per iteration). The store inside the loop was refused ("addresses may repeat across
+per iteration, Liger's blocked rows with pointers advanced by the row strides). The store inside the loop was refused ("addresses may repeat across
 iterations"); it is differentiated under a condition each launch checks (the row stride
 covers the row's extent), and a launch whose rows overlap is refused naming the stride.
 The inputs' gradients are plain writes where the rows are apart (a grid-stride loop's rows
@@ -28,6 +28,9 @@ for programs in (1, 4, 64):  # (64: more programs than rows)
 results["softmax/contiguous"] = p.check_softmax(torch.float32, "cpu", pad=0)
 for programs in (1, 3):
     results[f"rms_norm/{programs}"] = p.check_rms_norm(torch.float32, "cpu", programs=programs)
+for programs in (1, 5):
+    results[f"blocked/{programs}"] = p.check_scaled_rows_blocked(torch.float32, "cpu",
+                                                                 programs=programs)
 results["overlapping_input"] = p.check_softmax_overlapping_input("cpu")
 try:
     p.launch_overlapping_softmax("cpu")
@@ -44,7 +47,7 @@ def interpreted():
 
 
 @pytest.mark.parametrize("case", ["softmax/1", "softmax/4", "softmax/64", "softmax/contiguous",
-                                  "rms_norm/1", "rms_norm/3"])
+                                  "rms_norm/1", "rms_norm/3", "blocked/1", "blocked/5"])
 def test_persistent_rows_interpreted(interpreted, case):
     errors = interpreted[case]
     assert max(errors.values()) <= TOLERANCE["float32"], (case, errors)
@@ -81,6 +84,17 @@ def test_rms_norm_persistent_gpu(dtype, programs):
     from corpus import persistent_rows
     errors = persistent_rows.check_rms_norm(getattr(torch, dtype), "cuda", rows=1001, cols=203,
                                             programs=programs)
+    assert max(errors.values()) <= TOLERANCE[dtype], errors
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("programs", [1, 7, 132])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_scaled_rows_blocked_gpu(dtype, programs):
+    from corpus import persistent_rows
+    errors = persistent_rows.check_scaled_rows_blocked(getattr(torch, dtype), "cuda", rows=1001,
+                                                       cols=203, programs=programs)
     assert max(errors.values()) <= TOLERANCE[dtype], errors
 
 

@@ -56,6 +56,26 @@ def rms_norm_persistent(Y, Y_row_stride, X, X_row_stride, W, RSTD, n_rows, n_col
         tl.store(RSTD + rows, rstd, mask=rows < n_rows)
 
 
+@triton.jit
+def scaled_rows_blocked(Y, Y_row_stride, X, X_row_stride, W, n_rows, n_cols, rows_per_program,
+                        BLOCK_SIZE: tl.constexpr):
+    """Liger's other persistent spelling (its norms' backward kernels): a block of rows
+    per program, the pointers advanced by the runtime row strides each iteration."""
+    pid = tl.program_id(0)
+    row_start = pid * rows_per_program
+    row_end = min((pid + 1) * rows_per_program, n_rows)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+    X += row_start * X_row_stride
+    Y += row_start * Y_row_stride
+    for _ in range(row_start, row_end):
+        x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(Y + cols, x * w / (1.0 + tl.sum(x * x, axis=0)), mask=mask)
+        X += X_row_stride
+        Y += Y_row_stride
+
+
 def _strided_rows(rows, cols, pad, dtype, device):
     """A (rows, cols) view of a (rows, cols + pad) buffer: its row stride is not its
     width. Values are fresh random numbers rounded to `dtype`."""
@@ -95,6 +115,20 @@ def check_rms_norm(dtype, device, rows=37, cols=29, programs=3, block_row=4, pad
     x64, w64 = (t.detach().double().requires_grad_() for t in (x, w))
     rstd64 = torch.rsqrt((x64 * x64).mean(-1) + eps)
     torch.autograd.backward([x64 * rstd64[:, None] * w64, rstd64], [dy.double(), drstd.double()])
+    return _relative_errors([("x", x.grad, x64.grad), ("w", w.grad, w64.grad)])
+
+
+def check_scaled_rows_blocked(dtype, device, rows=37, cols=29, programs=5, pad=3):
+    x = _strided_rows(rows, cols, pad, dtype, device).requires_grad_()
+    w = torch.randn(cols, device=device).to(dtype).requires_grad_()
+    y = _strided_rows(rows, cols, pad + 1, dtype, device)
+    f = tritonad.autograd(scaled_rows_blocked, outputs=("Y",))
+    y = f[(programs,)](y, y.stride(0), x, x.stride(0), w, rows, cols,
+                       triton.cdiv(rows, programs), BLOCK_SIZE=triton.next_power_of_2(cols))
+    upstream = torch.randn(rows, cols, device=device).to(dtype)
+    y.backward(upstream)
+    x64, w64 = (t.detach().double().requires_grad_() for t in (x, w))
+    (x64 * w64 / (1 + (x64 * x64).sum(-1, keepdim=True))).backward(upstream.double())
     return _relative_errors([("x", x.grad, x64.grad), ("w", w.grad, w64.grad)])
 
 

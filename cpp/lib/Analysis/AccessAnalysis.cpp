@@ -190,6 +190,22 @@ std::optional<Affine> scale(const Affine &affine, Value factor) {
   return result;
 }
 
+Value stripExtensions(Value value);
+
+// Whether two coefficients have the same runtime factors (a scalar and its
+// sign extension count as one: `row_start * stride` before a loop, and
+// `(iv - row_start) * (i64)stride` inside it, as pointer induction writes it).
+bool sameFactors(const Coefficient &lhs, const Coefficient &rhs) {
+  auto stripped = [](const Coefficient &c) {
+    SmallVector<void *> sorted;
+    for (Value v : c.factors)
+      sorted.push_back(stripExtensions(v).getAsOpaquePointer());
+    llvm::sort(sorted);
+    return sorted;
+  };
+  return stripped(lhs) == stripped(rhs);
+}
+
 std::optional<Affine> combine(const Affine &lhs, const Affine &rhs, int64_t sign) {
   Affine result = lhs;
   result.hasUniform |= rhs.hasUniform;
@@ -201,8 +217,9 @@ std::optional<Affine> combine(const Affine &lhs, const Affine &rhs, int64_t sign
       result.terms[var] = c;
       continue;
     }
-    // Two terms of one variable only combine when both are plain constants.
-    if (!it->second.isConstant() || !coefficient.isConstant())
+    // Two terms of one variable only combine when their runtime factors are
+    // the same (plain constants, or one stride times constants).
+    if (!sameFactors(it->second, coefficient))
       return std::nullopt;
     it->second.constant += sign * coefficient.constant;
     if (it->second.constant == 0)
@@ -1320,8 +1337,10 @@ IterationDisjointness iterationDisjointness(Value ptr, Value mask, scf::ForOp lo
     // rows interleave at that granularity, so rows apart at it keep the
     // programs apart too, not only one program's iterations.
     if (stepAtLaunch)
-      if (std::optional<SymbolicInt> least = withOneProgram(*stepAtLaunch))
+      if (std::optional<SymbolicInt> least = withOneProgram(*stepAtLaunch)) {
+        result.stepOnOneProgram = symbolicText(*least) != symbolicText(*stepAtLaunch);
         stepAtLaunch = least;
+      }
     if (!stepAtLaunch)
       moveAtLaunch = std::nullopt;
     else if (stepAtLaunch->op != Op::Constant || stepAtLaunch->value != 1)

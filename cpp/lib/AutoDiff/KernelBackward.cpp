@@ -460,7 +460,9 @@ LogicalResult KernelBackwardBuilder::classifyStoreInLoops(tt::StoreOp store) {
         std::string refusal =
             "the store at " + locationText(store.getLoc()) + " writes, in the iterations of " +
             "the loop at " + locationText(loop.getLoc()) + ", tiles " + disjoint.move +
-            " elements apart (a grid-stride step counted for one program), each " +
+            " elements apart" +
+            (disjoint.stepOnOneProgram ? " (a grid-stride step counted for one program)" : "") +
+            ", each " +
             disjoint.span + " elements wide: they overlap, and the backward cannot tell which "
             "write survives; pass strides that keep the tiles apart (a row stride at least "
             "the row's width)";

@@ -3,11 +3,12 @@
 // the rows are apart, so the store is differentiated under a condition each launch
 // checks: |output_row_stride| (the step tl.num_programs counted for one program) at
 // least the min(n, 32) elements a row writes. A launch that breaks it is refused
-// naming the parameter (test/test_persistent_rows.py). A row stride that is a
+// naming the parameter (test/test_persistent_rows.py); pointer induction runs first,
+// as the API runs it (the third case advances pointers). A row stride that is a
 // constant: kernel-grid-stride.mlir.
 
-// RUN: tritonad-opt %s --split-input-file --tritonad-kernel-backward="forward=fwd into=bwd shadows=dx:x,dy:y" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
-// RUN: tritonad-opt %s --split-input-file --tritonad-kernel-backward="forward=fwd into=bwd shadows=dx:x,dy:y" --canonicalize --cse | FileCheck %s
+// RUN: tritonad-opt %s --split-input-file --tritonad-pointer-induction --tritonad-kernel-backward="forward=fwd into=bwd shadows=dx:x,dy:y" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
+// RUN: tritonad-opt %s --split-input-file --tritonad-pointer-induction --tritonad-kernel-backward="forward=fwd into=bwd shadows=dx:x,dy:y" --canonicalize --cse | FileCheck %s
 
 // The load's gradient: a grid-stride loop's rows are one digit over its programs and
 // iterations, so dx is written plainly where in_stride covers the row, atomically
@@ -94,6 +95,49 @@ module {
   }
   tt.func public @bwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %rows: i32 loc("rows"), %stride: i32 loc("stride"), %n: i32 loc("n"), %dx: !tt.ptr<f32> loc("dx"), %dy: !tt.ptr<f32> loc("dy")) {
     tt.call @fwd(%x, %y, %rows, %stride, %n) : (!tt.ptr<f32>, !tt.ptr<f32>, i32, i32, i32) -> ()
+    tt.return
+  }
+}
+
+// -----
+
+// Liger's blocked spelling: rows [pid * R, min(pid * R + R, rows)), the pointers
+// advanced by the runtime row stride each iteration (`Y += Y_row_stride`). Pointer
+// induction writes the address as `Y + row_start * stride + (iv - row_start) * (i64)stride`;
+// the two terms of the program id, one through the sign extension, cancel, leaving
+// `stride * iv`: checked at each launch (it was refused: the terms did not combine).
+// REMARK: remark: accumulation of x: atomic
+// REMARK: remark: checked at each launch: iterations of the loop at {{.+}} store to disjoint addresses where |stride| >= min(n, 32)
+module {
+  tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %rows: i32 loc("rows"), %stride: i32 loc("stride"), %n: i32 loc("n"), %per: i32 loc("per")) {
+    %c1 = arith.constant 1 : i32
+    %pid = tt.get_program_id x : i32
+    %start = arith.muli %pid, %per : i32
+    %next = arith.addi %pid, %c1 : i32
+    %end0 = arith.muli %next, %per : i32
+    %end = arith.minsi %end0, %rows : i32
+    %r = tt.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+    %ns = tt.splat %n : i32 -> tensor<32xi32>
+    %m = arith.cmpi slt, %r, %ns : tensor<32xi32>
+    %off = arith.muli %start, %stride : i32
+    %x0 = tt.addptr %x, %off : !tt.ptr<f32>, i32
+    %y0 = tt.addptr %y, %off : !tt.ptr<f32>, i32
+    %res:2 = scf.for %i = %start to %end step %c1 iter_args(%xp = %x0, %yp = %y0) -> (!tt.ptr<f32>, !tt.ptr<f32>) : i32 {
+      %xs = tt.splat %xp : !tt.ptr<f32> -> tensor<32x!tt.ptr<f32>>
+      %xa = tt.addptr %xs, %r : tensor<32x!tt.ptr<f32>>, tensor<32xi32>
+      %v = tt.load %xa, %m : tensor<32x!tt.ptr<f32>>
+      %sq = arith.mulf %v, %v : tensor<32xf32>
+      %ys = tt.splat %yp : !tt.ptr<f32> -> tensor<32x!tt.ptr<f32>>
+      %ya = tt.addptr %ys, %r : tensor<32x!tt.ptr<f32>>, tensor<32xi32>
+      tt.store %ya, %sq, %m : tensor<32x!tt.ptr<f32>>
+      %xn = tt.addptr %xp, %stride : !tt.ptr<f32>, i32
+      %yn = tt.addptr %yp, %stride : !tt.ptr<f32>, i32
+      scf.yield %xn, %yn : !tt.ptr<f32>, !tt.ptr<f32>
+    }
+    tt.return
+  }
+  tt.func public @bwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %rows: i32 loc("rows"), %stride: i32 loc("stride"), %n: i32 loc("n"), %per: i32 loc("per"), %dx: !tt.ptr<f32> loc("dx"), %dy: !tt.ptr<f32> loc("dy")) {
+    tt.call @fwd(%x, %y, %rows, %stride, %n, %per) : (!tt.ptr<f32>, !tt.ptr<f32>, i32, i32, i32, i32) -> ()
     tt.return
   }
 }

@@ -76,6 +76,7 @@ struct IterationDisjointness {
   /// materialize (where every argument it reads is the function's).
   std::optional<UniformExpr> uniform;
   std::string move, span;
+  bool stepOnOneProgram = false; // (a grid-stride step counted for one program)
 };
 IterationDisjointness iterationDisjointness(mlir::Value ptr, mlir::Value mask,
                                             mlir::scf::ForOp loop);
