@@ -245,7 +245,8 @@ Value transposeLastTwo(OpBuilder &builder, Location loc, Value value) {
 // The operand `forward` (of the primal dot operand `primal`) as the adjoint's
 // product reads it: where it may hold non-finite padding (a K tile loaded with
 // other=-inf), its entries are zeroed along each contraction index whose line
-// of `g` is all zero (g reduced over `gAxis`, the dim the product keeps).
+// of `g` is all zero (g reduced over `gAxis`, the dim the product keeps; `g` as
+// the product takes it, in the operands' dtype: what rounds to 0 is 0 there).
 // Masked lanes get such lines, and 0 * inf = NaN would reach every lane of
 // the product; torch never sees the padding, so those terms are 0 there. The
 // other terms, real infinities included, are the product's own.
@@ -291,13 +292,13 @@ struct DotModel : public ReverseModeOpInterface::ExternalModel<DotModel, tt::Dot
     int rank = cast<RankedTensorType>(g.getType()).getRank();
     if (state.isActive(dot.getA())) {
       Value gInB = castFloat(builder, loc, g, dot.getB().getType().getElementType());
-      Value bLive = withoutPaddingOfDeadLines(builder, loc, dot.getB(), b, g, rank - 2);
+      Value bLive = withoutPaddingOfDeadLines(builder, loc, dot.getB(), b, gInB, rank - 2);
       state.accumulate(builder, dot.getA(),
                        product(gInB, transposeLastTwo(builder, loc, bLive), dot.getA().getType()));
     }
     if (state.isActive(dot.getB())) {
       Value gInA = castFloat(builder, loc, g, dot.getA().getType().getElementType());
-      Value aLive = withoutPaddingOfDeadLines(builder, loc, dot.getA(), a, g, rank - 1);
+      Value aLive = withoutPaddingOfDeadLines(builder, loc, dot.getA(), a, gInA, rank - 1);
       state.accumulate(builder, dot.getB(),
                        product(transposeLastTwo(builder, loc, aLive), gInA, dot.getB().getType()));
     }
