@@ -1198,6 +1198,9 @@ std::optional<int64_t> constantValue(const SymbolicInt &expression) {
   case Op::Min: return std::min(values[0], values[1]);
   case Op::Max: return std::max(values[0], values[1]);
   case Op::Ge: return values[0] >= values[1];
+  case Op::Or: return values[0] != 0 || values[1] != 0;
+  case Op::DivS:
+    return values[1] == 0 ? std::nullopt : std::optional<int64_t>(values[0] / values[1]);
   default: return std::nullopt;
   }
 }
@@ -1277,6 +1280,9 @@ IterationDisjointness iterationDisjointness(Value ptr, Value mask, scf::ForOp lo
   int64_t span = 1; // what one iteration touches: 1 + sum |c_d| * (size_d - 1)
   // The same span for the launch to evaluate (runtime coefficients, bounds).
   std::optional<SymbolicInt> spanAtLaunch = SymbolicInt::constant(1);
+  // The strides of the lane dims of more than one lane, for the interleaved
+  // alternative below.
+  SmallVector<std::optional<SymbolicInt>> spreadStrides;
   for (auto &[var, coefficient] : offsets->terms) {
     if (var < kFirstLane || isProgramDigit(var))
       continue; // program ids and their digits: fixed within a program
@@ -1308,6 +1314,8 @@ IterationDisjointness iterationDisjointness(Value ptr, Value mask, scf::ForOp lo
     }
     span += std::abs(coefficient.constant) * (extent - 1);
     std::optional<SymbolicInt> laneStride = symbolicCoefficient(coefficient);
+    if (size > 1) // (a constant stride: a sliding window, left to the error)
+      spreadStrides.push_back(coefficient.isConstant() ? std::nullopt : laneStride);
     if (!laneStride || !spanAtLaunch) {
       spanAtLaunch = std::nullopt;
       continue;
@@ -1349,13 +1357,38 @@ IterationDisjointness iterationDisjointness(Value ptr, Value mask, scf::ForOp lo
   if (!moveAtLaunch || !spanAtLaunch)
     return result;
   SymbolicInt condition = SymbolicInt::of(Op::Ge, {symbolicAbs(*moveAtLaunch), *spanAtLaunch});
+  // (the backward's own predicate takes this one: sufficient, without a division)
+  std::optional<UniformExpr> uniform = uniformOf(condition, loop->getParentOfType<tt::FuncOp>());
+  // Or the iterations interleave inside one dim of lanes (column j of each
+  // row in iteration j: `rows * n_chunks + k // BLOCK`): that dim's stride at
+  // least what the iterations span, |move| * (trips - 1) + 1. Within one
+  // program (not with a grid-stride step, whose programs interleave too).
+  std::optional<SymbolicInt> lower = symbolize(loop.getLowerBound());
+  std::optional<SymbolicInt> upper = symbolize(loop.getUpperBound());
+  std::optional<SymbolicInt> stride = symbolize(loop.getStep());
+  if (spreadStrides.size() == 1 && spreadStrides[0] && !result.stepOnOneProgram && lower &&
+      upper && stride) {
+    SymbolicInt trips = SymbolicInt::of(
+        Op::DivS, {SymbolicInt::of(Op::Add, {SymbolicInt::of(Op::Sub, {*upper, *lower}),
+                                             SymbolicInt::of(Op::Sub, {*stride,
+                                                                       SymbolicInt::constant(1)})}),
+                   *stride});
+    SymbolicInt reach = SymbolicInt::of(
+        Op::Add, {SymbolicInt::of(Op::Mul, {symbolicAbs(*moveAtLaunch),
+                                            SymbolicInt::of(Op::Sub, {trips,
+                                                                      SymbolicInt::constant(1)})}),
+                  SymbolicInt::constant(1)});
+    SymbolicInt interleaved = SymbolicInt::of(Op::Ge, {symbolicAbs(*spreadStrides[0]), reach});
+    condition = SymbolicInt::of(Op::Or, {condition, interleaved});
+    result.interleaved = "|" + symbolicText(*spreadStrides[0]) + "| >= " + symbolicText(reach);
+  }
   if (std::optional<int64_t> known = constantValue(condition)) {
     // (a grid-stride step's constant part: 4 * tl.num_programs moves by 4)
     result.proven = *known != 0;
     return result;
   }
   result.condition = condition;
-  result.uniform = uniformOf(condition, loop->getParentOfType<tt::FuncOp>());
+  result.uniform = uniform;
   result.move = "|" + symbolicText(*moveAtLaunch) + "|";
   result.span = symbolicText(*spanAtLaunch);
   return result;

@@ -463,9 +463,12 @@ LogicalResult KernelBackwardBuilder::classifyStoreInLoops(tt::StoreOp store) {
             " elements apart" +
             (disjoint.stepOnOneProgram ? " (a grid-stride step counted for one program)" : "") +
             ", each " +
-            disjoint.span + " elements wide: they overlap, and the backward cannot tell which "
-            "write survives; pass strides that keep the tiles apart (a row stride at least "
-            "the row's width)";
+            disjoint.span + " elements wide" +
+            (disjoint.interleaved.empty()
+                 ? std::string()
+                 : ", nor do they interleave within the tile (" + disjoint.interleaved + ")") +
+            ": they overlap, and the backward cannot tell which write survives; pass strides "
+            "that keep the tiles apart (a row stride at least the row's width)";
         Value shadow = shadows.lookup(baseArgument(store.getPtr()));
         requirements.push_back({shadow ? argumentName(cast<BlockArgument>(shadow)) : "",
                                 *disjoint.condition,

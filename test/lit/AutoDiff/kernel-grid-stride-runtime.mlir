@@ -141,3 +141,36 @@ module {
     tt.return
   }
 }
+
+// -----
+
+// Iterations that interleave inside the tile (fuzz seed 238: column k of each of 16
+// rows in iteration k, `rows * chunks + k`): the rows' stride must cover the
+// iterations, |chunks| >= 1 * (trips - 1) + 1, or the iterations the rows.
+// REMARK: remark: checked at each launch: iterations of the loop at {{.+}} store to disjoint addresses where |1| >= (1 + (max(chunks, (0 - chunks)) * (16 - 1)))
+// REMARK-SAME: | (max(chunks, (0 - chunks)) >= ((max(1, (0 - 1)) * ((((chunks - 0) + (1 - 1)) / 1) - 1)) + 1))
+module {
+  tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %chunks: i32 loc("chunks")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %r = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+    %cs = tt.splat %chunks : i32 -> tensor<16xi32>
+    %rows = arith.muli %r, %cs : tensor<16xi32>
+    %xs = tt.splat %x : !tt.ptr<f32> -> tensor<16x!tt.ptr<f32>>
+    %ys = tt.splat %y : !tt.ptr<f32> -> tensor<16x!tt.ptr<f32>>
+    scf.for %k = %c0 to %chunks step %c1 : i32 {
+      %ks = tt.splat %k : i32 -> tensor<16xi32>
+      %offs = arith.addi %rows, %ks : tensor<16xi32>
+      %xp = tt.addptr %xs, %offs : tensor<16x!tt.ptr<f32>>, tensor<16xi32>
+      %v = tt.load %xp : tensor<16x!tt.ptr<f32>>
+      %sq = arith.mulf %v, %v : tensor<16xf32>
+      %yp = tt.addptr %ys, %offs : tensor<16x!tt.ptr<f32>>, tensor<16xi32>
+      tt.store %yp, %sq : tensor<16x!tt.ptr<f32>>
+    }
+    tt.return
+  }
+  tt.func public @bwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %chunks: i32 loc("chunks"), %dx: !tt.ptr<f32> loc("dx"), %dy: !tt.ptr<f32> loc("dy")) {
+    tt.call @fwd(%x, %y, %chunks) : (!tt.ptr<f32>, !tt.ptr<f32>, i32) -> ()
+    tt.return
+  }
+}

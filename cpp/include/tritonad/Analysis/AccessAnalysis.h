@@ -68,7 +68,9 @@ bool iterationsTouchDisjointAddresses(mlir::Value ptr, mlir::Value mask, mlir::s
 /// tl.num_programs, a mask `cols < n_cols`), `condition` is |move| >= span,
 /// which makes the iterations' addresses disjoint, and `move` / `span` are
 /// those expressions as text for people. A grid-stride step counts for one
-/// program: rows apart at that granularity keep the programs apart too.
+/// program: rows apart at that granularity keep the programs apart too. Where
+/// the tile has one dim of several lanes, the iterations may instead
+/// interleave inside it (its stride at least what the iterations span).
 struct IterationDisjointness {
   bool proven = false;
   std::optional<SymbolicInt> condition;
@@ -77,6 +79,9 @@ struct IterationDisjointness {
   std::optional<UniformExpr> uniform;
   std::string move, span;
   bool stepOnOneProgram = false; // (a grid-stride step counted for one program)
+  /// Where set, the condition also holds where the iterations interleave in
+  /// the one dim of several lanes (this text: its stride covers them).
+  std::string interleaved;
 };
 IterationDisjointness iterationDisjointness(mlir::Value ptr, mlir::Value mask,
                                             mlir::scf::ForOp loop);
