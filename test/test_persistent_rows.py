@@ -69,32 +69,12 @@ def test_overlapping_rows_refused_at_launch(interpreted):
 @requires_gpu
 @pytest.mark.parametrize("programs", [1, 7, 132])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_softmax_persistent_gpu(dtype, programs):
+@pytest.mark.parametrize("check", ["check_softmax", "check_rms_norm",
+                                   "check_scaled_rows_blocked"])
+def test_persistent_rows_gpu(check, dtype, programs):
     from corpus import persistent_rows
-    errors = persistent_rows.check_softmax(getattr(torch, dtype), "cuda", rows=1001, cols=203,
-                                           programs=programs)
-    assert max(errors.values()) <= TOLERANCE[dtype], errors
-
-
-@pytest.mark.gpu
-@requires_gpu
-@pytest.mark.parametrize("programs", [1, 7, 132])
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_rms_norm_persistent_gpu(dtype, programs):
-    from corpus import persistent_rows
-    errors = persistent_rows.check_rms_norm(getattr(torch, dtype), "cuda", rows=1001, cols=203,
-                                            programs=programs)
-    assert max(errors.values()) <= TOLERANCE[dtype], errors
-
-
-@pytest.mark.gpu
-@requires_gpu
-@pytest.mark.parametrize("programs", [1, 7, 132])
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_scaled_rows_blocked_gpu(dtype, programs):
-    from corpus import persistent_rows
-    errors = persistent_rows.check_scaled_rows_blocked(getattr(torch, dtype), "cuda", rows=1001,
-                                                       cols=203, programs=programs)
+    errors = getattr(persistent_rows, check)(getattr(torch, dtype), "cuda", rows=1001, cols=203,
+                                             programs=programs)
     assert max(errors.values()) <= TOLERANCE[dtype], errors
 
 
