@@ -273,17 +273,20 @@ def _check_requirements(kernel, kwargs, grid):
     addresses of their own for some strides only)."""
     recorded = getattr(getattr(kernel, "metadata", None), "tritonad_requirements", None) or {}
     for requirement in (r for requirements in recorded.values() for r in requirements):
+        unchecked = ""
         try:
             holds = _coverage.evaluate(requirement["condition"], kwargs, grid)
         except (KeyError, TypeError, ZeroDivisionError) as error:
-            holds, why = False, f"it cannot be checked with this launch's arguments ({error})"
+            unchecked = f"it cannot be checked with this launch's arguments ({error})"
+            holds, why = False, unchecked
         else:
             why = "with this launch's arguments and grid, programs write the same addresses"
         if not holds and requirement.get("refusal"):
             named = sorted(_coverage.arguments_read(requirement["condition"], set()))
             values = ", ".join(f"{name}={kwargs.get(name)!r}" for name in named)
             raise RuntimeError(f"{LAUNCH_REFUSED}: {requirement['refusal']} (this launch: "
-                               f"{values + ', ' if values else ''}grid {tuple(grid)})")
+                               f"{values + ', ' if values else ''}grid {tuple(grid)})"
+                               f"{'; ' + unchecked if unchecked else ''}")
         if not holds:
             raise RuntimeError(
                 f"tritonad: mode='deterministic' writes the gradient '{requirement['shadow']}' "
