@@ -237,6 +237,7 @@ PYBIND11_MODULE(_C, m) {
           entry["shadow"] = requirement.shadow;
           entry["condition"] = symbolicToPython(requirement.condition);
           entry["why"] = requirement.why;
+          entry["refusal"] = requirement.refusal;
           requirements.append(entry);
         }
         // (field by field as tritonad::contract::kBackwardRecord declares them)

@@ -266,18 +266,31 @@ def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
     return kernel
 
 
+# (how a refusal of a launch's arguments begins, for callers that count them)
+LAUNCH_REFUSED = "tritonad: this launch breaks a condition its backward was derived under"
+
+
 def _check_requirements(kernel, kwargs, grid):
     """Refuses a launch that breaks a condition the kernel was derived under
     (deterministic mode writes without atomics where each address belongs to
-    one program for some arguments only)."""
+    one program for some arguments only; a loop's iterations store to
+    addresses of their own for some strides only)."""
     recorded = getattr(getattr(kernel, "metadata", None), "tritonad_requirements", None) or {}
     for requirement in (r for requirements in recorded.values() for r in requirements):
+        unchecked = ""
         try:
             holds = _coverage.evaluate(requirement["condition"], kwargs, grid)
         except (KeyError, TypeError, ZeroDivisionError) as error:
-            holds, why = False, f"it cannot be checked with this launch's arguments ({error})"
+            unchecked = f"it cannot be checked with this launch's arguments ({error})"
+            holds, why = False, unchecked
         else:
             why = "with this launch's arguments and grid, programs write the same addresses"
+        if not holds and requirement.get("refusal"):
+            named = sorted(_coverage.arguments_read(requirement["condition"], set()))
+            values = ", ".join(f"{name}={kwargs.get(name)!r}" for name in named)
+            raise RuntimeError(f"{LAUNCH_REFUSED}: {requirement['refusal']} (this launch: "
+                               f"{values + ', ' if values else ''}grid {tuple(grid)})"
+                               f"{'; ' + unchecked if unchecked else ''}")
         if not holds:
             raise RuntimeError(
                 f"tritonad: mode='deterministic' writes the gradient '{requirement['shadow']}' "

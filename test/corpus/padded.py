@@ -126,6 +126,62 @@ def exp_of_mean_through_nan(X, Y, n, BLOCK: tl.constexpr):
     tl.store(Y + row * n + cols, tl.exp(x * 0.0 + mean), mask=mask)
 
 
+@triton.jit
+def _add(a, b):
+    return a + b
+
+
+@triton.jit
+def scaled_by_custom_sum(X, Y, n, BLOCK: tl.constexpr):
+    # A user's sum combiner over padded lanes (exp(-inf) = 0 there), times x.
+    row, cols, mask, x = _padded_row(X, n, BLOCK)
+    tl.store(Y + row * n + cols, x * tl.reduce(tl.exp(x), 0, _add), mask=mask)
+
+
+@triton.jit
+def padded_scores(Q, K, P, m, n, D: tl.constexpr, BLOCK_M: tl.constexpr,
+                  BLOCK_N: tl.constexpr):
+    """softmax(Q K^T) over n keys; the key tile's masked rows are padded with -inf, so
+    the masked columns of the scores are NaN / inf until tl.where drops them. The
+    dot's adjoint dQ = dS x K meets them: dS is 0 there."""
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    d = tl.arange(0, D)
+    q = tl.load(Q + rows[:, None] * D + d[None, :], mask=rows[:, None] < m,
+                other=0.0).to(tl.float32)
+    k = tl.load(K + cols[:, None] * D + d[None, :], mask=cols[:, None] < n,
+                other=-float("inf")).to(tl.float32)
+    s = tl.dot(q, tl.trans(k), input_precision="ieee")
+    s = tl.where(cols[None, :] < n, s, -float("inf"))
+    e = tl.exp(s - tl.max(s, axis=1)[:, None])
+    p = e / tl.sum(e, axis=1)[:, None]
+    tl.store(P + rows[:, None] * n + cols[None, :], p,
+             mask=(rows[:, None] < m) & (cols[None, :] < n))
+
+
+@triton.jit
+def padded_scores_nan_first(Q, K, P, m, n, D: tl.constexpr, BLOCK_M: tl.constexpr,
+                            BLOCK_N: tl.constexpr):
+    """The same scores transposed, S^T = K Q^T: the padded tile is the dot's first
+    operand, which the adjoint's db = a^T x g (here dQ^T = K^T dS^T) reads; the key tile
+    comes through a block pointer padded with NaN."""
+    pid = tl.program_id(0)
+    rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    keys = tl.make_block_ptr(K, shape=(n, D), strides=(D, 1), offsets=(0, 0),
+                             block_shape=(BLOCK_N, D), order=(1, 0))
+    k = tl.load(keys, boundary_check=(0,), padding_option="nan").to(tl.float32)
+    d = tl.arange(0, D)
+    q = tl.load(Q + rows[:, None] * D + d[None, :], mask=rows[:, None] < m,
+                other=0.0).to(tl.float32)
+    st = tl.dot(k, tl.trans(q), input_precision="ieee")
+    st = tl.where(cols[:, None] < n, st, -float("inf"))
+    e = tl.exp(st - tl.max(st, axis=0)[None, :])
+    p = e / tl.sum(e, axis=0)[None, :]
+    tl.store(P + rows[None, :] * n + cols[:, None], p,
+             mask=(rows[None, :] < m) & (cols[:, None] < n))
+
+
 def _softmax_x(x):
     return torch.softmax(x, -1) * x
 
@@ -155,7 +211,13 @@ CASES = {
                                   lambda x: _softmax_x(x) / ((x * x).sum(-1, keepdim=True) + 1)),
     "exp_of_mean_through_nan": (exp_of_mean_through_nan, False,
                                 lambda x: (x * 0.0 + x.mean(-1, keepdim=True)).exp()),
+    "scaled_by_custom_sum": (scaled_by_custom_sum, False,
+                             lambda x: x * x.exp().sum(-1, keepdim=True)),
 }
+
+# name -> kernel of softmax(Q K^T) whose key tile is padded non-finite (check_scores)
+SCORE_CASES = {"padded_scores": padded_scores,
+               "padded_scores_nan_first": padded_scores_nan_first}
 
 
 # (libdevice calls, which the interpreter does not run here)
@@ -183,3 +245,26 @@ def check(name, dtype, device, rows=5, n=37):
     if not torch.isfinite(got).all():
         return float("inf")
     return ((got - x64.grad).abs().max() / x64.grad.abs().max().clamp_min(1e-30)).item()
+
+
+def check_scores(name, dtype, device, m=37, n=21, head=16, block_m=16):
+    """The largest error of dQ and dK (relative to fp64's largest magnitude; NaN or
+    inf anywhere: inf) of a SCORE_CASES kernel: P = softmax(Q K^T), m queries, n
+    keys in one tile of the next power of two (at least 16, as tl.dot needs)."""
+    kernel = SCORE_CASES[name]
+    q = torch.randn(m, head, device=device).to(dtype).requires_grad_()
+    k = torch.randn(n, head, device=device).to(dtype).requires_grad_()
+    f = tritonad.autograd(kernel, outputs=("P",))
+    p = f[(triton.cdiv(m, block_m),)](q, k, torch.empty(m, n, device=device, dtype=dtype), m,
+                                      n, D=head, BLOCK_M=block_m,
+                                      BLOCK_N=max(16, triton.next_power_of_2(n)))
+    upstream = torch.randn(m, n, device=device).to(dtype)
+    p.backward(upstream)
+    q64, k64 = (t.detach().double().requires_grad_() for t in (q, k))
+    torch.softmax(q64 @ k64.T, -1).backward(upstream.double())
+    errors = {}
+    for which, got, want in (("q", q.grad, q64.grad), ("k", k.grad, k64.grad)):
+        finite = torch.isfinite(got).all()
+        errors[which] = ((got.double() - want).abs().max() / want.abs().max()).item() \
+            if finite else float("inf")
+    return errors

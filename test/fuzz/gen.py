@@ -155,13 +155,23 @@ FEATURES = {
     "launch_kw_name": "parameters named like launch keywords: a constexpr num_stages "
                       "passed to tl.range (or num_warps used as a number), a runtime float "
                       "named grid (the runner launches with positional arguments)",
+    "persistent_runtime_stride": "a persistent loop whose row length and strides are "
+                                 "runtime arguments (the tutorial's softmax): its stores are "
+                                 "differentiated under a condition each launch checks "
+                                 "(marks persistent cases; no stream of its own)",
+    "pad_dot": "a tl.dot operand (grid2d, K whole) whose masked rows / columns load -inf or "
+               "NaN instead of 0; the product's masked lanes are dropped by tl.where(mask, "
+               "., 0) as attention drops masked scores, and its adjoint meets the padding",
+    "custom_combiner": "pad_inf's reductions over padded lanes through a user's combine_fn "
+                       "(tl.reduce with a @triton.jit sum, or a max / min by tl.where)",
 }
 ALL_FEATURES = frozenset(FEATURES)
 # Issue 39's features, in the order of their streams (each draws from its own, so turning
 # one on or off changes no other's draws, and a seed that uses none of them generates the
 # kernel it generated before they existed).
 ISSUE39_FEATURES = ("pad_inf", "shared_weight", "autotune", "heuristics", "early_exit",
-                    "persistent", "constexpr_default", "launch_kw_name")
+                    "persistent", "constexpr_default", "launch_kw_name", "pad_dot",
+                    "custom_combiner")
 LAYOUTS = ("flat", "rows", "grid2d", "loop", "tileloop")
 DTYPES = {"fp32": "tl.float32", "fp16": "tl.float16", "bf16": "tl.bfloat16"}
 DOMAINS = {"any": (-2.0, 2.0), "pos": (0.5, 2.0)}
@@ -406,6 +416,9 @@ class _Gen:
         self.xdraws = [self.xrng.random() for _ in range(4)]
         # issue 39's features that depend on the layout only (each from its own stream)
         self.persistent = self.fwant("persistent", 0.2) and layout in ("rows", "flat")
+        self.pad_dot = self.fwant("pad_dot", 0.4) and self.dot and layout == "grid2d" and \
+            not self.dot_kloop
+        self.custom_combiner = self.fwant("custom_combiner", 0.4)
         self.pad = self.fwant("pad_inf", 0.15)
         self.exit_draw = self.fwant("early_exit", 0.12) and not self.persistent
         self.autotune = self.fwant("autotune", 0.1)
@@ -514,8 +527,8 @@ class _Gen:
             f = self.frng["persistent"]
             self.programs = max(1, min(count - 1, f.choice([1, 2, 3, 4, 5, 7, count // 2])))
             self.persistent = count >= 2
-            # the row length and strides as constexprs (as in Triton's tutorials): tritonad
-            # proves the rows disjoint from them; runtime ones it refuses (located)
+            # the row length and strides as constexprs: tritonad proves the rows disjoint
+            # from them; runtime ones (the tutorial's softmax) each launch checks
             self.const_sizes = f.random() < 0.6
 
     def shared_sizes(self, s, o):
@@ -1535,12 +1548,15 @@ class _Gen:
         xv = V(x, self.full_shape(), lo, hi, leaf=True, sel=leaves[m["name"]].sel)
         axis = f.choice([0, 1]) if lay == "grid2d" else 0
         bs, dims, count = self.bs_dims(axis)
-        if lay == "grid2d":
-            rshape = (False, True) if axis == 0 else (True, False)
-            red = lambda fn, v: f"{fn}({v}, axis={axis}, keep_dims=True)"  # noqa: E731
-        else:
-            rshape = self.scalar_shape()
-            red = lambda fn, v: f"{fn}({v}, axis=0)"  # noqa: E731
+        keep = ", keep_dims=True" if lay == "grid2d" else ""
+        rshape = ((False, True) if axis == 0 else (True, False)) if lay == "grid2d" \
+            else self.scalar_shape()
+        combiners = self.custom_combiners() if self.custom_combiner else {}
+
+        def red(fn, v):
+            if fn in combiners:   # custom_combiner: tl.reduce with the user's combine_fn
+                return f"tl.reduce({v}, {axis}, {combiners[fn]}{keep})"
+            return f"{fn}({v}, axis={axis}{keep})"
         ref = lambda v, op: f"R.reduce({v}, {bs}, {dims}, {op!r}, ctx, 'pad {op}')"  # noqa
         op, sign = ("max", "") if sigma > 0 else ("min", "-")
         spread = hi - lo
@@ -1607,6 +1623,24 @@ class _Gen:
             pool.append(xv)
         else:
             xv.used = True
+
+    def custom_combiners(self):
+        """custom_combiner (its own stream): which of tl.sum / tl.max / tl.min the padded
+        reductions spell as tl.reduce with a @triton.jit combine_fn of the user's (a
+        max / min as tl.where of a comparison, as library kernels write them), each
+        helper defined once. Marks the case when one is drawn."""
+        f = self.frng["custom_combiner"]
+        sources = {"tl.sum": ("_fz_add", "a + b"),
+                   "tl.max": ("_fz_max", "tl.where(a > b, a, b)"),
+                   "tl.min": ("_fz_min", "tl.where(a < b, a, b)")}
+        chosen = {}
+        for fn, (name, body) in sources.items():
+            if f.random() < 0.6:
+                chosen[fn] = name
+                self.helpers[name] = f"@triton.jit\ndef {name}(a, b):\n    return {body}\n"
+        if chosen:
+            self.use("custom_combiner")
+        return chosen
 
     def build_loop(self, mats, leaves, n_ops):
         """loop: one program per row, `for k in range(0, N, BLOCK)` over 1-D column chunks;
@@ -2011,10 +2045,25 @@ class _Gen:
         self.tl_("a0 = " + self.torch_load("a0_ptr"))
         self.tl_("b0 = " + self.torch_load("b0_ptr"))
         if not self.dot_kloop:
+            other_a = other_b = "0.0"
+            product = self._dot_call()
+            if self.pad_dot:
+                # one operand's masked rows (a0) or columns (b0) padded non-finite: the
+                # product's lanes there are NaN / inf until tl.where drops them
+                f = self.frng["pad_dot"]
+                pad = f.choice(['-float("inf")', 'float("inf")', 'float("nan")'])
+                if f.random() < 0.5:
+                    other_a = pad
+                else:
+                    other_b = pad
+                product = f"tl.where(mask, {product}, 0.0)"
+                self.use("pad_dot")
             self.kl("rk = tl.arange(0, BK)")
-            self.kl(f"a0 = tl.load({self._dot_addr('a', 'rk')}, mask=(rm < M)[:, None], other=0.0)")
-            self.kl(f"b0 = tl.load({self._dot_addr('b', 'rk')}, mask=(rn < N)[None, :], other=0.0)")
-            out = self._dot_value(self._dot_call(), 1.0 / s["BK"])
+            self.kl(f"a0 = tl.load({self._dot_addr('a', 'rk')}, mask=(rm < M)[:, None], "
+                    f"other={other_a})")
+            self.kl(f"b0 = tl.load({self._dot_addr('b', 'rk')}, mask=(rn < N)[None, :], "
+                    f"other={other_b})")
+            out = self._dot_value(product, 1.0 / s["BK"])
         else:
             self.use("dot_kloop")
             self.kl("acc_d = tl.zeros([BM, BN], dtype=tl.float32)")
@@ -2069,6 +2118,8 @@ class _Gen:
             sizes = [p for p in ints if p["name"] in ("n", "N") or p["name"].startswith("stride")]
             ints = [p for p in ints if p not in sizes]
             self.constexprs.update({p["name"]: p["value"] for p in sizes})
+        elif self.persistent:
+            self.use("persistent_runtime_stride")
         if self.need_flag:
             ints.append(dict(name="flag", kind="i32", value=self.flag))
         floats = []

@@ -141,3 +141,82 @@ def reference(T, S, ctx):
 
 kernel = fuzz_kernel_14
 '''
+
+# pad_dot (seed 383 in the interpreter, minimized): a dot's b0 tile whose masked columns
+# load NaN; the product's masked lanes are dropped by tl.where(mask, ., 0), whose adjoint
+# is 0 there, and the dot's adjoint da = g x b0^T met 0 * NaN: da0 was NaN in every lane,
+# torch's finite (fixed: the padded operand is zeroed along the adjoint's all-zero lines
+# of g, test/test_padding.py padded_scores* and lit padding-dot.mlir).
+CASES["pad_dot_nan_columns_da_nan"] = '''# tritonad fuzz case: seed 383, layout grid2d, dtype fp32
+# features: dot grid2d mask_tail pad_dot
+import torch
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+import fuzz_ref as R
+
+META = {
+    'name': 'fuzz_kernel_383',
+    'layout': 'grid2d',
+    'dtype': 'fp32',
+    'grid': [1, 1],
+    'constexprs': {'BM': 16, 'BN': 16, 'BK': 16},
+    'params': [
+        {'name': 'x1_ptr', 'kind': 'ptr', 'role': 'in', 'shape': [1, 2], 'view': ['cols', 2], 'domain': 'any'},
+        {'name': 'y0_ptr', 'kind': 'ptr', 'role': 'out', 'shape': [1, 2], 'view': ['cols', 2], 'domain': None},
+        {'name': 'x0_ptr', 'kind': 'ptr', 'role': 'in', 'shape': [1, 2], 'view': ['cols', 2], 'domain': 'any'},
+        {'name': 'b0_ptr', 'kind': 'ptr', 'role': 'in', 'shape': [16, 2], 'view': ['cols', 2], 'domain': 'pos'},
+        {'name': 'a0_ptr', 'kind': 'ptr', 'role': 'in', 'shape': [1, 16], 'view': ['cols', 16], 'domain': 'pos'},
+        {'name': 'stride_x0', 'kind': 'i32', 'value': 2},
+        {'name': 'stride_x1', 'kind': 'i32', 'value': 2},
+        {'name': 'M', 'kind': 'i32', 'value': 1},
+        {'name': 'N', 'kind': 'i32', 'value': 2},
+        {'name': 'stride_a0', 'kind': 'i32', 'value': 16},
+        {'name': 'stride_b0', 'kind': 'i32', 'value': 2},
+        {'name': 'stride_y0', 'kind': 'i32', 'value': 2},
+    ],
+    'sizes': {'BM': 16, 'BN': 16, 'M': 1, 'N': 2, 'BK': 16},
+    'seed': 383,
+    'features': ['dot', 'grid2d', 'mask_tail', 'pad_dot'],
+}
+
+@triton.jit
+def fuzz_kernel_383(x1_ptr, y0_ptr, x0_ptr, b0_ptr, a0_ptr, stride_x0, stride_x1, M, N, stride_a0, stride_b0, stride_y0, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    x0 = tl.load(x0_ptr + rm[:, None] * stride_x0 + rn[None, :], mask=mask, other=1.0).to(tl.float32)
+    x1 = tl.load(x1_ptr + rm[:, None] * stride_x1 + rn[None, :], mask=mask, other=1.0).to(tl.float32)
+    rk = tl.arange(0, BK)
+    a0 = tl.load(a0_ptr + rm[:, None] * stride_a0 + rk[None, :], mask=(rm < M)[:, None], other=0.0)
+    b0 = tl.load(b0_ptr + rk[:, None] * stride_b0 + rn[None, :], mask=(rn < N)[None, :], other=float("nan"))
+    t1 = tl.where(mask, tl.dot(a0, b0, input_precision="ieee"), 0.0) * 0.0625
+    t2 = t1 + -1.00515
+    t3 = t2 + x0 * 0.5
+    t4 = t3 + x1 * 0.5
+    t5 = t4 + t1 * 0.5
+    tl.store(y0_ptr + rm[:, None] * stride_y0 + rn[None, :], t5.to(tl.float32), mask=mask)
+
+
+def reference(T, S, ctx):
+    _like = T['x0_ptr']
+    W = R.ones((1, 2), _like)
+    P = R.pids((1, 2), (16, 16), _like)   # which program writes each element
+    x0 = R.load(ctx, T, 'x0_ptr', ('cols', 2))
+    x1 = R.load(ctx, T, 'x1_ptr', ('cols', 2))
+    a0 = R.load(ctx, T, 'a0_ptr', ('cols', 16))
+    b0 = R.load(ctx, T, 'b0_ptr', ('cols', 2))
+    t1 = R.dot(ctx, a0, b0) * 0.0625
+    t2 = t1 + -1.00515
+    t3 = t2 + x0 * 0.5
+    t4 = t3 + x1 * 0.5
+    t5 = t4 + t1 * 0.5
+    return {'y0_ptr': (t5, W, P)}
+
+
+kernel = fuzz_kernel_383
+
+'''

@@ -11,8 +11,9 @@ random upstream gradients). Outcomes:
                  into a primal buffer
   located-error  tritonad refused with a DifferentiationError/ValueError whose message has
                  a source location; grouped by a short cause key
-  launch-refused a deterministic backward refused the launch's arguments, under which
-                 programs may write the same gradient addresses (checked per launch): safe;
+  launch-refused a backward refused the launch's arguments: deterministic mode's, under which
+                 programs may write the same gradient addresses, or a loop's stores whose
+                 row stride is an argument, under which rows overlap (checked per launch): safe;
                  right where they do (overlapping rows, an input a 2-D grid's programs
                  share along an axis its address ignores), a false refusal where the check
                  is conservative (seed 208 under --grad-options '{"mode": "deterministic"}'
@@ -159,8 +160,10 @@ OUTCOMES = ("match", "compiled", "mismatch", "located-error", "launch-refused", 
 FEATURE_TABLE = {"match": ("match", "compiled"), "refused": ("located-error", "launch-refused"),
                  "mismatch": ("mismatch",), "crash": ("crash", "gen-error", "fwd-mismatch")}
 # What a launch raises when its arguments break a condition the backward was derived
-# under (deterministic mode: each address written by one program, checked per launch).
-_LAUNCH_REFUSAL = "tritonad: mode='deterministic' writes the gradient"
+# under (deterministic mode: each address written by one program; a loop's iterations
+# storing rows apart where the row stride is an argument; checked per launch).
+_LAUNCH_REFUSAL = ("tritonad: mode='deterministic' writes the gradient",
+                   "tritonad: this launch breaks a condition its backward was derived under")
 _LOCATION = re.compile(r":\d+:\d+: (?:error|warning|note|remark)")
 _RENDER_LOCATION = re.compile(r"cannot render \S+ at \S+:\d+:\d+")
 

@@ -72,12 +72,17 @@ struct ShadowCoverage {
 /// A condition on the launch's arguments and grid that the backward needs to
 /// be correct: deterministic mode's plain writes where each address belongs
 /// to one program only under it (strides, masks and grid keeping tiles
-/// disjoint). The caller evaluates it before launching and refuses a launch
-/// where it is 0.
+/// disjoint); a store inside a loop whose iterations write addresses of their
+/// own only under it (a persistent row loop whose row stride is an argument).
+/// The caller evaluates it before launching and refuses a launch where it is 0.
 struct LaunchRequirement {
   std::string shadow; // the shadow written
   SymbolicInt condition;
   std::string why;    // what the condition states, for the error
+  /// Where set, the whole refusal (what breaks and what to change), which the
+  /// caller completes with the values of the arguments the condition reads;
+  /// else the refusal is deterministic mode's, about `shadow`.
+  std::string refusal;
 };
 
 /// A loop whose carried state the backward keeps on a tape: the caller passes

@@ -8,6 +8,7 @@
 #include "tritonad/Analysis/AccessAnalysis.h"
 
 #include "tritonad/Analysis/Dependence.h"
+#include "tritonad/Analysis/MaskBounds.h"
 #include "tritonad/Dialect/Triton/Dialect.h"
 
 #include "mlir/Analysis/DataFlow/ConstantPropagationAnalysis.h"
@@ -189,6 +190,22 @@ std::optional<Affine> scale(const Affine &affine, Value factor) {
   return result;
 }
 
+Value stripExtensions(Value value);
+
+// Whether two coefficients have the same runtime factors (a scalar and its
+// sign extension count as one: `row_start * stride` before a loop, and
+// `(iv - row_start) * (i64)stride` inside it, as pointer induction writes it).
+bool sameFactors(const Coefficient &lhs, const Coefficient &rhs) {
+  auto stripped = [](const Coefficient &c) {
+    SmallVector<void *> sorted;
+    for (Value v : c.factors)
+      sorted.push_back(stripExtensions(v).getAsOpaquePointer());
+    llvm::sort(sorted);
+    return sorted;
+  };
+  return stripped(lhs) == stripped(rhs);
+}
+
 std::optional<Affine> combine(const Affine &lhs, const Affine &rhs, int64_t sign) {
   Affine result = lhs;
   result.hasUniform |= rhs.hasUniform;
@@ -200,8 +217,9 @@ std::optional<Affine> combine(const Affine &lhs, const Affine &rhs, int64_t sign
       result.terms[var] = c;
       continue;
     }
-    // Two terms of one variable only combine when both are plain constants.
-    if (!it->second.isConstant() || !coefficient.isConstant())
+    // Two terms of one variable only combine when their runtime factors are
+    // the same (plain constants, or one stride times constants).
+    if (!sameFactors(it->second, coefficient))
       return std::nullopt;
     it->second.constant += sign * coefficient.constant;
     if (it->second.constant == 0)
@@ -753,9 +771,44 @@ enum DigitOrder {
   kConstantStrides = 0,
   kRuntimeStrides = 1000, // minus the dim
   kIterations = 1500,
+  kGridStride = 1550, // a grid-stride loop's rows: its programs and iterations at once
   kClamp = 1600,
   kPrograms = 2000, // plus the axis
 };
+
+// A grid-stride loop over program axis `axis`: `for r in range(c * pid, ub,
+// c * tl.num_programs(axis))` with a launch-uniform `ub` (the tutorial's
+// softmax, c = 1; Liger's BLOCK_ROW rows per iteration, c = BLOCK_ROW). Its
+// iterations across all programs take the distinct values c * j, j < ub.
+struct GridStride {
+  int axis;
+  int64_t perRow;
+};
+std::optional<GridStride> gridStrideOf(const AffineAccess &access, scf::ForOp loop) {
+  std::optional<Affine> lower = access.affine(loop.getLowerBound());
+  if (!lower || lower->hasUniform || lower->terms.size() != 1 || !symbolize(loop.getUpperBound()))
+    return std::nullopt;
+  auto [axis, perRow] = *lower->terms.begin();
+  if (axis < 0 || axis > 2 || !perRow.isConstant() || perRow.constant < 1)
+    return std::nullopt;
+  std::optional<SymbolicInt> step = symbolize(loop.getStep());
+  if (!step)
+    return std::nullopt;
+  auto isPrograms = [&](const SymbolicInt &e) {
+    return e.op == SymbolicInt::Op::NumPrograms && e.value == axis;
+  };
+  auto isPerRow = [&](const SymbolicInt &e) {
+    return e.op == SymbolicInt::Op::Constant && e.value == perRow.constant;
+  };
+  bool matches = perRow.constant == 1 && isPrograms(*step);
+  if (step->op == SymbolicInt::Op::Mul) {
+    const SymbolicInt &lhs = step->operands[0], &rhs = step->operands[1];
+    matches |= (isPrograms(lhs) && isPerRow(rhs)) || (isPerRow(lhs) && isPrograms(rhs));
+  }
+  if (!matches)
+    return std::nullopt;
+  return GridStride{axis, perRow.constant};
+}
 
 ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> usedAxes) {
   ExclusiveAccess result;
@@ -862,6 +915,19 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     if (var < kFirstIv)
       continue;
     scf::ForOp loop = access.vars().loopOf(var);
+    // A grid-stride loop's rows are distinct over its programs and iterations
+    // alike: one digit for both, where the address reads its program id
+    // through the loop only.
+    std::optional<GridStride> rows =
+        access.vars().isIterationNumber(var) ? std::nullopt : gridStrideOf(access, loop);
+    if (rows && !mergedAxis[rows->axis] && !offsets->terms.count(rows->axis) &&
+        llvm::none_of(offsets->terms, [](auto &term) { return isProgramDigit(term.first); })) {
+      Coefficient perRow = coefficient;
+      perRow.constant *= rows->perRow;
+      digits.push_back(Digit{perRow, scalarExpr(loop.getUpperBound()), std::nullopt, kGridStride});
+      mergedAxis[rows->axis] = true;
+      continue;
+    }
     if (!coefficient.isConstant() || coefficient.constant < 0) {
       result.known = false;
       result.explanation = "a loop moves the addresses by a runtime or negative stride";
@@ -1054,44 +1120,122 @@ void forEachAffineForm(Operation *function, function_ref<void(Value, StringRef)>
   });
 }
 
-bool iterationsTouchDisjointAddresses(Value ptr, Value mask, scf::ForOp loop) {
-  AffineAccess access(loop);
-  std::optional<Affine> offsets = access.pointerOffsets(ptr);
-  std::map<int, Value> bounded = laneBounds(maskConjuncts(access, mask));
-  // A runtime step (a grid-stride loop's tl.num_programs) is positive, as
-  // scf.for's must be: each iteration then moves the addresses by at least
-  // the induction variable's coefficient.
-  std::optional<int64_t> step = constantInt(loop.getStep());
-  if (!offsets || (step && *step <= 0))
-    return false;
-  auto type = dyn_cast<RankedTensorType>(ptr.getType());
-  std::optional<Coefficient> move; // address change per iteration
-  bool constantLanes = true;
-  int64_t span = 1; // what one iteration touches: 1 + sum |c_d| * (size_d - 1)
-  for (auto &[var, coefficient] : offsets->terms) {
-    if (var < kFirstLane || isProgramDigit(var))
-      continue; // program ids and their digits: fixed within a program
-    if (var >= kFirstIv) {
-      if (access.vars().loopOf(var) != loop || move)
-        return false; // another loop moves the addresses as well
-      move = coefficient;
-      if (!access.vars().isIterationNumber(var))
-        move->constant *= step.value_or(1);
-      continue;
-    }
-    if (!type)
-      return false;
-    constantLanes &= coefficient.isConstant();
-    int64_t extent = type.getShape()[var - kFirstLane];
-    auto bound = bounded.find(var - kFirstLane);
-    if (bound != bounded.end())
-      if (std::optional<int64_t> limit = constantInt(bound->second))
-        extent = std::clamp<int64_t>(*limit, 1, extent);
-    span += std::abs(coefficient.constant) * (extent - 1);
+namespace {
+
+std::optional<SymbolicInt> symbolicCoefficient(const Coefficient &coefficient) {
+  std::optional<SymbolicInt> result;
+  if (coefficient.constant != 1 || coefficient.factors.empty())
+    result = SymbolicInt::constant(coefficient.constant);
+  for (Value factor : coefficient.factors) {
+    std::optional<SymbolicInt> symbol = symbolize(factor);
+    if (!symbol)
+      return std::nullopt;
+    result = result ? SymbolicInt::of(SymbolicInt::Op::Mul, {*result, *symbol}) : *symbol;
   }
-  if (!move)
-    return false;
-  if (constantLanes && move->isConstant() && std::abs(move->constant) >= span)
+  return result;
+}
+
+SymbolicInt symbolicAbs(SymbolicInt value) {
+  using Op = SymbolicInt::Op;
+  SymbolicInt negated = SymbolicInt::of(Op::Sub, {SymbolicInt::constant(0), value});
+  return SymbolicInt::of(Op::Max, {std::move(value), std::move(negated)});
+}
+
+// `expression` (the ops iterationDisjointness builds) over the values of
+// `function`: its arguments by name, the grid; nullopt where an argument is
+// not found.
+std::optional<UniformExpr> uniformOf(const SymbolicInt &expression, tt::FuncOp function) {
+  using Op = SymbolicInt::Op;
+  UniformExpr result;
+  switch (expression.op) {
+  case Op::Constant:
+    return constantExpr(expression.value);
+  case Op::NumPrograms:
+    result.op = UniformExpr::Op::NumPrograms;
+    result.value = expression.value;
+    return result;
+  case Op::Argument:
+    for (BlockArgument arg : function.getArguments())
+      if (argumentName(arg) == expression.name)
+        return scalarExpr(arg);
+    return std::nullopt;
+  case Op::Add: result.op = UniformExpr::Op::Add; break;
+  case Op::Sub: result.op = UniformExpr::Op::Sub; break;
+  case Op::Mul: result.op = UniformExpr::Op::Mul; break;
+  case Op::Min: result.op = UniformExpr::Op::Min; break;
+  case Op::Max: result.op = UniformExpr::Op::Max; break;
+  case Op::Ge: result.op = UniformExpr::Op::GreaterEqual; break;
+  default: return std::nullopt;
+  }
+  for (const SymbolicInt &operand : expression.operands) {
+    std::optional<UniformExpr> converted = uniformOf(operand, function);
+    if (!converted)
+      return std::nullopt;
+    result.operands.push_back(std::move(*converted));
+  }
+  return result;
+}
+
+// The value of an expression of constants (the ops iterationDisjointness
+// builds); nullopt where it reads the launch's values.
+std::optional<int64_t> constantValue(const SymbolicInt &expression) {
+  using Op = SymbolicInt::Op;
+  if (expression.op == Op::Constant)
+    return expression.value;
+  SmallVector<int64_t, 2> values;
+  for (const SymbolicInt &operand : expression.operands) {
+    std::optional<int64_t> value = constantValue(operand);
+    if (!value)
+      return std::nullopt;
+    values.push_back(*value);
+  }
+  if (values.size() != 2)
+    return std::nullopt;
+  switch (expression.op) {
+  case Op::Add: return values[0] + values[1];
+  case Op::Sub: return values[0] - values[1];
+  case Op::Mul: return values[0] * values[1];
+  case Op::Min: return std::min(values[0], values[1]);
+  case Op::Max: return std::max(values[0], values[1]);
+  case Op::Ge: return values[0] >= values[1];
+  case Op::Or: return values[0] != 0 || values[1] != 0;
+  case Op::DivS:
+    return values[1] == 0 ? std::nullopt : std::optional<int64_t>(values[0] / values[1]);
+  default: return std::nullopt;
+  }
+}
+
+// `step` (a product of constants, arguments and the grid's sizes) on a grid
+// of one program; nullopt where it is something else.
+std::optional<SymbolicInt> withOneProgram(const SymbolicInt &step) {
+  using Op = SymbolicInt::Op;
+  switch (step.op) {
+  case Op::Constant:
+  case Op::Argument:
+    return step;
+  case Op::NumPrograms:
+    return SymbolicInt::constant(1);
+  case Op::Mul: {
+    std::optional<SymbolicInt> lhs = withOneProgram(step.operands[0]);
+    std::optional<SymbolicInt> rhs = withOneProgram(step.operands[1]);
+    if (!lhs || !rhs)
+      return std::nullopt;
+    if (lhs->op == Op::Constant && lhs->value == 1)
+      return rhs;
+    if (rhs->op == Op::Constant && rhs->value == 1)
+      return lhs;
+    return SymbolicInt::of(Op::Mul, {*lhs, *rhs});
+  }
+  default:
+    return std::nullopt;
+  }
+}
+
+// The static proofs of iterationDisjointness: a constant move of at least the
+// tile's span, or a runtime stride moved past the tile's extent along its dim.
+bool iterationsProvablyDisjoint(const Affine &offsets, const Coefficient &move,
+                                bool constantLanes, int64_t span, RankedTensorType type) {
+  if (constantLanes && move.isConstant() && std::abs(move.constant) >= span)
     return true;
   // Runtime strides: the loop moves the index along one tile dim d (its
   // coefficient is a multiple of d's stride) by at least the tile's extent
@@ -1105,31 +1249,160 @@ bool iterationsTouchDisjointAddresses(Value ptr, Value mask, scf::ForOp loop) {
     llvm::sort(sorted);
     return sorted;
   };
-  for (auto &[var, coefficient] : offsets->terms) {
+  for (auto &[var, coefficient] : offsets.terms) {
     if (var < kFirstLane || var >= kFirstIv || coefficient.constant == 0 ||
-        factors(coefficient) != factors(*move) || move->constant % coefficient.constant != 0)
+        factors(coefficient) != factors(move) || move.constant % coefficient.constant != 0)
       continue;
-    if (std::abs(move->constant / coefficient.constant) >= type.getShape()[var - kFirstLane])
+    if (std::abs(move.constant / coefficient.constant) >= type.getShape()[var - kFirstLane])
       return true;
   }
   return false;
 }
 
+} // namespace
+
+IterationDisjointness iterationDisjointness(Value ptr, Value mask, scf::ForOp loop) {
+  using Op = SymbolicInt::Op;
+  IterationDisjointness result;
+  AffineAccess access(loop);
+  std::optional<Affine> offsets = access.pointerOffsets(ptr);
+  std::map<int, Value> bounded = laneBounds(maskConjuncts(access, mask));
+  // A runtime step (a grid-stride loop's tl.num_programs) is positive, as
+  // scf.for's must be: each iteration then moves the addresses by at least
+  // the induction variable's coefficient.
+  std::optional<int64_t> step = constantInt(loop.getStep());
+  if (!offsets || (step && *step <= 0))
+    return result;
+  auto type = dyn_cast<RankedTensorType>(ptr.getType());
+  std::optional<Coefficient> move; // address change per iteration
+  bool moveTimesStep = false;      // (move is the induction variable's coefficient)
+  bool constantLanes = true;
+  int64_t span = 1; // what one iteration touches: 1 + sum |c_d| * (size_d - 1)
+  // The same span for the launch to evaluate (runtime coefficients, bounds).
+  std::optional<SymbolicInt> spanAtLaunch = SymbolicInt::constant(1);
+  // The strides of the lane dims of more than one lane, for the interleaved
+  // alternative below.
+  SmallVector<std::optional<SymbolicInt>> spreadStrides;
+  for (auto &[var, coefficient] : offsets->terms) {
+    if (var < kFirstLane || isProgramDigit(var))
+      continue; // program ids and their digits: fixed within a program
+    if (var >= kFirstIv) {
+      if (access.vars().loopOf(var) != loop || move)
+        return result; // another loop moves the addresses as well
+      move = coefficient;
+      moveTimesStep = !access.vars().isIterationNumber(var);
+      if (moveTimesStep)
+        move->constant *= step.value_or(1);
+      continue;
+    }
+    if (!type)
+      return result;
+    constantLanes &= coefficient.isConstant();
+    int64_t size = type.getShape()[var - kFirstLane];
+    int64_t extent = size;
+    std::optional<SymbolicInt> extentAtLaunch = SymbolicInt::constant(size);
+    auto bound = bounded.find(var - kFirstLane);
+    if (bound != bounded.end()) {
+      if (std::optional<int64_t> limit = constantInt(bound->second)) {
+        extent = std::clamp<int64_t>(*limit, 1, extent);
+        extentAtLaunch = SymbolicInt::constant(extent);
+      } else if (std::optional<SymbolicInt> limit = symbolize(bound->second)) {
+        // (`cols < n_cols`: the lanes a runtime width leaves; where it leaves
+        // none, nothing is stored and the condition need not hold)
+        extentAtLaunch = SymbolicInt::of(Op::Min, {*limit, SymbolicInt::constant(size)});
+      }
+    }
+    span += std::abs(coefficient.constant) * (extent - 1);
+    std::optional<SymbolicInt> laneStride = symbolicCoefficient(coefficient);
+    if (size > 1) // (a constant stride: a sliding window, left to the error)
+      spreadStrides.push_back(coefficient.isConstant() ? std::nullopt : laneStride);
+    if (!laneStride || !spanAtLaunch) {
+      spanAtLaunch = std::nullopt;
+      continue;
+    }
+    bool unitStride = coefficient.isConstant() && std::abs(coefficient.constant) == 1;
+    if (unitStride && spanAtLaunch->op == Op::Constant && spanAtLaunch->value == 1) {
+      spanAtLaunch = extentAtLaunch; // (1 + (extent - 1))
+      continue;
+    }
+    SymbolicInt reach = SymbolicInt::of(Op::Sub, {*extentAtLaunch, SymbolicInt::constant(1)});
+    if (!unitStride)
+      reach = SymbolicInt::of(Op::Mul, {symbolicAbs(*laneStride), reach});
+    spanAtLaunch = SymbolicInt::of(Op::Add, {*spanAtLaunch, reach});
+  }
+  if (!move)
+    return result;
+  result.proven = iterationsProvablyDisjoint(*offsets, *move, constantLanes, span, type);
+  if (result.proven)
+    return result;
+  // Otherwise the launch decides, where the arguments give the move and the
+  // span: |move| >= span (a row stride that covers the row's extent).
+  std::optional<SymbolicInt> moveAtLaunch = symbolicCoefficient(*move);
+  if (moveAtLaunch && moveTimesStep && !step) { // (a runtime step, not folded into move)
+    std::optional<SymbolicInt> stepAtLaunch = symbolize(loop.getStep());
+    // A grid-stride step (tl.num_programs(0) * BLOCK_ROW) counts with one
+    // program, as the static proof counts a runtime step as 1: the programs'
+    // rows interleave at that granularity, so rows apart at it keep the
+    // programs apart too, not only one program's iterations.
+    if (stepAtLaunch)
+      if (std::optional<SymbolicInt> least = withOneProgram(*stepAtLaunch)) {
+        result.stepOnOneProgram = symbolicText(*least) != symbolicText(*stepAtLaunch);
+        stepAtLaunch = least;
+      }
+    if (!stepAtLaunch)
+      moveAtLaunch = std::nullopt;
+    else if (stepAtLaunch->op != Op::Constant || stepAtLaunch->value != 1)
+      moveAtLaunch = SymbolicInt::of(Op::Mul, {*moveAtLaunch, *stepAtLaunch});
+  }
+  if (!moveAtLaunch || !spanAtLaunch)
+    return result;
+  SymbolicInt condition = SymbolicInt::of(Op::Ge, {symbolicAbs(*moveAtLaunch), *spanAtLaunch});
+  // (the backward's own predicate takes this one: sufficient, without a division)
+  std::optional<UniformExpr> uniform = uniformOf(condition, loop->getParentOfType<tt::FuncOp>());
+  // Or the iterations interleave inside one dim of lanes (column j of each
+  // row in iteration j: `rows * n_chunks + k // BLOCK`): that dim's stride at
+  // least what the iterations span, |move| * (trips - 1) + 1. Within one
+  // program (not with a grid-stride step, whose programs interleave too).
+  std::optional<SymbolicInt> lower = symbolize(loop.getLowerBound());
+  std::optional<SymbolicInt> upper = symbolize(loop.getUpperBound());
+  std::optional<SymbolicInt> stride = symbolize(loop.getStep());
+  if (spreadStrides.size() == 1 && spreadStrides[0] && !result.stepOnOneProgram && lower &&
+      upper && stride) {
+    SymbolicInt trips = SymbolicInt::of(
+        Op::DivS, {SymbolicInt::of(Op::Add, {SymbolicInt::of(Op::Sub, {*upper, *lower}),
+                                             SymbolicInt::of(Op::Sub, {*stride,
+                                                                       SymbolicInt::constant(1)})}),
+                   *stride});
+    SymbolicInt reach = SymbolicInt::of(
+        Op::Add, {SymbolicInt::of(Op::Mul, {symbolicAbs(*moveAtLaunch),
+                                            SymbolicInt::of(Op::Sub, {trips,
+                                                                      SymbolicInt::constant(1)})}),
+                  SymbolicInt::constant(1)});
+    SymbolicInt interleaved = SymbolicInt::of(Op::Ge, {symbolicAbs(*spreadStrides[0]), reach});
+    condition = SymbolicInt::of(Op::Or, {condition, interleaved});
+    result.interleaved = "|" + symbolicText(*spreadStrides[0]) + "| >= " + symbolicText(reach);
+  }
+  if (std::optional<int64_t> known = constantValue(condition)) {
+    // (a grid-stride step's constant part: 4 * tl.num_programs moves by 4)
+    result.proven = *known != 0;
+    return result;
+  }
+  result.condition = condition;
+  result.uniform = uniform;
+  result.move = "|" + symbolicText(*moveAtLaunch) + "|";
+  result.span = symbolicText(*spanAtLaunch);
+  return result;
+}
+
+bool iterationsTouchDisjointAddresses(Value ptr, Value mask, scf::ForOp loop) {
+  return iterationDisjointness(ptr, mask, loop).proven;
+}
+
+
 } // namespace tritonad
 
 namespace tritonad {
 namespace {
-
-std::optional<SymbolicInt> symbolicCoefficient(const Coefficient &coefficient) {
-  SymbolicInt result = SymbolicInt::constant(coefficient.constant);
-  for (Value factor : coefficient.factors) {
-    std::optional<SymbolicInt> symbol = symbolize(factor);
-    if (!symbol)
-      return std::nullopt;
-    result = SymbolicInt::of(SymbolicInt::Op::Mul, {result, *symbol});
-  }
-  return result;
-}
 
 // The mask as conjuncts `affine < uniform` (and keys met as conditions, and
 // the keys whose values must be >= 0 for the rest to hold); false if any

@@ -109,6 +109,8 @@ Value emitUniform(OpBuilder &builder, Location loc, const UniformExpr &expr,
     return arith::MulIOp::create(builder, loc, operand(0), operand(1));
   case Op::Min:
     return arith::MinSIOp::create(builder, loc, operand(0), operand(1));
+  case Op::Max:
+    return arith::MaxSIOp::create(builder, loc, operand(0), operand(1));
   case Op::LessEqual:
     return arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::sle, operand(0), operand(1));
   case Op::GreaterEqual:
@@ -156,7 +158,8 @@ private:
   Value lastIterationMask(OpBuilder &builder, tt::StoreOp store, const IRMapping &forward,
                           Value mask);
   bool writtenOncePerProgram(tt::LoadOp load);
-  Operation *loopRevisitingThroughOtherLanes(tt::LoadOp load);
+  Operation *loopRevisitingThroughOtherLanes(tt::LoadOp load,
+                                             SmallVectorImpl<UniformExpr> &apartWhere);
   FailureOr<Value> shadowPointer(OpBuilder &builder, Value ptr, const IRMapping &forward);
   LogicalResult emitWriteAdjoint(OpBuilder &builder, Operation *write, GradientUtils &state);
   LogicalResult emitLoadAdjoint(OpBuilder &builder, tt::LoadOp load, GradientUtils &state);
@@ -448,8 +451,33 @@ LogicalResult KernelBackwardBuilder::classifyStoreInLoops(tt::StoreOp store) {
     if (!loop || isProgramLoop(loop)) // (its iterations are programs of the forward)
       continue;
     if (accessMovesWithLoop(store.getPtr(), store.getMask(), loop)) {
-      if (iterationsTouchDisjointAddresses(store.getPtr(), store.getMask(), loop))
+      IterationDisjointness disjoint =
+          iterationDisjointness(store.getPtr(), store.getMask(), loop);
+      if (disjoint.proven)
         continue;
+      if (disjoint.condition) {
+        // (a row stride that is an argument: each launch checks its rows apart)
+        std::string refusal =
+            "the store at " + locationText(store.getLoc()) + " writes, in the iterations of " +
+            "the loop at " + locationText(loop.getLoc()) + ", tiles " + disjoint.move +
+            " elements apart" +
+            (disjoint.stepOnOneProgram ? " (a grid-stride step counted for one program)" : "") +
+            ", each " +
+            disjoint.span + " elements wide" +
+            (disjoint.interleaved.empty()
+                 ? std::string()
+                 : ", nor do they interleave within the tile (" + disjoint.interleaved + ")") +
+            ": they overlap, and the backward cannot tell which write survives; pass strides "
+            "that keep the tiles apart (a row stride at least the row's width)";
+        Value shadow = shadows.lookup(baseArgument(store.getPtr()));
+        requirements.push_back({shadow ? argumentName(cast<BlockArgument>(shadow)) : "",
+                                *disjoint.condition,
+                                "iterations of the loop at " + locationText(loop.getLoc()) +
+                                    " store to disjoint addresses where " + disjoint.move +
+                                    " >= " + disjoint.span,
+                                refusal});
+        continue;
+      }
       return store.emitError("cannot differentiate a store inside a loop whose addresses may "
                              "repeat across iterations (only the last write survives, and "
                              "tritonad cannot tell which one that is); give each iteration its "
@@ -507,7 +535,10 @@ bool KernelBackwardBuilder::writtenOncePerProgram(tt::LoadOp load) {
 // different lanes (a sliding window), if any. Addresses that do not move with
 // a loop are revisited by the same lane (same op, same layout: same thread),
 // which program order keeps consistent; disjoint ones are never revisited.
-Operation *KernelBackwardBuilder::loopRevisitingThroughOtherLanes(tt::LoadOp load) {
+// Loops whose iterations are disjoint under a condition of the launch (a row
+// stride that is an argument) add it to `apartWhere` instead.
+Operation *KernelBackwardBuilder::loopRevisitingThroughOtherLanes(
+    tt::LoadOp load, SmallVectorImpl<UniformExpr> &apartWhere) {
   for (Operation *op = load->getParentOp(); op && op != primal.getOperation();
        op = op->getParentOp()) {
     if (auto loop = dyn_cast<scf::WhileOp>(op)) {
@@ -522,9 +553,14 @@ Operation *KernelBackwardBuilder::loopRevisitingThroughOtherLanes(tt::LoadOp loa
     auto loop = dyn_cast<scf::ForOp>(op);
     if (!loop || isProgramLoop(loop)) // (between programs: the exclusivity proof)
       continue;
-    if (accessMovesWithLoop(load.getPtr(), load.getMask(), loop) &&
-        !iterationsTouchDisjointAddresses(load.getPtr(), load.getMask(), loop))
+    if (!accessMovesWithLoop(load.getPtr(), load.getMask(), loop))
+      continue;
+    IterationDisjointness disjoint = iterationDisjointness(load.getPtr(), load.getMask(), loop);
+    if (disjoint.proven)
+      continue;
+    if (!disjoint.uniform)
       return loop;
+    apartWhere.push_back(*disjoint.uniform);
   }
   return nullptr;
 }
@@ -713,7 +749,8 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
                                             "ordered)"};
     return success();
   }
-  if (Operation *loop = loopRevisitingThroughOtherLanes(load)) {
+  SmallVector<UniformExpr> apartWhere;
+  if (Operation *loop = loopRevisitingThroughOtherLanes(load, apartWhere)) {
     // Iteration k + 1 may read what another thread wrote in iteration k, with
     // no ordering between the two: only atomics are safe.
     if (mode == AccumulationMode::Deterministic)
@@ -758,6 +795,17 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     return success();
   }
   ExclusiveAccess access = analyzeExclusiveAccess(load.getPtr(), load.getMask(), usedAxes);
+  // Iterations apart only for some launches (a runtime row stride): exclusive
+  // where that holds as well.
+  for (UniformExpr &apart : apartWhere) {
+    if (access.known && !*access.known)
+      break;
+    UniformExpr both;
+    both.op = UniformExpr::Op::And;
+    both.operands = {access.known ? UniformExpr() : access.condition, std::move(apart)};
+    access.condition = std::move(both);
+    access.known = std::nullopt;
+  }
   if (access.known && *access.known) {
     SymbolicInt always;
     always.value = 1;

@@ -148,6 +148,14 @@ Value firstIndexWhere(OpBuilder &builder, Location loc, Value hits, Value indice
   return integerExtremum(builder, loc, candidates, axis, /*isMax=*/false);
 }
 
+Value anyAlongAxis(OpBuilder &builder, Location loc, Value hits, int axis) {
+  auto type = cast<RankedTensorType>(hits.getType());
+  Value asInt = arith::ExtUIOp::create(builder, loc, type.clone(builder.getI32Type()), hits);
+  Value most = integerExtremum(builder, loc, asInt, axis, /*isMax=*/true);
+  Value zero = arith::ConstantOp::create(builder, loc, builder.getZeroAttr(most.getType()));
+  return arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::ne, most, zero);
+}
+
 Value reshape(OpBuilder &builder, Location loc, Value src, RankedTensorType type) {
   if (src.getType() == type)
     return src;

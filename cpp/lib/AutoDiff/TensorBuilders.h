@@ -34,6 +34,10 @@ mlir::Value firstIndexWhere(mlir::OpBuilder &builder, mlir::Location loc, mlir::
                             mlir::Value indices, int axis);
 mlir::Value reshape(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value src,
                     mlir::RankedTensorType type);
+/// Whether some element of the i1 tensor `hits` holds along `axis` (i1, the
+/// axis removed).
+mlir::Value anyAlongAxis(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value hits,
+                         int axis);
 /// tt.scan with an addf (cumulative sum) combine region.
 mlir::Value cumulativeSum(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value src,
                           int axis, bool reverse);

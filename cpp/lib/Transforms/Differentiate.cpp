@@ -1,3 +1,4 @@
+#include "tritonad/Analysis/MaskBounds.h"
 #include "tritonad/AutoDiff/FunctionVJP.h"
 #include "tritonad/AutoDiff/KernelBackward.h"
 #include "tritonad/AutoDiff/Regrid.h"
@@ -50,6 +51,9 @@ struct KernelBackwardPass : public impl::KernelBackwardBase<KernelBackwardPass> 
     for (const ScheduleEntry &entry : report.schedule.entries)
       mlir::emitRemark(loc) << (entry.kind == ScheduleEntry::Kind::Shadow ? "accumulation of " : "")
                             << entry.render();
+    for (const LaunchRequirement &requirement : report.requirements)
+      mlir::emitRemark(loc) << "checked at each launch: " << requirement.why << " ("
+                            << symbolicText(requirement.condition) << ")";
   }
 };
 

@@ -20,7 +20,7 @@ namespace tritonad {
 /// sizes, compared and conjoined. The transform that wants it in the IR
 /// materializes it (the analysis writes no IR).
 struct UniformExpr {
-  enum class Op { True, Constant, Scalar, NumPrograms, Add, Sub, Mul, Min, LessEqual,
+  enum class Op { True, Constant, Scalar, NumPrograms, Add, Sub, Mul, Min, Max, LessEqual,
                   GreaterEqual, And, Or };
   Op op = Op::True;
   int64_t value = 0;   // Constant: the value; NumPrograms: the axis
@@ -60,6 +60,31 @@ ExclusiveAccess analyzeExclusiveAccess(mlir::Value ptr, mlir::Value mask,
 /// counts as its least, 1; lanes that `mask` bounds by a constant (`cols < N`)
 /// span only up to that bound.
 bool iterationsTouchDisjointAddresses(mlir::Value ptr, mlir::Value mask, mlir::scf::ForOp loop);
+
+/// The same question where the launch may answer it: `proven` as
+/// iterationsTouchDisjointAddresses; otherwise, where the address's move per
+/// iteration and its span in one iteration are expressions of the kernel's
+/// arguments and the grid (a row stride that is an argument, a step of
+/// tl.num_programs, a mask `cols < n_cols`), `condition` is |move| >= span,
+/// which makes the iterations' addresses disjoint, and `move` / `span` are
+/// those expressions as text for people. A grid-stride step counts for one
+/// program: rows apart at that granularity keep the programs apart too. Where
+/// the tile has one dim of several lanes, the iterations may instead
+/// interleave inside it (its stride at least what the iterations span).
+struct IterationDisjointness {
+  bool proven = false;
+  std::optional<SymbolicInt> condition;
+  /// The same condition over the primal's values, for a transform to
+  /// materialize (where every argument it reads is the function's).
+  std::optional<UniformExpr> uniform;
+  std::string move, span;
+  bool stepOnOneProgram = false; // (a grid-stride step counted for one program)
+  /// Where set, the condition also holds where the iterations interleave in
+  /// the one dim of several lanes (this text: its stride covers them).
+  std::string interleaved;
+};
+IterationDisjointness iterationDisjointness(mlir::Value ptr, mlir::Value mask,
+                                            mlir::scf::ForOp loop);
 
 /// For each of `values` (integers of `function`), whether it is >= 0 in every
 /// program, lane and iteration: affine in program ids, lanes and induction

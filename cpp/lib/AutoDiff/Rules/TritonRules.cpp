@@ -242,6 +242,32 @@ Value transposeLastTwo(OpBuilder &builder, Location loc, Value value) {
                              {builder.getNamedAttr("order", builder.getDenseI32ArrayAttr(order))});
 }
 
+// The operand `forward` (of the primal dot operand `primal`) as the adjoint's
+// product reads it: where it may hold non-finite padding (a K tile loaded with
+// other=-inf), its entries are zeroed along each contraction index whose line
+// of `g` is all zero (g reduced over `gAxis`, the dim the product keeps; `g` as
+// the product takes it, in the operands' dtype: what rounds to 0 is 0 there).
+// Masked lanes get such lines, and 0 * inf = NaN would reach every lane of
+// the product; torch never sees the padding, so those terms are 0 there. The
+// other terms, real infinities included, are the product's own.
+Value withoutPaddingOfDeadLines(OpBuilder &builder, Location loc, Value primal, Value forward,
+                                Value g, int gAxis) {
+  if (!mayHoldNonFinitePadding(primal) && !mayHoldNonFinitePadding(forward))
+    return forward;
+  auto gType = cast<RankedTensorType>(g.getType());
+  Value zeroG = createZero(builder, loc, gType);
+  Value nonzero = arith::CmpFOp::create(builder, loc, arith::CmpFPredicate::UNE, g, zeroG);
+  Value live = anyAlongAxis(builder, loc, nonzero, gAxis);
+  // `live` runs along the operand's contraction dim (b's last, a's second to
+  // last); the operand's other dim is the one put back.
+  auto type = cast<RankedTensorType>(forward.getType());
+  int spread = gAxis == gType.getRank() - 2 ? type.getRank() - 2 : type.getRank() - 1;
+  Value liveHere = broadcastAlongAxis(builder, loc, live, spread,
+                                      type.clone(builder.getI1Type()));
+  return arith::SelectOp::create(builder, loc, liveHere, forward,
+                                 createZero(builder, loc, type));
+}
+
 struct DotModel : public ReverseModeOpInterface::ExternalModel<DotModel, tt::DotOp> {
   // d = a x b + c:  da = g x b^T, db = a^T x g, dc = g. The products take the
   // operands' dtype (g is cast to it, as hand-written fp16 backward kernels do),
@@ -263,15 +289,18 @@ struct DotModel : public ReverseModeOpInterface::ExternalModel<DotModel, tt::Dot
            builder.getNamedAttr("maxNumImpreciseAcc", dot.getMaxNumImpreciseAccAttr())});
       return castFloat(builder, loc, result, operandType.getElementType());
     };
+    int rank = cast<RankedTensorType>(g.getType()).getRank();
     if (state.isActive(dot.getA())) {
       Value gInB = castFloat(builder, loc, g, dot.getB().getType().getElementType());
+      Value bLive = withoutPaddingOfDeadLines(builder, loc, dot.getB(), b, gInB, rank - 2);
       state.accumulate(builder, dot.getA(),
-                       product(gInB, transposeLastTwo(builder, loc, b), dot.getA().getType()));
+                       product(gInB, transposeLastTwo(builder, loc, bLive), dot.getA().getType()));
     }
     if (state.isActive(dot.getB())) {
       Value gInA = castFloat(builder, loc, g, dot.getA().getType().getElementType());
+      Value aLive = withoutPaddingOfDeadLines(builder, loc, dot.getA(), a, gInA, rank - 1);
       state.accumulate(builder, dot.getB(),
-                       product(transposeLastTwo(builder, loc, a), gInA, dot.getB().getType()));
+                       product(transposeLastTwo(builder, loc, aLive), gInA, dot.getB().getType()));
     }
     state.accumulate(builder, dot.getC(), g);
     return success();
