@@ -6,7 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-12}"
-SITE=/tmp/tritonad-site
+SITE=/tmp/tritonad-peer-site  # (its own: gpu_shards.sh may run beside it)
 rm -rf "$SITE"
 python3 -m pip install -q --no-index --no-deps --target "$SITE" wheelhouse/*.whl || exit 1
 cp python/tritonad/*.py "$SITE/tritonad/"
