@@ -10,6 +10,7 @@
 namespace tritonad {
 #define GEN_PASS_DEF_LIFTCONTROLFLOW
 #define GEN_PASS_DEF_LOWERBLOCKPOINTERS
+#define GEN_PASS_DEF_REWRITEFLIPS
 #include "tritonad/Transforms/Passes.h.inc"
 
 namespace {
@@ -26,6 +27,10 @@ struct LowerBlockPointersPass : public impl::LowerBlockPointersBase<LowerBlockPo
     if (mlir::failed(lowerBlockPointers(getOperation())))
       signalPassFailure();
   }
+};
+
+struct RewriteFlipsPass : public impl::RewriteFlipsBase<RewriteFlipsPass> {
+  void runOnOperation() override { rewriteFlips(getOperation()); }
 };
 
 } // namespace

@@ -18,8 +18,15 @@ namespace tritonad {
 /// the shadow as one accumulation.
 void simplifyForDifferentiation(mlir::triton::FuncOp function);
 
+/// Rewrites each tl.flip (Triton's xor-swap of the float's integer bits over
+/// the flipped dim reshaped into size-2 dims) into the same permutation on
+/// the floats: tt.reshape, per size-2 dim a swap (tt.trans where the dim is
+/// not last, tt.split, tt.join of the swapped halves, tt.trans back),
+/// tt.reshape. Only that exact pattern is rewritten; other bitcasts stay.
+void rewriteFlips(mlir::triton::FuncOp function);
+
 /// What both drivers run on their scratch copy first: calls inlined, control
-/// flow lifted, then simplifyForDifferentiation.
+/// flow lifted, then simplifyForDifferentiation and rewriteFlips.
 mlir::LogicalResult prepareForDifferentiation(mlir::triton::FuncOp function);
 
 /// Lifts unstructured control flow (cf.br / cf.cond_br, which Triton emits for

@@ -174,6 +174,18 @@ def LiftControlFlow : Pass<"tritonad-lift-control-flow", "mlir::triton::FuncOp">
                            "mlir::ub::UBDialect", "mlir::cf::ControlFlowDialect"];
 }
 
+def RewriteFlips : Pass<"tritonad-rewrite-flips", "mlir::triton::FuncOp"> {
+  let summary = "Rewrite tl.flip's integer xor-swaps as the same permutation on the floats";
+  let description = [{
+    Triton's tl.flip bitcasts the float to an integer and swaps elements with
+    xor reductions over size-2 dims; the gradient cannot follow the bits.
+    Exactly that pattern becomes tt.reshape, per size-2 dim tt.trans (where
+    the dim is not last), tt.split, tt.join of the swapped halves, tt.trans
+    back, and tt.reshape, on the floats. Calls must be inlined first.
+  }];
+  let dependentDialects = ["mlir::triton::TritonDialect", "mlir::arith::ArithDialect"];
+}
+
 def LowerBlockPointers : Pass<"tritonad-lower-block-pointers", "mlir::triton::FuncOp"> {
   let summary = "Rewrite loads and stores through block pointers as tensors of pointers";
   let description = [{

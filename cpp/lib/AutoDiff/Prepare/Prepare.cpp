@@ -76,6 +76,7 @@ LogicalResult prepareForDifferentiation(tt::FuncOp function) {
   if (failed(inlineAllCalls(function)) || failed(liftControlFlow(function)))
     return failure();
   simplifyForDifferentiation(function);
+  rewriteFlips(function);
   return success();
 }
 
