@@ -2,6 +2,7 @@
 // device-library calls. Loads and stores are the kernel driver's business
 // (they need the shadow pointers), see KernelBackward.cpp.
 #include "ElementwiseRules.h"
+#include "TritonRules.h"
 #include "../TensorBuilders.h"
 
 #include "tritonad/Analysis/CombineRegion.h"
@@ -796,6 +797,7 @@ void tritonad::registerTritonReverseModeRules(DialectRegistry &registry) {
     tt::JoinOp::attachInterface<JoinModel>(*context);
     tt::SplitOp::attachInterface<SplitModel>(*context);
     tt::CatOp::attachInterface<CatModel>(*context);
+    attachGatherRule(context);
     tt::DotOp::attachInterface<DotModel>(*context);
     tt::ReduceOp::attachInterface<ReduceModel>(*context);
     tt::ScanOp::attachInterface<ScanModel>(*context);
