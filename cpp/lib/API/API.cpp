@@ -9,6 +9,8 @@
 #include "tritonad/AutoDiff/Regrid.h"
 #include "tritonad/InitAll.h"
 
+#include "tritonad/Dialect/Triton/Dialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -264,6 +266,31 @@ Result transformModule(const std::string &ir, const PrintOptions &print,
   return result;
 }
 
+// Canonicalization hoists constants out of tt.reduce / tt.scan combine
+// regions (they are not isolated from above); the renderer, like Triton's
+// front end, makes each combine region a function of its own: clone the
+// constants back in.
+void sinkConstantsIntoCombineRegions(Operation *function) {
+  function->walk([](Operation *op) {
+    if (!isa<triton::ReduceOp, triton::ScanOp>(op))
+      return;
+    Region &region = op->getRegion(0);
+    OpBuilder builder = OpBuilder::atBlockBegin(&region.front());
+    DenseMap<Value, Value> copies;
+    region.walk([&](Operation *inner) {
+      for (OpOperand &use : inner->getOpOperands()) {
+        auto constant = use.get().getDefiningOp<arith::ConstantOp>();
+        if (!constant || region.isAncestor(constant->getParentRegion()))
+          continue;
+        Value &copy = copies[use.get()];
+        if (!copy)
+          copy = builder.clone(*constant)->getResult(0);
+        use.set(copy);
+      }
+    });
+  });
+}
+
 // Canonicalize and CSE one function: the derivative; the rest of the module
 // is Triton's to optimize.
 LogicalResult cleanUp(ModuleOp module, StringRef name) {
@@ -271,7 +298,10 @@ LogicalResult cleanUp(ModuleOp module, StringRef name) {
   PassManager pm(module.getContext(), function->getName().getStringRef());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  return pm.run(function);
+  if (failed(pm.run(function)))
+    return failure();
+  sinkConstantsIntoCombineRegions(function);
+  return success();
 }
 
 // The derived kernel inlines what it calls, and the callees stay in the

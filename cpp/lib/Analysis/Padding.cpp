@@ -115,10 +115,10 @@ private:
   // its caller's values: padding they hold is the caller's to clear (the
   // kernel the function VJP is called from has the mask).
   bool fromBlockArgument(BlockArgument arg) {
-    Operation *owner = arg.getOwner()->getParentOp();
-    if (isa<tt::FuncOp>(owner))
+    Operation *owner = arg.getOwner()->getParentOp(); // null: a rule's scratch block
+    if (owner && isa<tt::FuncOp>(owner))
       return false;
-    auto loop = dyn_cast<scf::ForOp>(owner);
+    auto loop = dyn_cast_or_null<scf::ForOp>(owner);
     if (!loop)
       return isa<FloatType>(getElementTypeOrSelf(arg.getType()));
     if (arg == loop.getInductionVar())

@@ -542,12 +542,7 @@ struct ReduceModel : public ReverseModeOpInterface::ExternalModel<ReduceModel, t
       return success();
     }
 
-    InFlightDiagnostic diag = op->emitError(
-        "cannot differentiate tt.reduce: its combine region is not a sum, a product, max, min "
-        "or an index-selecting (argmax-style) combiner");
-    for (Operation &inner : combine.without_terminator())
-      diag.attachNote(inner.getLoc()) << "combine region op: " << inner.getName();
-    return diag;
+    return emitCombinerReduceAdjoint(reduce, builder, state);
   }
 };
 
