@@ -32,6 +32,7 @@ from interpreter_util import run_interpreted  # noqa: E402
 CASES = {
     # name: (check function, its dim / axis argument)
     "flip_dim0": ("check_flip", 0),
+    "flip_unit_dim": ("check_flip", 0, dict(shape=(1, 13), block=(1, 16))),
     "flip_dim1": ("check_flip", 1),
     "gather_axis0": ("check_gather", 0),
     "gather_axis1": ("check_gather", 1),
@@ -50,10 +51,10 @@ import json, sys, torch
 from corpus import combiners
 cases = json.loads(sys.argv[1])
 errors = {}
-for name, (check, arg, path) in cases.items():
+for name, (check, arg, path, sizes) in cases.items():
     try:
         errors[name] = getattr(combiners, check)(torch.float32, "cpu", arg, path=path,
-                                                 seed=len(name))
+                                                 seed=len(name), **sizes)
     except Exception as e:  # reported per case
         errors[name] = f"{type(e).__name__}: {e}"
 errors["refusal"] = combiners.difference_reduce_refusal("cpu")
@@ -61,11 +62,16 @@ print(json.dumps(errors))
 """
 
 
+def _sizes(case):
+    return case[2] if len(case) > 2 else {}
+
+
 @pytest.fixture(scope="module")
 def interpreted():
     import json
-    cases = {name: (check, arg, "grad") for name, (check, arg) in CASES.items()}
-    cases.update({name + "_autograd": (*CASES[name], "autograd") for name in AUTOGRAD_CASES})
+    cases = {name: (case[0], case[1], "grad", _sizes(case)) for name, case in CASES.items()}
+    cases.update({name + "_autograd": (*CASES[name][:2], "autograd", _sizes(CASES[name]))
+                  for name in AUTOGRAD_CASES})
     return run_interpreted(_INTERPRETED, json.dumps(cases), timeout=600)
 
 
@@ -127,7 +133,7 @@ GPU_SHAPES = {
 @requires_gpu
 @pytest.mark.parametrize("path", ["grad", "autograd"])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", [name for name, case in CASES.items() if len(case) == 2])
 def test_gpu_matches_fp64_torch(name, dtype, path):
     check, arg = CASES[name]
     dtype = getattr(torch, dtype)

@@ -127,3 +127,19 @@ tt.func public @not_a_flip(%x: tensor<8xf32>) -> tensor<8xf32> {
   %11 = tt.bitcast %10 : tensor<8xi32> -> tensor<8xf32>
   tt.return %11 : tensor<8xf32>
 }
+
+// -----
+
+// Along a dim of size 1 (no xor level): the identity, as reshapes on the floats.
+// CHECK-LABEL: tt.func public @flip_unit
+// CHECK-NOT: tt.bitcast
+// CHECK: %[[R:.*]] = tt.reshape %arg0 : tensor<1x8xf32> -> tensor<8xf32>
+// CHECK: %[[B:.*]] = tt.reshape %[[R]] : tensor<8xf32> -> tensor<1x8xf32>
+// CHECK: tt.return %[[B]]
+tt.func public @flip_unit(%x: tensor<1x8xf32>) -> tensor<1x8xf32> {
+  %0 = tt.bitcast %x : tensor<1x8xf32> -> tensor<1x8xi32>
+  %1 = tt.reshape %0 : tensor<1x8xi32> -> tensor<8xi32>
+  %2 = tt.reshape %1 : tensor<8xi32> -> tensor<1x8xi32>
+  %3 = tt.bitcast %2 : tensor<1x8xi32> -> tensor<1x8xf32>
+  tt.return %3 : tensor<1x8xf32>
+}

@@ -76,25 +76,35 @@ std::optional<FlipMatch> matchFlip(tt::BitcastOp toInteger) {
     axes.push_back(axis);
     y = level.getResult();
   }
-  if (axes.empty())
-    return std::nullopt;
   auto merge = dyn_cast_or_null<tt::ReshapeOp>(soleUser(y));
   if (!merge || merge.getAllowReorder() || merge.getType() != intType)
     return std::nullopt;
   auto toFloat = dyn_cast_or_null<tt::BitcastOp>(soleUser(merge.getResult()));
   if (!toFloat || toFloat.getType() != floatType)
     return std::nullopt;
-  int64_t dim = axes.front(), levels = axes.size();
+  ArrayRef<int64_t> shape = floatType.getShape();
+  int64_t rank = shape.size(), levels = axes.size();
+  // The flipped dim, 2^levels long, reshaped into `levels` dims of 2.
+  auto splitsDim = [&](int64_t dim) {
+    if (dim >= rank || shape[dim] != (int64_t(1) << levels))
+      return false;
+    SmallVector<int64_t> expected(shape.take_front(dim));
+    expected.append(levels, 2);
+    llvm::append_range(expected, shape.drop_front(dim + 1));
+    return split.getType().getShape() == ArrayRef<int64_t>(expected);
+  };
+  if (axes.empty()) {
+    // A flip along a dim of size 1 (no level): the identity.
+    for (int64_t dim = 0; dim < rank; ++dim)
+      if (splitsDim(dim))
+        return FlipMatch{toInteger, toFloat, dim, 0};
+    return std::nullopt;
+  }
+  int64_t dim = axes.front();
   for (auto [i, a] : llvm::enumerate(axes))
     if (a != dim + static_cast<int64_t>(i))
       return std::nullopt;
-  ArrayRef<int64_t> shape = floatType.getShape();
-  if (dim >= static_cast<int64_t>(shape.size()) || shape[dim] != (int64_t(1) << levels))
-    return std::nullopt;
-  SmallVector<int64_t> expected(shape.take_front(dim));
-  expected.append(levels, 2);
-  llvm::append_range(expected, shape.drop_front(dim + 1));
-  if (split.getType().getShape() != ArrayRef<int64_t>(expected))
+  if (!splitsDim(dim))
     return std::nullopt;
   return FlipMatch{toInteger, toFloat, dim, levels};
 }
