@@ -6,10 +6,10 @@ need"), against fp64 torch.autograd:
   (AutoDiff/Prepare/Flip.cpp; lit: AutoDiff/flip.mlir).
 - ``tl.gather``: the adjoint scatter-adds through a one-hot compare and sum in
   registers (Rules/GatherRule.cpp; lit: AutoDiff/gather.mlir).
-- ``tl.reduce`` with any associative combiner, here Welford's (mean, m2, count) and
-  logsumexp's (max, sum), and a non-commutative one (affine maps): element i's gradient is that of f(f(P_{i-1}, x_i), S_{i+1})
-  with P / S exclusive scans of f from either end (Rules/CombinerRules.cpp; lit:
-  AutoDiff/reduce-combiner.mlir).
+- ``tl.reduce`` with any associative combiner, here Welford's (mean, m2, count),
+  logsumexp's (max, sum) and a non-commutative one (affine maps): element i's gradient
+  is that of f(f(P_{i-1}, x_i), S_{i+1}) with P / S exclusive scans of f from either end
+  (Rules/CombinerRules.cpp; lit: AutoDiff/reduce-combiner.mlir, -errors.mlir).
 
 Kernels: corpus/combiners.py (2-D tiles of odd sizes, masked lanes, both axes). CPU: the
 interpreter (fp32, tritonad.grad and tritonad.autograd), the backward compiled to PTX

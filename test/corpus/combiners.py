@@ -170,17 +170,24 @@ def _grad_of(kernel, inputs, outputs, upstream, path, consts, grid=(1,)):
     return got
 
 
-def check_flip(dtype, device, dim, shape=(5, 13), block=(8, 16), path="grad", seed=0):
+def _check_tile(kernel, reference, dtype, device, shape, block, path, seed, scale=1.0,
+                shift=0.0, **scalars):
+    """dL/dX of a kernel (X, Y, n_rows, n_cols, <scalars>, BLOCK_R, BLOCK_C, ...) mapping
+    a tile to a tile, against `reference` on fp64."""
     generator = torch.Generator().manual_seed(seed)
-    x = torch.randn(shape, generator=generator).to(device=device, dtype=dtype)
+    x = (torch.randn(shape, generator=generator) * scale + shift).to(device=device, dtype=dtype)
     upstream = torch.randn(shape, generator=generator).to(device=device, dtype=dtype)
-    y = torch.empty_like(x)
-    got = _grad_of(flip_kernel, {"X": x}, {"Y": y}, upstream, path,
+    got = _grad_of(kernel, {"X": x}, {"Y": torch.empty_like(x)}, upstream, path,
                    dict(n_rows=shape[0], n_cols=shape[1], BLOCK_R=block[0], BLOCK_C=block[1],
-                        DIM=dim))
+                        **scalars))
     x64 = x.detach().double().requires_grad_()
-    flip_reference(x64, block, dim).backward(upstream.double())
+    reference(x64).backward(upstream.double())
     return _relative_error(got, x64.grad)
+
+
+def check_flip(dtype, device, dim, shape=(5, 13), block=(8, 16), path="grad", seed=0):
+    return _check_tile(flip_kernel, lambda x: flip_reference(x, block, dim), dtype, device,
+                       shape, block, path, seed, DIM=dim)
 
 
 def check_gather(dtype, device, axis, shape=(5, 13), n_index=11, path="grad", seed=0):
@@ -203,29 +210,14 @@ def check_gather(dtype, device, axis, shape=(5, 13), n_index=11, path="grad", se
 
 def check_welford(dtype, device, axis, shape=(5, 13), block=(8, 16), path="grad", seed=0,
                   eps=1e-5):
-    generator = torch.Generator().manual_seed(seed)
-    x = (torch.randn(shape, generator=generator) * 2 + 0.5).to(device=device, dtype=dtype)
-    upstream = torch.randn(shape, generator=generator).to(device=device, dtype=dtype)
-    y = torch.empty_like(x)
-    got = _grad_of(welford_norm_kernel, {"X": x}, {"Y": y}, upstream, path,
-                   dict(n_rows=shape[0], n_cols=shape[1], eps=eps, BLOCK_R=block[0],
-                        BLOCK_C=block[1], AXIS=axis))
-    x64 = x.detach().double().requires_grad_()
-    welford_norm_reference(x64, axis, eps).backward(upstream.double())
-    return _relative_error(got, x64.grad)
+    return _check_tile(welford_norm_kernel, lambda x: welford_norm_reference(x, axis, eps),
+                       dtype, device, shape, block, path, seed, scale=2.0, shift=0.5, eps=eps,
+                       AXIS=axis)
 
 
 def check_log_softmax(dtype, device, axis, shape=(5, 13), block=(8, 16), path="grad", seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    x = (torch.randn(shape, generator=generator) * 3).to(device=device, dtype=dtype)
-    upstream = torch.randn(shape, generator=generator).to(device=device, dtype=dtype)
-    y = torch.empty_like(x)
-    got = _grad_of(log_softmax_kernel, {"X": x}, {"Y": y}, upstream, path,
-                   dict(n_rows=shape[0], n_cols=shape[1], BLOCK_R=block[0], BLOCK_C=block[1],
-                        AXIS=axis))
-    x64 = x.detach().double().requires_grad_()
-    torch.log_softmax(x64, axis).backward(upstream.double())
-    return _relative_error(got, x64.grad)
+    return _check_tile(log_softmax_kernel, lambda x: torch.log_softmax(x, axis), dtype, device,
+                       shape, block, path, seed, scale=3.0, AXIS=axis)
 
 
 @triton.jit

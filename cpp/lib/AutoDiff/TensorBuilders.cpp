@@ -200,6 +200,27 @@ Value broadcastAlongAxis(OpBuilder &builder, Location loc, Value reduced, int ax
   return tt::BroadcastOp::create(builder, loc, TypeRange{type}, ValueRange{expanded});
 }
 
+SmallVector<Value> scanWith(
+    OpBuilder &builder, Location loc, ValueRange srcs, int axis, bool reverse,
+    llvm::function_ref<SmallVector<Value>(OpBuilder &, ValueRange, ValueRange)> combine) {
+  auto scan = tt::ScanOp::create(
+      builder, loc, srcs.getTypes(), srcs,
+      {builder.getNamedAttr("axis", builder.getI32IntegerAttr(axis)),
+       builder.getNamedAttr("reverse", builder.getBoolAttr(reverse))});
+  OpBuilder::InsertionGuard guard(builder);
+  SmallVector<Type> types;
+  for (Value src : srcs)
+    types.push_back(getElementTypeOrSelf(src.getType()));
+  types.append(SmallVector<Type>(types));
+  Block *block = builder.createBlock(&scan.getCombineOp(), {}, types,
+                                     SmallVector<Location>(types.size(), loc));
+  unsigned n = srcs.size();
+  SmallVector<Value> results = combine(builder, block->getArguments().take_front(n),
+                                       block->getArguments().drop_front(n));
+  tt::ScanReturnOp::create(builder, loc, TypeRange{}, results);
+  return SmallVector<Value>(scan.getResult().begin(), scan.getResult().end());
+}
+
 Value cumulativeSum(OpBuilder &builder, Location loc, Value src, int axis, bool reverse) {
   auto type = cast<RankedTensorType>(src.getType());
   auto scan = tt::ScanOp::create(

@@ -4,6 +4,9 @@
 
 #include "tritonad/Dialect/Triton/Dialect.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
 #include <array>
 #include <optional>
 
@@ -38,6 +41,14 @@ mlir::Value reshape(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value sr
 /// axis removed).
 mlir::Value anyAlongAxis(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value hits,
                          int axis);
+/// tt.scan of `srcs` along `axis` whose combine region `combine(lhs..., rhs...)`
+/// builds the results from the block's arguments (lhs: the segment earlier in
+/// scan order, as Triton's reverse scans see it after flipping).
+llvm::SmallVector<mlir::Value> scanWith(
+    mlir::OpBuilder &builder, mlir::Location loc, mlir::ValueRange srcs, int axis, bool reverse,
+    llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::OpBuilder &, mlir::ValueRange,
+                                                      mlir::ValueRange)>
+        combine);
 /// tt.scan with an addf (cumulative sum) combine region.
 mlir::Value cumulativeSum(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value src,
                           int axis, bool reverse);

@@ -120,54 +120,40 @@ std::pair<SmallVector<Value>, Value> exclusiveScan(OpBuilder &builder, Location 
                                                    Block &combine, ValueRange xs, int axis,
                                                    bool reverse) {
   unsigned n = xs.size();
-  auto type = cast<RankedTensorType>(xs[0].getType());
-  Type i32 = builder.getI32Type();
-  auto flagType = type.clone(i32);
-  Value none = arith::ConstantOp::create(builder, loc, flagType,
-                                         DenseElementsAttr::get(flagType, builder.getI32IntegerAttr(0)));
-  SmallVector<Value> operands{none};
+  auto flagType = cast<RankedTensorType>(xs[0].getType()).clone(builder.getI32Type());
+  auto flagConstant = [&](int32_t value) -> Value {
+    return arith::ConstantOp::create(
+        builder, loc, flagType, DenseElementsAttr::get(flagType, builder.getI32IntegerAttr(value)));
+  };
+  SmallVector<Value> operands{flagConstant(0)};
   llvm::append_range(operands, xs);
   llvm::append_range(operands, xs);
-  auto scan = tt::ScanOp::create(
-      builder, loc, ValueRange(operands).getTypes(), operands,
-      {builder.getNamedAttr("axis", builder.getI32IntegerAttr(axis)),
-       builder.getNamedAttr("reverse", builder.getBoolAttr(reverse))});
-  {
-    OpBuilder::InsertionGuard guard(builder);
-    SmallVector<Type> types;
-    for (Value operand : operands)
-      types.push_back(getElementTypeOrSelf(operand.getType()));
-    types.append(SmallVector<Type>(types));
-    Block *block = builder.createBlock(&scan.getCombineOp(), {}, types,
-                                       SmallVector<Location>(types.size(), loc));
-    // (earlier, later) in scan order, as Triton's reverse scans see them. In
-    // index order a reversed scan's later segment comes first: f keeps index
-    // order either way.
-    ValueRange earlier = block->getArguments().take_front(1 + 2 * n);
-    ValueRange later = block->getArguments().drop_front(1 + 2 * n);
-    ValueRange earlierFull = earlier.drop_front(1 + n), laterFull = later.drop_front(1 + n);
-    ValueRange laterHead = later.slice(1, n);
-    auto inIndexOrder = [&](ValueRange before, ValueRange after) {
-      return reverse ? applyCombiner(builder, combine, after, before, {})
-                     : applyCombiner(builder, combine, before, after, {});
-    };
-    SmallVector<Value> full = inIndexOrder(earlierFull, laterFull);
-    SmallVector<Value> head = inIndexOrder(earlierFull, laterHead);
-    Value zero = arith::ConstantOp::create(builder, loc, builder.getI32IntegerAttr(0));
-    Value laterHasHead =
-        arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::ne, later[0], zero);
-    SmallVector<Value> results{arith::ConstantOp::create(builder, loc, builder.getI32IntegerAttr(1))};
-    for (unsigned i = 0; i < n; ++i)
-      results.push_back(selectEach(builder, loc, laterHasHead, head[i], earlierFull[i]));
-    llvm::append_range(results, full);
-    tt::ScanReturnOp::create(builder, loc, TypeRange{}, results);
-  }
-  Value one = arith::ConstantOp::create(builder, loc, flagType,
-                                        DenseElementsAttr::get(flagType, builder.getI32IntegerAttr(1)));
-  Value nonEmpty = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
-                                         scan.getResult()[0], one);
-  SmallVector<Value> values(scan.getResult().begin() + 1, scan.getResult().begin() + 1 + n);
-  return {values, nonEmpty};
+  // (earlier, later) in scan order, as Triton's reverse scans see them. In
+  // index order a reversed scan's later segment comes first: f keeps index
+  // order either way.
+  SmallVector<Value> scanned = scanWith(
+      builder, loc, operands, axis, reverse,
+      [&](OpBuilder &b, ValueRange earlier, ValueRange later) {
+        ValueRange earlierFull = earlier.drop_front(1 + n), laterFull = later.drop_front(1 + n);
+        ValueRange laterHead = later.slice(1, n);
+        auto inIndexOrder = [&](ValueRange before, ValueRange after) {
+          return reverse ? applyCombiner(b, combine, after, before, {})
+                         : applyCombiner(b, combine, before, after, {});
+        };
+        SmallVector<Value> full = inIndexOrder(earlierFull, laterFull);
+        SmallVector<Value> head = inIndexOrder(earlierFull, laterHead);
+        Value zero = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
+        Value laterHasHead =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, later[0], zero);
+        SmallVector<Value> results{arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1))};
+        for (unsigned i = 0; i < n; ++i)
+          results.push_back(selectEach(b, loc, laterHasHead, head[i], earlierFull[i]));
+        llvm::append_range(results, full);
+        return results;
+      });
+  Value nonEmpty =
+      arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, scanned[0], flagConstant(1));
+  return {SmallVector<Value>(scanned.begin() + 1, scanned.begin() + 1 + n), nonEmpty};
 }
 
 } // namespace

@@ -546,30 +546,6 @@ struct ReduceModel : public ReverseModeOpInterface::ExternalModel<ReduceModel, t
   }
 };
 
-// tt.scan of `srcs` along `axis` whose combine region `combine(lhs..., rhs...)`
-// builds the results from the block's arguments (lhs: the segment earlier in
-// scan order, as Triton's reverse scans see it after flipping).
-SmallVector<Value> scanWith(
-    OpBuilder &builder, Location loc, ValueRange srcs, int axis, bool reverse,
-    llvm::function_ref<SmallVector<Value>(OpBuilder &, ValueRange, ValueRange)> combine) {
-  auto scan = tt::ScanOp::create(
-      builder, loc, srcs.getTypes(), srcs,
-      {builder.getNamedAttr("axis", builder.getI32IntegerAttr(axis)),
-       builder.getNamedAttr("reverse", builder.getBoolAttr(reverse))});
-  OpBuilder::InsertionGuard guard(builder);
-  SmallVector<Type> types;
-  for (Value src : srcs)
-    types.push_back(getElementTypeOrSelf(src.getType()));
-  types.append(SmallVector<Type>(types));
-  Block *block = builder.createBlock(&scan.getCombineOp(), {}, types,
-                                     SmallVector<Location>(types.size(), loc));
-  unsigned n = srcs.size();
-  SmallVector<Value> results = combine(builder, block->getArguments().take_front(n),
-                                       block->getArguments().drop_front(n));
-  tt::ScanReturnOp::create(builder, loc, TypeRange{}, results);
-  return SmallVector<Value>(scan.getResult().begin(), scan.getResult().end());
-}
-
 Value multiplyFloats(OpBuilder &builder, Value lhs, Value rhs) {
   return arith::MulFOp::create(builder, lhs.getLoc(), lhs, rhs).getResult();
 }
