@@ -7,11 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-12}"
 SITE=/tmp/tritonad-peer-site  # (its own: gpu_shards.sh may run beside it)
-rm -rf "$SITE"
-python3 -m pip install -q --no-index --no-deps --target "$SITE" wheelhouse/*.whl || exit 1
-cp python/tritonad/*.py "$SITE/tritonad/"
-export PYTHONPATH="$SITE" PATH="$SITE/bin:$PATH"
-OUT="${OUT:-/tmp/tritonad-gpu-logs}"; mkdir -p "$OUT"
+. scripts/gpu_site.sh
 WORK=/tmp/tritonad-peer; rm -rf "$WORK"; mkdir -p "$WORK"
 python3 -m pytest test/peer -m gpu --collect-only -q -p no:cacheprovider 2>/dev/null \
   | grep "::" > "$WORK/ids"

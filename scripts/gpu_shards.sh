@@ -7,11 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SITE=/tmp/tritonad-site
-rm -rf "$SITE"
-python3 -m pip install -q --no-index --no-deps --target "$SITE" wheelhouse/*.whl || exit 1
-cp python/tritonad/*.py "$SITE/tritonad/"
-export PYTHONPATH="$SITE" PATH="$SITE/bin:$PATH"
-OUT="${OUT:-/tmp/tritonad-gpu-logs}"; mkdir -p "$OUT"
+. scripts/gpu_site.sh
 LOGS=/tmp/tritonad-shards; rm -rf "$LOGS"; mkdir -p "$LOGS"
 nvidia-smi --query-gpu=name --format=csv,noheader || true
 pids=()
