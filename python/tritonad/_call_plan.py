@@ -28,7 +28,7 @@ from typing import Dict, List, Optional, Tuple
 
 from tritonad._coverage import grid_of
 
-_PLAN_LIMIT = 64  # per differentiable kernel (a training loop uses a handful of layouts)
+PLAN_LIMIT = 64  # per differentiable kernel
 
 
 def key_of(bound: dict, grid) -> Optional[tuple]:
@@ -118,9 +118,3 @@ def last_plan(used: list):
     """The one plan a backward's launch used (collecting_used), or None where it
     launched other than through one replayable plan."""
     return used[0] if len(used) == 1 else None
-
-
-def limit(plans: dict) -> None:
-    """Keeps at most _PLAN_LIMIT plans (the oldest go first)."""
-    while len(plans) > _PLAN_LIMIT:
-        plans.pop(next(iter(plans)))

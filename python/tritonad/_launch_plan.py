@@ -110,9 +110,15 @@ def store(jit, key, plan: "LaunchPlan") -> None:
         if plans is None:
             plans = {}
             setattr(jit, _PLANS_ATTRIBUTE, plans)
-        if len(plans) >= _PLAN_LIMIT:
-            plans.pop(next(iter(plans)))
-        plans[key] = plan
+        keep_newest(plans, key, plan, _PLAN_LIMIT)
+
+
+def keep_newest(cache: dict, key, value, limit: int) -> None:
+    """cache[key] = value, dropping the oldest entries beyond `limit` (a training
+    loop uses a handful of layouts; a sweep over many must not grow without end)."""
+    cache[key] = value
+    while len(cache) > limit:
+        cache.pop(next(iter(cache)))
 
 
 @contextlib.contextmanager
@@ -237,9 +243,7 @@ class CompiledLaunch:
         return [arguments[n] if n in arguments else defaults[n] for n in self.names]
 
     def __call__(self, arguments) -> None:
-        grid = self.grid
-        if grid[0] and grid[1] and grid[2]:
-            _run(self.kernel, grid, self.values(arguments))
+        _run(self.kernel, self.grid, self.values(arguments))
 
 
 def launch_compiled(jit, kernel, grid, arguments, from_call=None):
@@ -253,11 +257,13 @@ def launch_compiled(jit, kernel, grid, arguments, from_call=None):
         sources = tuple(recorder.source(n, v, from_call or {})
                         for n, v in zip(launch.names, values))
         recorder.steps.append(("launch", launch.kernel, launch.grid, sources))
-    if launch.grid[0] and launch.grid[1] and launch.grid[2]:
-        _run(launch.kernel, launch.grid, values)
+    _run(launch.kernel, launch.grid, values)
 
 
 def _run(kernel, grid, values):
+    """Launches a compiled kernel on `grid` (three extents; none where one is 0)."""
+    if not (grid[0] and grid[1] and grid[2]):
+        return
     from triton import knobs
     from triton.runtime.driver import driver
 
@@ -298,8 +304,7 @@ class LaunchPlan:
                         values.append(allocated[source[1]])
                     else:
                         values.append(allocated[source[1]][source[2]])
-                if grid[0] and grid[1] and grid[2]:
-                    _run(kernel, grid, values)
+                _run(kernel, grid, values)
             elif kind == "allocate":
                 _, role, make, shape, dtype, device = step
                 allocated[role] = make(shape, dtype=dtype, device=device)

@@ -511,7 +511,7 @@ def run_differentiable(launcher, args, kwargs):
     torch's autograd graph through one node."""
     import torch
 
-    label = f"tritonad.autograd({launcher.tritonad_name})"
+    label = repr(launcher)
     watch = _watch_class()(launcher.mode, label)
     with recording(watch=watch) as recorder:
         watch.recorder = recorder
@@ -533,7 +533,14 @@ def run_differentiable(launcher, args, kwargs):
     return result  # (the output tensors themselves now carry the grad_fn)
 
 
-_ANALYSES_LIMIT = 64  # per launcher (a training loop calls it with a handful of layouts)
+_ANALYSES_LIMIT = 64  # per launcher
+
+
+def _forget_arguments(launches) -> None:
+    """Drops the recorded launches' arguments: the node saves the tensors (no
+    reference cycle through the launches)."""
+    for launch in launches:
+        launch.bound = None
 
 
 class _Analysis:
@@ -640,9 +647,7 @@ class _Plan:
             return cls._bound(launcher, launches, walk, known)
         plan = cls(launcher, launches, walk, result, watch)
         if walk.key is not None and not watch.derived:
-            analyses[walk.key] = plan._analysis(walk)
-            while len(analyses) > _ANALYSES_LIMIT:
-                analyses.pop(next(iter(analyses)))
+            _launch_plan.keep_newest(analyses, walk.key, plan._analysis(walk), _ANALYSES_LIMIT)
         return plan
 
     @classmethod
@@ -650,9 +655,7 @@ class _Plan:
         """A plan with an earlier call's analysis (by canonical indices) bound to
         this call's tensors and storages."""
         plan = cls.__new__(cls)
-        plan.launcher, plan.launches, plan.mode = launcher, launches, launcher.mode
-        plan.label = f"tritonad.autograd({launcher.tritonad_name})"
-        plan._arguments, plan._arg_names = None, None
+        plan._describe(launcher, launches, None)
         tensors, storages = walk.tensors, walk.storages
         plan.input_refs, plan.output_refs = known.input_refs, known.output_refs
         plan.inputs = [tensors[i] for i in known.input_refs]
@@ -661,8 +664,7 @@ class _Plan:
         plan.stored = {storages[s] for s in known.stored}
         plan.tensors = tensors
         plan.launch_args = walk.launch_args
-        for launch in launches:
-            launch.bound = None  # (the node saves the tensors; no reference cycle)
+        _forget_arguments(launches)
         return plan
 
     def _analysis(self, walk) -> "_Analysis":
@@ -671,14 +673,16 @@ class _Plan:
                          {by_storage[sid]: span for sid, span in self.spans.items()},
                          frozenset(by_storage[sid] for sid in self.stored))
 
+    def _describe(self, launcher, launches, arguments):
+        self.launcher, self.launches, self.mode = launcher, launches, launcher.mode
+        self.label = repr(launcher)
+        # (for messages only: named when one is written)
+        self._arguments, self._arg_names = arguments, None
+
     def __init__(self, launcher, launches, walk, result, watch):
         import torch
 
-        self.launcher, self.launches, self.mode = launcher, launches, launcher.mode
-        self.label = f"tritonad.autograd({launcher.tritonad_name})"
-        # (for messages only: named when one is written)
-        self._arguments = walk.arguments
-        self._arg_names = None
+        self._describe(launcher, launches, walk.arguments)
         arg_tensors = walk.arg_tensors
         accesses = self._accesses(torch, watch, arg_tensors)
 
@@ -756,8 +760,7 @@ class _Plan:
         self.output_refs = [walk.index[id(t)] for t in outputs]
         self.stored = stored
         self.tensors = walk.tensors
-        for launch in launches:
-            launch.bound = None  # (the node saves the tensors; no reference cycle)
+        _forget_arguments(launches)
 
     def release(self):
         """After the node took what it needs: no references to tensors remain."""

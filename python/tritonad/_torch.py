@@ -369,8 +369,7 @@ def _new_plan(op, call, forward):
     if planned is None:
         return None
     plan = _call_plan.CallPlan(call.differentiable, call.apart, planned)
-    op.plans[call.key] = plan
-    _call_plan.limit(op.plans)
+    _launch_plan.keep_newest(op.plans, call.key, plan, _call_plan.PLAN_LIMIT)
     return plan
 
 
@@ -392,11 +391,8 @@ def _replay_backward(ctx, step, grads):
     import torch
 
     op = ctx.op
-    saved = ctx.saved_tensors
-    bound = dict(ctx.bound)
+    bound = _saved_arguments(ctx)
     names = ctx.differentiable
-    for name, value in zip(list(names) + list(op.outputs), saved):
-        bound[name] = value
     arguments = dict(bound)
     if ctx.residuals is not None:
         arguments[RESIDUALS] = ctx.residuals
@@ -421,6 +417,15 @@ def _replay_backward(ctx, step, grads):
     return (None, None, *[input_grads.get(name) for name in names])
 
 
+def _saved_arguments(ctx) -> dict:
+    """The forward's arguments by name, its tensors as autograd saved them."""
+    bound = dict(ctx.bound)
+    for name, value in zip(list(ctx.differentiable) + list(ctx.op.outputs),
+                           ctx.saved_tensors):
+        bound[name] = value
+    return bound
+
+
 def _no_marks(names, arguments):
     """(A replayed backward's gradient buffers are its own: nothing to tell.)"""
 
@@ -431,10 +436,7 @@ def _decide_backward(ctx, grads, collect):
     import torch
 
     op = ctx.op
-    saved = ctx.saved_tensors
-    bound = dict(ctx.bound)
-    for name, value in zip(list(ctx.differentiable) + list(op.outputs), saved):
-        bound[name] = value
+    bound = _saved_arguments(ctx)
     shadows = op.backward_kernel.shadows
     arguments = inner_arguments(dict(bound), op.renamed, op.name)
     arguments.update({shadow: None for shadow in shadows.values()})
