@@ -161,7 +161,7 @@ def attention_case(L, opts, failures):
 
     BH = 16 if L <= 2048 else 4
     B, H = (2, 8) if BH == 16 else (1, 4)
-    D, dtype = 64, torch.float16
+    D, dtype = opts.head_dim, torch.float16
     sm_scale = D ** -0.5
     print(f"\n== causal attention L={L} B*H={BH} D={D} fp16", flush=True)
     q, k, v = (torch.randn(BH, L, D, device=DEVICE, dtype=dtype) for _ in range(3))
@@ -396,7 +396,7 @@ def report(attention_rows, ce_row, opts, failures) -> str:
                   "tritonad/flash | tritonad.autograd/flash | deterministic/flash |" + tuned
                   + extra
                   + " tritonad wall us | flash wall us | loop | max diff vs SDPA (dQ, dK, dV) |")
-        lines += [f"Causal attention ({opts.attention_kernel}), fp16, D=64, "
+        lines += [f"Causal attention ({opts.attention_kernel}), fp16, D={opts.head_dim}, "
                   f"BLOCK_M={opts.block_m}, "
                   f"BLOCK_N={opts.block_n}, num_warps={opts.warps}, num_stages={opts.stages}:",
                   "", header, "|" + "---|" * (header.count("|") - 1)]
@@ -460,6 +460,8 @@ def build_parser():
                         help="also time torch.compile of the attention math")
     parser.add_argument("--block-m", type=int, default=64)
     parser.add_argument("--block-n", type=int, default=64)
+    parser.add_argument("--head-dim", type=int, default=64, choices=(64, 128),
+                        help="attention head dimension")
     parser.add_argument("--warps", type=int, default=4, help="attention num_warps")
     parser.add_argument("--stages", type=int, default=2, help="attention num_stages")
     parser.add_argument("--attention-kernel", default="causal_attention_fwd",

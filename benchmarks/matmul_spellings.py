@@ -211,7 +211,8 @@ def run_row(spelling, dtype, M, N, K, opts, failures):
         launch = {}
 
     # tritonad.autograd: what a user pays
-    op = tritonad.autograd(kernel, outputs=spelling.outputs)
+    op = tritonad.autograd(kernel, outputs=spelling.outputs,
+                           **({"tune": True} if getattr(opts, "tune", False) else {}))
 
     def forward():
         tensors = dict(leaves, c=torch.empty_like(leaves["c"]))
@@ -400,6 +401,9 @@ def build_parser():
     parser.add_argument("--rows", help="dtype:size rows for every chosen spelling, e.g. "
                         "fp16:2048,bf16:1007x1000x1536 (replaces the default matrix)")
     parser.add_argument("--out", help="also write the report (markdown) here")
+    parser.add_argument("--tune", action="store_true",
+                        help="tritonad.autograd(..., tune=True): the backward's launch options "
+                        "timed around the forward's (TRITON_PRINT_AUTOTUNING=1 prints the choice)")
     parser.add_argument("--smoke", action="store_true",
                         help="CPU, TRITON_INTERPRET=1: every row's code path at tiny sizes "
                         "with the interpreter's tiles, nothing timed")

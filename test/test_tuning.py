@@ -147,6 +147,45 @@ def test_the_interpreter_launches_untimed():
     assert fake.launches == [(8, 3)] and fake.timings == 0
 
 
+class _Spilling:
+    """A `run` whose kernels spill `spills[warps]` words per thread."""
+
+    def __init__(self, spills, base_warps=4):
+        self.spills, self.base_warps, self.compiled, self.launched = spills, base_warps, {}, []
+
+    def run(self, grid, warmup, **kwargs):
+        warps = kwargs.get("num_warps", self.base_warps)
+        kernel = self.compiled.setdefault(warps, _Kernel(warps, 2))
+        kernel.n_spills = self.spills[warps]
+        if not warmup:
+            self.launched.append(warps)
+        return kernel
+
+
+@pytest.mark.parametrize("spills, launched", [
+    ({4: 364, 8: 156}, 8),          # heavy spills halved by twice the warps: taken
+    ({2: 400, 4: 150, 8: 20}, 8),   # twice, while each doubling halves them
+    ({4: 52, 8: 0}, 4),             # a few spills: the forward's warps
+    ({4: 300, 8: 200}, 4),          # twice the warps hardly help: kept
+])
+def test_warps_follow_the_backward_registers(spills, launched):
+    from tritonad import _partial
+    fake = _Spilling(spills, base_warps=min(spills))
+    launch = _partial._Launcher(fake.run, {"x": 1}, (), False)
+    launch((7,), {"x": 1})
+    compiled = dict(fake.compiled)
+    launch((7,), {"x": 1})
+    assert fake.launched == [launched, launched]
+    assert fake.compiled == compiled  # (decided once per compiled kernel)
+
+
+def test_a_register_cap_or_tuning_keeps_its_own_warps():
+    from tritonad import _partial
+    fake = _Spilling({4: 364, 8: 156})
+    _partial._Launcher(fake.run, {}, (), False)((7,), {"maxnreg": 128})
+    assert fake.launched == [4] and set(fake.compiled) == {4}
+
+
 @pytest.mark.gpu
 @requires_gpu
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

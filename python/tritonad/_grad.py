@@ -93,6 +93,8 @@ def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]
     forward program computes once before its loop for them (an epilogue's
     ``dC * act'(acc)``); ``tape=False`` turns that off too.
     The backward launches with the forward's ``num_warps`` / ``num_stages``
+    (twice the warps, up to 8, where the backward's live tiles would spill more
+    than a quarter of a thread's registers: attention's at head dim 128)
     unless ``tune=`` says otherwise: ``tune=True`` times launch options around
     them (stages up, then down, then twice or half the warps) for each of the
     backward's launches (the forward's programs, re-parallelized parts) and keeps

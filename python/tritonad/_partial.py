@@ -313,6 +313,8 @@ class _Launcher:
         """Launches on `grid` (`computed`: its value where it is a callable)."""
         shape = grid if computed is None else computed
         if self.tune is False or callable(shape) or not shape:
+            if self.tune is False and not callable(shape) and shape:
+                arguments = _with_warps_for_registers(self.run, grid, arguments)
             return _launch_now(self.run, grid, arguments)
         return _tuning.launch(self.run, tuple(shape), arguments, self.tune,
                               [*self.shadows, *extra], self.user_cap, _fits, _resident)
@@ -454,6 +456,61 @@ def _register_cap(run, grid, kernel, kwargs):
     capped = run(grid=grid, warmup=True, **{**kwargs, "maxnreg": cap})
     capped._init_handles()
     return (cap, capped) if capped.n_spills <= _SPILLS_ALLOWED else None
+
+
+# Spilled words per thread (Triton's n_spills) past which a backward launch is
+# compiled again with twice the warps, so that each thread holds half of each
+# tile: a quarter of the 255 registers a thread may have. A few spills cost less
+# than the warps' extra synchronization (attention's backward at head dim 64
+# spills about 50 words with 4 warps and runs slower with 8).
+_SPILLS_HEAVY = 64
+_MAX_WARPS = 8
+
+
+@functools.lru_cache(maxsize=None)
+def _print_plans() -> bool:
+    import os
+    return os.environ.get("TRITON_PRINT_AUTOTUNING") == "1"
+
+
+def _with_warps_for_registers(run, grid, arguments):
+    """`arguments` with the warps the backward's registers need (decided once
+    per compiled kernel, _warps_for_registers): the backward holds more tiles
+    live than its forward (the forward's, their adjoints, a loop's recomputed
+    values), so the forward's warps may leave each thread more than it has
+    registers for. A launch whose caller capped registers (``maxnreg``) is left
+    as it is, as is the interpreter's."""
+    if arguments.get("maxnreg") is not None:
+        return arguments
+    kernel = run(grid=grid, warmup=True, **arguments)
+    if getattr(kernel, "_init_handles", None) is None:
+        return arguments
+    warps = _once(kernel, "tritonad_warps_for_registers",
+                  lambda: _warps_for_registers(run, grid, kernel, arguments))
+    return arguments if warps is None else {**arguments, "num_warps": warps}
+
+
+def _warps_for_registers(run, grid, kernel, arguments):
+    """Twice the kernel's warps, repeatedly up to _MAX_WARPS, while it spills
+    more than _SPILLS_HEAVY words per thread and twice the warps at least halve
+    the spills; None where the kernel's own warps are kept."""
+    kernel._init_handles()
+    warps, spills, chosen = kernel.metadata.num_warps, kernel.n_spills, None
+    while spills > _SPILLS_HEAVY and warps * 2 <= _MAX_WARPS:
+        from triton.runtime.errors import OutOfResources
+        wider = run(grid=grid, warmup=True, **{**arguments, "num_warps": warps * 2})
+        try:
+            wider._init_handles()
+        except OutOfResources:
+            break
+        if wider.n_spills * 2 > spills:
+            break
+        warps, spills, chosen = warps * 2, wider.n_spills, warps * 2
+    if chosen is not None and _print_plans():
+        print(f"tritonad: backward launch on grid {tuple(grid)}: num_warps {chosen} instead "
+              f"of {kernel.metadata.num_warps} (the forward's): {kernel.n_spills} spilled "
+              f"registers per thread become {spills}")
+    return chosen
 
 
 def _fits(kernel) -> bool:
