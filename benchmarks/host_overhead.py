@@ -3,9 +3,10 @@
 For GELU, SwiGLU, softmax, layer norm and RMSNorm (the forward kernels of bench.py),
 at a small size (launches dominate: 65,536 elements, 64 x 1024 rows) and a medium one
 (4M elements, 1024 x 4096 rows), one step -- the forward call and ``.backward()`` --
-is timed as a training loop runs it: the mean wall time per step over a few hundred
-steps launched back to back, then a synchronize (the best of three such runs; host
-and GPU overlap as they do in training, so the slower of the two is what shows), for
+is timed as a training loop runs it: the mean wall time per step over 100 steps
+launched back to back, then a synchronize, in 7 rounds that time every method in turn
+(the best round per method; host and GPU overlap as they do in training, so the slower
+of the two is what shows), for
 
   eager      torch autograd on the torch reference
   compile    torch.compile of the torch reference
@@ -290,6 +291,28 @@ def step_of(op: Op, forward: Callable[[], torch.Tensor], dy: torch.Tensor):
     return step
 
 
+def interleaved_wall_us(steps: Dict[str, Callable[[], None]], rounds: int = 7,
+                        iterations: int = 100) -> Dict[str, float]:
+    """Mean wall time per step (us) of each method: `rounds` rounds, each timing
+    `iterations` steps of every method in turn, the best round per method. A
+    shared host's slow spells then fall on every method alike instead of on
+    whichever was being timed (methods timed one after another moved by up to
+    2x between runs)."""
+    for step in steps.values():
+        for _ in range(10):
+            step()
+    torch.cuda.synchronize()
+    best = {method: float("inf") for method in steps}
+    for _ in range(rounds):
+        for method, step in steps.items():
+            start = time.perf_counter()
+            for _ in range(iterations):
+                step()
+            torch.cuda.synchronize()
+            best[method] = min(best[method], (time.perf_counter() - start) / iterations * 1e6)
+    return best
+
+
 def wall_us(step, iterations: int = 300) -> float:
     """Mean wall time per step (us) of `iterations` steps back to back, best of three."""
     for _ in range(10):
@@ -382,6 +405,7 @@ def measure(ops: List[str], sizes: List[str], dtype, compile_: bool,
             shape = (f"{SIZES[size_name]['n']}" if key in ("gelu", "swiglu") else
                      f"{SIZES[size_name]['m']}x{SIZES[size_name]['cols']}")
             m = Measured(key, size_name, shape, op, dy, {}, {}, {})
+            timed = {}
             for method in METHODS:
                 if method not in op.forwards:
                     m.times[method] = None
@@ -396,9 +420,10 @@ def measure(ops: List[str], sizes: List[str], dtype, compile_: bool,
                     m.times[method] = None
                     m.errors[method] = wrong
                     continue
-                m.times[method] = wall_us(step_of(op, op.forwards[method], dy))
+                timed[method] = step_of(op, op.forwards[method], dy)
                 if breakdown:
                     m.forwards[method] = wall_us(op.forwards[method])
+            m.times.update(interleaved_wall_us(timed))
             print(f"{op.name} {shape}: " + ", ".join(
                 f"{k} {v:.1f}" for k, v in m.times.items() if v is not None), flush=True)
             made.append(m)

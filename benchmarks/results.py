@@ -261,7 +261,8 @@ INFO = {  # key: (title, what is measured)
         "eager and torch.compile."),
     "host": ("Host overhead: a whole training step",
         "host_overhead.py: forward + `.backward()` as a training loop runs them (mean wall "
-        "time of 300 steps back to back, best of three), fp32: `tritonad.autograd` of the "
+        "time of 100 steps back to back, every method timed in turn in 7 rounds, the best "
+        "round per method), fp32: `tritonad.autograd` of the "
         "kernel, a Python launcher decorated with `@tritonad.autograd`, a hand-written "
         "`torch.autograd.Function`, torch eager and torch.compile."),
     "matmul": ("Matmul backward, as people write matmuls",
