@@ -221,6 +221,7 @@ PYBIND11_MODULE(_C, m) {
             entry["phase"] = part.phase;
             entry["address_keys"] = part.addressKeys;
             entry["leader"] = part.leader;
+            entry["reduction"] = part.reduction;
             entry["frontier"] = frontier;
             parts.append(entry);
           }

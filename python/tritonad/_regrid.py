@@ -28,6 +28,12 @@ that reach the tile: its program loops over those only. A loop may also start
 where the program's key says (a loop over the program's own diagonal block):
 its members share the start.
 
+An accumulation outside the loop whose contribution is a sum along an axis
+of a value each forward program computes (a linear layer's bias gradient,
+db[n] = sum_m G[m, n]), at addresses keyed by the values of a part's key, is a
+*reduction member* of that part: one more program per group (the group's
+last) sums it over the group's members and writes it once.
+
 A shadow that parts of two loops add into (attention written as an off-band
 and a diagonal loop) is summed by each in a launch of its own, in the loops'
 order (a *phase* per part): each launch has one writer per shadow, and the
@@ -353,7 +359,10 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
               place(torch.tensor(deltas, dtype=torch.int64))]
         counts_at = place(_reach_counts(inverse, groups, trips_each, coarsening)) \
             if trips_each is not None else 0
-        programs_of_part = groups * -(-trips // coarsening)
+        # (a part with reduction members has one more program per group,
+        # its last, which sums them: Regrid.cpp's emitReductions)
+        reductions = any(p.get("leader", -1) == index and p.get("reduction") for p in parts)
+        programs_of_part = groups * (-(-trips // coarsening) + int(reductions))
         plain = _reaches_each_once(part, unique, arguments, grid)
         if plain and part.get("store_only"):
             stored.append(part["shadow"])

@@ -133,6 +133,12 @@ struct RegridPart {
   /// value), the part computes them instead of reading each member's id.
   bool affine = false;
   std::vector<SymbolicInt> frontier;
+  /// A reduction member of its leader's part (a sum along an axis of a value
+  /// each forward program computes, once per program, outside the loop: a
+  /// bias gradient beside dW's part): one more program per group of the
+  /// leader (the group's last: groups x (ceil(trips / coarsening) + 1)
+  /// programs) sums it over the group's members and writes it once.
+  bool reduction = false;
   /// Iterations each program of the part handles (its programs: groups x
   /// ceil(trips / coarsening)).
   int coarsening = 1;

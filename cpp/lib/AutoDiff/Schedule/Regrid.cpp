@@ -136,6 +136,12 @@ struct Accumulation {
   Type element;    // the gradient's element type
   Value plain;     // its plain word of the table (set where emitted)
   bool mixesRows = false; // its products mix fewer than 64 rows with 64 or more
+  // A reduction member (joinReductions): an accumulation outside the loop, a
+  // sum along an axis of a value each member computes, whose addresses depend
+  // on the program only through the part's key; one more program per group
+  // sums it over the group's members.
+  bool reduction = false;
+  int reducedAxis = 0; // (of a reduction member: for the schedule's note)
 };
 
 // Accumulations of one loop whose addresses depend on the program through
@@ -936,6 +942,79 @@ std::optional<SplitLoops> splitContraction(OpBuilder &b, scf::ForOp loop) {
   return result;
 }
 
+// Writes `total`, a part's sum for `sum`, once at the addresses `mapping`
+// gives (under `extra` as well, where set): plain where the launch proved each
+// element reached once (the table's plain word), else an atomic add
+// (predicated, not branched: see KernelBackward's emitPlain).
+void writeOnce(OpBuilder &b, Location loc, Accumulation &sum, Value total,
+               const IRMapping &mapping, Value extra) {
+  auto gradientType = cast<RankedTensorType>(sum.atomic.getVal().getType());
+  total = castFloat(b, loc, total, gradientType.getElementType());
+  Value mask = sum.mask ? mapping.lookupOrDefault(sum.mask) : Value();
+  if (extra)
+    mask = predicate(b, loc, mask, extra, gradientType);
+  Value ptr = mapping.lookupOrDefault(sum.atomic.getPtr());
+  if (!sum.data.hasCoverage) {
+    createAtomicAdd(b, loc, ptr, total, mask);
+    return;
+  }
+  Value plain = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, sum.plain, i32(b, loc, 0));
+  Value atomic = arith::XOrIOp::create(b, loc, plain,
+                                       arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+  Value plainMask = predicate(b, loc, mask, plain, gradientType);
+  if (sum.data.storeOnly) {
+    createStore(b, loc, ptr, total, plainMask);
+  } else {
+    Value old = createLoad(b, loc, ptr, plainMask, createZero(b, loc, gradientType));
+    createStore(b, loc, ptr, arith::AddFOp::create(b, loc, old, total), plainMask);
+  }
+  createAtomicAdd(b, loc, ptr, total, predicate(b, loc, mask, atomic, gradientType));
+}
+
+// The program of a group that sums the part's reduction members: a loop over
+// the group's members (their ids from the table, in increasing order: a fixed
+// summation order), each computing its contributions as its forward program
+// did, summed in registers (fp32 for narrower gradients) and written once.
+// `keyed`: the part's key values, the group's.
+void emitReductions(OpBuilder &b, Location loc, Part &part, ArrayRef<Accumulation *> reductions,
+                    Value group, Value table, const Grid &grid, const IRMapping &keyed) {
+  auto add = [&](Value x, Value y) { return arith::AddIOp::create(b, loc, x, y).getResult(); };
+  Value groupAt = add(part.words[kStartsAt], group);
+  Value first = readI32(b, loc, table, groupAt);
+  Value last = readI32(b, loc, table, add(groupAt, i32(b, loc, 1)));
+  SmallVector<Summand> summands;
+  SmallVector<Operation *> skip;
+  SmallVector<Value> initial;
+  llvm::SetVector<Operation *> ops;
+  for (Accumulation *sum : reductions) {
+    summands.push_back(summandOf(b, sum->atomic));
+    skip.append(summands.back().skip.begin(), summands.back().skip.end());
+    auto gradientType = cast<RankedTensorType>(sum->atomic.getVal().getType());
+    initial.push_back(createZero(b, loc, gradientType.clone(summands.back().element)));
+    ops.insert(sum->valueOps.begin(), sum->valueOps.end());
+  }
+  Block &entry = *part.loop->getBlock();
+  auto loop = scf::ForOp::create(b, loc, first, last, i32(b, loc, 1), initial);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value member = readI32(b, loc, table, add(part.words[kMembersAt], loop.getInductionVar()));
+    IRMapping mapping;
+    cloneWithPrograms(b, inProgramOrder(ops, entry), mapping, programIdsOf(b, loc, member, grid),
+                      grid, skip);
+    SmallVector<Value> next;
+    for (auto [summand, accumulator] : llvm::zip(summands, loop.getRegionIterArgs()))
+      next.push_back(addSummand(b, loc, summand, mapping, accumulator));
+    scf::YieldOp::create(b, loc, next);
+  }
+  Value zero = i32(b, loc, 0);
+  for (auto [sum, total] : llvm::zip(reductions, loop.getResults())) {
+    IRMapping addresses = keyed;
+    cloneWithPrograms(b, sum->addressOps, addresses, {zero, zero, zero}, grid);
+    writeOnce(b, loc, *sum, total, addresses, Value());
+  }
+}
+
 // Emits part `index`: program `q` of it owns (group q / tiles, iterations
 // C * (q % tiles) + c for c < C: `part.coarsening`), loops over the group's
 // forward programs summing their contributions to each of its iterations,
@@ -947,9 +1026,16 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
   auto add = [&](Value x, Value y) { return arith::AddIOp::create(b, loc, x, y).getResult(); };
   auto mul = [&](Value x, Value y) { return arith::MulIOp::create(b, loc, x, y).getResult(); };
   Value trips = word(kTrips);
+  SmallVector<Accumulation *> products, reductions;
+  for (Accumulation &sum : part.sums)
+    (sum.reduction ? reductions : products).push_back(&sum);
   // (trips >= 0; divsi and not ceildivsi, which Triton's Python has no spelling for)
   Value tiles = arith::DivSIOp::create(b, loc, add(trips, i32(b, loc, coarsening - 1)),
                                        i32(b, loc, coarsening));
+  // (the program summing the reduction members is each group's last: it
+  // runs even where the loop has no iteration)
+  if (!reductions.empty())
+    tiles = add(tiles, i32(b, loc, 1));
   Value tile = arith::RemSIOp::create(b, loc, q, tiles);
   Value group = arith::DivSIOp::create(b, loc, q, tiles);
 
@@ -964,6 +1050,18 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
                          wordAs(b, loc, readWord(b, loc, table, add(keysAt, i32(b, loc, i))),
                                 value.getType()),
                          value));
+  if (!reductions.empty()) {
+    Value lastTile = arith::SubIOp::create(b, loc, tiles, i32(b, loc, 1));
+    auto branch = scf::IfOp::create(
+        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tile, lastTile),
+        /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(branch.thenBlock()->getTerminator());
+      emitReductions(b, loc, part, reductions, group, table, grid, keyed);
+    }
+    b.setInsertionPoint(branch.elseBlock()->getTerminator());
+  }
   // The loop's bounds are the same for every member (checked: the program
   // reaches them only through the key): clone them with the group's key.
   IRMapping bounds = keyed;
@@ -995,15 +1093,15 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
                    : readI32(b, loc, table, add(groupAt, i32(b, loc, 1)));
 
   // Sums (per iteration c, per accumulation s: index c * count + s).
-  int count = part.sums.size();
+  int count = products.size();
   SmallVector<Summand> summands;
   SmallVector<Operation *> skip;
   SmallVector<RankedTensorType> gradientTypes;
   SmallVector<Value> initial;
-  for (Accumulation &sum : part.sums) {
-    summands.push_back(summandOf(b, sum.atomic));
+  for (Accumulation *sum : products) {
+    summands.push_back(summandOf(b, sum->atomic));
     skip.append(summands.back().skip.begin(), summands.back().skip.end());
-    gradientTypes.push_back(cast<RankedTensorType>(sum.atomic.getVal().getType()));
+    gradientTypes.push_back(cast<RankedTensorType>(sum->atomic.getVal().getType()));
   }
   for (int c = 0; c < coarsening; ++c)
     for (int i = 0; i < count; ++i)
@@ -1107,37 +1205,12 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
   // Each path writes its own sums: an scf.if whose results carry member loops'
   // accumulators makes ptxas serialize their wgmma (C7515).
   auto writeSums = [&](ArrayRef<Value> sums) {
-    for (auto [i, sum] : llvm::enumerate(part.sums)) {
+    for (auto [i, sum] : llvm::enumerate(products)) {
       SmallVector<IRMapping> mappings =
-          cloneForIterations(b, sum.addressOps, iv, ivs, keyed, {zero, zero, zero}, grid, {});
-      // Where the launch proved each element reached once, plain writes; else
-      // atomics (predicated, not branched: see KernelBackward's emitPlain).
-      Value plain, atomic;
-      if (sum.data.hasCoverage) {
-        plain = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, sum.plain, zero);
-        atomic = arith::XOrIOp::create(b, loc, plain,
-                                       arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
-      }
-      RankedTensorType gradientType = gradientTypes[i];
-      for (auto [c, mapping] : llvm::enumerate(mappings)) {
-        Value total = castFloat(b, loc, sums[c * count + i], gradientType.getElementType());
-        Value mask = sum.mask ? mapping.lookupOrDefault(sum.mask) : Value();
-        if (coarsening > 1)
-          mask = predicate(b, loc, mask, inRange[c], gradientType);
-        Value ptr = mapping.lookupOrDefault(sum.atomic.getPtr());
-        if (!plain) {
-          createAtomicAdd(b, loc, ptr, total, mask);
-          continue;
-        }
-        Value plainMask = predicate(b, loc, mask, plain, gradientType);
-        if (sum.data.storeOnly) {
-          createStore(b, loc, ptr, total, plainMask);
-        } else {
-          Value old = createLoad(b, loc, ptr, plainMask, createZero(b, loc, gradientType));
-          createStore(b, loc, ptr, arith::AddFOp::create(b, loc, old, total), plainMask);
-        }
-        createAtomicAdd(b, loc, ptr, total, predicate(b, loc, mask, atomic, gradientType));
-      }
+          cloneForIterations(b, sum->addressOps, iv, ivs, keyed, {zero, zero, zero}, grid, {});
+      for (auto [c, mapping] : llvm::enumerate(mappings))
+        writeOnce(b, loc, *sum, sums[c * count + i], mapping,
+                  coarsening > 1 ? inRange[c] : Value());
     }
   };
   if (!part.data.affine) {
@@ -1376,6 +1449,29 @@ public:
     return read ? total : 0;
   }
 
+  // The uses, in the entry block's ops computing `root`, of values staged
+  // for a part: redirected to their staged copies (a reduction member then
+  // reads what its part's loop reads, until the parts are emitted).
+  void redirect(Value root, Block &entry) {
+    SmallVector<Operation *> work;
+    DenseSet<Operation *> seen;
+    if (Operation *def = root.getDefiningOp())
+      work.push_back(def);
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      if (!seen.insert(op).second || op->getBlock() != &entry)
+        continue;
+      for (OpOperand &use : op->getOpOperands()) {
+        if (auto it = staged.find(use.get()); it != staged.end() && it->second.store != op) {
+          use.set(it->second.load);
+          continue;
+        }
+        if (Operation *def = use.get().getDefiningOp())
+          work.push_back(def);
+      }
+    }
+  }
+
   // The bytes per program of the staged values `ops` load.
   int64_t bytesRead(ArrayRef<Operation *> ops) const {
     int64_t bytes = 0;
@@ -1557,6 +1653,137 @@ SmallVector<bool> stagesTiles(ArrayRef<tt::AtomicRMWOp> atomics, Block &entry, s
   for (int f : family)
     tiles.push_back(!(narrow[f] && wide[f]));
   return tiles;
+}
+
+// The sum along an axis that `contribution` is, through a rounding and ops
+// that only reshape or convert it: a tt.reduce of one float tile whose
+// combiner adds; null for anything else.
+tt::ReduceOp sumAlongAxis(Value contribution) {
+  Value value = contribution;
+  while (Operation *def = value.getDefiningOp()) {
+    if (auto reduce = dyn_cast<tt::ReduceOp>(def)) {
+      if (reduce.getSrcs().size() != 1 ||
+          !isa<FloatType>(getElementTypeOrSelf(reduce.getSrcs()[0].getType())))
+        return {};
+      Block &combine = reduce.getCombineOp().front();
+      auto sum = dyn_cast<arith::AddFOp>(&combine.front());
+      bool adds = sum && combine.getNumArguments() == 2 &&
+                  combine.getOperations().size() == 2 &&
+                  combine.getTerminator()->getNumOperands() == 1 &&
+                  combine.getTerminator()->getOperand(0) == sum.getResult() &&
+                  llvm::is_contained(sum->getOperands(), combine.getArgument(0)) &&
+                  llvm::is_contained(sum->getOperands(), combine.getArgument(1));
+      return adds ? reduce : tt::ReduceOp();
+    }
+    auto reshape = dyn_cast<tt::ReshapeOp>(def);
+    if (!(reshape && !reshape.getAllowReorder()) &&
+        !isa<tt::ExpandDimsOp, arith::ExtFOp, arith::TruncFOp>(def))
+      return {};
+    value = def->getOperand(0);
+  }
+  return {};
+}
+
+// Atomic sums at the kernel's top level (once per forward program, outside
+// every loop) whose contribution is a sum along an axis of a value the
+// program computes, at addresses that depend on the program only through
+// values of a part's key: a linear layer's bias gradient, db[n] = sum_m
+// G[m, n], beside dW's part keyed by n. Each joins that part as a reduction
+// member: one more program per group sums it over the group's members
+// (emitReductions), so it is written once, by one program, with the part's
+// grouping. Those that cannot keep their atomics, with a note why.
+// `unknownWrite`: why the backward's writes are not all known, or "".
+void joinReductions(Block &entry, std::vector<Part> &parts, ArrayRef<std::string> shadows,
+                    Stager &stager, const DenseMap<BlockArgument, int> &written,
+                    const DenseSet<BlockArgument> &plain, const DenseSet<BlockArgument> &twinned,
+                    const std::string &unknownWrite, RegridReport &report) {
+  SmallVector<tt::AtomicRMWOp> atomics(entry.getOps<tt::AtomicRMWOp>());
+  for (tt::AtomicRMWOp atomic : atomics) {
+    BlockArgument base = baseArgument(atomic.getPtr());
+    std::string name = base ? argumentName(base) : "";
+    if (!base || !llvm::is_contained(shadows, name) ||
+        atomic.getAtomicRmwOp() != tt::RMWOp::FADD || !atomic.getResult().use_empty() ||
+        !isa<RankedTensorType>(atomic.getVal().getType()) || !sumAlongAxis(atomic.getVal()))
+      continue;
+    auto refuse = [&](std::string reason) {
+      report.notes.push_back({name, false, "not re-parallelized: " + reason});
+    };
+    if (!unknownWrite.empty()) {
+      refuse(unknownWrite);
+      continue;
+    }
+    if (plain.contains(base) || (twinned.contains(base) && !atomic->hasAttr(kUnlessExclusive))) {
+      refuse("the backward also stores into it directly");
+      continue;
+    }
+    Accumulation sum{atomic, name};
+    sum.element = getElementTypeOrSelf(atomic.getVal().getType());
+    sum.reduction = true;
+    sum.reducedAxis = sumAlongAxis(atomic.getVal()).getAxis();
+    sum.mask = atomic.getMask();
+    if (atomic->hasAttr(kUnlessExclusive))
+      if (FailureOr<ExclusiveTwin> twin = planExclusiveTwin(atomic, sum.twinKept);
+          succeeded(twin)) {
+        sum.mask = twin->mask;
+        sum.twin = *twin;
+        sum.twinKept.clear();
+      }
+    SmallVector<Value> addressRoots{atomic.getPtr()};
+    if (sum.mask)
+      addressRoots.push_back(sum.mask);
+    // (the slices lie in the entry block: any part's loop serves collectSlice)
+    scf::ForOp anyLoop = parts.front().loop;
+    std::string why;
+    llvm::SetVector<Operation *> addressSlice;
+    llvm::SetVector<Value> key;
+    if (failed(collectSlice(addressRoots, entry, anyLoop, addressSlice, why)) ||
+        failed(collectFrontier(addressRoots, inProgramOrder(addressSlice, entry), anyLoop,
+                               /*throughLoads=*/false, key, why))) {
+      refuse(why);
+      continue;
+    }
+    // The part whose key holds the fewest values besides these (members of
+    // a group then share the addresses; groups that differ only in the
+    // others write alike, which the launch's coverage check sees).
+    Part *joined = nullptr;
+    for (Part &part : parts)
+      if (!part.data.tripsVary && !part.data.lowerVaries &&
+          llvm::all_of(key, [&](Value value) { return llvm::is_contained(part.key, value); }) &&
+          (!joined || part.key.size() < joined->key.size()))
+        joined = &part;
+    if (!joined) {
+      refuse("its addresses depend on the program through values that no re-parallelized "
+             "product's part (a loop with the same trip count for every program) groups its "
+             "programs by");
+      continue;
+    }
+    if (stager)
+      stager.redirect(atomic.getVal(), entry);
+    llvm::SetVector<Operation *> valueSlice, fromKey;
+    if (failed(collectSlice({atomic.getVal()}, entry, joined->loop, valueSlice, why)) ||
+        failed(collectSlice(addressRoots, entry, joined->loop, fromKey, why, joined->key))) {
+      refuse(why);
+      continue;
+    }
+    std::string readsWritten;
+    for (Operation *op : valueSlice)
+      if (auto load = dyn_cast<tt::LoadOp>(op)) {
+        BlockArgument from = baseArgumentThroughBitcasts(load.getPtr());
+        if (!from || !isa<tt::FuncOp>(from.getOwner()->getParentOp()))
+          readsWritten = "it loads through a pointer tritonad cannot trace to an argument (" +
+                         where(op) + ")";
+        else if (written.contains(from))
+          readsWritten = "its contribution reads '" + argumentName(from) +
+                         "', which the backward writes";
+      }
+    if (!readsWritten.empty()) {
+      refuse(readsWritten);
+      continue;
+    }
+    sum.valueOps = inProgramOrder(valueSlice, entry);
+    sum.addressOps = inProgramOrder(fromKey, entry);
+    joined->sums.push_back(std::move(sum));
+  }
 }
 
 LogicalResult checkDeterministic(tt::FuncOp kernel, const std::vector<RegridNote> &notes) {
@@ -1931,6 +2158,9 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       });
     llvm::erase_if(parts, [](Part &part) { return part.sums.empty(); });
   }
+  if (!parts.empty())
+    joinReductions(entry, parts, shadows, stager, written, plain, twinned,
+                   writesKnown ? std::string() : unknownWrite, report);
   if (parts.empty()) {
     stager.finish({});
     return;
@@ -2035,6 +2265,9 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
   for (Part &part : parts) {
     stagedPerPart.push_back(stager.bytesRead(part.valueOps));
     partOps.append(part.valueOps.begin(), part.valueOps.end());
+    for (Accumulation &sum : part.sums)
+      if (sum.reduction)
+        partOps.append(sum.valueOps.begin(), sum.valueOps.end());
   }
   report.regrid.stagedBytes = stager.finish(partOps);
   b.setInsertionPointToStart(branch.thenBlock());
@@ -2062,9 +2295,32 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
   for (auto [index, part] : llvm::enumerate(parts)) {
     int leader = report.regrid.parts.size();
     for (Accumulation &sum : part.sums) {
+      if (&sum != &part.sums.front())
+        sum.data.leader = leader;
+      sum.data.reduction = sum.reduction;
+      std::string writes =
+          sum.data.hasCoverage
+              ? std::string(sum.data.storeOnly ? "stores" : "plain read-add-writes") +
+                    " where the launch finds each element reached once, else atomic adds"
+              : std::string("one atomic add per element, uncontended");
+      std::string precision =
+          accumulatorElement(sum.element, b).isF32() ? "fp32" : "the gradient's type";
+      if (sum.reduction) {
+        report.notes.push_back(
+            {sum.shadow, true,
+             "re-parallelized (with the programs summing '" + part.sums.front().shadow +
+                 "' for the loop at " + locationText(part.loop.getLoc()) +
+                 ": one more program per group of theirs sums its contribution, a sum along "
+                 "axis " + std::to_string(sum.reducedAxis) +
+                 " of a value each forward program computes, over the group's forward "
+                 "programs in registers (" + precision + ") and writes the sum once: " +
+                 writes + ")"});
+        report.regrid.parts.push_back(std::move(sum.data));
+        continue;
+      }
       std::string with;
       for (Accumulation &other : part.sums)
-        if (&other != &sum)
+        if (&other != &sum && !other.reduction)
           with += (with.empty() ? "" : ", ") +
                   (other.shadow == sum.shadow ? "its other contribution"
                                               : "'" + other.shadow + "'");
@@ -2099,18 +2355,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
                           "launch before the parts')"
                     : std::string()) +
                ": each sums the contributions of the forward programs sharing the tile in "
-               "registers (" +
-               (accumulatorElement(sum.element, b).isF32()
-                    ? std::string("fp32")
-                    : std::string("the gradient's type")) +
-               ") and writes the sum once: " +
-               (sum.data.hasCoverage
-                    ? std::string(sum.data.storeOnly ? "stores" : "plain read-add-writes") +
-                          " where the launch finds each element reached once, else atomic adds"
-                    : std::string("one atomic add per element, uncontended")) +
-               ")"});
-      if (&sum != &part.sums.front())
-        sum.data.leader = leader;
+               "registers (" + precision + ") and writes the sum once: " + writes + ")"});
       report.regrid.parts.push_back(std::move(sum.data));
     }
   }
