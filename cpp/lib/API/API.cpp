@@ -391,6 +391,11 @@ regridKernel(mlir::triton::FuncOp function,
   llvm::erase_if(report.coverage, [&](const ShadowCoverage &covered) {
     return llvm::is_contained(regridReport.untwinned, covered.shadow);
   });
+  // (deterministic mode: a part that took a plain write's twin writes each
+  // element once whatever the launch: no condition left to check)
+  llvm::erase_if(report.requirements, [&](const LaunchRequirement &requirement) {
+    return llvm::is_contained(regridReport.untwinned, requirement.shadow);
+  });
   regrid = regridReport.regrid;
   regrid.deterministic = deterministic;
   // The re-parallelized accumulations first (a shadow that parts of two

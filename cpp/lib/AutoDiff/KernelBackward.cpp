@@ -816,6 +816,10 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
                         plainLabel(access.explanation)};
     return success();
   }
+  // (marked as twins, for Regrid: the atomic may get programs of its own)
+  auto markLast = [&](StringRef mark) {
+    std::prev(builder.getInsertionPoint())->setAttr(mark, builder.getUnitAttr());
+  };
   if (mode == AccumulationMode::Deterministic) {
     // Exclusive for some launches: the plain write, and the launch path
     // refuses the others (no atomic to fall back on).
@@ -828,6 +832,17 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
                                "); accumulating its gradient needs atomics");
     recordCoverage(condition);
     emitPlain(builder, predicate(builder, loc, mask, exclusive, g.getType()));
+    // (with an atomic twin that Regrid may take with it, giving the sum
+    // programs of its own that need no condition; else it goes)
+    if (hasArithmetic(g.getType())) {
+      markLast(kWhenExclusive);
+      Value always = arith::ConstantOp::create(builder, loc, builder.getBoolAttr(true));
+      Value otherwise = arith::XOrIOp::create(builder, loc, exclusive, always);
+      if (failed(emitAtomic(builder, predicate(builder, loc, mask, otherwise, g.getType()))))
+        return failure();
+      markLast(kUnlessExclusive);
+      markLast(kRefusedUnlessExclusive);
+    }
     requirements.push_back({shadowNames.lookup(base), *condition, access.explanation});
     schedule[name] = {storeOnly ? Strategy::Overwrite : Strategy::Plain,
                       plainLabel(std::string("deterministic mode: each address written by one "
@@ -846,10 +861,6 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   recordCoverage(symbolize(exclusive));
   Value always = arith::ConstantOp::create(builder, loc, builder.getBoolAttr(true));
   Value otherwise = arith::XOrIOp::create(builder, loc, exclusive, always);
-  // (marked as twins, for Regrid: the atomic may get programs of its own)
-  auto markLast = [&](StringRef mark) {
-    std::prev(builder.getInsertionPoint())->setAttr(mark, builder.getUnitAttr());
-  };
   emitPlain(builder, predicate(builder, loc, mask, exclusive, g.getType()));
   markLast(kWhenExclusive);
   if (failed(emitAtomic(builder, predicate(builder, loc, mask, otherwise, g.getType()))))

@@ -44,8 +44,10 @@ struct KernelBackwardPass : public impl::KernelBackwardBase<KernelBackwardPass> 
                                        {mode, overwrite}, report)))
       return signalPassFailure();
     // (the marks are for the API's Regrid, which runs on the same module)
-    if (auto into = module.lookupSymbol<tt::FuncOp>(intoName))
+    if (auto into = module.lookupSymbol<tt::FuncOp>(intoName)) {
+      dropRefusedTwins(into);
       dropExclusivityMarks(into);
+    }
     // The schedule, for tests and people: one remark per shadow.
     Location loc = module.lookupSymbol(intoName)->getLoc();
     for (const ScheduleEntry &entry : report.schedule.entries)

@@ -39,8 +39,17 @@ inline constexpr const char *kUnlessExclusive = "tritonad.unless_exclusive";
 /// the atomic (the error, located, where the atomic remains).
 inline constexpr const char *kUnlessRegridded = "tritonad.unless_regridded";
 
+/// Deterministic mode: the atomic twin of a plain write whose exclusivity
+/// the launch checks (and refuses the launches where it does not hold).
+/// Re-parallelization may take both twins (the sum then needs no condition);
+/// where it does not, the atomic goes (`dropRefusedTwins`).
+inline constexpr const char *kRefusedUnlessExclusive = "tritonad.refused_unless_exclusive";
+
 /// Removes those marks (they are for this pass only).
 void dropExclusivityMarks(mlir::triton::FuncOp kernel);
+
+/// Erases the atomics marked kRefusedUnlessExclusive.
+void dropRefusedTwins(mlir::triton::FuncOp kernel);
 
 /// Keeps only `programs`' branch of a kernel regridAccumulations transformed
 /// (the Parts kernel still reads the number of forward programs, 0 in its

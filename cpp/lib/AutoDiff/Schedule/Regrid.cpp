@@ -1292,6 +1292,16 @@ void dropExclusivityMarks(tt::FuncOp kernel) {
   });
 }
 
+void dropRefusedTwins(tt::FuncOp kernel) {
+  SmallVector<tt::AtomicRMWOp> refused;
+  kernel.walk([&](tt::AtomicRMWOp atomic) {
+    if (atomic->hasAttr(kRefusedUnlessExclusive))
+      refused.push_back(atomic);
+  });
+  for (tt::AtomicRMWOp atomic : refused)
+    atomic.erase();
+}
+
 void keepRegridPrograms(tt::FuncOp kernel, RegridPrograms programs) {
   if (programs == RegridPrograms::All || kernel.getBody().empty())
     return;
@@ -1787,6 +1797,7 @@ void joinReductions(Block &entry, std::vector<Part> &parts, ArrayRef<std::string
 }
 
 LogicalResult checkDeterministic(tt::FuncOp kernel, const std::vector<RegridNote> &notes) {
+  dropRefusedTwins(kernel);
   LogicalResult result = success();
   kernel.walk([&](tt::AtomicRMWOp atomic) {
     auto why = atomic->getAttrOfType<StringAttr>(kUnlessRegridded);
