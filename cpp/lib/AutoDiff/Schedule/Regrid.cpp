@@ -142,6 +142,7 @@ struct Accumulation {
   // sums it over the group's members.
   bool reduction = false;
   int reducedAxis = 0; // (of a reduction member: for the schedule's note)
+  bool sumsStaged = false; // (of a reduction member: each program's sums in scratch)
 };
 
 // Accumulations of one loop whose addresses depend on the program through
@@ -1459,6 +1460,17 @@ public:
     return read ? total : 0;
   }
 
+  // A reduction member's contribution (a row of values: a program's column
+  // sums), staged where its part reads staged values already (the forward's
+  // programs then run anyway): the member's program reads each member's sums
+  // instead of computing them again from its tiles. Returns whether it was.
+  bool stageSums(Value contribution, Block &entry) {
+    if (staged.count(contribution) || !fitsScratch(contribution.getType(), /*tiles=*/false))
+      return false;
+    stageValue(contribution, nullptr, entry);
+    return true;
+  }
+
   // The uses, in the entry block's ops computing `root`, of values staged
   // for a part: redirected to their staged copies (a reduction member then
   // reads what its part's loop reads, until the parts are emitted).
@@ -1767,7 +1779,13 @@ void joinReductions(Block &entry, std::vector<Part> &parts, ArrayRef<std::string
              "programs by");
       continue;
     }
-    if (stager)
+    if (stager && stager.bytesRead(joined->valueOps) > 0) {
+      Value contribution = atomic.getVal();
+      if (auto rounded = contribution.getDefiningOp<arith::TruncFOp>())
+        contribution = rounded.getIn();
+      sum.sumsStaged = stager.stageSums(contribution, entry);
+    }
+    if (stager && !sum.sumsStaged)
       stager.redirect(atomic.getVal(), entry);
     llvm::SetVector<Operation *> valueSlice, fromKey;
     if (failed(collectSlice({atomic.getVal()}, entry, joined->loop, valueSlice, why)) ||
@@ -2323,8 +2341,10 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
                  "' for the loop at " + locationText(part.loop.getLoc()) +
                  ": one more program per group of theirs sums its contribution, a sum along "
                  "axis " + std::to_string(sum.reducedAxis) +
-                 " of a value each forward program computes, over the group's forward "
-                 "programs in registers (" + precision + ") and writes the sum once: " +
+                 " of a value each forward program computes" +
+                 (sum.sumsStaged ? " (read from scratch, where each stores its sums)" : "") +
+                 ", over the group's forward programs in registers (" + precision +
+                 ") and writes the sum once: " +
                  writes + ")"});
         report.regrid.parts.push_back(std::move(sum.data));
         continue;
