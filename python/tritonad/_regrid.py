@@ -360,9 +360,11 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
         counts_at = place(_reach_counts(inverse, groups, trips_each, coarsening)) \
             if trips_each is not None else 0
         # (a part with reduction members has one more program per group,
-        # its last, which sums them: Regrid.cpp's emitReductions)
+        # its last, which sums them: Regrid.cpp's emitReductions; a part of
+        # reductions alone has that program only)
         reductions = any(p.get("leader", -1) == index and p.get("reduction") for p in parts)
-        programs_of_part = groups * (-(-trips // coarsening) + int(reductions))
+        programs_of_part = groups if part.get("reduction") else \
+            groups * (-(-trips // coarsening) + int(reductions))
         plain = _reaches_each_once(part, unique, arguments, grid)
         if plain and part.get("store_only"):
             stored.append(part["shadow"])

@@ -1034,8 +1034,11 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
   Value tiles = arith::DivSIOp::create(b, loc, add(trips, i32(b, loc, coarsening - 1)),
                                        i32(b, loc, coarsening));
   // (the program summing the reduction members is each group's last: it
-  // runs even where the loop has no iteration)
-  if (!reductions.empty())
+  // runs even where the loop has no iteration; a part of reductions alone
+  // has that program only)
+  if (products.empty())
+    tiles = i32(b, loc, 1);
+  else if (!reductions.empty())
     tiles = add(tiles, i32(b, loc, 1));
   Value tile = arith::RemSIOp::create(b, loc, q, tiles);
   Value group = arith::DivSIOp::create(b, loc, q, tiles);
@@ -1051,6 +1054,10 @@ void emitPart(OpBuilder &b, Location loc, Part &part, Value q, Value table,
                          wordAs(b, loc, readWord(b, loc, table, add(keysAt, i32(b, loc, i))),
                                 value.getType()),
                          value));
+  if (products.empty()) {
+    emitReductions(b, loc, part, reductions, group, table, grid, keyed);
+    return;
+  }
   if (!reductions.empty()) {
     Value lastTile = arith::SubIOp::create(b, loc, tiles, i32(b, loc, 1));
     auto branch = scf::IfOp::create(
@@ -1720,6 +1727,7 @@ void joinReductions(Block &entry, std::vector<Part> &parts, ArrayRef<std::string
                     const DenseSet<BlockArgument> &plain, const DenseSet<BlockArgument> &twinned,
                     const std::string &unknownWrite, RegridReport &report) {
   SmallVector<tt::AtomicRMWOp> atomics(entry.getOps<tt::AtomicRMWOp>());
+  std::vector<Part> ownParts; // (appended last: `parts` is searched meanwhile)
   for (tt::AtomicRMWOp atomic : atomics) {
     BlockArgument base = baseArgument(atomic.getPtr());
     std::string name = base ? argumentName(base) : "";
@@ -1764,9 +1772,12 @@ void joinReductions(Block &entry, std::vector<Part> &parts, ArrayRef<std::string
       refuse(why);
       continue;
     }
-    // The part whose key holds the fewest values besides these (members of
-    // a group then share the addresses; groups that differ only in the
-    // others write alike, which the launch's coverage check sees).
+    // The part whose key holds the fewest values besides these: with none,
+    // the sum joins it; with others (a batched product's dB keyed by the
+    // column of tiles and the batch, the bias by the column only), the sum
+    // gets a part of its own grouped by its key alone, over that loop (its
+    // bounds only size the table), so that each group sums every program
+    // adding to its addresses.
     Part *joined = nullptr;
     for (Part &part : parts)
       if (!part.data.tripsVary && !part.data.lowerVaries &&
@@ -1810,8 +1821,31 @@ void joinReductions(Block &entry, std::vector<Part> &parts, ArrayRef<std::string
     }
     sum.valueOps = inProgramOrder(valueSlice, entry);
     sum.addressOps = inProgramOrder(fromKey, entry);
-    joined->sums.push_back(std::move(sum));
+    if (joined->key.size() == key.size()) {
+      joined->sums.push_back(std::move(sum));
+      continue;
+    }
+    Part own{joined->loop};
+    own.key.assign(key.begin(), key.end());
+    for (Value component : key) {
+      std::optional<SymbolicInt> symbol = symbolize(component, /*programIds=*/true);
+      if (!symbol)
+        break;
+      own.data.key.push_back(std::move(*symbol));
+    }
+    if (own.data.key.size() != key.size()) {
+      refuse("its addresses depend on the program through values the launch cannot evaluate");
+      continue;
+    }
+    own.data.lower = joined->data.lower;
+    own.data.upper = joined->data.upper;
+    own.data.step = joined->data.step;
+    own.data.addressKeys = own.key.size();
+    own.sums.push_back(std::move(sum));
+    ownParts.push_back(std::move(own));
   }
+  for (Part &part : ownParts)
+    parts.push_back(std::move(part));
 }
 
 LogicalResult checkDeterministic(tt::FuncOp kernel, const std::vector<RegridNote> &notes) {
@@ -2335,12 +2369,19 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       std::string precision =
           accumulatorElement(sum.element, b).isF32() ? "fp32" : "the gradient's type";
       if (sum.reduction) {
+        bool own = &sum == &part.sums.front();
         report.notes.push_back(
             {sum.shadow, true,
-             "re-parallelized (with the programs summing '" + part.sums.front().shadow +
-                 "' for the loop at " + locationText(part.loop.getLoc()) +
-                 ": one more program per group of theirs sums its contribution, a sum along "
-                 "axis " + std::to_string(sum.reducedAxis) +
+             "re-parallelized (" +
+                 (own ? std::string("programs of its own, one per group of the forward "
+                                    "programs adding to the same elements (fewer values "
+                                    "group them than group a product's part): each sums its "
+                                    "group's contributions, a sum along axis ")
+                      : "with the programs summing '" + part.sums.front().shadow +
+                            "' for the loop at " + locationText(part.loop.getLoc()) +
+                            ": one more program per group of theirs sums its contribution, a "
+                            "sum along axis ") +
+                 std::to_string(sum.reducedAxis) +
                  " of a value each forward program computes" +
                  (sum.sumsStaged ? " (read from scratch, where each stores its sums)" : "") +
                  ", over the group's forward programs in registers (" + precision +
