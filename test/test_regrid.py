@@ -357,8 +357,8 @@ def test_parts_that_do_not_fit_fall_back_to_atomics(stages):
 @requires_gpu
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_biased_epilogue_runs_beside_the_parts(dtype):
-    # dA/dB by the parts, the bias's column sums by the forward's programs,
-    # in one launch.
+    # dA/dB by the parts, the bias's column sums by a part of their own
+    # (grouped by the column of tiles, over rows and batches): written once.
     from corpus.matmuls import biased_matmul_kernel
 
     kernel = biased_matmul_kernel()

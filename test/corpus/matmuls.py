@@ -22,8 +22,8 @@ _BIASED = []
 def biased_matmul_kernel():
     """The corpus's batched matmul with a scaled, biased epilogue (c = 0.5 * a @ b
     + bias[n]): dC * 0.5 feeds the re-parallelized dA/dB; the bias's gradient
-    (a column sum every row of programs adds to) stays in the forward's
-    schedule, which runs beside them."""
+    (a column sum every row of programs and every batch adds to) gets a part of
+    its own, grouped by the column of tiles alone."""
     import inspect
 
     if not _BIASED:
