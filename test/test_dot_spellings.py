@@ -209,14 +209,13 @@ def test_bias_gradient_joins_the_weight_part(name, mode):
 _BIAS_INTERPRETED = r"""
 import json, sys
 import torch, triton, tritonad
-from tritonad import _regrid
 from corpus import matmul_spellings as spellings
 
 torch.manual_seed(int(sys.argv[1]))
 results = {}
 for name in sys.argv[2].split(","):
     spelling = spellings.BY_NAME[name]
-    kernel = spelling.with_configs([triton.Config(spelling.small_tiles)]) \
+    kernel = spelling.with_configs([triton.Config(spelling.small_tiles)]) \\
         if spelling.autotuned else spelling.kernel
     fixed = {} if spelling.autotuned else dict(spelling.small_tiles)
     for mode in ("auto", "deterministic"):
@@ -227,28 +226,14 @@ for name in sys.argv[2].split(","):
         for M, N, K in shapes:
             t = spellings.inputs(spelling, M, N, K, torch.float32, "cpu", requires_grad=True,
                                  scale=None if K else 1.0)
-            names = [k for k in t if k != "c"]
-            op = tritonad.autograd(kernel, outputs=spelling.outputs, mode=mode)
-            grid, args, kwargs = spelling.launch(kernel, t, fixed)
-            out = op[grid](*args, **kwargs)
-            dc = torch.randn_like(out)
-            leaves = [t[k] for k in names]
-            first = torch.autograd.grad(out, leaves, dc, retain_graph=True)
-            table = _regrid.describe(_regrid.last_table)
-            again = torch.autograd.grad(out, leaves, dc)
-            wide = [x.detach().double().requires_grad_() for x in leaves]
-            want = torch.autograd.grad(
-                spelling.reference(*wide[:2], **dict(zip(names[2:], wide[2:]))), wide,
-                dc.double())
-            entries = {e.subject: e.strategy for e in op.backward_kernel.schedule().entries
-                       if e.kind == "shadow"}
+            got = spellings.gradients_twice(spelling, kernel, t, fixed, mode)
             results[f"{name} {mode} {M}x{N}x{K}"] = dict(
                 errors={k: ((g.double() - w).abs().max() / w.abs().max()).item()
-                        for k, g, w in zip(names, first, want) if w.numel()},
-                same=all(torch.equal(x, y) for x, y in zip(first, again)),
-                bias=entries.get("bias_ptr"),
-                atomic=sorted(k for k, v in entries.items() if v == "atomic"),
-                plain=[part["plain"] for part in table])
+                        for k, g, w in zip(got.names, got.first, got.want) if w.numel()},
+                same=all(torch.equal(x, y) for x, y in zip(got.first, got.again)),
+                bias=got.strategies.get("bias_ptr"),
+                atomic=sorted(k for k, v in got.strategies.items() if v == "atomic"),
+                plain=[part["plain"] for part in got.parts])
 print(json.dumps(results))
 """
 
@@ -338,41 +323,27 @@ def test_bias_gradients_on_the_gpu(name, dtype, mode):
     # The bias's gradient as a reduction member of dB's part: right beside
     # cuBLAS's error, bitwise reproducible, written without atomics, and
     # deterministic mode succeeds (odd sizes; one row of tiles too).
-    from tritonad import _regrid
-
     spelling = spellings.BY_NAME[name]
     torch_dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    fixed = {} if spelling.autotuned else dict(spelling.tiles)
     for M, N, K in ((1007, 1000, 1536), (100, 333, 257)):
+        case = f"{name} {dtype} {mode} {M}x{N}x{K}"
         t = spellings.inputs(spelling, M, N, K, torch_dtype, "cuda", requires_grad=True)
-        names = [k for k in t if k != "c"]
-        op = tritonad.autograd(spelling.kernel, outputs=spelling.outputs, mode=mode)
-        fixed = {} if spelling.autotuned else dict(spelling.tiles)
-        grid, args, kwargs = spelling.launch(spelling.kernel, t, fixed)
-        out = op[grid](*args, **kwargs)
-        dc = torch.randn_like(out)
-        leaves = [t[k] for k in names]
-        first = torch.autograd.grad(out, leaves, dc, retain_graph=True)
-        table = _regrid.describe(_regrid.last_table)
-        again = torch.autograd.grad(out, leaves, dc)
-        assert all(torch.equal(x, y) for x, y in zip(first, again)), \
-            f"{name} {dtype} {mode} {M}x{N}x{K}: not bitwise reproducible"
-        assert table and all(part["plain"] for part in table), table
-        wide = [x.detach().double().requires_grad_() for x in leaves]
-        want = torch.autograd.grad(
-            spelling.reference(*wide[:2], **dict(zip(names[2:], wide[2:]))), wide, dc.double())
-        same = [x.detach().clone().requires_grad_() for x in leaves]
+        got = spellings.gradients_twice(spelling, spelling.kernel, t, fixed, mode)
+        assert all(torch.equal(x, y) for x, y in zip(got.first, got.again)), \
+            f"{case}: not bitwise reproducible"
+        assert got.parts and all(part["plain"] for part in got.parts), (case, got.parts)
+        same = [t[k].detach().clone().requires_grad_() for k in got.names]
         cublas = torch.autograd.grad(
-            spelling.reference(*same[:2], **dict(zip(names[2:], same[2:]))), same, dc)
-        for grad, got, ref, theirs in zip(names, first, want, cublas):
+            spelling.reference(*same[:2], **dict(zip(got.names[2:], same[2:]))), same,
+            got.upstream)
+        for grad, mine, ref, theirs in zip(got.names, got.first, got.want, cublas):
             scale = ref.abs().max().item()
-            error = (got.double() - ref).abs().max().item() / scale
+            error = (mine.double() - ref).abs().max().item() / scale
             their_error = (theirs.double() - ref).abs().max().item() / scale
             assert error <= max(2 * their_error, _BIAS_FLOOR[dtype]), \
-                f"{name} {dtype} {mode} {M}x{N}x{K} d{grad}: error {error:.2e}, " \
-                f"cuBLAS's {their_error:.2e}"
-        strategies = {e.subject: e.strategy for e in op.backward_kernel.schedule().entries
-                      if e.kind == "shadow"}
-        assert strategies["bias_ptr"] == "re-parallelized", strategies
+                f"{case} d{grad}: error {error:.2e}, cuBLAS's {their_error:.2e}"
+        assert got.strategies["bias_ptr"] == "re-parallelized", got.strategies
 
 
 def test_benchmark_runs_in_the_interpreter():

@@ -698,6 +698,43 @@ def _launch_table(metadata, bwd, values, constants, grid):
                        zip(_regrid.describe(words), records[-1]["parts"])])
 
 
+class Twice(NamedTuple):
+    names: list      # the inputs' names, in the order of the gradients
+    first: tuple     # tritonad's gradients
+    again: tuple     # the same, from a second backward
+    parts: list      # the parts of the second's launch (tritonad._regrid.describe)
+    want: tuple      # torch.autograd's in fp64
+    strategies: dict  # the backward's schedule: {pointer: strategy}
+    upstream: object  # the upstream gradient (dC)
+
+
+def gradients_twice(spelling, kernel, t, tiles, mode="auto", **launch):
+    """The gradients of every input `t` holds (but c) through tritonad.autograd
+    of `kernel` (the spelling's, or its autotuned one with a config of its
+    own; `tiles` its fixed constexprs), taken twice with one upstream
+    gradient, beside fp64 torch's."""
+    import torch
+
+    import tritonad
+    from tritonad import _regrid
+
+    names = [k for k in t if k != "c"]
+    op = tritonad.autograd(kernel, outputs=spelling.outputs, mode=mode)
+    grid, args, kwargs = spelling.launch(kernel, t, tiles)
+    out = op[grid](*args, **kwargs, **launch)
+    dc = torch.randn_like(out)
+    leaves = [t[k] for k in names]
+    first = torch.autograd.grad(out, leaves, dc, retain_graph=True)
+    again = torch.autograd.grad(out, leaves, dc)
+    parts = _regrid.describe(_regrid.last_table)
+    wide = [x.detach().double().requires_grad_() for x in leaves]
+    want = torch.autograd.grad(spelling.reference(*wide[:2], **dict(zip(names[2:], wide[2:]))),
+                               wide, dc.double())
+    strategies = {e.subject: e.strategy for e in op.backward_kernel.schedule().entries
+                  if e.kind == "shadow"}
+    return Twice(names, first, again, parts, want, strategies, dc)
+
+
 def reparallelized(schedule, spelling):
     """{shadow of a and b: whether its strategy is re-parallelized}."""
     strategies = {e.subject: e.strategy for e in schedule.entries if e.kind == "shadow"}

@@ -145,6 +145,24 @@ struct Accumulation {
   bool sumsStaged = false; // (of a reduction member: each program's sums in scratch)
 };
 
+// `sum`'s mask, and the exclusive twin it takes where its atomic has one (with
+// no twin to take, the part adds under the atomic's mask, and says why);
+// returns the roots of its addresses: the pointer and that mask.
+SmallVector<Value> planMask(Accumulation &sum) {
+  sum.mask = sum.atomic.getMask();
+  if (sum.atomic->hasAttr(kUnlessExclusive))
+    if (FailureOr<ExclusiveTwin> twin = planExclusiveTwin(sum.atomic, sum.twinKept);
+        succeeded(twin)) {
+      sum.mask = twin->mask;
+      sum.twin = *twin;
+      sum.twinKept.clear();
+    }
+  SmallVector<Value> roots{sum.atomic.getPtr()};
+  if (sum.mask)
+    roots.push_back(sum.mask);
+  return roots;
+}
+
 // Accumulations of one loop whose addresses depend on the program through
 // the same key: they share members, so one program per tile sums them all,
 // computing each member's values once (attention's dK and dV share the
@@ -1684,6 +1702,27 @@ SmallVector<bool> stagesTiles(ArrayRef<tt::AtomicRMWOp> atomics, Block &entry, s
   return tiles;
 }
 
+// Why a part cannot compute what `slices` compute for each member: a load
+// through a pointer not traced to an argument, or of memory the backward
+// writes; "" where neither. (The residuals the forward saved are read
+// through a bitcast of the i8 buffer: per forward program, like any other
+// input.)
+std::string readsWrittenMemory(ArrayRef<const llvm::SetVector<Operation *> *> slices,
+                               const DenseMap<BlockArgument, int> &written) {
+  std::string why;
+  for (const llvm::SetVector<Operation *> *slice : slices)
+    for (Operation *op : *slice)
+      if (auto load = dyn_cast<tt::LoadOp>(op)) {
+        BlockArgument from = baseArgumentThroughBitcasts(load.getPtr());
+        if (!from || !isa<tt::FuncOp>(from.getOwner()->getParentOp()))
+          why = "it loads through a pointer tritonad cannot trace to an argument (" +
+                where(op) + ")";
+        else if (written.contains(from))
+          why = "its contribution reads '" + argumentName(from) + "', which the backward writes";
+      }
+  return why;
+}
+
 // The sum along an axis that `contribution` is, through a rounding and ops
 // that only reshape or convert it: a tt.reduce of one float tile whose
 // combiner adds; null for anything else.
@@ -1750,17 +1789,7 @@ void joinReductions(Block &entry, std::vector<Part> &parts, ArrayRef<std::string
     sum.element = getElementTypeOrSelf(atomic.getVal().getType());
     sum.reduction = true;
     sum.reducedAxis = sumAlongAxis(atomic.getVal()).getAxis();
-    sum.mask = atomic.getMask();
-    if (atomic->hasAttr(kUnlessExclusive))
-      if (FailureOr<ExclusiveTwin> twin = planExclusiveTwin(atomic, sum.twinKept);
-          succeeded(twin)) {
-        sum.mask = twin->mask;
-        sum.twin = *twin;
-        sum.twinKept.clear();
-      }
-    SmallVector<Value> addressRoots{atomic.getPtr()};
-    if (sum.mask)
-      addressRoots.push_back(sum.mask);
+    SmallVector<Value> addressRoots = planMask(sum);
     // (the slices lie in the entry block: any part's loop serves collectSlice)
     scf::ForOp anyLoop = parts.front().loop;
     std::string why;
@@ -1804,17 +1833,7 @@ void joinReductions(Block &entry, std::vector<Part> &parts, ArrayRef<std::string
       refuse(why);
       continue;
     }
-    std::string readsWritten;
-    for (Operation *op : valueSlice)
-      if (auto load = dyn_cast<tt::LoadOp>(op)) {
-        BlockArgument from = baseArgumentThroughBitcasts(load.getPtr());
-        if (!from || !isa<tt::FuncOp>(from.getOwner()->getParentOp()))
-          readsWritten = "it loads through a pointer tritonad cannot trace to an argument (" +
-                         where(op) + ")";
-        else if (written.contains(from))
-          readsWritten = "its contribution reads '" + argumentName(from) +
-                         "', which the backward writes";
-      }
+    std::string readsWritten = readsWrittenMemory({&valueSlice, &fromKey}, written);
     if (!readsWritten.empty()) {
       refuse(readsWritten);
       continue;
@@ -1979,36 +1998,12 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
         refuse("the backward also stores into it directly");
         continue;
       }
-      sum.mask = atomic.getMask();
-      if (atomic->hasAttr(kUnlessExclusive)) {
-        // (no twin to take: the part adds under the atomic's mask, and says why)
-        if (FailureOr<ExclusiveTwin> twin = planExclusiveTwin(atomic, sum.twinKept);
-            succeeded(twin)) {
-          sum.mask = twin->mask;
-          sum.twin = *twin;
-          sum.twinKept.clear();
-        }
-      }
-      SmallVector<Value> addressRoots{atomic.getPtr()};
-      if (sum.mask)
-        addressRoots.push_back(sum.mask);
+      SmallVector<Value> addressRoots = planMask(sum);
       if (failed(collectSlice(addressRoots, entry, loop, addressSlice, why))) {
         refuse(why);
         continue;
       }
-      std::string readsWritten;
-      for (Operation *op : llvm::concat<Operation *const>(valueSlice, addressSlice))
-        if (auto load = dyn_cast<tt::LoadOp>(op)) {
-          // (the residuals the forward saved are read through a bitcast of
-          // the i8 buffer: per forward program, like any other input)
-          BlockArgument from = baseArgumentThroughBitcasts(load.getPtr());
-          if (!from || !isa<tt::FuncOp>(from.getOwner()->getParentOp()))
-            readsWritten = "it loads through a pointer tritonad cannot trace to an argument (" +
-                           where(op) + ")";
-          else if (written.contains(from))
-            readsWritten = "its contribution reads '" + argumentName(from) +
-                           "', which the backward writes";
-        }
+      std::string readsWritten = readsWrittenMemory({&valueSlice, &addressSlice}, written);
       if (!readsWritten.empty()) {
         refuse(readsWritten);
         continue;
