@@ -215,7 +215,7 @@ torch.manual_seed(int(sys.argv[1]))
 results = {}
 for name in sys.argv[2].split(","):
     spelling = spellings.BY_NAME[name]
-    kernel = spelling.with_configs([triton.Config(spelling.small_tiles)]) \\
+    kernel = spelling.with_configs([triton.Config(spelling.small_tiles)]) \
         if spelling.autotuned else spelling.kernel
     fixed = {} if spelling.autotuned else dict(spelling.small_tiles)
     for mode in ("auto", "deterministic"):
