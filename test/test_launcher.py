@@ -478,7 +478,181 @@ def test_errors_of_the_entry_point():
 
 
 # ---------------------------------------------------------------------------
-# GPU: the derived kernels against torch.autograd
+# 4. Replays: later calls of a planned structure (_launcher_plan.py)
+# ---------------------------------------------------------------------------
+
+def _full_path_calls(monkeypatch) -> list:
+    """Counts the calls that take the full path (watched, recorded, analysed)."""
+    calls = []
+    full = launcher_module._analysed
+
+    def counted(*args):
+        calls.append(args[0])
+        return full(*args)
+
+    monkeypatch.setattr(launcher_module, "_analysed", counted)
+    return calls
+
+
+def _step(f, n=70, w_grad=True):
+    x = torch.randn(n, requires_grad=True)
+    w = torch.randn(n, requires_grad=w_grad)
+    y, size = f(x, w)
+    assert size == n and y.grad_fn is not None
+    g = torch.randn(n)
+    kept = g.clone()
+    y.backward(g)
+    torch.testing.assert_close(x.grad, 3.0 * w.detach() * kept)
+    if w_grad:
+        torch.testing.assert_close(w.grad, 3.0 * x.detach() * kept)
+    assert torch.equal(g, kept)  # (an upstream gradient read in place is not written)
+    return x, w
+
+
+def test_later_calls_replay_the_first_ones_plan(interpreted, monkeypatch):
+    """Calls whose arguments have a planned call's layouts replay it: one full path
+    (one analysis) for five calls, one backward decided and then replayed, each
+    call's gradients its own; the upstream gradient is the output's gradient buffer
+    where no backward writes it."""
+    full = _full_path_calls(monkeypatch)
+    f = tritonad.autograd(scale_then_mul)
+    for _ in range(5):
+        _step(f)
+    assert len(full) == 1
+    (plan,) = f.tritonad_launcher.plans.values()
+    (step,) = plan.backwards.values()
+    assert step.replayed
+    in_place = [made for made in step.buffers.values() if isinstance(made[0], int)]
+    assert len(in_place) == 1 and not step.upstream  # (y's buffer: the upstream gradient)
+    assert [name for name, _ in interpreted] == ["mul_kernel", "scale_kernel"] * 5
+    # Another upstream layout (expanded, from .sum()) gets a step of its own.
+    x, w = torch.randn(70, requires_grad=True), torch.randn(70, requires_grad=True)
+    f(x, w)[0].sum().backward()
+    torch.testing.assert_close(x.grad, 3.0 * w.detach())
+    assert len(plan.backwards) == 2 and len(full) == 1
+
+
+def test_calls_that_differ_take_the_full_path(interpreted, monkeypatch):
+    """Another shape, dtype, requires_grad, or memory sharing between arguments, or
+    another scalar argument: the full path, with its own gradients; the first layout
+    again: a replay."""
+    full = _full_path_calls(monkeypatch)
+    f = tritonad.autograd(scale_then_mul)
+    _step(f)
+    _step(f, n=53)
+    _step(f, w_grad=False)
+    x = torch.randn(70, dtype=torch.float64, requires_grad=True)
+    y, _ = f(x, torch.randn(70, dtype=torch.float64))
+    y.backward(torch.ones(70, dtype=torch.float64))
+    assert x.grad.dtype == torch.float64
+    assert len(full) == 4
+    x = torch.randn(70, requires_grad=True)
+    y, _ = f(x, x)                                  # one tensor passed twice
+    y.backward(torch.ones(70))
+    torch.testing.assert_close(x.grad, 6.0 * x.detach())
+    storage = torch.randn(140, requires_grad=True)  # two views of one tensor
+    y, _ = f(storage[:70], storage[70:])
+    y.backward(torch.ones(70))
+    torch.testing.assert_close(storage.grad, 3.0 * torch.cat([storage[70:], storage[:70]]).detach())
+    x, w = torch.randn(70, requires_grad=True), torch.randn(70, requires_grad=True)
+    y, _ = f(x, w, alpha=2.0)                       # another scalar
+    y.backward(torch.ones(70))
+    torch.testing.assert_close(x.grad, 2.0 * w.detach())
+    assert len(full) == 7
+    _step(f)
+    assert len(full) == 7
+
+
+_BEHAVIOUR = {"torch op": False, "in place": False, "extra launch": False}
+
+
+def _changing(x, w):
+    """scale then mul, with what _BEHAVIOUR turns on (what the arguments do not show)."""
+    n = x.numel()
+    h = torch.empty_like(x)
+    scale_kernel[(3,)](x, h, n, 3.0, BLOCK=32)
+    if _BEHAVIOUR["in place"]:
+        h.mul_(2.0)
+    if _BEHAVIOUR["torch op"]:
+        h = h * 2.0
+    y = torch.empty_like(x)
+    mul_kernel[(3,)](h, w, y, n, BLOCK=32)
+    if _BEHAVIOUR["extra launch"]:
+        z = torch.empty_like(y)
+        scale_kernel[(3,)](y, z, n, 0.5, BLOCK=32)
+        y = z
+    return y, n
+
+
+def test_a_call_that_leaves_its_plan_is_refused_as_the_full_path_refuses_it(interpreted,
+                                                                             monkeypatch):
+    """A call with a plan's arguments whose launcher then does something else (a
+    torch op on a kernel's output passed to a kernel, an in-place torch write into
+    one, another launch) runs again on the full path, which refuses the first two
+    as it would have on any call and differentiates the third."""
+    full = _full_path_calls(monkeypatch)
+    f = tritonad.autograd(_changing)
+    for _ in range(2):
+        _step(f)
+    assert len(full) == 1
+    x, w = torch.randn(70, requires_grad=True), torch.randn(70, requires_grad=True)
+    try:
+        _BEHAVIOUR["torch op"] = True
+        with pytest.raises(ValueError, match="computed inside the launcher"):
+            f(x, w)
+        _BEHAVIOUR["torch op"], _BEHAVIOUR["in place"] = False, True
+        for _ in range(2):
+            with pytest.raises(ValueError, match="writes in place into memory that kernel"):
+                f(x, w)
+        _BEHAVIOUR["in place"], _BEHAVIOUR["extra launch"] = False, True
+        x, w = torch.randn(70, requires_grad=True), torch.randn(70, requires_grad=True)
+        y, _ = f(x, w)
+        y.backward(torch.ones(70))
+        torch.testing.assert_close(x.grad, 1.5 * w.detach())
+        assert len(full) == 5
+        for _ in range(2):  # (the plan of the new behaviour, replayed)
+            x, w = torch.randn(70, requires_grad=True), torch.randn(70, requires_grad=True)
+            y, _ = f(x, w)
+            y.backward(torch.ones(70))
+            torch.testing.assert_close(x.grad, 1.5 * w.detach())
+        assert len(full) == 5
+    finally:
+        for name in _BEHAVIOUR:
+            _BEHAVIOUR[name] = False
+
+
+def test_a_refused_call_is_refused_each_time(interpreted):
+    def into_second(x, w):
+        scale_kernel[(2,)](x, w, 40, 2.0, BLOCK=32)
+        return w
+
+    h = tritonad.autograd(into_second)
+    for _ in range(2):
+        h(torch.randn(40, requires_grad=True), torch.empty(40))
+    for _ in range(2):
+        with pytest.raises(ValueError, match="which requires grad"):
+            h(torch.randn(40, requires_grad=True), torch.randn(40, requires_grad=True))
+
+
+def test_a_launcher_computing_a_loaded_tensor_is_not_planned(interpreted):
+    """A kernel loading memory that neither an argument nor an earlier launch gave
+    (here torch.ones made in the launcher): no plan, the full path each call."""
+    def with_constant(x):
+        w = torch.ones_like(x)
+        y = torch.empty_like(x)
+        mul_kernel[(3,)](x, w, y, x.numel(), BLOCK=32)
+        return y
+
+    f = tritonad.autograd(with_constant)
+    for _ in range(2):
+        x = torch.randn(70, requires_grad=True)
+        f(x).backward(torch.ones(70))
+        torch.testing.assert_close(x.grad, torch.ones(70))
+    assert not f.tritonad_launcher.plans
+
+
+# ---------------------------------------------------------------------------
+# 5. GPU: the derived kernels against torch.autograd
 # ---------------------------------------------------------------------------
 
 @pytest.mark.gpu
