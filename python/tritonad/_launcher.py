@@ -211,8 +211,10 @@ _RECORDER = _launch_plan.LAUNCHER_RECORDER
 _PATCH_LOCK = threading.Lock()
 _PATCH_USERS = 0
 _PATCHED: Dict[type, Any] = {}
+_INTERCEPTORS: Dict[Any, Any] = {}  # a class's own run -> its wrapper (made once)
 
 
+@functools.lru_cache(maxsize=None)
 def _kernel_classes():
     from triton.runtime.autotuner import Autotuner, Heuristics
     from triton.runtime.jit import JITFunction
@@ -241,25 +243,37 @@ def _intercepting():
     """Wraps the kernel classes' ``run`` while at least one recording is active
     (in any thread); the wrapper only records for the context whose recorder is
     set, so a launch elsewhere passes straight through."""
+    _start_intercepting()
+    try:
+        yield
+    finally:
+        _stop_intercepting()
+
+
+def _start_intercepting() -> None:
     global _PATCH_USERS
     with _PATCH_LOCK:
         if _PATCH_USERS == 0:
             for cls in _kernel_classes():
                 original = cls.__dict__["run"]
                 _PATCHED[cls] = original
-                cls.run = _make_interceptor(original)
+                wrapper = _INTERCEPTORS.get(original)
+                if wrapper is None:
+                    wrapper = _INTERCEPTORS[original] = _make_interceptor(original)
+                cls.run = wrapper
         _PATCH_USERS += 1
-    try:
-        yield
-    finally:
-        with _PATCH_LOCK:
-            _PATCH_USERS -= 1
-            if _PATCH_USERS == 0:
-                for cls, original in _PATCHED.items():
-                    # (if someone patched over ours since, theirs stays; ours passes through)
-                    if getattr(cls.__dict__.get("run"), "_tritonad_original", None) is original:
-                        cls.run = original
-                _PATCHED.clear()
+
+
+def _stop_intercepting() -> None:
+    global _PATCH_USERS
+    with _PATCH_LOCK:
+        _PATCH_USERS -= 1
+        if _PATCH_USERS == 0:
+            for cls, original in _PATCHED.items():
+                # (if someone patched over ours since, theirs stays; ours passes through)
+                if getattr(cls.__dict__.get("run"), "_tritonad_original", None) is original:
+                    cls.run = original
+            _PATCHED.clear()
 
 
 def intercepting_now() -> bool:
@@ -580,17 +594,18 @@ def _replayed(launcher, launcher_plan, walker, args, kwargs):
     """A call replayed from `launcher_plan` (raises _launcher_plan.Diverged where it
     leaves the plan)."""
     replay = _launcher_plan.Replay(launcher_plan, walker, Launch.replayed)
-    with _intercepting():
-        token = _RECORDER.set(replay)
-        try:
-            result = launcher.fn(*args, **kwargs)
-        except RuntimeError as error:
-            # (one the watch would have named: a torch op with out= on the full path)
-            if "out=" in str(error):
-                raise _launcher_plan.Diverged from error
-            raise
-        finally:
-            _RECORDER.reset(token)
+    _start_intercepting()
+    token = _RECORDER.set(replay)
+    try:
+        result = launcher.fn(*args, **kwargs)
+    except RuntimeError as error:
+        # (one the watch would have named: a torch op with out= on the full path)
+        if "out=" in str(error):
+            raise _launcher_plan.Diverged from error
+        raise
+    finally:
+        _RECORDER.reset(token)
+        _stop_intercepting()
     replay.finish(result)
     plan = _Plan._bound(launcher, replay.launches, walker.tensors, walker.storages,
                         replay.launch_args, launcher_plan.analysis)
