@@ -588,8 +588,8 @@ def test_a_call_that_leaves_its_plan_is_refused_as_the_full_path_refuses_it(inte
                                                                              monkeypatch):
     """A call with a plan's arguments whose launcher then does something else (a
     torch op on a kernel's output passed to a kernel, an in-place torch write into
-    one, another launch) runs again on the full path, which refuses the first two
-    as it would have on any call and differentiates the third."""
+    one) runs again on the full path, which refuses it as it would have on any
+    call; after two such calls, calls with that key take the full path directly."""
     full = _full_path_calls(monkeypatch)
     f = tritonad.autograd(_changing)
     for _ in range(2):
@@ -601,24 +601,78 @@ def test_a_call_that_leaves_its_plan_is_refused_as_the_full_path_refuses_it(inte
         with pytest.raises(ValueError, match="computed inside the launcher"):
             f(x, w)
         _BEHAVIOUR["torch op"], _BEHAVIOUR["in place"] = False, True
-        for _ in range(2):
-            with pytest.raises(ValueError, match="writes in place into memory that kernel"):
-                f(x, w)
-        _BEHAVIOUR["in place"], _BEHAVIOUR["extra launch"] = False, True
-        x, w = torch.randn(70, requires_grad=True), torch.randn(70, requires_grad=True)
-        y, _ = f(x, w)
-        y.backward(torch.ones(70))
-        torch.testing.assert_close(x.grad, 1.5 * w.detach())
-        assert len(full) == 5
-        for _ in range(2):  # (the plan of the new behaviour, replayed)
-            x, w = torch.randn(70, requires_grad=True), torch.randn(70, requires_grad=True)
-            y, _ = f(x, w)
-            y.backward(torch.ones(70))
-            torch.testing.assert_close(x.grad, 1.5 * w.detach())
+        with pytest.raises(ValueError, match="writes in place into memory that kernel"):
+            f(x, w)
+        assert list(f.tritonad_launcher.plans.values()) == [None]
+        with pytest.raises(ValueError, match="writes in place into memory that kernel"):
+            f(x, w)
+        _BEHAVIOUR["in place"] = False
+        _step(f)
         assert len(full) == 5
     finally:
         for name in _BEHAVIOUR:
             _BEHAVIOUR[name] = False
+
+
+def test_a_call_with_another_launch_is_differentiated_and_planned_again(interpreted,
+                                                                        monkeypatch):
+    """A launch the plan does not have (state the arguments do not show): the call
+    runs again on the full path and is differentiated; its plan replaces the old."""
+    full = _full_path_calls(monkeypatch)
+    f = tritonad.autograd(_changing)
+    _step(f)
+    try:
+        _BEHAVIOUR["extra launch"] = True
+        for _ in range(3):
+            x, w = torch.randn(70, requires_grad=True), torch.randn(70, requires_grad=True)
+            y, _ = f(x, w)
+            y.backward(torch.ones(70))
+            torch.testing.assert_close(x.grad, 1.5 * w.detach())
+        assert len(full) == 2
+        assert [plan.strikes for plan in f.tritonad_launcher.plans.values()] == [1]
+    finally:
+        _BEHAVIOUR["extra launch"] = False
+
+
+def test_a_closed_over_parameter_is_replayed_while_it_is_the_same_tensor(interpreted,
+                                                                       monkeypatch):
+    """A parameter the launcher closes over (no argument of it) is loaded by a
+    kernel: replays check they get that very tensor; another one of the same
+    layout takes the full path."""
+    full = _full_path_calls(monkeypatch)
+    weights = {"w": torch.randn(70, requires_grad=True)}
+
+    def scaled(x):
+        y = torch.empty_like(x)
+        mul_kernel[(3,)](x, weights["w"], y, x.numel(), BLOCK=32)
+        return y
+
+    f = tritonad.autograd(scaled)
+    for _ in range(3):
+        x = torch.randn(70, requires_grad=True)
+        f(x).backward(torch.ones(70))
+        torch.testing.assert_close(x.grad, weights["w"].detach())
+    assert len(full) == 1
+    weights["w"] = torch.randn(70, requires_grad=True)
+    x = torch.randn(70, requires_grad=True)
+    f(x).backward(torch.ones(70))
+    torch.testing.assert_close(x.grad, weights["w"].detach())
+    assert weights["w"].grad is not None and len(full) == 2
+
+
+def test_a_launcher_storing_into_an_argument_is_not_planned(interpreted):
+    """Calls a replay would run again store into memory the caller passed (an
+    atomic would add twice): such launchers take the full path each call."""
+    def into(x, out):
+        scale_kernel[(3,)](x, out, x.numel(), 2.0, BLOCK=32)
+        return out
+
+    f = tritonad.autograd(into)
+    for _ in range(2):
+        x = torch.randn(70, requires_grad=True)
+        f(x, torch.empty(70)).backward(torch.ones(70))
+        torch.testing.assert_close(x.grad, torch.full((70,), 2.0))
+    assert not f.tritonad_launcher.plans
 
 
 def test_a_refused_call_is_refused_each_time(interpreted):

@@ -545,16 +545,21 @@ def run_differentiable(launcher, args, kwargs):
     walker = _launcher_plan.Walker()
     key = _launcher_plan.arguments_key(walker, arguments)
     plan = launcher.plans.get(key) if key is not None else None
+    strikes = 0
     if plan is not None:
         try:
             return _replayed(launcher, plan, walker, args, kwargs)
         except _launcher_plan.Diverged:
+            plan.strikes += 1
+            strikes = plan.strikes
+            if strikes >= _launcher_plan.STRIKES:  # (decided each time from now on)
+                launcher.plans[key] = None
             walker = _launcher_plan.Walker()
             key = _launcher_plan.arguments_key(walker, arguments)
-    return _analysed(launcher, walker, key, arguments, args, kwargs)
+    return _analysed(launcher, walker, key, arguments, args, kwargs, strikes)
 
 
-def _analysed(launcher, walker, key, arguments, args, kwargs):
+def _analysed(launcher, walker, key, arguments, args, kwargs, strikes=0):
     """The full path: the launcher runs watched, its launches are recorded and the
     call analysed (or its analysis taken from a call of the same structure)."""
     import torch
@@ -576,11 +581,13 @@ def _analysed(launcher, walker, key, arguments, args, kwargs):
                          "the launcher, or inside a kernel")
     walk = _Walk(walker, arguments, recorder.launches, (args, kwargs), result)
     plan = _Plan.of(launcher, recorder.launches, walk, result, watch)
-    if key is not None and plan.analysis is not None:
+    if key is not None and plan.analysis is not None and \
+            launcher.plans.get(key, True) is not None:
         made = _launcher_plan.make_plan(
             recorder.launches, walk, plan.analysis,
             lambda launch: backward_kernel(launch.kernel, launcher.mode).pointer_roles)
         if made is not None:
+            made.strikes = strikes
             _launch_plan.keep_newest(launcher.plans, key, made, _launcher_plan.PLAN_LIMIT)
             plan.replay = made
     _forget_arguments(recorder.launches)

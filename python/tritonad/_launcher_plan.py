@@ -44,6 +44,9 @@ from tritonad import _launch_plan
 from tritonad._memory import storage_id
 
 PLAN_LIMIT = 64  # per launcher
+# A key whose calls left their plan this many times is not planned again (a
+# launcher whose launches depend on data or state its arguments do not show).
+STRIKES = 2
 BACKWARD_LIMIT = 16  # per plan (needed gradients and upstream layouts)
 
 _SIMPLE = (int, float, bool, str)
@@ -95,7 +98,8 @@ class Walker:
     strides, dtype, device, requires_grad, base and 16-byte alignment. With
     `expected` (a plan's descriptions), each is compared as it is made."""
 
-    __slots__ = ("index", "tensors", "storages", "storage_index", "described", "expected")
+    __slots__ = ("index", "tensors", "storages", "storage_index", "described", "expected",
+                 "pinned")
 
     def __init__(self, expected=None):
         self.index: Dict[int, int] = {}
@@ -104,6 +108,7 @@ class Walker:
         self.storage_index: Dict[int, int] = {}
         self.described: List[tuple] = []
         self.expected = expected
+        self.pinned: Dict[int, object] = {}  # index -> weak reference to the tensor it must be
 
     def visit(self, t) -> int:
         i = self.index.get(id(t))
@@ -121,8 +126,12 @@ class Walker:
         described = (s, t.storage_offset(), t.shape, t.stride(), t.dtype, t.device,
                      t.requires_grad, b, _alignment(t))
         expected = self.expected
-        if expected is not None and (i >= len(expected) or expected[i] != described):
-            raise Diverged
+        if expected is not None:
+            if i >= len(expected) or expected[i] != described:
+                raise Diverged
+            pinned = self.pinned.get(i)
+            if pinned is not None and pinned() is not t:
+                raise Diverged
         self.described.append(described)
         return i
 
@@ -179,32 +188,46 @@ class LauncherPlan:
     for calls with the same arguments key; the backwards decided for it, by needed
     gradients and upstream layouts."""
 
-    __slots__ = ("launches", "described", "result_part", "analysis", "backwards")
+    __slots__ = ("launches", "described", "pinned", "result_part", "analysis", "backwards",
+                 "strikes")
 
-    def __init__(self, launches, described, result_part, analysis):
+    def __init__(self, launches, described, pinned, result_part, analysis):
         self.launches: tuple = tuple(launches)
         self.described: tuple = tuple(described)
+        self.pinned = pinned  # {walk index: weak reference}: tensors from outside the call
         self.result_part: tuple = result_part
         self.analysis = analysis
         self.backwards: Dict[tuple, object] = {}
+        self.strikes = 0  # (calls with its key that left it, this plan's and earlier ones')
 
 
 def make_plan(launches, walk, analysis, roles_of) -> Optional[LauncherPlan]:
     """The plan of an analysed call (`walk`: its _launcher._Walk; `roles_of(launch)`:
     the pointer roles of a launch's kernel), or None where a replay could not tell
-    a call that the full path would refuse: a floating-point tensor a kernel loads
-    (or whose use it cannot tell) or the launcher returns that lives neither in an
-    argument's memory nor in memory an earlier launch stored (it may be a tensor
-    the launcher computed with torch)."""
+    a call that the full path would refuse, or could not run a call again:
+
+      - a floating-point tensor a kernel loads (or whose use it cannot tell) that
+        lives neither in an argument's memory nor in memory an earlier launch
+        stored (it may be a tensor the launcher computed with torch), unless the
+        launcher takes it from outside the call (a parameter it closes over,
+        or its base: replays check that they get that very tensor);
+      - a returned floating-point tensor in such memory;
+      - a kernel storing into an argument's memory (a call run again would
+        store into it twice: atomics would add twice)."""
+    import weakref
+
     from triton.runtime.jit import JITFunction
 
     from tritonad._signature import renamed_parameters
     from tritonad._source import param_names
 
     described = walk.described
-    known = {described[i][0] for i in walk.argument_refs}
+    arguments_memory = {described[i][0] for i in walk.argument_refs}
     for i in walk.argument_refs:  # (the bases of arguments: their memory is the arguments')
-        known.add(described[i][0])
+        if described[i][7] >= 0:
+            arguments_memory.add(described[described[i][7]][0])
+    known = set(arguments_memory)
+    pinned = {}
     records = []
     for launch, arguments in zip(launches, walk.launch_args):
         roles = roles_of(launch)
@@ -214,9 +237,17 @@ def make_plan(launches, walk, analysis, roles_of) -> Optional[LauncherPlan]:
                 continue
             t = walk.tensors[ref]
             role = roles.get(param) or ()
-            if t.is_floating_point() and t.numel() and ("load" in role or not role) and \
-                    described[ref][0] not in known:
+            memory = described[ref][0]
+            if t.numel() and memory in arguments_memory and ("store" in role or not role):
                 return None
+            if t.is_floating_point() and t.numel() and ("load" in role or not role) and \
+                    memory not in known:
+                base = described[ref][7]
+                outside = base if base >= 0 else ref
+                if not _from_outside(walk.tensors[outside]):
+                    return None
+                pinned[outside] = weakref.ref(walk.tensors[outside])
+                known.add(memory)
             if "store" in role:
                 stored.append(param)
         for param in stored:
@@ -236,7 +267,14 @@ def make_plan(launches, walk, analysis, roles_of) -> Optional[LauncherPlan]:
         t = walk.tensors[ref]
         if t.is_floating_point() and t.numel() and described[ref][0] not in known:
             return None
-    return LauncherPlan(records, described, tuple(walk.result_refs), analysis)
+    return LauncherPlan(records, described, pinned, tuple(walk.result_refs), analysis)
+
+
+def _from_outside(t) -> bool:
+    """Whether t cannot be a tensor the call computed with torch from a kernel's
+    output: a leaf that requires grad (a parameter: torch ops make non-leaves of
+    those)."""
+    return t.requires_grad and t.grad_fn is None
 
 
 class Replay:
@@ -250,7 +288,7 @@ class Replay:
 
     def __init__(self, plan: LauncherPlan, walker: Walker, make_launch):
         self.plan, self.walker = plan, walker
-        walker.expected = plan.described
+        walker.expected, walker.pinned = plan.described, plan.pinned
         self.inside = False
         self.launches: list = []
         self.launch_args: list = []
