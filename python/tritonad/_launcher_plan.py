@@ -18,15 +18,19 @@ Python with a cheaper recorder (Replay) that
     memory, so a kernel loading it or the launcher returning it would leave the
     plan (a plan is only made where every floating-point tensor a kernel loads or
     the launcher returns lives in an argument's memory or in memory an earlier
-    launch stored). A torch op writing in place into what a kernel stored bumps
-    the tensor's version counter, which the replay compares;
+    launch stored, or is a parameter the launcher closes over, which a replay
+    checks it gets again). A torch op writing in place into what a kernel stored
+    bumps the tensor's version counter, which the replay compares;
   - takes the call's analysis from the plan (no _Walk, no checks).
 
 Any difference (another launch, argument, grid, result, count of launches, a
 version bumped) raises Diverged: the call is run again on the full path, from the
-start (launches before the difference ran twice; they are the plan's, which store
-into memory the launcher allocates or an argument it passes for that). So a
-refusal the full path makes is made again for any call that would be refused.
+start (launches before the difference run twice; they are the plan's, which store
+only into memory the launcher allocates: no plan is made for a launcher whose
+kernels store into an argument's memory). So a refusal the full path makes is
+made again for any call that would be refused. A key whose calls leave their
+plan twice (a launcher whose launches depend on data or state its arguments do
+not show) is not planned again.
 
 The backward of a planned call is decided once per needed gradients and upstream
 layouts (_launcher._Plan.backward): its gradient buffers (zeros; uninitialized
