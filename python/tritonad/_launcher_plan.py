@@ -143,11 +143,14 @@ class Walker:
 def arguments_key(walker: Walker, arguments: list) -> Optional[tuple]:
     """The key a plan is found by: the launcher's arguments (`arguments`: their
     leaves; tensors visited by `walker`, anything else by value), grad mode and
-    the current device. None where an argument is not hashable."""
+    the current device. None where an argument is not hashable, or a tensor has no
+    memory (fake tensors: torch.compile's tracing)."""
     import torch
 
     tensor = torch.Tensor
     parts = tuple(walker.visit(a) if isinstance(a, tensor) else (type(a), a) for a in arguments)
+    if any(d[8] < 0 for d in walker.described):
+        return None
     on_gpu = any(d[5].type == "cuda" for d in walker.described)
     key = (parts, tuple(walker.described), torch.is_grad_enabled(),
            torch.cuda.current_device() if on_gpu else None)
