@@ -322,7 +322,7 @@ class Launch:
         return f"{self.name} (launch {self.index + 1})"
 
 
-class Recorder:
+class Recorder(_launcher_plan.RunsLaunches):
     """Collects the launches made in one context. ``fake``: tensors are fake
     (torch.compile's tracing): launches are recorded, never executed, whatever
     the grad mode."""
@@ -347,15 +347,6 @@ class Recorder:
             return None
         record.compiled = self._run(kernel, original, args, kwargs)
         return record.compiled
-
-    def _run(self, kernel, original, args, kwargs):
-        # (inner runs: an autotuner's benchmark and chosen config, a heuristics'
-        # inner kernel, are parts of this launch)
-        self.inside = True
-        try:
-            return original(kernel, *args, **kwargs)
-        finally:
-            self.inside = False
 
 
 @contextlib.contextmanager

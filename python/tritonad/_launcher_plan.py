@@ -284,14 +284,28 @@ def _from_outside(t) -> bool:
     return t.requires_grad and t.grad_fn is None
 
 
-class Replay:
+class RunsLaunches:
+    """What the interception of Triton's ``run`` hands a launch to (``launch``); a
+    launch runs through ``_run``, and the runs inside it (an autotuner's benchmark
+    and chosen config, a heuristics' inner kernel) are parts of it."""
+
+    __slots__ = ("inside",)
+
+    def _run(self, kernel, original, args, kwargs):
+        self.inside = True
+        try:
+            return original(kernel, *args, **kwargs)
+        finally:
+            self.inside = False
+
+
+class Replay(RunsLaunches):
     """The recorder of a call replayed from `plan` (the interception calls
     ``launch`` as it calls _launcher.Recorder's): checks each launch against the
     plan, launches it, keeps what the node needs (the walk, each launch's
     arguments by walk index)."""
 
-    __slots__ = ("plan", "walker", "inside", "launches", "launch_args", "versions",
-                 "make_launch")
+    __slots__ = ("plan", "walker", "launches", "launch_args", "versions", "make_launch")
 
     def __init__(self, plan: LauncherPlan, walker: Walker, make_launch):
         self.plan, self.walker = plan, walker
@@ -349,13 +363,6 @@ class Replay:
             return self._run(kernel, original, args, kwargs)
         _launch_plan._run(compiled.kernel, compiled.grid, values)
         return compiled.kernel
-
-    def _run(self, kernel, original, args, kwargs):
-        self.inside = True
-        try:
-            return original(kernel, *args, **kwargs)
-        finally:
-            self.inside = False
 
     def check_versions(self) -> None:
         """Diverged where torch wrote into memory a kernel stored (a bumped version)."""
