@@ -1055,7 +1055,7 @@ class _Plan:
                     self.storages[s] not in self.stored and getattr(
                         backward_kernel(launch.kernel, self.mode, self.launcher.tune),
                         "tritonad_launch_path", False):
-                buffers[s][0] = "empty"
+                buffers[s][0] = "uninitialized"
         return _BackwardStep(buffers, tuple(upstream), tuple(launches), tuple(results), uses)
 
     def _run_backward(self, step, tensors, grads, collected):
@@ -1068,7 +1068,7 @@ class _Plan:
         for s, (how, size, dtype, device) in step.buffers.items():
             if how == "zeros":
                 buffers[s] = torch.zeros(size, dtype=dtype, device=device)
-            elif how == "empty":
+            elif how in ("empty", "uninitialized"):
                 buffers[s] = torch.empty(size, dtype=dtype, device=device)
             else:  # (the upstream gradient itself: no launch writes its buffer)
                 buffers[s] = grads[how]
@@ -1085,9 +1085,9 @@ class _Plan:
         for position, view, how in step.upstream:
             view_of(view).copy_(grads[position]) if how == "copy" else \
                 view_of(view).add_(grads[position])
+        # (a replayed step's launch plans fill its uninitialized buffers themselves)
         garbage = [view_of(used[0][3]) for s, used in step.uses.items()
-                   if step.buffers[s][0] == "empty"] if collected is not None or \
-            not step.replayed else []
+                   if step.buffers[s][0] == "uninitialized"] if not step.replayed else []
         with _uninitialized(garbage):
             for i, shadows, renamed, launch_plan, device in step.launches:
                 launch = self.launches[i]
@@ -1128,7 +1128,8 @@ class _Plan:
         for s, used in step.uses.items():
             entry, shadow, _, _ = used[0]
             plan = launches[entry][3]
-            if buffers[s][0] == "empty" and (plan is None or not _marks_every(plan, [shadow])):
+            if buffers[s][0] == "uninitialized" and (plan is None or
+                                                     not _marks_every(plan, [shadow])):
                 buffers[s][0] = "zeros"
         upstream = []
         returned = {result[0][0] for result in step.results if result is not None}
@@ -1161,8 +1162,9 @@ class _Plan:
 
 class _BackwardStep:
     """A launcher backward by canonical indices: ``buffers`` {storage index: [how
-    made ("zeros", "empty", or the position of the upstream gradient used as it
-    is), size, dtype, device]}; ``upstream``: (output position, view, "copy" or
+    made ("zeros"; "empty": an upstream gradient is copied into it; "uninitialized":
+    its one launch fills it, _partial.uninitialized; or the position of the upstream
+    gradient used as it is), size, dtype, device]}; ``upstream``: (output position, view, "copy" or
     "add"); ``launches``: (launch index, (shadow, view or None) per shadow, renamed
     parameters, launch plan or None, device); ``results``: (view, dtype) or None
     per input; ``uses``: {storage index: [(launch entry, shadow, parameter, view)]}.
