@@ -1088,7 +1088,7 @@ class _Plan:
         # (a replayed step's launch plans fill its uninitialized buffers themselves)
         garbage = [view_of(used[0][3]) for s, used in step.uses.items()
                    if step.buffers[s][0] == "uninitialized"] if not step.replayed else []
-        with _uninitialized(garbage):
+        with _uninitialized(garbage) if garbage else contextlib.nullcontext():
             for i, shadows, renamed, launch_plan, device in step.launches:
                 launch = self.launches[i]
                 call = {name: tensors[value] if kind == "tensor" else value

@@ -149,9 +149,11 @@ def arguments_key(walker: Walker, arguments: list) -> Optional[tuple]:
 
     tensor = torch.Tensor
     parts = tuple(walker.visit(a) if isinstance(a, tensor) else (type(a), a) for a in arguments)
-    if any(d[8] < 0 for d in walker.described):
-        return None
-    on_gpu = any(d[5].type == "cuda" for d in walker.described)
+    on_gpu = False
+    for described in walker.described:
+        if described[8] < 0:
+            return None
+        on_gpu = on_gpu or described[5].type == "cuda"
     key = (parts, tuple(walker.described), torch.is_grad_enabled(),
            torch.cuda.current_device() if on_gpu else None)
     try:
