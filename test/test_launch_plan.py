@@ -91,6 +91,37 @@ def test_contract_declared_once():
     assert _contract.metadata_key("residuals") == "tritonad_residuals"
 
 
+def test_table_layouts_declared_once():
+    """The tables a derived kernel reads are filled word by word as the core declares
+    them (LaunchContract.h: Regrid.cpp's loads use the declared positions): a word
+    filled on one side only is refused when the table is built."""
+    from tritonad import _C, _contract, _order, _regrid  # noqa: F401  (_order checks its row)
+
+    declared = _C.launch_contract()["tables"]
+    assert set(declared) == {"regrid", "program_order"}
+    assert all(word["meaning"] for table in declared.values()
+               for section, words in table.items() if section != "pointer" for word in words)
+    header = _contract.table_words("regrid", "header")
+    part = _contract.table_words("regrid", "part")
+    assert (_regrid._HEADER, _regrid._PART_HEADER) == (len(header), len(part))
+    assert part[_regrid._PROGRAMS] == "programs" and header[_regrid._MAIN] == "main_programs"
+    words = {name: i for i, name in enumerate(part)}
+    assert _contract.filled("regrid", "part", words) == list(range(len(part)))
+    with pytest.raises(RuntimeError, match="disagree on its layout"):
+        _contract.filled("regrid", "part", {**words, "extra_at": 0})
+    missing = dict(words)
+    missing.pop("counts_at")
+    with pytest.raises(RuntimeError, match="counts_at"):
+        _contract.filled("regrid", "part", missing)
+    assert _contract.table_dtype("regrid") == "int64"
+    assert _contract.table_words("program_order", "row") == ("program",)
+    assert _regrid.describe(torch.tensor(_contract.filled("regrid", "header", dict(
+        main_programs=0, grid_x=1, grid_y=1, grid_z=1, parts=1, slots_at=0)) +
+        _contract.filled("regrid", "part", {**words, "programs": 6, "affine": 1}))) == [
+        dict(programs=6, groups=words["groups"], trips=words["trips"], affine=True,
+             plain=bool(words["plain"]))]
+
+
 _NO_CYCLE = """
 import gc, json, weakref
 import torch
