@@ -20,8 +20,9 @@ from typing import Dict, Sequence
 from tritonad import _contract, _coverage
 
 METADATA = _contract.metadata_key("program_order")
-# (the table: a word per launched program, LaunchContract.h kProgramOrder)
-_contract.filled("program_order", "row", {"program": 0})  # (its one word, or ImportError-like failure)
+# The table: a word per launched program (LaunchContract.h, kProgramOrder); this
+# fails at import where the core reads another row.
+_contract.filled("program_order", "row", {"program": 0})
 # Beyond this many programs the work is not evaluated: the launch keeps the
 # grid's order (the host's evaluation and sort are linear-ish in the programs).
 PROGRAM_LIMIT = 1 << 22
