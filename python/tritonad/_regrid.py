@@ -49,6 +49,7 @@ _PART_WORDS = _contract.table_words("regrid", "part")
 _HEADER, _PART_HEADER = len(_HEADER_WORDS), len(_PART_WORDS)
 _MAIN, _PARTS = _HEADER_WORDS.index("main_programs"), _HEADER_WORDS.index("parts")
 _PROGRAMS = _PART_WORDS.index("programs")
+_METADATA = _contract.metadata_key("regrid")
 _CACHE: Dict[tuple, tuple] = {}
 _CACHE_LIMIT = 256
 
@@ -73,7 +74,7 @@ def _ungroupable(part, error) -> RuntimeError:
 
 def record_of(kernel) -> Optional[dict]:
     """The compiled kernel's re-parallelization record, or None."""
-    recorded = getattr(getattr(kernel, "metadata", None), "tritonad_regrid", None) or {}
+    recorded = getattr(getattr(kernel, "metadata", None), _METADATA, None) or {}
     for record in recorded.values():
         if record:
             return record
