@@ -688,9 +688,12 @@ def test_a_refused_call_is_refused_each_time(interpreted):
             h(torch.randn(40, requires_grad=True), torch.randn(40, requires_grad=True))
 
 
-def test_a_launcher_computing_a_loaded_tensor_is_not_planned(interpreted):
-    """A kernel loading memory that neither an argument nor an earlier launch gave
-    (here torch.ones made in the launcher): no plan, the full path each call."""
+def test_a_tensor_made_in_the_launcher_leaves_the_plan(interpreted, monkeypatch):
+    """A kernel loading memory that neither an argument nor an earlier launch gave,
+    made anew by each call (here torch.ones): replays find another tensor there and
+    run the call again on the full path; after two, that key is decided each time."""
+    full = _full_path_calls(monkeypatch)
+
     def with_constant(x):
         w = torch.ones_like(x)
         y = torch.empty_like(x)
@@ -698,11 +701,35 @@ def test_a_launcher_computing_a_loaded_tensor_is_not_planned(interpreted):
         return y
 
     f = tritonad.autograd(with_constant)
-    for _ in range(2):
+    for _ in range(4):
         x = torch.randn(70, requires_grad=True)
         f(x).backward(torch.ones(70))
         torch.testing.assert_close(x.grad, torch.ones(70))
-    assert not f.tritonad_launcher.plans
+    assert len(full) == 4 and list(f.tritonad_launcher.plans.values()) == [None]
+
+
+def test_a_closed_over_buffer_view_is_replayed(interpreted, monkeypatch):
+    """A view the launcher takes each call of a buffer it closes over (a cache, no
+    gradient): replays check the view's base is that very buffer."""
+    full = _full_path_calls(monkeypatch)
+    cache = {"w": torch.randn(100)}
+
+    def scaled(x):
+        y = torch.empty_like(x)
+        mul_kernel[(3,)](x, cache["w"][:70], y, x.numel(), BLOCK=32)
+        return y
+
+    f = tritonad.autograd(scaled)
+    for _ in range(3):
+        x = torch.randn(70, requires_grad=True)
+        f(x).backward(torch.ones(70))
+        torch.testing.assert_close(x.grad, cache["w"][:70])
+    assert len(full) == 1
+    cache["w"] = torch.randn(100)
+    x = torch.randn(70, requires_grad=True)
+    f(x).backward(torch.ones(70))
+    torch.testing.assert_close(x.grad, cache["w"][:70])
+    assert len(full) == 2
 
 
 # ---------------------------------------------------------------------------

@@ -16,11 +16,12 @@ Python with a cheaper recorder (Replay) that
   - does not watch torch ops: what the watch refuses cannot happen unseen in a call
     that matches the plan. A tensor torch computes from a kernel's output is new
     memory, so a kernel loading it or the launcher returning it would leave the
-    plan (a plan is only made where every floating-point tensor a kernel loads or
-    the launcher returns lives in an argument's memory or in memory an earlier
-    launch stored, or is a parameter the launcher closes over, which a replay
-    checks it gets again). A torch op writing in place into what a kernel stored
-    bumps the tensor's version counter, which the replay compares;
+    plan (a floating-point tensor a kernel loads that lives neither in an
+    argument's memory nor in memory an earlier launch stored, a parameter or
+    buffer the launcher closes over, must be that very tensor, or a view of that
+    very base, again; the launcher may not return one). A torch op writing in
+    place into what a kernel stored bumps the tensor's version counter, which the
+    replay compares;
   - takes the call's analysis from the plan (no _Walk, no checks).
 
 Any difference (another launch, argument, grid, result, count of launches, a
@@ -112,7 +113,8 @@ class Walker:
         self.storage_index: Dict[int, int] = {}
         self.described: List[tuple] = []
         self.expected = expected
-        self.pinned: Dict[int, object] = {}  # index -> weak reference to the tensor it must be
+        # index -> (weak reference to the tensor it must be, or be a view of: True)
+        self.pinned: Dict[int, tuple] = {}
 
     def visit(self, t) -> int:
         i = self.index.get(id(t))
@@ -134,7 +136,7 @@ class Walker:
             if i >= len(expected) or expected[i] != described:
                 raise Diverged
             pinned = self.pinned.get(i)
-            if pinned is not None and pinned() is not t:
+            if pinned is not None and pinned[0]() is not (base if pinned[1] else t):
                 raise Diverged
         self.described.append(described)
         return i
@@ -203,7 +205,7 @@ class LauncherPlan:
     def __init__(self, launches, described, pinned, result_part, analysis):
         self.launches: tuple = tuple(launches)
         self.described: tuple = tuple(described)
-        self.pinned = pinned  # {walk index: weak reference}: tensors from outside the call
+        self.pinned = pinned  # {walk index: (weak reference, via base)}: tensors it must get
         self.result_part: tuple = result_part
         self.analysis = analysis
         self.backwards: Dict[tuple, object] = {}
@@ -217,9 +219,11 @@ def make_plan(launches, walk, analysis, roles_of) -> Optional[LauncherPlan]:
 
       - a floating-point tensor a kernel loads (or whose use it cannot tell) that
         lives neither in an argument's memory nor in memory an earlier launch
-        stored (it may be a tensor the launcher computed with torch), unless the
-        launcher takes it from outside the call (a parameter it closes over,
-        or its base: replays check that they get that very tensor);
+        stored is taken as what it was in this call (which the watch saw: not
+        computed from a kernel's output), a tensor from outside the call (a
+        parameter or buffer the launcher closes over) or made by the launcher:
+        replays check that they get that very tensor, or a view of that very
+        base (one made anew each call leaves the plan);
       - a returned floating-point tensor in such memory;
       - a kernel storing into an argument's memory (a call run again would
         store into it twice: atomics would add twice)."""
@@ -251,11 +255,8 @@ def make_plan(launches, walk, analysis, roles_of) -> Optional[LauncherPlan]:
                 return None
             if t.is_floating_point() and t.numel() and ("load" in role or not role) and \
                     memory not in known:
-                base = described[ref][7]
-                outside = base if base >= 0 else ref
-                if not _from_outside(walk.tensors[outside]):
-                    return None
-                pinned[outside] = weakref.ref(walk.tensors[outside])
+                via_base = t._base is not None
+                pinned[ref] = (weakref.ref(t._base if via_base else t), via_base)
                 known.add(memory)
             if "store" in role:
                 stored.append(param)
@@ -277,13 +278,6 @@ def make_plan(launches, walk, analysis, roles_of) -> Optional[LauncherPlan]:
         if t.is_floating_point() and t.numel() and described[ref][0] not in known:
             return None
     return LauncherPlan(records, described, pinned, tuple(walk.result_refs), analysis)
-
-
-def _from_outside(t) -> bool:
-    """Whether t cannot be a tensor the call computed with torch from a kernel's
-    output: a leaf that requires grad (a parameter: torch ops make non-leaves of
-    those)."""
-    return t.requires_grad and t.grad_fn is None
 
 
 class RunsLaunches:
