@@ -107,6 +107,11 @@ class StandIn:
         self.shadows = real.shadows
         self.pointer_roles = real.pointer_roles
 
+    def written_shadows(self):
+        """The shadows the body writes: those of the pointers it loads through (it
+        adds their gradients there; it only reads an output's)."""
+        return {s for p, s in self.shadows.items() if "load" in self.pointer_roles[p]}
+
     def __getitem__(self, grid):
         def launch(**kwargs):
             arguments = dict(kwargs)

@@ -91,6 +91,37 @@ def test_contract_declared_once():
     assert _contract.metadata_key("residuals") == "tritonad_residuals"
 
 
+def test_table_layouts_declared_once():
+    """The tables a derived kernel reads are filled word by word as the core declares
+    them (LaunchContract.h: Regrid.cpp's loads use the declared positions): a word
+    filled on one side only is refused when the table is built."""
+    from tritonad import _C, _contract, _order, _regrid  # noqa: F401  (_order checks its row)
+
+    declared = _C.launch_contract()["tables"]
+    assert set(declared) == {"regrid", "program_order"}
+    assert all(word["meaning"] for table in declared.values()
+               for section, words in table.items() if section != "pointer" for word in words)
+    header = _contract.table_words("regrid", "header")
+    part = _contract.table_words("regrid", "part")
+    assert (_regrid._HEADER, _regrid._PART_HEADER) == (len(header), len(part))
+    assert part[_regrid._PROGRAMS] == "programs" and header[_regrid._MAIN] == "main_programs"
+    words = {name: i for i, name in enumerate(part)}
+    assert _contract.filled("regrid", "part", words) == list(range(len(part)))
+    with pytest.raises(RuntimeError, match="disagree on its layout"):
+        _contract.filled("regrid", "part", {**words, "extra_at": 0})
+    missing = dict(words)
+    missing.pop("counts_at")
+    with pytest.raises(RuntimeError, match="counts_at"):
+        _contract.filled("regrid", "part", missing)
+    assert _contract.table_dtype("regrid") == "int64"
+    assert _contract.table_words("program_order", "row") == ("program",)
+    assert _regrid.describe(torch.tensor(_contract.filled("regrid", "header", dict(
+        main_programs=0, grid_x=1, grid_y=1, grid_z=1, parts=1, slots_at=0)) +
+        _contract.filled("regrid", "part", {**words, "programs": 6, "affine": 1}))) == [
+        dict(programs=6, groups=words["groups"], trips=words["trips"], affine=True,
+             plain=bool(words["plain"]))]
+
+
 _NO_CYCLE = """
 import gc, json, weakref
 import torch
@@ -193,6 +224,21 @@ def _matmul(a, b):
     return c
 
 
+@tritonad.autograd
+def _tanh_launcher(x, w):
+    y = torch.empty_like(x)
+    _scaled_tanh[lambda META: (triton.cdiv(x.numel(), META["BLOCK"]),)](x, w, y, x.numel(),
+                                                                       BLOCK=128)
+    return y
+
+
+@tritonad.autograd
+def _norm_launcher(x, w):
+    y = torch.empty_like(x)
+    _row_loop_norm[(x.shape[0],)](x, w, y, x.stride(0), x.shape[1], BLOCK=64)
+    return y
+
+
 def _rms_like(x, w):
     return x * w / torch.sqrt((x * x).mean(-1, keepdim=True) + 1.0)
 
@@ -211,6 +257,10 @@ CASES = {
     "matmul launcher": (_matmul, lambda a, b: a @ b,
                         [[(100, 90), (90, 72)], [(100, 90), (90, 72)], [(64, 33), (33, 40)]],
                         torch.float16),
+    "elementwise launcher": (_tanh_launcher, lambda x, w: torch.tanh(x) * w,
+                             [[(1000,), (1,)], [(1000,), (1,)], [(777,), (1,)]], None),
+    "row loop launcher": (_norm_launcher, _rms_like,
+                          [[(37, 300), (300,)], [(37, 300), (300,)], [(50, 129), (129,)]], None),
 }
 
 
@@ -322,8 +372,47 @@ def test_call_plan_still_refuses_an_output_sharing_an_input():
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize("case", ["elementwise, shared scalar", "row loop, shared weight",
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("case", ["elementwise launcher", "row loop launcher",
                                   "matmul launcher"])
+def test_launcher_plans_replay_forward_and_backward(case, dtype, monkeypatch):
+    """A decorated launcher's later calls with one layout replay the first one's plan:
+    one full path (watched, analysed) for four calls, the forward launched through its
+    compiled kernel, one backward step whose derived backwards replay their launch
+    plans, gradients matching torch each time; another layout: the full path again."""
+    import tritonad._launcher as launcher_module
+
+    forward, reference, launches, fixed = CASES[case]
+    full = []
+    analysed = launcher_module._analysed
+    monkeypatch.setattr(launcher_module, "_analysed",
+                        lambda *args: full.append(1) or analysed(*args))
+    torch.manual_seed(7)
+
+    def shapes(extra):  # (layouts no other test gives these launchers)
+        return [(s[0] + extra,) + tuple(s[1:]) if i == 0 else s
+                for i, s in enumerate(launches[0])]
+
+    extra = 5 if dtype == torch.float32 else 6
+    for _ in range(4):
+        leaves = _leaves(shapes(extra), fixed or dtype)
+        _check(leaves, forward(*leaves), reference)
+    assert len(full) == 1
+    plans = forward.tritonad_launcher.plans
+    plan = list(plans.values())[-1]
+    assert all(record.compiled is not None for record in plan.launches)
+    (step,) = plan.backwards.values()
+    assert step.replayed and all(entry[3] is not None for entry in step.launches)
+    leaves = _leaves(shapes(extra + 4), fixed or dtype)
+    _check(leaves, forward(*leaves), reference)
+    assert len(full) == 2
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("case", ["elementwise, shared scalar", "row loop, shared weight",
+                                  "matmul launcher", "elementwise launcher",
+                                  "row loop launcher"])
 def test_cuda_graph_capture_and_replay(case):
     """A forward + backward step through tritonad captured in a CUDA graph (warm-up on
     a side stream, as torch's documentation does) and replayed on new input data."""

@@ -478,7 +478,262 @@ def test_errors_of_the_entry_point():
 
 
 # ---------------------------------------------------------------------------
-# GPU: the derived kernels against torch.autograd
+# 4. Replays: later calls of a planned structure (_launcher_plan.py)
+# ---------------------------------------------------------------------------
+
+def _full_path_calls(monkeypatch) -> list:
+    """Counts the calls that take the full path (watched, recorded, analysed)."""
+    calls = []
+    full = launcher_module._analysed
+
+    def counted(*args):
+        calls.append(args[0])
+        return full(*args)
+
+    monkeypatch.setattr(launcher_module, "_analysed", counted)
+    return calls
+
+
+def _step(f, n=70, w_grad=True):
+    x = torch.randn(n, requires_grad=True)
+    w = torch.randn(n, requires_grad=w_grad)
+    y, size = f(x, w)
+    assert size == n and y.grad_fn is not None
+    g = torch.randn(n)
+    kept = g.clone()
+    y.backward(g)
+    torch.testing.assert_close(x.grad, 3.0 * w.detach() * kept)
+    if w_grad:
+        torch.testing.assert_close(w.grad, 3.0 * x.detach() * kept)
+    assert torch.equal(g, kept)  # (an upstream gradient read in place is not written)
+    return x, w
+
+
+def test_later_calls_replay_the_first_ones_plan(interpreted, monkeypatch):
+    """Calls whose arguments have a planned call's layouts replay it: one full path
+    (one analysis) for five calls, one backward decided and then replayed, each
+    call's gradients its own; the upstream gradient is the output's gradient buffer
+    where no backward writes it."""
+    full = _full_path_calls(monkeypatch)
+    f = tritonad.autograd(scale_then_mul)
+    for _ in range(5):
+        _step(f)
+    assert len(full) == 1
+    (plan,) = f.tritonad_launcher.plans.values()
+    (step,) = plan.backwards.values()
+    assert step.replayed
+    in_place = [made for made in step.buffers.values() if isinstance(made[0], int)]
+    assert len(in_place) == 1 and not step.upstream  # (y's buffer: the upstream gradient)
+    assert [name for name, _ in interpreted] == ["mul_kernel", "scale_kernel"] * 5
+    # Another upstream layout (expanded, from .sum()) gets a step of its own.
+    x, w = torch.randn(70, requires_grad=True), torch.randn(70, requires_grad=True)
+    f(x, w)[0].sum().backward()
+    torch.testing.assert_close(x.grad, 3.0 * w.detach())
+    assert len(plan.backwards) == 2 and len(full) == 1
+
+
+def test_calls_that_differ_take_the_full_path(interpreted, monkeypatch):
+    """Another shape, dtype, requires_grad, or memory sharing between arguments, or
+    another scalar argument: the full path, with its own gradients; the first layout
+    again: a replay."""
+    full = _full_path_calls(monkeypatch)
+    f = tritonad.autograd(scale_then_mul)
+    _step(f)
+    _step(f, n=53)
+    _step(f, w_grad=False)
+    x = torch.randn(70, dtype=torch.float64, requires_grad=True)
+    y, _ = f(x, torch.randn(70, dtype=torch.float64))
+    y.backward(torch.ones(70, dtype=torch.float64))
+    assert x.grad.dtype == torch.float64
+    assert len(full) == 4
+    x = torch.randn(70, requires_grad=True)
+    y, _ = f(x, x)                                  # one tensor passed twice
+    y.backward(torch.ones(70))
+    torch.testing.assert_close(x.grad, 6.0 * x.detach())
+    storage = torch.randn(140, requires_grad=True)  # two views of one tensor
+    y, _ = f(storage[:70], storage[70:])
+    y.backward(torch.ones(70))
+    torch.testing.assert_close(storage.grad, 3.0 * torch.cat([storage[70:], storage[:70]]).detach())
+    x, w = torch.randn(70, requires_grad=True), torch.randn(70, requires_grad=True)
+    y, _ = f(x, w, alpha=2.0)                       # another scalar
+    y.backward(torch.ones(70))
+    torch.testing.assert_close(x.grad, 2.0 * w.detach())
+    assert len(full) == 7
+    _step(f)
+    assert len(full) == 7
+
+
+_BEHAVIOUR = {"torch op": False, "in place": False, "extra launch": False}
+
+
+def _changing(x, w):
+    """scale then mul, with what _BEHAVIOUR turns on (what the arguments do not show)."""
+    n = x.numel()
+    h = torch.empty_like(x)
+    scale_kernel[(3,)](x, h, n, 3.0, BLOCK=32)
+    if _BEHAVIOUR["in place"]:
+        h.mul_(2.0)
+    if _BEHAVIOUR["torch op"]:
+        h = h * 2.0
+    y = torch.empty_like(x)
+    mul_kernel[(3,)](h, w, y, n, BLOCK=32)
+    if _BEHAVIOUR["extra launch"]:
+        z = torch.empty_like(y)
+        scale_kernel[(3,)](y, z, n, 0.5, BLOCK=32)
+        y = z
+    return y, n
+
+
+def test_a_call_that_leaves_its_plan_is_refused_as_the_full_path_refuses_it(interpreted,
+                                                                             monkeypatch):
+    """A call with a plan's arguments whose launcher then does something else (a
+    torch op on a kernel's output passed to a kernel, an in-place torch write into
+    one) runs again on the full path, which refuses it as it would have on any
+    call; after two such calls, calls with that key take the full path directly."""
+    full = _full_path_calls(monkeypatch)
+    f = tritonad.autograd(_changing)
+    for _ in range(2):
+        _step(f)
+    assert len(full) == 1
+    x, w = torch.randn(70, requires_grad=True), torch.randn(70, requires_grad=True)
+    try:
+        _BEHAVIOUR["torch op"] = True
+        with pytest.raises(ValueError, match="computed inside the launcher"):
+            f(x, w)
+        _BEHAVIOUR["torch op"], _BEHAVIOUR["in place"] = False, True
+        with pytest.raises(ValueError, match="writes in place into memory that kernel"):
+            f(x, w)
+        assert list(f.tritonad_launcher.plans.values()) == [None]
+        with pytest.raises(ValueError, match="writes in place into memory that kernel"):
+            f(x, w)
+        _BEHAVIOUR["in place"] = False
+        _step(f)
+        assert len(full) == 5
+    finally:
+        for name in _BEHAVIOUR:
+            _BEHAVIOUR[name] = False
+
+
+def test_a_call_with_another_launch_is_differentiated_and_planned_again(interpreted,
+                                                                        monkeypatch):
+    """A launch the plan does not have (state the arguments do not show): the call
+    runs again on the full path and is differentiated; its plan replaces the old."""
+    full = _full_path_calls(monkeypatch)
+    f = tritonad.autograd(_changing)
+    _step(f)
+    try:
+        _BEHAVIOUR["extra launch"] = True
+        for _ in range(3):
+            x, w = torch.randn(70, requires_grad=True), torch.randn(70, requires_grad=True)
+            y, _ = f(x, w)
+            y.backward(torch.ones(70))
+            torch.testing.assert_close(x.grad, 1.5 * w.detach())
+        assert len(full) == 2
+        assert [plan.strikes for plan in f.tritonad_launcher.plans.values()] == [1]
+    finally:
+        _BEHAVIOUR["extra launch"] = False
+
+
+def test_a_closed_over_parameter_is_replayed_while_it_is_the_same_tensor(interpreted,
+                                                                       monkeypatch):
+    """A parameter the launcher closes over (no argument of it) is loaded by a
+    kernel: replays check they get that very tensor; another one of the same
+    layout takes the full path."""
+    full = _full_path_calls(monkeypatch)
+    weights = {"w": torch.randn(70, requires_grad=True)}
+
+    def scaled(x):
+        y = torch.empty_like(x)
+        mul_kernel[(3,)](x, weights["w"], y, x.numel(), BLOCK=32)
+        return y
+
+    f = tritonad.autograd(scaled)
+    for _ in range(3):
+        x = torch.randn(70, requires_grad=True)
+        f(x).backward(torch.ones(70))
+        torch.testing.assert_close(x.grad, weights["w"].detach())
+    assert len(full) == 1
+    weights["w"] = torch.randn(70, requires_grad=True)
+    x = torch.randn(70, requires_grad=True)
+    f(x).backward(torch.ones(70))
+    torch.testing.assert_close(x.grad, weights["w"].detach())
+    assert weights["w"].grad is not None and len(full) == 2
+
+
+def test_a_launcher_storing_into_an_argument_is_not_planned(interpreted):
+    """Calls a replay would run again store into memory the caller passed (an
+    atomic would add twice): such launchers take the full path each call."""
+    def into(x, out):
+        scale_kernel[(3,)](x, out, x.numel(), 2.0, BLOCK=32)
+        return out
+
+    f = tritonad.autograd(into)
+    for _ in range(2):
+        x = torch.randn(70, requires_grad=True)
+        f(x, torch.empty(70)).backward(torch.ones(70))
+        torch.testing.assert_close(x.grad, torch.full((70,), 2.0))
+    assert not f.tritonad_launcher.plans
+
+
+def test_a_refused_call_is_refused_each_time(interpreted):
+    def into_second(x, w):
+        scale_kernel[(2,)](x, w, 40, 2.0, BLOCK=32)
+        return w
+
+    h = tritonad.autograd(into_second)
+    for _ in range(2):
+        h(torch.randn(40, requires_grad=True), torch.empty(40))
+    for _ in range(2):
+        with pytest.raises(ValueError, match="which requires grad"):
+            h(torch.randn(40, requires_grad=True), torch.randn(40, requires_grad=True))
+
+
+def test_a_tensor_made_in_the_launcher_leaves_the_plan(interpreted, monkeypatch):
+    """A kernel loading memory that neither an argument nor an earlier launch gave,
+    made anew by each call (here torch.ones): replays find another tensor there and
+    run the call again on the full path; after two, that key is decided each time."""
+    full = _full_path_calls(monkeypatch)
+
+    def with_constant(x):
+        w = torch.ones_like(x)
+        y = torch.empty_like(x)
+        mul_kernel[(3,)](x, w, y, x.numel(), BLOCK=32)
+        return y
+
+    f = tritonad.autograd(with_constant)
+    for _ in range(4):
+        x = torch.randn(70, requires_grad=True)
+        f(x).backward(torch.ones(70))
+        torch.testing.assert_close(x.grad, torch.ones(70))
+    assert len(full) == 4 and list(f.tritonad_launcher.plans.values()) == [None]
+
+
+def test_a_closed_over_buffer_view_is_replayed(interpreted, monkeypatch):
+    """A view the launcher takes each call of a buffer it closes over (a cache, no
+    gradient): replays check the view's base is that very buffer."""
+    full = _full_path_calls(monkeypatch)
+    cache = {"w": torch.randn(100)}
+
+    def scaled(x):
+        y = torch.empty_like(x)
+        mul_kernel[(3,)](x, cache["w"][:70], y, x.numel(), BLOCK=32)
+        return y
+
+    f = tritonad.autograd(scaled)
+    for _ in range(3):
+        x = torch.randn(70, requires_grad=True)
+        f(x).backward(torch.ones(70))
+        torch.testing.assert_close(x.grad, cache["w"][:70])
+    assert len(full) == 1
+    cache["w"] = torch.randn(100)
+    x = torch.randn(70, requires_grad=True)
+    f(x).backward(torch.ones(70))
+    torch.testing.assert_close(x.grad, cache["w"][:70])
+    assert len(full) == 2
+
+
+# ---------------------------------------------------------------------------
+# 5. GPU: the derived kernels against torch.autograd
 # ---------------------------------------------------------------------------
 
 @pytest.mark.gpu

@@ -21,7 +21,7 @@ LAYERS = [
     # derivation
     ["_kernel_grad", "_grad"],
     # torch integration
-    ["_call_plan", "_torch", "_launcher"],
+    ["_call_plan", "_torch", "_launcher_plan", "_launcher"],
     # torch.compile
     ["_compile"],
     # public API

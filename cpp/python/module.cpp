@@ -313,15 +313,37 @@ PYBIND11_MODULE(_C, m) {
           entry["meaning"] = field.meaning;
           record.append(entry);
         }
+        auto words = [](const auto &table) {
+          py::list listed;
+          for (const TableWord &word : table) {
+            py::dict entry;
+            entry["name"] = word.name;
+            entry["meaning"] = word.meaning;
+            listed.append(entry);
+          }
+          return listed;
+        };
+        py::dict regrid, order, tables;
+        regrid["pointer"] = kRegrid;
+        regrid["header"] = words(kRegridHeader);
+        regrid["part"] = words(kRegridPart);
+        order["pointer"] = kRegrid;
+        order["row"] = words(kProgramOrder);
+        tables["regrid"] = regrid;
+        tables["program_order"] = order;
         py::dict contract;
         contract["hidden"] = hidden;
         contract["backward_record"] = record;
+        contract["tables"] = tables;
         return contract;
       },
       "The launch contract (cpp/include/tritonad/LaunchContract.h): 'hidden', the parameters "
       "a derived kernel takes after its own [{'name', 'type', 'passing', 'filled_by', "
       "'meaning'}], in order; 'backward_record', the fields differentiate_kernel returns "
-      "[{'name', 'metadata': the compiled kernel's metadata key, 'meaning'}].");
+      "[{'name', 'metadata': the compiled kernel's metadata key, 'meaning'}]; 'tables', the "
+      "tables a derived kernel reads from a hidden pointer, by name: {'pointer', then each "
+      "section's words in order [{'name', 'meaning'}]: 'header' and 'part' (a part header per "
+      "part) of 'regrid', 'row' (a row per launched program) of 'program_order'}.");
 
   m.def(
       "augment_forward",

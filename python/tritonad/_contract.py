@@ -1,12 +1,14 @@
 """The launch contract as the core declares it (cpp/include/tritonad/LaunchContract.h,
 exported as ``_C.launch_contract()``): the hidden parameters a derived kernel takes
-after its own, and the fields of the record a derivation returns with the metadata
-key each is kept under. The launch path reads names from here; a name used here
-that the core does not declare fails at import."""
+after its own, the fields of the record a derivation returns with the metadata
+key each is kept under, and the tables a derived kernel reads (their words, in
+order). The launch path reads names from here; a name used here that the core
+does not declare fails at import, and a table filled with other words than the
+core reads fails when it is built (``filled``)."""
 
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Dict, List, Tuple
 
 from tritonad import _C
 
@@ -18,6 +20,42 @@ HIDDEN_TYPES: Dict[str, str] = {p["name"]: p["type"] for p in HIDDEN}
 # (field, metadata key of the compiled kernel, "" where it is not kept there)
 BACKWARD_RECORD: Tuple[Tuple[str, str], ...] = tuple(
     (f["name"], f["metadata"]) for f in _DECLARED["backward_record"])
+
+
+# {table: {"pointer": the hidden parameter that passes it, section: its words in order}}
+TABLES: Dict[str, Dict[str, object]] = {
+    name: {section: value if section == "pointer" else tuple(w["name"] for w in value)
+           for section, value in table.items()}
+    for name, table in _DECLARED.get("tables", {}).items()}
+
+
+def table_words(table: str, section: str) -> Tuple[str, ...]:
+    """The words of a section of a table the core reads, in order."""
+    try:
+        return TABLES[table][section]
+    except KeyError:
+        raise ImportError(f"tritonad: the compiled core does not declare the {section!r} words "
+                          f"of the table {table!r} (declared: {sorted(TABLES)}); the Python "
+                          "package and tritonad._C are from different builds") from None
+
+
+def table_dtype(table: str) -> str:
+    """The torch dtype name of a table's words (its pointer's element type)."""
+    element = HIDDEN_TYPES[TABLES[table]["pointer"]].lstrip("*")
+    return {"i64": "int64", "i32": "int32"}[element]
+
+
+def filled(table: str, section: str, words: Dict[str, int]) -> List[int]:
+    """A section of a table, its words in the order the core reads them: `words`
+    names every declared word and no other (a word added on one side only fails
+    here, naming both lists)."""
+    declared = table_words(table, section)
+    if set(words) != set(declared):
+        raise RuntimeError(
+            f"tritonad: the {section} of the {table} table is filled with the words "
+            f"{sorted(words)}, the core reads {list(declared)} (LaunchContract.h): the "
+            "Python package and tritonad._C disagree on its layout")
+    return [words[w] for w in declared]
 
 
 def declared(name: str) -> str:

@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Tuple
 
 from triton.runtime.jit import JITFunction
 
-from tritonad import _masks, _order
+from tritonad import _contract, _masks, _order
 from tritonad._twin import is_interpreted, jit_twin  # noqa: F401
 
 # Deriving swaps triton.language members, module globals and closure cells
@@ -355,7 +355,7 @@ class InterpretedBackward(_StandsForPlaceholder):
         params = [p for p in inspect.signature(kernel.fn).parameters]
         recorded = {key: {name: value for name, value in metadata.get(key, {}).items()
                           if _BWD_MARKER in name}
-                    for key in ("tritonad_tapes", "tritonad_regrid", "tritonad_requirements",
+                    for key in (*map(_contract.metadata_key, ("tapes", "regrid", "requirements")),
                                 _masks.METADATA, _order.METADATA)}
         return kernel, params, recorded
 

@@ -238,12 +238,12 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     bwd.launch_signature = tuple(order)  # (JITFunction.signature is Triton's own)
     bwd.pointer_roles = {p: frozenset(roles[p]) for p in pointer_list}
     bwd.derived_ir = _Described(bwd, spec.derived, "tritonad_derived", "derived_ir")
-    bwd.schedule = _Described(bwd, spec.schedules, "tritonad_schedule", "schedule",
+    bwd.schedule = _Described(bwd, spec.schedules, _contract.metadata_key("schedule"), "schedule",
                               Schedule.from_records)
-    bwd.written_shadows = lambda: _recorded(spec.written, bwd, "tritonad_written")
-    bwd.partial_shadows = lambda: _recorded(spec.partial, bwd, "tritonad_partial")
-    bwd.coverage = lambda: _recorded(spec.coverage, bwd, "tritonad_coverage")
-    bwd.tapes = lambda: _recorded(spec.tapes, bwd, "tritonad_tapes")
+    bwd.written_shadows = lambda: _recorded(spec.written, bwd, _contract.metadata_key("written"))
+    bwd.partial_shadows = lambda: _recorded(spec.partial, bwd, _contract.metadata_key("partial"))
+    bwd.coverage = lambda: _recorded(spec.coverage, bwd, _contract.metadata_key("coverage"))
+    bwd.tapes = lambda: _recorded(spec.tapes, bwd, _contract.metadata_key("tapes"))
     bwd.accumulate = accumulate
     bwd.tape = tape
     bwd.tune = tune

@@ -24,12 +24,14 @@ import inspect
 import threading
 from typing import Any, Dict, List, Optional, Sequence
 
-from tritonad import _launch_plan, _owners
+from tritonad import _call_plan, _launch_plan, _launcher_plan, _owners
 from tritonad._owners import name_of
 from tritonad._kernel_grad import inner_arguments, renamed_parameters, unwrap
 from tritonad._memory import _extent, storage_id, views_overlap  # noqa: F401
+from tritonad._partial import _on_device
+from tritonad._partial import uninitialized as _uninitialized
 from tritonad._source import function_def, param_names
-from tritonad._torch import overlaps
+from tritonad._torch import _marks_every, _no_marks, overlaps
 
 _LAUNCHER_OPTIONS = ("mode", "tune")
 
@@ -166,6 +168,8 @@ class DifferentiableLauncher:
         self.tritonad_name = _owners.unique_name(fn)
         # (analyses of earlier calls by their structure: _Plan.of)
         self.analyses: Dict[tuple, "_Analysis"] = {}
+        # (plans of calls replayed by their arguments: _launcher_plan)
+        self.plans: Dict[tuple, "_launcher_plan.LauncherPlan"] = {}
         try:
             self._signature = inspect.signature(fn)
         except (TypeError, ValueError):
@@ -207,8 +211,10 @@ _RECORDER = _launch_plan.LAUNCHER_RECORDER
 _PATCH_LOCK = threading.Lock()
 _PATCH_USERS = 0
 _PATCHED: Dict[type, Any] = {}
+_INTERCEPTORS: Dict[Any, Any] = {}  # a class's own run -> its wrapper (made once)
 
 
+@functools.lru_cache(maxsize=None)
 def _kernel_classes():
     from triton.runtime.autotuner import Autotuner, Heuristics
     from triton.runtime.jit import JITFunction
@@ -237,25 +243,37 @@ def _intercepting():
     """Wraps the kernel classes' ``run`` while at least one recording is active
     (in any thread); the wrapper only records for the context whose recorder is
     set, so a launch elsewhere passes straight through."""
+    _start_intercepting()
+    try:
+        yield
+    finally:
+        _stop_intercepting()
+
+
+def _start_intercepting() -> None:
     global _PATCH_USERS
     with _PATCH_LOCK:
         if _PATCH_USERS == 0:
             for cls in _kernel_classes():
                 original = cls.__dict__["run"]
                 _PATCHED[cls] = original
-                cls.run = _make_interceptor(original)
+                wrapper = _INTERCEPTORS.get(original)
+                if wrapper is None:
+                    wrapper = _INTERCEPTORS[original] = _make_interceptor(original)
+                cls.run = wrapper
         _PATCH_USERS += 1
-    try:
-        yield
-    finally:
-        with _PATCH_LOCK:
-            _PATCH_USERS -= 1
-            if _PATCH_USERS == 0:
-                for cls, original in _PATCHED.items():
-                    # (if someone patched over ours since, theirs stays; ours passes through)
-                    if getattr(cls.__dict__.get("run"), "_tritonad_original", None) is original:
-                        cls.run = original
-                _PATCHED.clear()
+
+
+def _stop_intercepting() -> None:
+    global _PATCH_USERS
+    with _PATCH_LOCK:
+        _PATCH_USERS -= 1
+        if _PATCH_USERS == 0:
+            for cls, original in _PATCHED.items():
+                # (if someone patched over ours since, theirs stays; ours passes through)
+                if getattr(cls.__dict__.get("run"), "_tritonad_original", None) is original:
+                    cls.run = original
+            _PATCHED.clear()
 
 
 def intercepting_now() -> bool:
@@ -287,12 +305,24 @@ class Launch:
         self.kernel, self.fn, self.grid = kernel, fn, grid
         self.bound, self.options, self.index = bound, options, index
         self.name = fn.__name__
+        self.compiled = None  # (what Triton's run returned: the compiled kernel)
+
+    @classmethod
+    def replayed(cls, record, grid, index) -> "Launch":
+        """A launch of a replayed call (_launcher_plan.Replay): its plan's record,
+        this call's grid."""
+        launch = cls.__new__(cls)
+        launch.kernel, launch.fn, launch.grid, launch.name = (record.kernel, record.fn, grid,
+                                                              record.name)
+        launch.bound, launch.options, launch.index = None, record.options, index
+        launch.compiled = None
+        return launch
 
     def describe(self) -> str:
         return f"{self.name} (launch {self.index + 1})"
 
 
-class Recorder:
+class Recorder(_launcher_plan.RunsLaunches):
     """Collects the launches made in one context. ``fake``: tensors are fake
     (torch.compile's tracing): launches are recorded, never executed, whatever
     the grad mode."""
@@ -315,16 +345,8 @@ class Recorder:
             self.watch.stored(record)
         if self.fake:
             return None
-        return self._run(kernel, original, args, kwargs)
-
-    def _run(self, kernel, original, args, kwargs):
-        # (inner runs: an autotuner's benchmark and chosen config, a heuristics'
-        # inner kernel, are parts of this launch)
-        self.inside = True
-        try:
-            return original(kernel, *args, **kwargs)
-        finally:
-            self.inside = False
+        record.compiled = self._run(kernel, original, args, kwargs)
+        return record.compiled
 
 
 @contextlib.contextmanager
@@ -508,7 +530,29 @@ def _caller_line() -> str:
 
 def run_differentiable(launcher, args, kwargs):
     """Runs the launcher, recording its launches, and joins its outputs to
-    torch's autograd graph through one node."""
+    torch's autograd graph through one node. A call whose arguments have the key
+    of a plan (_launcher_plan) replays it, and runs again here if it leaves it."""
+    arguments = _launcher_plan.leaves((args, kwargs))
+    walker = _launcher_plan.Walker()
+    key = _launcher_plan.arguments_key(walker, arguments)
+    plan = launcher.plans.get(key) if key is not None else None
+    strikes = 0
+    if plan is not None:
+        try:
+            return _replayed(launcher, plan, walker, args, kwargs)
+        except _launcher_plan.Diverged:
+            plan.strikes += 1
+            strikes = plan.strikes
+            if strikes >= _launcher_plan.STRIKES:  # (decided each time from now on)
+                launcher.plans[key] = None
+            walker = _launcher_plan.Walker()
+            key = _launcher_plan.arguments_key(walker, arguments)
+    return _analysed(launcher, walker, key, arguments, args, kwargs, strikes)
+
+
+def _analysed(launcher, walker, key, arguments, args, kwargs, strikes=0):
+    """The full path: the launcher runs watched, its launches are recorded and the
+    call analysed (or its analysis taken from a call of the same structure)."""
     import torch
 
     label = repr(launcher)
@@ -526,11 +570,48 @@ def run_differentiable(launcher, args, kwargs):
         raise ValueError(f"{label}: {watch.violations[0]}: tritonad differentiates the "
                          "kernels of a launcher, not torch ops between them. Do this outside "
                          "the launcher, or inside a kernel")
-    plan = _Plan.of(launcher, recorder.launches, args, kwargs, result, watch)
+    walk = _Walk(walker, arguments, recorder.launches, (args, kwargs), result)
+    plan = _Plan.of(launcher, recorder.launches, walk, result, watch)
+    if key is not None and plan.analysis is not None and \
+            launcher.plans.get(key, True) is not None:
+        made = _launcher_plan.make_plan(
+            recorder.launches, walk, plan.analysis,
+            lambda launch: backward_kernel(launch.kernel, launcher.mode).pointer_roles)
+        if made is not None:
+            made.strikes = strikes
+            _launch_plan.keep_newest(launcher.plans, key, made, _launcher_plan.PLAN_LIMIT)
+            plan.replay = made
+    _forget_arguments(recorder.launches)
     if plan.inputs and plan.outputs:
         _LauncherFunction.apply(plan, *plan.inputs)
     plan.release()
     return result  # (the output tensors themselves now carry the grad_fn)
+
+
+def _replayed(launcher, launcher_plan, walker, args, kwargs):
+    """A call replayed from `launcher_plan` (raises _launcher_plan.Diverged where it
+    leaves the plan)."""
+    replay = _launcher_plan.Replay(launcher_plan, walker, Launch.replayed)
+    _start_intercepting()
+    token = _RECORDER.set(replay)
+    try:
+        result = launcher.fn(*args, **kwargs)
+    except RuntimeError as error:
+        # (one the watch would have named: a torch op with out= on the full path)
+        if "out=" in str(error):
+            raise _launcher_plan.Diverged from error
+        raise
+    finally:
+        _RECORDER.reset(token)
+        _stop_intercepting()
+    replay.finish(result)
+    plan = _Plan._bound(launcher, replay.launches, walker.tensors, walker.storages,
+                        replay.launch_args, launcher_plan.analysis)
+    plan.replay = launcher_plan
+    if plan.inputs and plan.outputs:
+        _LauncherFunction.apply(plan, *plan.inputs)
+    plan.release()
+    return result
 
 
 _ANALYSES_LIMIT = 64  # per launcher
@@ -541,6 +622,7 @@ def _forget_arguments(launches) -> None:
     reference cycle through the launches)."""
     for launch in launches:
         launch.bound = None
+        launch.compiled = None
 
 
 class _Analysis:
@@ -557,57 +639,37 @@ class _Analysis:
 class _Walk:
     """The tensors of a launcher call in a fixed order (arguments, each launch's
     arguments, the result; a view's base where it requires grad, before the
-    view), each once, with the storages they address; and the key of everything
-    the call's analysis depends on (None where an argument is not hashable): per
-    tensor its storage (by order of first use), offset, shape, strides, dtype,
-    device, requires_grad and base; per launch the kernel and each argument (a
-    tensor by its index, anything else by value)."""
+    view), each once, with the storages they address (_launcher_plan.Walker);
+    and the key of everything the call's analysis depends on (None where an
+    argument is not hashable): per tensor its storage (by order of first use),
+    offset, shape, strides, dtype, device, requires_grad, base and alignment; per
+    launch the kernel and each argument (a tensor by its index, anything else by
+    value). `walker` has visited the arguments (`arguments`: their leaves)."""
 
-    __slots__ = ("index", "tensors", "storages", "arguments", "arg_tensors", "result_tensors",
-                 "launch_args", "key")
+    __slots__ = ("index", "tensors", "storages", "described", "arguments", "arg_tensors",
+                 "argument_refs", "result_tensors", "result_refs", "launch_args", "key")
 
-    def __init__(self, launches, args, kwargs, result):
+    def __init__(self, walker, arguments, launches, call, result):
         import torch
-        from torch.utils._pytree import tree_leaves
 
         tensor = torch.Tensor
-        self.index: Dict[int, int] = {}
-        self.tensors: List[Any] = []
-        self.storages: List[int] = []
-        storage_index: Dict[int, int] = {}
-        described: List[tuple] = []
-
-        def visit(t) -> int:
-            i = self.index.get(id(t))
-            if i is not None:
-                return i
-            base = t._base
-            b = visit(base) if base is not None and base.requires_grad else -1
-            i = self.index[id(t)] = len(self.tensors)
-            self.tensors.append(t)
-            sid = storage_id(t)
-            s = storage_index.get(sid)
-            if s is None:
-                s = storage_index[sid] = len(self.storages)
-                self.storages.append(sid)
-            described.append((s, t.storage_offset(), t.shape, t.stride(), t.dtype, t.device,
-                              t.requires_grad, b))
-            return i
-
-        self.arguments = (args, kwargs)
-        self.arg_tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, tensor)]
-        self.result_tensors = [t for t in tree_leaves(result) if isinstance(t, tensor)]
-        parts: List[object] = [tuple(visit(t) for t in self.arg_tensors)]
+        visit = walker.visit
+        self.index, self.tensors, self.storages = walker.index, walker.tensors, walker.storages
+        self.described = walker.described
+        self.arguments = call
+        self.arg_tensors = [t for t in arguments if isinstance(t, tensor)]
+        self.argument_refs = tuple(visit(t) for t in self.arg_tensors)
+        parts: List[object] = [self.argument_refs]
         self.launch_args = []
         for launch in launches:
-            arguments = {n: ("tensor", visit(v)) if isinstance(v, tensor) else ("value", v)
-                         for n, v in launch.bound.items()}
-            self.launch_args.append(arguments)
-            parts.append((launch.kernel, tuple((n, kind, type(v), v)
-                                               for n, (kind, v) in arguments.items())))
-        parts.append(tuple(visit(t) for t in self.result_tensors))
-        del visit  # (it refers to itself: a cycle that would hold the tensors until collected)
-        parts.append(tuple(described))
+            launch_arguments = {n: ("tensor", visit(v)) if isinstance(v, tensor)
+                                else ("value", v) for n, v in launch.bound.items()}
+            self.launch_args.append(launch_arguments)
+            parts.append(_launcher_plan.launch_part(launch.kernel, launch_arguments))
+        self.result_tensors = _launcher_plan.tensor_leaves(result)
+        self.result_refs = tuple(visit(t) for t in self.result_tensors)
+        parts.append(self.result_refs)
+        parts.append(tuple(walker.described))
         key = tuple(parts)
         try:
             hash(key)
@@ -635,36 +697,39 @@ class _Plan:
     saves them with ``save_for_backward``."""
 
     @classmethod
-    def of(cls, launcher, launches, args, kwargs, result, watch) -> "_Plan":
+    def of(cls, launcher, launches, walk, result, watch) -> "_Plan":
         """The plan of a call: its analysis is taken from an earlier call whose
         recorded launches, arguments and result have the same structure (the
         same kernels; tensors with the same layouts, dtypes, requires_grad and
-        sharing of tensors and storages; the same other arguments), else made."""
-        walk = _Walk(launches, args, kwargs, result)
+        sharing of tensors and storages; the same other arguments), else made.
+        ``analysis``: the analysis by canonical indices (None: not kept, the
+        launcher computed tensors with torch)."""
         analyses = launcher.analyses
-        known = analyses.get(walk.key) if walk.key is not None and not watch.derived else None
+        kept = walk.key is not None and not watch.derived
+        known = analyses.get(walk.key) if kept else None
         if known is not None:
-            return cls._bound(launcher, launches, walk, known)
+            return cls._bound(launcher, launches, walk.tensors, walk.storages,
+                              walk.launch_args, known)
         plan = cls(launcher, launches, walk, result, watch)
-        if walk.key is not None and not watch.derived:
-            _launch_plan.keep_newest(analyses, walk.key, plan._analysis(walk), _ANALYSES_LIMIT)
+        if kept:
+            plan.analysis = plan._analysis(walk)
+            _launch_plan.keep_newest(analyses, walk.key, plan.analysis, _ANALYSES_LIMIT)
         return plan
 
     @classmethod
-    def _bound(cls, launcher, launches, walk, known) -> "_Plan":
+    def _bound(cls, launcher, launches, tensors, storages, launch_args, known) -> "_Plan":
         """A plan with an earlier call's analysis (by canonical indices) bound to
         this call's tensors and storages."""
         plan = cls.__new__(cls)
         plan._describe(launcher, launches, None)
-        tensors, storages = walk.tensors, walk.storages
         plan.input_refs, plan.output_refs = known.input_refs, known.output_refs
         plan.inputs = [tensors[i] for i in known.input_refs]
         plan.outputs = [tensors[i] for i in known.output_refs]
         plan.spans = {storages[s]: span for s, span in known.spans.items()}
         plan.stored = {storages[s] for s in known.stored}
-        plan.tensors = tensors
-        plan.launch_args = walk.launch_args
-        _forget_arguments(launches)
+        plan.tensors, plan.storages = tensors, storages
+        plan.launch_args = launch_args
+        plan.analysis = known
         return plan
 
     def _analysis(self, walk) -> "_Analysis":
@@ -676,6 +741,8 @@ class _Plan:
     def _describe(self, launcher, launches, arguments):
         self.launcher, self.launches, self.mode = launcher, launches, launcher.mode
         self.label = repr(launcher)
+        self.analysis = None
+        self.replay = None  # (the _launcher_plan.LauncherPlan whose backwards it keeps)
         # (for messages only: named when one is written)
         self._arguments, self._arg_names = arguments, None
 
@@ -759,8 +826,7 @@ class _Plan:
         self.input_refs = [walk.index[id(t)] for t in inputs]
         self.output_refs = [walk.index[id(t)] for t in outputs]
         self.stored = stored
-        self.tensors = walk.tensors
-        _forget_arguments(launches)
+        self.tensors, self.storages = walk.tensors, walk.storages
 
     def release(self):
         """After the node took what it needs: no references to tensors remain."""
@@ -885,64 +951,230 @@ class _Plan:
     # -- backward -----------------------------------------------------------
 
     def backward(self, tensors, grads, needs):
+        """The gradients of the inputs: decided (_decide_backward), or replayed as an
+        earlier call with this plan and these upstream layouts decided them."""
+        replay = self.replay
+        if replay is None:
+            return self._run_backward(self._decide_backward(tensors, grads, needs), tensors,
+                                      grads, None)
+        key = _call_plan.upstream_key(needs, grads)
+        step = replay.backwards.get(key)
+        if step is not None:
+            return self._run_backward(step, tensors, grads, None)
+        step = self._decide_backward(tensors, grads, needs)
+        collected: list = []
+        results = self._run_backward(step, tensors, grads, collected)
+        _launch_plan.keep_newest(replay.backwards, key,
+                                 self._replayable(step, tensors, grads, collected),
+                                 _launcher_plan.BACKWARD_LIMIT)
+        return results
+
+    def _decide_backward(self, tensors, grads, needs) -> "_BackwardStep":
+        """Gradient buffers for what the kernels wrote and for the inputs wanted (none
+        for inputs not wanted, constants, integer buffers), each a buffer per storage
+        that the kernels' arguments address as views (by canonical indices: a step
+        serves every call of the plan); the derived backwards to launch, last launch
+        first, with their shadows' views."""
         import torch
 
         wanted = [ref for ref, need in zip(self.input_refs, needs) if need]
         if not wanted:
-            return [None] * len(self.input_refs)
-        # Gradient buffers for what the kernels wrote and for the inputs wanted;
-        # none for inputs not wanted, constants, integer buffers.
+            return _BackwardStep({}, (), (), (None,) * len(self.input_refs), {})
         active = set(self.stored) | {storage_id(tensors[ref]) for ref in wanted}
-        shadows = {}
+        index = {sid: s for s, sid in enumerate(self.storages)}
+        buffers: Dict[int, list] = {}  # storage index -> [how made, size, dtype, device]
 
-        def shadow_of(t, upstream=None):
-            """t's view of its storage's gradient buffer (made on first use: zeros, or
-            `upstream` where that covers the whole buffer)."""
+        def view_of(t):
+            """t's view of its storage's gradient buffer: (storage index, shape,
+            strides, offset in the buffer, whether it is the whole buffer)."""
             sid = storage_id(t)
             span = self.spans.get(sid)
             if span is None or sid not in active or not t.is_floating_point():
                 return None
-            first, size, dtype, device = span
+            first, size, _, _ = span
             whole = t.storage_offset() == first and t.numel() == size and t.is_contiguous()
-            if sid not in shadows:
-                # (f16/bf16 gradients are summed in fp32 across programs and launches,
-                # rounded once when returned)
-                if dtype in (torch.float16, torch.bfloat16):
-                    dtype = torch.float32
-                if whole and upstream is not None:  # (a copy, not zeros and an add)
-                    buffer = torch.empty(size, dtype=dtype, device=device)
-                    buffer.view(t.shape).copy_(upstream)
-                    shadows[sid] = (buffer, first)
-                    return buffer.view(t.shape)
-                shadows[sid] = (torch.zeros(size, dtype=dtype, device=device), first)
-            buffer, first = shadows[sid]
-            view = buffer.view(t.shape) if whole else \
-                buffer.as_strided(t.shape, t.stride(), t.storage_offset() - first)
-            # (whole: not a view of a larger buffer, autograd takes it as the .grad
-            # without a copy)
-            if upstream is not None:
-                view.add_(upstream)
-            return view
+            return (index[sid], tuple(t.shape), tuple(t.stride()), t.storage_offset() - first,
+                    whole)
 
-        for ref, grad in zip(self.output_refs, grads):
-            shadow_of(tensors[ref], grad)
-        for launch, arguments in reversed(list(zip(self.launches, self.launch_args))):
+        def made(view, how="zeros") -> bool:
+            s = view[0]
+            if s in buffers:
+                return False
+            _, size, dtype, device = self.spans[self.storages[s]]
+            # (f16/bf16 gradients are summed in fp32 across programs and launches,
+            # rounded once when returned)
+            if dtype in (torch.float16, torch.bfloat16):
+                dtype = torch.float32
+            buffers[s] = [how, size, dtype, device]
+            return True
+
+        # (the upstream gradient copied where it covers its buffer, not zeros and an add)
+        upstream = []
+        for position, (ref, grad) in enumerate(zip(self.output_refs, grads)):
+            view = view_of(tensors[ref])
+            if view is None:
+                continue
+            whole = view[4] and grad is not None
+            if made(view, "empty" if whole else "zeros") and whole:
+                upstream.append((position, view, "copy"))
+            elif grad is not None:
+                upstream.append((position, view, "add"))
+        launches, uses = [], {}
+        for i in reversed(range(len(self.launches))):
+            launch, arguments = self.launches[i], self.launch_args[i]
             bwd = backward_kernel(launch.kernel, self.mode, self.launcher.tune)
-            call = {name: tensors[value] if kind == "tensor" else value
-                    for name, (kind, value) in arguments.items()}
-            reaches_input = False
+            shadows, reaches_input = [], False
             for param, shadow in bwd.shadows.items():
-                value = call.get(param)
-                view = shadow_of(value) if isinstance(value, torch.Tensor) and value.numel() \
-                    else None
-                call[shadow] = view
+                kind, value = arguments.get(param, ("value", None))
+                view = view_of(tensors[value]) if kind == "tensor" and \
+                    tensors[value].numel() else None
+                shadows.append((shadow, param, view))
                 reaches_input |= view is not None and "load" in bwd.pointer_roles.get(param, ())
-            if reaches_input:  # (else no gradient of this launch is wanted)
-                call = inner_arguments(call, renamed_parameters(param_names(launch.fn)),
-                                       launch.name)
-                bwd[launch.grid](**call, **launch.options)
-        return [_rounded(shadow_of(tensors[ref]), tensors[ref].dtype) if need else None
-                for ref, need in zip(self.input_refs, needs)]
+            if not reaches_input:  # (no gradient of this launch is wanted)
+                continue
+            for shadow, param, view in shadows:
+                if view is not None:
+                    made(view)
+                    uses.setdefault(view[0], []).append((len(launches), shadow, param, view))
+            launches.append((i, tuple((shadow, view) for shadow, _, view in shadows),
+                             renamed_parameters(param_names(launch.fn)), None, None))
+        results = []
+        for ref, need in zip(self.input_refs, needs):
+            view = view_of(tensors[ref]) if need else None
+            if view is not None:
+                made(view)
+            results.append(None if view is None else (view, tensors[ref].dtype))
+        # Uninitialized: a buffer one launch's shadow covers whole, neither stored
+        # by the kernels nor holding an upstream gradient (its launch zero-fills it
+        # unless it stores every element: _partial.uninitialized).
+        with_upstream = {view[0] for _, view, _ in upstream}
+        for s, used in uses.items():
+            entry, shadow, param, view = used[0]
+            launch = self.launches[launches[entry][0]]
+            if len(used) == 1 and view[4] and s not in with_upstream and \
+                    self.storages[s] not in self.stored and getattr(
+                        backward_kernel(launch.kernel, self.mode, self.launcher.tune),
+                        "tritonad_launch_path", False):
+                buffers[s][0] = "uninitialized"
+        return _BackwardStep(buffers, tuple(upstream), tuple(launches), tuple(results), uses)
+
+    def _run_backward(self, step, tensors, grads, collected):
+        """Runs `step`: its buffers, upstream gradients, launches (through the launch
+        plan each recorded, else ``bwd[grid]``; with `collected`, a list, each
+        launch's plans are collected into it), and returns the inputs' gradients."""
+        import torch
+
+        buffers = {}
+        for s, (how, size, dtype, device) in step.buffers.items():
+            if how == "zeros":
+                buffers[s] = torch.zeros(size, dtype=dtype, device=device)
+            elif how in ("empty", "uninitialized"):
+                buffers[s] = torch.empty(size, dtype=dtype, device=device)
+            else:  # (the upstream gradient itself: no launch writes its buffer)
+                buffers[s] = grads[how]
+        views = {}
+
+        def view_of(view):
+            made = views.get(view)
+            if made is None:
+                s, shape, stride, offset, whole = view
+                made = views[view] = buffers[s].view(shape) if whole else \
+                    buffers[s].as_strided(shape, stride, offset)
+            return made
+
+        for position, view, how in step.upstream:
+            view_of(view).copy_(grads[position]) if how == "copy" else \
+                view_of(view).add_(grads[position])
+        # (a replayed step's launch plans fill its uninitialized buffers themselves)
+        garbage = [view_of(used[0][3]) for s, used in step.uses.items()
+                   if step.buffers[s][0] == "uninitialized"] if not step.replayed else []
+        with _uninitialized(garbage) if garbage else contextlib.nullcontext():
+            for i, shadows, renamed, launch_plan, device in step.launches:
+                launch = self.launches[i]
+                call = {name: tensors[value] if kind == "tensor" else value
+                        for name, (kind, value) in self.launch_args[i].items()}
+                for shadow, view in shadows:
+                    call[shadow] = None if view is None else view_of(view)
+                call = inner_arguments(call, renamed, launch.name)
+                if launch_plan is not None:
+                    with _on_device(device):
+                        launch_plan.run(call, _no_marks)
+                    continue
+                bwd = backward_kernel(launch.kernel, self.mode, self.launcher.tune)
+                if collected is None:
+                    bwd[launch.grid](**call, **launch.options)
+                    continue
+                with _launch_plan.collecting_used() as used:
+                    bwd[launch.grid](**call, **launch.options)
+                collected.append((_call_plan.last_plan(used),
+                                  _launch_plan.device_of(call).device))
+        return [None if result is None else _rounded(view_of(result[0]), result[1])
+                for result in step.results]
+
+    def _replayable(self, step, tensors, grads, collected) -> Optional["_BackwardStep"]:
+        """The step later backwards with this key replay: each launch of a plain
+        ``@triton.jit`` kernel through the launch plan it used (`collected`); an
+        uninitialized buffer only where that plan zero-fills or stores it whole; an
+        upstream gradient in place of its buffer's copy where no launch writes that
+        buffer, the gradient is laid out as the buffer and as aligned."""
+        from triton.runtime.jit import JITFunction
+
+        launches = []
+        for (i, shadows, renamed, _, _), (plan, device) in zip(step.launches, collected):
+            if not isinstance(self.launches[i].kernel, JITFunction):
+                plan = None
+            launches.append((i, shadows, renamed, plan, device))
+        buffers = {s: list(made) for s, made in step.buffers.items()}
+        for s, used in step.uses.items():
+            entry, shadow, _, _ = used[0]
+            plan = launches[entry][3]
+            if buffers[s][0] == "uninitialized" and (plan is None or
+                                                     not _marks_every(plan, [shadow])):
+                buffers[s][0] = "zeros"
+        upstream = []
+        returned = {result[0][0] for result in step.results if result is not None}
+        for position, view, how in step.upstream:
+            s, grad = view[0], grads[position]
+            if how == "copy" and s not in returned and \
+                    sum(1 for u in step.upstream if u[1][0] == s) == 1 and \
+                    grad.dtype == buffers[s][2] and grad.is_contiguous() and \
+                    tuple(grad.shape) == view[1] and grad.data_ptr() % 16 == 0 and \
+                    self._only_read(step, launches, s):
+                buffers[s][0] = position
+                continue
+            upstream.append((position, view, how))
+        return _BackwardStep(buffers, tuple(upstream), tuple(launches), step.results,
+                             step.uses, replayed=True)
+
+    def _only_read(self, step, launches, s) -> bool:
+        """Whether no derived backward writes the buffer of storage `s` (each launch
+        takes it whole, for a pointer it only stores through, and its shadow is not
+        among those the compiled backward stores into)."""
+        for entry, shadow, param, view in step.uses.get(s, ()):
+            launch = self.launches[launches[entry][0]]
+            bwd = backward_kernel(launch.kernel, self.mode, self.launcher.tune)
+            written = getattr(bwd, "written_shadows", lambda: None)()
+            if not view[4] or written is None or shadow in written or \
+                    "load" in bwd.pointer_roles.get(param, ()):
+                return False
+        return True
+
+
+class _BackwardStep:
+    """A launcher backward by canonical indices: ``buffers`` {storage index: [how
+    made ("zeros"; "empty": an upstream gradient is copied into it; "uninitialized":
+    its one launch fills it, _partial.uninitialized; or the position of the upstream
+    gradient used as it is), size, dtype, device]}; ``upstream``: (output position, view, "copy" or
+    "add"); ``launches``: (launch index, (shadow, view or None) per shadow, renamed
+    parameters, launch plan or None, device); ``results``: (view, dtype) or None
+    per input; ``uses``: {storage index: [(launch entry, shadow, parameter, view)]}.
+    A view is (storage index, shape, strides, offset, whole)."""
+
+    __slots__ = ("buffers", "upstream", "launches", "results", "uses", "replayed")
+
+    def __init__(self, buffers, upstream, launches, results, uses, replayed=False):
+        self.buffers, self.upstream, self.launches = buffers, upstream, launches
+        self.results, self.uses, self.replayed = results, uses, replayed
 
 
 def _rounded(gradient, dtype):

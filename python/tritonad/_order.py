@@ -20,6 +20,9 @@ from typing import Dict, Sequence
 from tritonad import _contract, _coverage
 
 METADATA = _contract.metadata_key("program_order")
+# The table: a word per launched program (LaunchContract.h, kProgramOrder); this
+# fails at import where the core reads another row.
+_contract.filled("program_order", "row", {"program": 0})
 # Beyond this many programs the work is not evaluated: the launch keeps the
 # grid's order (the host's evaluation and sort are linear-ish in the programs).
 PROGRAM_LIMIT = 1 << 22
@@ -43,6 +46,7 @@ def table(kernel, kwargs, grid: Sequence[int], device):
     work = work_of(kernel)
     if work is None:
         return None
+    word = getattr(torch, _contract.table_dtype("program_order"))
     programs = 1
     for g in list(grid)[:3]:
         programs *= int(g)
@@ -50,8 +54,8 @@ def table(kernel, kwargs, grid: Sequence[int], device):
     def longest_first(each):
         # (the grid's order where the work does not vary or is not determined)
         if each is None or isinstance(each, int):
-            return torch.arange(programs, dtype=torch.int64).to(device)
-        return torch.sort(-each, stable=True).indices.to(device)
+            return torch.arange(programs, dtype=word).to(device)
+        return torch.sort(-each, stable=True).indices.to(word).to(device)
 
     return _coverage.per_program_cached(work, kwargs, grid, _CACHE, _CACHE_LIMIT, PROGRAM_LIMIT,
                                         longest_first, extra_key=(str(device),))

@@ -222,7 +222,8 @@ def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
     kwargs.update(tritonad_workspace=placeholder, tritonad_slot=16,
                   tritonad_programs=programs)
     kernel = _residuals.checked(run, grid, run(grid=grid, warmup=True, **kwargs), kwargs)
-    recorded = getattr(getattr(kernel, "metadata", None), "tritonad_partial", None) or {}
+    recorded = getattr(getattr(kernel, "metadata", None), _contract.metadata_key("partial"),
+                       None) or {}
     partial = [name for names in recorded.values() for name in names]
     if warmup:
         return kernel
@@ -275,7 +276,8 @@ def _check_requirements(kernel, kwargs, grid):
     (deterministic mode writes without atomics where each address belongs to
     one program for some arguments only; a loop's iterations store to
     addresses of their own for some strides only)."""
-    recorded = getattr(getattr(kernel, "metadata", None), "tritonad_requirements", None) or {}
+    recorded = getattr(getattr(kernel, "metadata", None),
+                       _contract.metadata_key("requirements"), None) or {}
     for requirement in (r for requirements in recorded.values() for r in requirements):
         unchecked = ""
         try:
@@ -550,7 +552,8 @@ def _allocate_tape(run, grid, kernel, kwargs, forward_grid, launch_grid, option)
     that fits; where not even one state per program fits (and `option` is not
     True) the loops are replayed: returns the kernel compiled without a tape.
     Returns the kernel to launch."""
-    recorded = getattr(getattr(kernel, "metadata", None), "tritonad_tapes", None) or {}
+    recorded = getattr(getattr(kernel, "metadata", None), _contract.metadata_key("tapes"),
+                       None) or {}
     tapes = [tape for by_name in recorded.values() for tape in by_name]
     if not tapes:
         return kernel
@@ -588,7 +591,8 @@ def _allocate_tape(run, grid, kernel, kwargs, forward_grid, launch_grid, option)
 
 
 def _coverage_of(kernel) -> dict:
-    recorded = getattr(getattr(kernel, "metadata", None), "tritonad_coverage", None) or {}
+    recorded = getattr(getattr(kernel, "metadata", None), _contract.metadata_key("coverage"),
+                       None) or {}
     merged = {}
     for by_shadow in recorded.values():
         merged.update(by_shadow)

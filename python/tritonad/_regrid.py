@@ -15,8 +15,8 @@ checks whether the values each member's contribution takes from its program
 are affine in its index within the group (then the kernel computes them, and
 the loads of its loop are affine in the loop's index, as in a hand-written
 one), and
-passes the grouping to the kernel as ``tritonad_regrid`` (int64; layout in
-cpp/include/tritonad/Coverage.h, ``Regrid``). The launch then has
+passes the grouping to the kernel as ``tritonad_regrid`` (its words declared in
+cpp/include/tritonad/LaunchContract.h, the arrays in Coverage.h, ``Regrid``). The launch then has
 ``mainPrograms + sum(groups * trips)`` programs along axis 0.
 
 Accumulations that share their members (attention's dK and dV: the same head,
@@ -47,9 +47,15 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Sequence, Tuple
 
-from tritonad import _coverage
+from tritonad import _contract, _coverage
 
-_HEADER, _PART_HEADER = 6, 11  # (cpp/lib/AutoDiff/Schedule/Regrid.cpp: kHeader, PartWord)
+# (the table's words as the core reads them: LaunchContract.h, kRegridHeader / kRegridPart)
+_HEADER_WORDS = _contract.table_words("regrid", "header")
+_PART_WORDS = _contract.table_words("regrid", "part")
+_HEADER, _PART_HEADER = len(_HEADER_WORDS), len(_PART_WORDS)
+_MAIN, _PARTS = _HEADER_WORDS.index("main_programs"), _HEADER_WORDS.index("parts")
+_PROGRAMS = _PART_WORDS.index("programs")
+_METADATA = _contract.metadata_key("regrid")
 _CACHE: Dict[tuple, tuple] = {}
 _CACHE_LIMIT = 256
 
@@ -74,7 +80,7 @@ def _ungroupable(part, error) -> RuntimeError:
 
 def record_of(kernel) -> Optional[dict]:
     """The compiled kernel's re-parallelization record, or None."""
-    recorded = getattr(getattr(kernel, "metadata", None), "tritonad_regrid", None) or {}
+    recorded = getattr(getattr(kernel, "metadata", None), _METADATA, None) or {}
     for record in recorded.values():
         if record:
             return record
@@ -323,10 +329,11 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
             best = (affine, slots, summed)
     _, slots, summed = best
 
-    header = [programs if record["main"] else 0, gx, gy, gz, len(parts), 0]
+    header = dict(main_programs=programs if record["main"] else 0, grid_x=gx, grid_y=gy,
+                  grid_z=gz, parts=len(parts), slots_at=0)
     part_headers, arrays, stored = [], [], []
     offset = _HEADER + _PART_HEADER * len(parts)
-    total = header[0]
+    total = header["main_programs"]
 
     def place(array):
         nonlocal offset
@@ -335,7 +342,7 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
         offset += arrays[-1].numel()
         return at
 
-    header[5] = place(slots)
+    header["slots_at"] = place(slots)
     leaders = {}
     for index, part in enumerate(parts):
         leader = part.get("leader", -1)
@@ -347,7 +354,8 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
             if plain and part.get("store_only"):
                 stored.append(part["shadow"])
             # (its header: the leader's, with no programs and its own plain word)
-            part_headers += [0, *headers[1:9], int(plain), headers[10]]
+            part_headers += _contract.filled("regrid", "part",
+                                             {**headers, "programs": 0, "plain": int(plain)})
             continue
         trips_each, trips, unique, inverse = groupings[index]
         members, starts, affine = summed[index]
@@ -368,12 +376,16 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
         plain = _reaches_each_once(part, unique, arguments, grid)
         if plain and part.get("store_only"):
             stored.append(part["shadow"])
-        headers = [programs_of_part, groups, trips, at[0], at[1], at[2],
-                   int(affine is not None), at[3], at[4], int(plain), counts_at]
+        headers = dict(programs=programs_of_part, groups=groups, trips=trips,
+                       members_at=at[0], starts_at=at[1], keys_at=at[2],
+                       affine=int(affine is not None), bases_at=at[3], deltas_at=at[4],
+                       plain=int(plain), counts_at=counts_at)
         leaders[index] = (headers, unique)
-        part_headers += headers
+        part_headers += _contract.filled("regrid", "part", headers)
         total += programs_of_part
-    words = torch.cat([torch.tensor(header + part_headers, dtype=torch.int64), *arrays])
+    words = torch.cat([torch.tensor(_contract.filled("regrid", "header", header) + part_headers,
+                                    dtype=getattr(torch, _contract.table_dtype("regrid"))),
+                       *arrays])
     if total >= 2**31 or offset >= 2**31:
         raise RuntimeError("tritonad: the re-parallelized launch needs more than 2**31 programs")
     return words, total, stored
@@ -412,7 +424,7 @@ def prepare(kernel, kwargs, grid: Sequence[int]):
         words, total, stored = _table(record, kwargs, tuple(int(g) for g in grid))
         if len(_CACHE) >= _CACHE_LIMIT:
             _CACHE.pop(next(iter(_CACHE)))
-        main = int(words[0])  # (read on the host, before the copy)
+        main = int(words[_MAIN])  # (read on the host, before the copy)
         launches = [((main,), words.to(placeholder.device), "main")]
         # A launch per phase: parts adding into a shadow that a part of an
         # earlier phase adds into run after it (their tables give the other
@@ -420,15 +432,16 @@ def prepare(kernel, kwargs, grid: Sequence[int]):
         phases = [int(part.get("phase", 0)) for part in record["parts"]]
         for phase in sorted(set(phases)):
             only = words.clone()
-            only[0] = 0
+            only[_MAIN] = 0
             for index, of in enumerate(phases):
                 if of != phase:
-                    only[_HEADER + _PART_HEADER * index] = 0
-            programs = int(only[_HEADER:_HEADER + _PART_HEADER * len(phases):_PART_HEADER].sum())
+                    only[_HEADER + _PART_HEADER * index + _PROGRAMS] = 0
+            first = _HEADER + _PROGRAMS
+            programs = int(only[first:first + _PART_HEADER * len(phases):_PART_HEADER].sum())
             launches.append(((programs,), only.to(placeholder.device), "parts"))
         cached = _CACHE[key] = (tuple(launches), stored)
     global last_table
-    last_table = cached[0][0][1]  # (the whole table: its first word counts the forward programs)
+    last_table = cached[0][0][1]  # (the whole table: its header counts the forward programs)
     return cached
 
 
@@ -442,7 +455,10 @@ def describe(words) -> list:
     kept the forward's schedule)."""
     if words is None:
         return []
-    words = [int(w) for w in words[:_HEADER + _PART_HEADER * int(words[4])]]
-    return [dict(programs=h[0], groups=h[1], trips=h[2], affine=bool(h[6]), plain=bool(h[9]))
-            for h in (words[_HEADER + _PART_HEADER * i:_HEADER + _PART_HEADER * (i + 1)]
-                      for i in range(words[4]))]
+    parts = int(words[_PARTS])
+    words = [int(w) for w in words[:_HEADER + _PART_HEADER * parts]]
+    headers = (dict(zip(_PART_WORDS, words[_HEADER + _PART_HEADER * i:
+                                           _HEADER + _PART_HEADER * (i + 1)]))
+               for i in range(parts))
+    return [dict(programs=h["programs"], groups=h["groups"], trips=h["trips"],
+                 affine=bool(h["affine"]), plain=bool(h["plain"])) for h in headers]

@@ -35,6 +35,27 @@ def _():
         lambda t: gelu[(1,)](t, torch.empty(7, dtype=torch.float64), 7, BLOCK=8), (x64,))
 
 
+@check("launcher_replays")
+def _():
+    # A decorated launcher's later calls replay the first one's plan (launches checked
+    # as they come, the backward's buffers and launches as decided), the derived
+    # backwards interpreted; each call's gradients its own.
+    from corpus.launchers import scale_then_mul
+
+    f = tritonad.autograd(scale_then_mul)
+    for n in (301, 301, 301, 190):
+        x, w = randn(n).requires_grad_(), randn(n).requires_grad_()
+        y, _ = f(x, w)
+        upstream = randn(n)
+        y.backward(upstream)
+        assert_close("x", x.grad, 3.0 * w.detach().double() * upstream.double(), 1e-5, 1e-6)
+        assert_close("w", w.grad, 3.0 * x.detach().double() * upstream.double(), 1e-5, 1e-6)
+    plans = f.tritonad_launcher.plans
+    assert len(plans) == 2, plans
+    (step,) = next(iter(plans.values())).backwards.values()
+    assert step.replayed and len(step.launches) == 2
+
+
 @check("heuristics_wrapper")
 def _():
     n = 301

@@ -162,10 +162,8 @@ struct RegridPart {
 constexpr const char *kProgramSlotAttr = "tritonad.program_slot";
 
 /// The layout of `tritonad_regrid` (int64 words), which the launch path fills:
-/// [mainPrograms, gridX, gridY, gridZ, parts, slots at], then per part [programs,
-/// groups, trips, members at, group starts at, keys at, affine (0/1), bases at,
-/// deltas at, plain (0/1: each element reached once), counts at], then the
-/// arrays: members (program ids, grouped; within a group increasing, or where
+/// a header, then a part header per part (their words, in order, are declared
+/// in LaunchContract.h: kRegridHeader, kRegridPart), then the arrays: members (program ids, grouped; within a group increasing, or where
 /// trips vary by decreasing trip count), group starts (groups + 1), keys
 /// (groups x key values), bases (groups x frontier values of the first
 /// member), deltas (one per frontier value), counts (where trips vary: groups

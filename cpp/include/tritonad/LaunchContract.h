@@ -2,7 +2,8 @@
 // declared once. The hidden parameters a derived kernel takes after its own
 // (their names, Triton types and who fills them), and the record a derivation
 // returns (its fields and the compiled kernel's metadata key each is kept
-// under). The pybind module exports both (`_C.launch_contract()`); Python
+// under), and the tables a derived kernel reads (their words, in order). The
+// pybind module exports them (`_C.launch_contract()`); Python
 // derives its placeholders, restore lists and accessors from that export.
 #ifndef TRITONAD_LAUNCHCONTRACT_H
 #define TRITONAD_LAUNCHCONTRACT_H
@@ -77,6 +78,67 @@ inline constexpr RecordField kBackwardRecord[] = {
     {"full_masks", "tritonad_full_masks", "when the variant without masks is correct"},
     {"program_order", "tritonad_program_order", "the work per program, to order the launch"},
 };
+
+/// One word of a table a derived kernel reads from a hidden pointer.
+struct TableWord {
+  const char *name;
+  const char *meaning;
+};
+
+/// `tritonad_regrid` as the table of re-parallelized parts (cpp/include/tritonad/
+/// Coverage.h, Regrid: the arrays the "_at" words point to), filled by _regrid:
+/// the header, then a part header per part; words of the pointer's element type.
+inline constexpr TableWord kRegridHeader[] = {
+    {"main_programs", "the launch's first programs, which run the forward's schedule"},
+    {"grid_x", "the forward's grid along axis 0"},
+    {"grid_y", "the forward's grid along axis 1"},
+    {"grid_z", "the forward's grid along axis 2"},
+    {"parts", "the number of part headers that follow"},
+    {"slots_at", "the programs' scratch slots (one per forward program)"},
+};
+inline constexpr TableWord kRegridPart[] = {
+    {"programs", "the part's programs in the launch (0: it follows its leader's)"},
+    {"groups", "the groups of forward programs that add into one tile"},
+    {"trips", "the iterations of the part's loop (its longest member's)"},
+    {"members_at", "the members: forward program ids, grouped"},
+    {"starts_at", "each group's first member (groups + 1)"},
+    {"keys_at", "each group's key values"},
+    {"affine", "1: each member's frontier values are base + index * delta"},
+    {"bases_at", "each group's frontier values of its first member"},
+    {"deltas_at", "the delta of each frontier value"},
+    {"plain", "1: each element is reached once (plain writes, no atomics)"},
+    {"counts_at", "where trips vary by member: per group and tile, the members reaching it"},
+};
+
+/// `tritonad_regrid` as the launch order (ProgramOrder), filled by _order: a word
+/// per launched program.
+inline constexpr TableWord kProgramOrder[] = {
+    {"program", "the forward program the launch's program runs, longest first"},
+};
+
+constexpr bool sameName(const char *a, const char *b) {
+  while (*a && *a == *b) {
+    ++a;
+    ++b;
+  }
+  return *a == *b;
+}
+
+/// The position of word `name` in `table`, -1 where it has none (constant
+/// indices of the emitted loads: a word a table does not declare fails to
+/// compile through the static_asserts of its readers).
+template <int N>
+constexpr int wordOf(const TableWord (&table)[N], const char *name) {
+  for (int i = 0; i < N; ++i)
+    if (sameName(table[i].name, name))
+      return i;
+  return -1;
+}
+
+template <int N>
+constexpr int wordsIn(const TableWord (&)[N]) {
+  return N;
+}
 
 } // namespace tritonad::contract
 

@@ -57,6 +57,9 @@ void readProgramIdsFrom(tt::FuncOp kernel, Value table) {
   kernel.walk([&](tt::GetProgramIdOp read) { reads.push_back(read); });
   OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
   Location loc = kernel.getLoc();
+  static_assert(contract::wordsIn(contract::kProgramOrder) == 1 &&
+                    contract::wordOf(contract::kProgramOrder, "program") == 0,
+                "the launch order is one word per launched program (LaunchContract.h)");
   Value launchIndex = linearProgramId(b, loc, {true, true, true});
   Value entry = tt::AddPtrOp::create(b, loc, table.getType(), table, launchIndex);
   Value program = createLoad(b, loc, entry, Value(), Value());

@@ -4,6 +4,7 @@
 #include "tritonad/Analysis/AccessAnalysis.h"
 #include "tritonad/AutoDiff/GradientUtils.h"
 #include "tritonad/AutoDiff/KernelBackward.h"
+#include "tritonad/LaunchContract.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -24,13 +25,33 @@ namespace tt = mlir::triton;
 namespace tritonad {
 namespace {
 
-// The table's layout (int64 words), which python/tritonad/_regrid.py writes.
-constexpr int kHeader = 6; // mainPrograms, gridX, gridY, gridZ, parts, slotsAt
-constexpr int kSlotsAtWord = 5;
-enum PartWord {
-  kPrograms, kGroups, kTrips, kMembersAt, kStartsAt, kKeysAt, kAffine, kBasesAt, kDeltasAt,
-  kPlain, kCountsAt, kPartHeader
-};
+// The table's words (LaunchContract.h: kRegridHeader, kRegridPart), which
+// python/tritonad/_regrid.py fills by name.
+constexpr int kHeader = contract::wordsIn(contract::kRegridHeader);
+constexpr int kMainProgramsWord = contract::wordOf(contract::kRegridHeader, "main_programs");
+constexpr int kGridXWord = contract::wordOf(contract::kRegridHeader, "grid_x");
+constexpr int kGridYWord = contract::wordOf(contract::kRegridHeader, "grid_y");
+constexpr int kGridZWord = contract::wordOf(contract::kRegridHeader, "grid_z");
+constexpr int kSlotsAtWord = contract::wordOf(contract::kRegridHeader, "slots_at");
+constexpr int kPartHeader = contract::wordsIn(contract::kRegridPart);
+using PartWord = int;
+constexpr PartWord kPrograms = contract::wordOf(contract::kRegridPart, "programs");
+constexpr PartWord kTrips = contract::wordOf(contract::kRegridPart, "trips");
+constexpr PartWord kMembersAt = contract::wordOf(contract::kRegridPart, "members_at");
+constexpr PartWord kStartsAt = contract::wordOf(contract::kRegridPart, "starts_at");
+constexpr PartWord kKeysAt = contract::wordOf(contract::kRegridPart, "keys_at");
+constexpr PartWord kAffine = contract::wordOf(contract::kRegridPart, "affine");
+constexpr PartWord kBasesAt = contract::wordOf(contract::kRegridPart, "bases_at");
+constexpr PartWord kDeltasAt = contract::wordOf(contract::kRegridPart, "deltas_at");
+constexpr PartWord kPlain = contract::wordOf(contract::kRegridPart, "plain");
+constexpr PartWord kCountsAt = contract::wordOf(contract::kRegridPart, "counts_at");
+static_assert(kMainProgramsWord >= 0 && kGridXWord >= 0 && kGridYWord >= 0 &&
+                  kGridZWord >= 0 && kSlotsAtWord >= 0,
+              "a header word Regrid.cpp reads is not declared in LaunchContract.h");
+static_assert(kPrograms >= 0 && kTrips >= 0 && kMembersAt >= 0 && kStartsAt >= 0 &&
+                  kKeysAt >= 0 && kAffine >= 0 && kBasesAt >= 0 && kDeltasAt >= 0 && kPlain >= 0 &&
+                  kCountsAt >= 0,
+              "a part word Regrid.cpp reads is not declared in LaunchContract.h");
 
 // Marks the branch between the forward's programs and the parts (for
 // keepRegridPrograms; dropped with the exclusivity marks).
@@ -2290,8 +2311,9 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
   OpBuilder b(&entry, entry.begin());
   auto xAxis = tt::ProgramIDDimAttr::get(b.getContext(), tt::ProgramIDDim::X);
   Value linear = tt::GetProgramIdOp::create(b, loc, b.getI32Type(), xAxis);
-  Value mainPrograms = readI32(b, loc, table, 0);
-  Grid grid{readI32(b, loc, table, 1), readI32(b, loc, table, 2), readI32(b, loc, table, 3)};
+  Value mainPrograms = readI32(b, loc, table, kMainProgramsWord);
+  Grid grid{readI32(b, loc, table, kGridXWord), readI32(b, loc, table, kGridYWord),
+            readI32(b, loc, table, kGridZWord)};
   // Every header word up front, independent loads: read where they are used,
   // behind the branches that choose a part, they were a chain of dependent
   // loads before each program's first tile.
