@@ -17,6 +17,7 @@
 #include "mlir/Analysis/DataFlowFramework.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <map>
@@ -1099,6 +1100,82 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
   } else {
     result.explanation = "checked at run time: " + std::string(kRuntimeCondition);
   }
+  return result;
+}
+
+namespace {
+
+// Whether `a` and `b` take the same values over the lanes and iterations of
+// one program: the same value, or the same side-effect-free op on operands
+// that do. An induction variable of one loop stands for one of another loop
+// whose bounds and step are the same (their iterations take the same
+// values); `ivs` keeps that correspondence one-to-one.
+bool sameValues(Value a, Value b, DenseMap<Value, Value> &ivs, DenseMap<Value, Value> &reverse,
+                unsigned depth = 0) {
+  auto argA = dyn_cast<BlockArgument>(a), argB = dyn_cast<BlockArgument>(b);
+  if (a == b) {
+    // (an induction variable both use stands for itself from now on)
+    if (argA && isa<scf::ForOp>(argA.getOwner()->getParentOp())) {
+      auto [it, fresh] = ivs.try_emplace(a, a);
+      if (!fresh)
+        return it->second == a;
+      return reverse.try_emplace(a, a).first->second == a;
+    }
+    return true;
+  }
+  if (a.getType() != b.getType() || depth > 64)
+    return false;
+  if (argA || argB) {
+    if (!argA || !argB)
+      return false;
+    auto loopA = dyn_cast<scf::ForOp>(argA.getOwner()->getParentOp());
+    auto loopB = dyn_cast<scf::ForOp>(argB.getOwner()->getParentOp());
+    if (!loopA || !loopB || argA != loopA.getInductionVar() || argB != loopB.getInductionVar())
+      return false;
+    if (Value mapped = ivs.lookup(a))
+      return mapped == b;
+    if (reverse.count(b))
+      return false;
+    ivs[a] = b;
+    reverse[b] = a;
+    return sameValues(loopA.getLowerBound(), loopB.getLowerBound(), ivs, reverse, depth + 1) &&
+           sameValues(loopA.getUpperBound(), loopB.getUpperBound(), ivs, reverse, depth + 1) &&
+           sameValues(loopA.getStep(), loopB.getStep(), ivs, reverse, depth + 1);
+  }
+  Operation *opA = a.getDefiningOp(), *opB = b.getDefiningOp();
+  if (opA->getName() != opB->getName() || opA->getNumRegions() || opB->getNumRegions() ||
+      !isMemoryEffectFree(opA) || opA->getAttrDictionary() != opB->getAttrDictionary() ||
+      opA->getNumOperands() != opB->getNumOperands() ||
+      cast<OpResult>(a).getResultNumber() != cast<OpResult>(b).getResultNumber())
+    return false;
+  for (auto [x, y] : llvm::zip(opA->getOperands(), opB->getOperands()))
+    if (!sameValues(x, y, ivs, reverse, depth + 1))
+      return false;
+  return true;
+}
+
+} // namespace
+
+ExclusiveAccess analyzeExclusiveUnion(ArrayRef<std::pair<Value, Value>> accesses,
+                                      ArrayRef<bool> usedAxes) {
+  auto [ptr, mask] = accesses.front();
+  bool sameMasks = true;
+  for (auto [otherPtr, otherMask] : accesses.drop_front()) {
+    DenseMap<Value, Value> ivs, reverse;
+    if (!sameValues(ptr, otherPtr, ivs, reverse)) {
+      ExclusiveAccess result;
+      result.known = false;
+      result.explanation = "its loads read different addresses";
+      return result;
+    }
+    // (under the same correspondence of loops: the same pairs of address and mask)
+    sameMasks &= mask && otherMask ? sameValues(mask, otherMask, ivs, reverse) : !mask && !otherMask;
+  }
+  // The same addresses: the union is the first load's, under its mask where
+  // every load has the same one, else where any of them reaches (the tile).
+  ExclusiveAccess result = analyzeExclusiveAccess(ptr, sameMasks ? mask : Value(), usedAxes);
+  if (!result.known || *result.known)
+    result.explanation = "its loads read the same addresses; " + result.explanation;
   return result;
 }
 

@@ -223,6 +223,10 @@ private:
   DenseMap<BlockArgument, std::string> shadowNames; // primal pointer -> its shadow's name
   bool usedAxes[3] = {false, false, false};
   DenseMap<BlockArgument, int> loadSites;  // shadowed argument -> loads of it
+  // shadowed argument loaded at several places -> whether the union of their
+  // addresses is exclusive per program (analyzed at its first accumulation)
+  DenseMap<BlockArgument, ExclusiveAccess> unionAccess;
+  ExclusiveAccess exclusiveUnion(BlockArgument base);
   DenseMap<BlockArgument, int> storeSites; // shadowed argument -> stores through it
   DenseMap<Operation *, bool> firstStore;  // the forward-first store of its argument
   DenseSet<BlockArgument> atomicallyAdded; // shadowed arguments the forward atomically adds to
@@ -732,40 +736,37 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     schedule[name] = {Strategy::Atomic, "atomic (atomics requested)"};
     return success();
   }
-  if (loadSites.lookup(base) > 1) {
-    // Threads of one program are not ordered between two accesses: several
-    // accumulations into one shadow are only safe as atomics.
-    if (mode == AccumulationMode::Deterministic)
-      return deferToRegrid(builder, mask,
-                           "'" + name + "' is loaded at " +
-                               std::to_string(loadSites.lookup(base)) +
-                               " places; accumulating their gradients into one shadow needs "
-                               "atomics");
-    if (failed(emitAtomic(builder, mask)))
-      return failure();
-    schedule[name] = {Strategy::Atomic, "atomic (loaded at " +
-                                            std::to_string(loadSites.lookup(base)) +
-                                            " places: accumulations into one shadow are not "
-                                            "ordered)"};
-    return success();
-  }
+  // Threads of one program are not ordered between two accesses: where
+  // another thread may touch an address of this accumulation before or after
+  // it in the same program (another load site of the pointer, or another
+  // iteration of a loop that moves the addresses by less than the tile), a
+  // barrier before each accumulation orders them (bar.sync orders the
+  // program's global memory accesses). Triton's branch conditions and trip
+  // counts are scalars, the same for every thread of a program, so the
+  // barrier is reached by all of them wherever it sits.
+  int sites = loadSites.lookup(base);
   SmallVector<UniformExpr> apartWhere;
-  if (Operation *loop = loopRevisitingThroughOtherLanes(load, apartWhere)) {
-    // Iteration k + 1 may read what another thread wrote in iteration k, with
-    // no ordering between the two: only atomics are safe.
-    if (mode == AccumulationMode::Deterministic)
-      return deferToRegrid(builder, mask,
-                           "the loop at " + locationText(loop->getLoc()) +
-                               " moves the addresses of '" + name +
-                               "' by less than the tile, so its iterations revisit addresses "
-                               "through other lanes; accumulating its gradient needs atomics");
-    if (failed(emitAtomic(builder, mask)))
-      return failure();
-    schedule[name] = {Strategy::Atomic,
-                      "atomic (a loop moves its addresses by less than the tile: iterations "
-                      "revisit addresses through other lanes)"};
-    return success();
-  }
+  Operation *revisiting = loopRevisitingThroughOtherLanes(load, apartWhere);
+  bool ordered = sites > 1 || revisiting;
+  if (ordered)
+    apartWhere.clear(); // (the barrier orders the iterations: no condition on them)
+  std::string orderedWhy =
+      sites > 1 ? "loaded at " + std::to_string(sites) + " places"
+      : revisiting
+          ? "the loop at " + locationText(revisiting->getLoc()) +
+                " moves its addresses by less than the tile: iterations revisit addresses "
+                "through other lanes"
+          : "";
+  auto orderedLabel = [&](std::string label) {
+    if (!ordered)
+      return label;
+    return label + "; " + orderedWhy + ", each accumulation after a barrier, in program order";
+  };
+  auto emitOrdered = [&](OpBuilder &b, Value mask) {
+    if (ordered)
+      gpu::BarrierOp::create(b, loc);
+    emitPlain(b, mask);
+  };
   // Where every element is stored once, the caller may learn at launch time
   // that the stores cover the whole tensor (or, for a partial buffer, every
   // slot) and skip zero-filling it.
@@ -785,16 +786,20 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     SymbolicInt always;
     always.value = 1;
     recordCoverage(always);
-    emitPlain(builder, mask);
+    emitOrdered(builder, mask);
     schedule[name] = {Strategy::PartialBuffer,
-                      std::string("partial buffer (every program adds to it: each program of "
-                                  "the backward handles several of the forward's and ") +
-                          (storeOnly ? "stores" : "accumulates") +
-                          " their sum in its own slot; the slots are summed after the kernel: "
-                          "no atomics, deterministic)"};
+                      orderedLabel(std::string("partial buffer (every program adds to it: each "
+                                               "program of the backward handles several of the "
+                                               "forward's and ") +
+                                   (storeOnly ? "stores" : "accumulates") +
+                                   " their sum in its own slot; the slots are summed after the "
+                                   "kernel: no atomics, deterministic") +
+                          ")"};
     return success();
   }
-  ExclusiveAccess access = analyzeExclusiveAccess(load.getPtr(), load.getMask(), usedAxes);
+  ExclusiveAccess access = sites > 1
+                               ? exclusiveUnion(base)
+                               : analyzeExclusiveAccess(load.getPtr(), load.getMask(), usedAxes);
   // Iterations apart only for some launches (a runtime row stride): exclusive
   // where that holds as well.
   for (UniformExpr &apart : apartWhere) {
@@ -810,10 +815,10 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     SymbolicInt always;
     always.value = 1;
     recordCoverage(always);
-    emitPlain(builder, mask);
+    emitOrdered(builder, mask);
     if (!schedule.count(name))
       schedule[name] = {storeOnly ? Strategy::Overwrite : Strategy::Plain,
-                        plainLabel(access.explanation)};
+                        plainLabel(orderedLabel(access.explanation))};
     return success();
   }
   if (mode == AccumulationMode::Deterministic) {
@@ -824,15 +829,28 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     if (!condition)
       return deferToRegrid(builder, mask,
                            "cannot prove that each address of '" + name +
-                               "' is touched by one program only (" + access.explanation +
-                               "); accumulating its gradient needs atomics");
+                               "' is touched by one program only (" +
+                               (sites > 1 ? "loaded at " + std::to_string(sites) + " places: "
+                                          : std::string()) +
+                               access.explanation + "); accumulating its gradient needs atomics");
     recordCoverage(condition);
-    emitPlain(builder, predicate(builder, loc, mask, exclusive, g.getType()));
+    emitOrdered(builder, predicate(builder, loc, mask, exclusive, g.getType()));
     requirements.push_back({shadowNames.lookup(base), *condition, access.explanation});
     schedule[name] = {storeOnly ? Strategy::Overwrite : Strategy::Plain,
-                      plainLabel(std::string("deterministic mode: each address written by one "
-                                             "program where ") +
-                                 kRuntimeCondition + ", which the launch checks")};
+                      plainLabel(orderedLabel(std::string("deterministic mode: each address "
+                                                          "written by one program where ") +
+                                              kRuntimeCondition + ", which the launch checks"))};
+    return success();
+  }
+  if (ordered) {
+    // (no plain twin: Regrid pairs one plain write with one atomic per shadow)
+    if (failed(emitAtomic(builder, mask)))
+      return failure();
+    schedule[name] = {Strategy::Atomic, "atomic (" + orderedWhy + "; " +
+                                            (access.known ? access.explanation
+                                                          : std::string("exclusive only for some "
+                                                                        "launches")) +
+                                            ")"};
     return success();
   }
   if (access.known && !*access.known) {
@@ -860,6 +878,19 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
                         std::string(kRuntimeCondition) +
                         ", else atomic (predicated on a condition uniform over the program)"};
   return success();
+}
+
+// The union of the addresses of every load of `base`, analyzed once.
+ExclusiveAccess KernelBackwardBuilder::exclusiveUnion(BlockArgument base) {
+  auto it = unionAccess.find(base);
+  if (it != unionAccess.end())
+    return it->second;
+  SmallVector<std::pair<Value, Value>> accesses;
+  primal.walk([&](tt::LoadOp load) {
+    if (baseArgument(load.getPtr()) == base)
+      accesses.push_back({load.getPtr(), load.getMask()});
+  });
+  return unionAccess[base] = analyzeExclusiveUnion(accesses, usedAxes);
 }
 
 // Slot k * programs + pid of the workspace holds this program's part of the

@@ -1,0 +1,89 @@
+"""One input loaded at several places (a layer norm's three passes, a reload through a
+block pointer and a plain pointer, a load before a loop and in it) or revisited through
+other lanes by a loop (overlapping windows): each load's gradient is a plain
+read-add-write into the one shadow after a barrier, where the union of the addresses is
+exclusive per program, in the default mode and in mode="deterministic" (which refused
+them: "loaded at N places; accumulating their gradients into one shadow needs atomics").
+Kernels: corpus/load_sites.py. Interpreter (fp32) and GPU (fp32, bf16, bitwise
+reproducible) against fp64 torch.autograd; schedules derived on the CPU for sm_90.
+Lit: AutoDiff/kernel-load-sites.mlir."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+pytest.importorskip("tritonad")
+
+from gpu_util import requires_gpu  # noqa: E402
+from interpreter_util import run_interpreted  # noqa: E402
+
+TOLERANCE = {"float32": 1e-5, "bfloat16": 3e-2}
+CASES = ["layer_norm", "reload", "powers", "windows"]
+MODES = ["automatic", "deterministic"]
+
+_INTERPRETED = """
+import json, torch
+from corpus import load_sites
+results = {}
+for name in load_sites.CASES:
+    for mode in ("automatic", "deterministic"):
+        results[f"{name}/{mode}"] = load_sites.check(name, torch.float32, "cpu", mode=mode)
+print(json.dumps(results))
+"""
+
+
+@pytest.fixture(scope="module")
+def interpreted():
+    return run_interpreted(_INTERPRETED)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", CASES)
+def test_load_sites_interpreted(interpreted, case, mode):
+    errors = interpreted[f"{case}/{mode}"]
+    assert max(errors.values()) <= TOLERANCE["float32"], (case, mode, errors)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", CASES)
+def test_load_sites_schedule_plain(case, mode):
+    """Derived for sm_90 on the CPU: the input loaded at several places (or revisited) is
+    accumulated plainly after barriers, in both modes; no atomic in the PTX."""
+    from compile_util import compile_on_cpu, parse_schedule
+    from corpus import load_sites
+    bwd, types_, constexprs = load_sites.schedule_of(case, mode)
+    compiled = compile_on_cpu(bwd, types_, constexprs)
+    schedule = parse_schedule(bwd.schedule())
+    how = schedule["X"]
+    assert how.startswith("plain ("), schedule
+    assert "each accumulation after a barrier, in program order" in how, how
+    ptx = compiled.asm["ptx"]
+    assert "atom." not in ptx and "red." not in ptx, [
+        line for line in ptx.splitlines() if "atom." in line or "red." in line][:4]
+    assert "bar.sync" in ptx
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("case", CASES)
+def test_load_sites_gpu(case, dtype, mode):
+    from corpus import load_sites
+    errors = load_sites.check(case, getattr(torch, dtype), "cuda", mode=mode)
+    assert max(errors.values()) <= TOLERANCE[dtype], errors
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("case", CASES)
+def test_load_sites_bitwise_reproducible_gpu(case, dtype):
+    """Two runs on the same inputs give bitwise equal gradients (mode='deterministic')."""
+    from corpus import load_sites
+    grads = []
+    for _ in range(2):
+        torch.manual_seed(1234)
+        grads.append(load_sites.gradients(case, getattr(torch, dtype), "cuda"))
+    for name in grads[0]:
+        assert torch.equal(grads[0][name], grads[1][name]), (case, name)
