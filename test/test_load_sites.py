@@ -19,14 +19,14 @@ from interpreter_util import run_interpreted  # noqa: E402
 
 TOLERANCE = {"float32": 1e-5, "bfloat16": 3e-2}
 CASES = ["layer_norm", "reload", "powers", "windows"]
-MODES = ["automatic", "deterministic"]
+MODES = ["auto", "deterministic"]
 
 _INTERPRETED = """
 import json, torch
 from corpus import load_sites
 results = {}
 for name in load_sites.CASES:
-    for mode in ("automatic", "deterministic"):
+    for mode in ("auto", "deterministic"):
         results[f"{name}/{mode}"] = load_sites.check(name, torch.float32, "cpu", mode=mode)
 print(json.dumps(results))
 """

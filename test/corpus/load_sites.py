@@ -99,7 +99,7 @@ def _rows(rows, cols, pad, dtype, device):
     return base[:, :cols]
 
 
-def _layer_norm(dtype, device, mode="automatic", rows=37, cols=203, block=64, eps=1e-5):
+def _layer_norm(dtype, device, mode="auto", rows=37, cols=203, block=64, eps=1e-5):
     x = _rows(rows, cols, 0, dtype, device).contiguous().requires_grad_()
     w = torch.randn(cols, device=device).to(dtype).requires_grad_()
     b = torch.randn(cols, device=device).to(dtype).requires_grad_()
@@ -113,7 +113,7 @@ def _layer_norm(dtype, device, mode="automatic", rows=37, cols=203, block=64, ep
     return [("x", x.grad, x64.grad), ("w", w.grad, w64.grad), ("b", b.grad, b64.grad)]
 
 
-def _reload(dtype, device, mode="automatic", rows=29, cols=117):
+def _reload(dtype, device, mode="auto", rows=29, cols=117):
     x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
     y = torch.empty_like(x)
     f = tritonad.autograd(reload_rows, outputs=("Y",), mode=mode)
@@ -125,7 +125,7 @@ def _reload(dtype, device, mode="automatic", rows=29, cols=117):
     return [("x", x.grad, x64.grad)]
 
 
-def _powers(dtype, device, mode="automatic", rows=23, cols=45, iters=3):
+def _powers(dtype, device, mode="auto", rows=23, cols=45, iters=3):
     # values near 1 keep x ** 4 well scaled
     x = (1 + 0.25 * torch.rand(rows, cols, device=device)).to(dtype).requires_grad_()
     y = torch.empty_like(x)
@@ -138,7 +138,7 @@ def _powers(dtype, device, mode="automatic", rows=23, cols=45, iters=3):
     return [("x", x.grad, x64.grad)]
 
 
-def _windows(dtype, device, mode="automatic", rows=19, cols=75, half=16):
+def _windows(dtype, device, mode="auto", rows=19, cols=75, half=16):
     windows = triton.cdiv(cols, half)
     x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
     y = torch.empty(rows, windows, device=device, dtype=torch.float32)
@@ -156,7 +156,7 @@ def _windows(dtype, device, mode="automatic", rows=19, cols=75, half=16):
 _RUNS = {"layer_norm": _layer_norm, "reload": _reload, "powers": _powers, "windows": _windows}
 
 
-def check(name, dtype, device, mode="automatic"):
+def check(name, dtype, device, mode="auto"):
     """The largest relative error of each gradient of case `name`."""
     return _relative_errors(_RUNS[name](dtype, device, mode=mode))
 

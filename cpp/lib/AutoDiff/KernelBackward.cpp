@@ -842,21 +842,12 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
                                               kRuntimeCondition + ", which the launch checks"))};
     return success();
   }
-  if (ordered) {
-    // (no plain twin: Regrid pairs one plain write with one atomic per shadow)
-    if (failed(emitAtomic(builder, mask)))
-      return failure();
-    schedule[name] = {Strategy::Atomic, "atomic (" + orderedWhy + "; " +
-                                            (access.known ? access.explanation
-                                                          : std::string("exclusive only for some "
-                                                                        "launches")) +
-                                            ")"};
-    return success();
-  }
   if (access.known && !*access.known) {
     if (failed(emitAtomic(builder, mask)))
       return failure();
-    schedule[name] = {Strategy::Atomic, "atomic (" + access.explanation + ")"};
+    schedule[name] = {Strategy::Atomic, "atomic (" +
+                                            (ordered ? orderedWhy + ": " : std::string()) +
+                                            access.explanation + ")"};
     return success();
   }
   // Exclusive only for some launch configurations: check at run time.
@@ -865,18 +856,22 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   Value always = arith::ConstantOp::create(builder, loc, builder.getBoolAttr(true));
   Value otherwise = arith::XOrIOp::create(builder, loc, exclusive, always);
   // (marked as twins, for Regrid: the atomic may get programs of its own)
+  // (not where several accumulations share the shadow: Regrid takes a twin
+  // whole, and would leave the others behind; unmarked, it keeps the atomics)
   auto markLast = [&](StringRef mark) {
-    std::prev(builder.getInsertionPoint())->setAttr(mark, builder.getUnitAttr());
+    if (!ordered)
+      std::prev(builder.getInsertionPoint())->setAttr(mark, builder.getUnitAttr());
   };
-  emitPlain(builder, predicate(builder, loc, mask, exclusive, g.getType()));
+  emitOrdered(builder, predicate(builder, loc, mask, exclusive, g.getType()));
   markLast(kWhenExclusive);
   if (failed(emitAtomic(builder, predicate(builder, loc, mask, otherwise, g.getType()))))
     return failure();
   markLast(kUnlessExclusive);
   schedule[name] = {storeOnly ? Strategy::OverwriteWhenDisjoint : Strategy::PlainWhenDisjoint,
-                    (storeOnly ? "overwrite when " : "plain when ") +
-                        std::string(kRuntimeCondition) +
-                        ", else atomic (predicated on a condition uniform over the program)"};
+                    orderedLabel((storeOnly ? "overwrite when " : "plain when ") +
+                                 std::string(kRuntimeCondition) +
+                                 ", else atomic (predicated on a condition uniform over the "
+                                 "program)")};
   return success();
 }
 

@@ -8,30 +8,36 @@
 // RUN: tritonad-opt %s --split-input-file --tritonad-kernel-backward="forward=fwd into=bwd shadows=dx:x,dy:y mode=deterministic" --canonicalize --cse | FileCheck %s --check-prefix=DET
 // RUN: tritonad-opt %s --split-input-file --tritonad-kernel-backward="forward=fwd into=bwd shadows=dx:x,dy:y mode=deterministic" -o /dev/null 2>&1 | FileCheck %s --check-prefix=DETREMARK
 
-// A row per program, x loaded twice at the same offsets (a statistic, then
-// the normalized value): two plain accumulations, a barrier before each.
+// A row per program, x loaded twice at the same offsets and mask (a statistic,
+// then the scaled value): a read-add-write per load, a barrier before each;
+// the rows are apart where the mask's bound keeps them so (checked at
+// launch): the default falls back to atomics elsewhere, deterministic mode
+// has the launch refuse.
 // CHECK-LABEL: tt.func public @bwd
-// CHECK-NOT: tt.atomic_rmw
 // CHECK: gpu.barrier
 // CHECK-NEXT: %[[OLD1:.+]] = tt.load %[[DX:[^ ,]+]], %[[M:[^ ,]+]], %{{.+}} : tensor<128x!tt.ptr<f32>>
 // CHECK-NEXT: %[[NEW1:.+]] = arith.addf %[[OLD1]], %{{.+}}
 // CHECK-NEXT: tt.store %[[DX]], %[[NEW1]], %[[M]]
+// CHECK: tt.atomic_rmw fadd, relaxed, gpu, %[[DX]], %{{.+}}, %[[ELSE:[^ ,]+]]
 // CHECK: gpu.barrier
 // CHECK-NEXT: %[[OLD2:.+]] = tt.load %[[DX]], %[[M]], %{{.+}} : tensor<128x!tt.ptr<f32>>
 // CHECK-NEXT: %[[NEW2:.+]] = arith.addf %[[OLD2]], %{{.+}}
 // CHECK-NEXT: tt.store %[[DX]], %[[NEW2]], %[[M]]
-// CHECK-NOT: tt.atomic_rmw
-// CHECK: tt.return
-// REMARK: remark: accumulation of x: plain (its loads read the same addresses; proven: offsets from program_id with strides >= the tile extent; loaded at 2 places, each accumulation after a barrier, in program order)
+// CHECK: tt.atomic_rmw fadd, relaxed, gpu, %[[DX]], %{{.+}}, %[[ELSE]]
+// CHECK-NEXT: tt.return
+// REMARK: remark: accumulation of x: plain when strides, masks and grid keep tiles disjoint, else atomic (predicated on a condition uniform over the program); loaded at 2 places, each accumulation after a barrier, in program order
 // DET-LABEL: tt.func public @bwd
 // DET-NOT: tt.atomic_rmw
 // DET: gpu.barrier
-// DET: tt.store
+// DET-NEXT: tt.load
+// DET-NEXT: arith.addf
+// DET-NEXT: tt.store
 // DET: gpu.barrier
-// DET: tt.store
-// DET-NOT: tt.atomic_rmw
-// DET: tt.return
-// DETREMARK: remark: accumulation of x: plain (its loads read the same addresses; proven
+// DET-NEXT: tt.load
+// DET-NEXT: arith.addf
+// DET-NEXT: tt.store
+// DET-NEXT: tt.return
+// DETREMARK: remark: accumulation of x: plain (deterministic mode: each address written by one program where strides, masks and grid keep tiles disjoint, which the launch checks; loaded at 2 places, each accumulation after a barrier, in program order)
 module {
   tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %n: i32 loc("n")) {
     %pid = tt.get_program_id x : i32
@@ -51,7 +57,8 @@ module {
       %t = arith.addf %l, %rr : f32
       tt.reduce.return %t : f32
     }) : (tensor<128xf32>) -> f32
-    %b = tt.load %xp, %m : tensor<128x!tt.ptr<f32>>
+    %zeros = arith.constant dense<0.000000e+00> : tensor<128xf32>
+    %b = tt.load %xp, %m, %zeros : tensor<128x!tt.ptr<f32>>
     %ss = tt.splat %s : f32 -> tensor<128xf32>
     %o = arith.mulf %b, %ss : tensor<128xf32>
     %ys = tt.splat %y : !tt.ptr<f32> -> tensor<128x!tt.ptr<f32>>
@@ -69,27 +76,27 @@ module {
 
 // A layer norm's two passes over a row: x loaded in a statistics loop and
 // again in a loop with the same bounds (the same addresses, through
-// different induction variables): plain, a barrier before each accumulation
-// inside each reversed loop.
+// different induction variables): a read-add-write after a barrier in each
+// reversed loop.
 // CHECK-LABEL: tt.func public @bwd
-// CHECK-NOT: tt.atomic_rmw
 // CHECK: scf.for
 // CHECK: gpu.barrier
 // CHECK-NEXT: tt.load
 // CHECK-NEXT: arith.addf
 // CHECK-NEXT: tt.store
+// CHECK: tt.atomic_rmw
 // CHECK: scf.for
 // CHECK: gpu.barrier
 // CHECK-NEXT: tt.load
 // CHECK-NEXT: arith.addf
 // CHECK-NEXT: tt.store
-// CHECK-NOT: tt.atomic_rmw
+// CHECK: tt.atomic_rmw
 // CHECK: tt.return
-// REMARK: remark: accumulation of x: plain (its loads read the same addresses; proven: offsets from program_id with strides >= the tile extent; loaded at 2 places, each accumulation after a barrier, in program order)
+// REMARK: remark: accumulation of x: plain when {{.*}}; loaded at 2 places, each accumulation after a barrier, in program order
 // DET-LABEL: tt.func public @bwd
 // DET-NOT: tt.atomic_rmw
 // DET: tt.return
-// DETREMARK: remark: accumulation of x: plain (its loads read the same addresses; proven
+// DETREMARK: remark: accumulation of x: plain (deterministic mode: {{.*}}; loaded at 2 places, each accumulation after a barrier, in program order)
 module {
   tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %n: i32 loc("n")) {
     %pid = tt.get_program_id x : i32
@@ -147,14 +154,16 @@ module {
 // CHECK-LABEL: tt.func public @bwd
 // CHECK: tt.atomic_rmw fadd
 // CHECK: tt.atomic_rmw fadd
-// REMARK: remark: accumulation of x: atomic (loaded at 2 places; its loads read different addresses)
-// DETREMARK: error: deterministic mode: cannot prove that each address of 'x' is touched by one program only (loaded at 2 places: its loads read different addresses); accumulating its gradient needs atomics
+// REMARK: remark: accumulation of x: atomic (loaded at 2 places: its loads read different addresses)
+// DET-LABEL: tt.func public @bwd
+// DET: tt.atomic_rmw fadd
+// DETREMARK: remark: accumulation of x: atomic unless re-parallelized (deterministic mode: cannot prove that each address of 'x' is touched by one program only (loaded at 2 places: its loads read different addresses); accumulating its gradient needs atomics)
 module {
   tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %n: i32 loc("n")) {
     %pid = tt.get_program_id x : i32
     %c0 = arith.constant 0 : i32
-    %c32 = arith.constant 32 : i32
     %c64 = arith.constant 64 : i32
+    %c128 = arith.constant 128 : i32
     %c4096 = arith.constant 4096 : i32
     %zero = arith.constant 0.000000e+00 : f32
     %row = arith.muli %pid, %c4096 : i32
@@ -179,7 +188,7 @@ module {
       %next = arith.addf %acc, %s : f32
       scf.yield %next : f32
     }
-    scf.for %j = %c0 to %c4096 step %c32 : i32 {
+    scf.for %j = %c0 to %c4096 step %c128 : i32 {
       %js = tt.splat %j : i32 -> tensor<64xi32>
       %cols = arith.addi %js, %r : tensor<64xi32>
       %m = arith.cmpi slt, %cols, %ns : tensor<64xi32>
@@ -219,7 +228,10 @@ module {
 // CHECK-NEXT: tt.store
 // CHECK-NOT: tt.atomic_rmw
 // CHECK: tt.return
-// REMARK: remark: accumulation of x: plain (its loads read the same addresses; proven
+// REMARK: remark: accumulation of x: plain (its loads read the same addresses; proven: offsets from program_id with strides >= the tile extent; loaded at 2 places, each accumulation after a barrier, in program order)
+// DET-LABEL: tt.func public @bwd
+// DET-NOT: tt.atomic_rmw
+// DET: tt.return
 // DETREMARK: remark: accumulation of x: plain (its loads read the same addresses; proven
 module {
   tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %n: i32 loc("n"), %iters: i32 loc("iters")) {
@@ -254,19 +266,20 @@ module {
 
 // A sliding window: a loop that moves the addresses by half the tile, so an
 // iteration revisits through other lanes what the one before wrote; the
-// row's span is within the program's block: plain, a barrier before the
-// accumulation in each iteration.
+// row's span (the iterations' too) is within the program's block: a
+// read-add-write after a barrier in each iteration.
 // CHECK-LABEL: tt.func public @bwd
-// CHECK-NOT: tt.atomic_rmw
 // CHECK: scf.for
 // CHECK: gpu.barrier
 // CHECK-NEXT: tt.load
 // CHECK-NEXT: arith.addf
 // CHECK-NEXT: tt.store
-// CHECK-NOT: tt.atomic_rmw
 // CHECK: tt.return
-// REMARK: remark: accumulation of x: plain (proven: offsets from program_id with strides >= the tile extent; the loop at {{.*}} moves its addresses by less than the tile: iterations revisit addresses through other lanes, each accumulation after a barrier, in program order)
-// DETREMARK: remark: accumulation of x: plain (proven
+// REMARK: remark: accumulation of x: plain when {{.*}}; the loop at {{.*}} moves its addresses by less than the tile: iterations revisit addresses through other lanes, each accumulation after a barrier, in program order
+// DET-LABEL: tt.func public @bwd
+// DET-NOT: tt.atomic_rmw
+// DET: tt.return
+// DETREMARK: remark: accumulation of x: plain (deterministic mode: {{.*}}; the loop at {{.*}} moves its addresses by less than the tile
 module {
   tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y")) {
     %pid = tt.get_program_id x : i32
