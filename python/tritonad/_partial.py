@@ -52,6 +52,9 @@ PROGRAM_SELECTORS = {_contract.declared("tritonad_main_only"): "main",
                      _contract.declared("tritonad_parts_only"): "parts"}
 SPECIALIZED_INTEGERS = _contract.passed_as("selector")
 _PROGRAMS_PER_SM = 2
+# (the interpreter's grid-stride programs: few, so each handles several of the
+# forward's, and an odd count, so they handle different numbers)
+_INTERPRETED_WORKERS = 3
 _SUM_ROWS, _SUM_COLS = 64, 32  # (many narrow column blocks: one program per 32 columns)
 
 
@@ -235,7 +238,8 @@ def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
     slot = max(_span(t) for t in targets)
     slot = (slot + 15) // 16 * 16  # (aligned slots: vectorized stores)
     workers = min(programs, _workers(device.index if device.index is not None
-                                     else torch.cuda.current_device()))
+                                     else torch.cuda.current_device())
+                  if device.type == "cuda" else _INTERPRETED_WORKERS)
     launch_grid = (workers, *grid_now[1:])
     kwargs.update(tritonad_slot=slot)
     # A program stores only the addresses its loads touch: the slots need zeros

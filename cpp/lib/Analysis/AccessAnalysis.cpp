@@ -1154,26 +1154,96 @@ bool sameValues(Value a, Value b, DenseMap<Value, Value> &ivs, DenseMap<Value, V
   return true;
 }
 
+// What one access's pointer and mask have in common with another's.
+struct AccessMatch {
+  bool sameAddresses = false; // the same addresses over a program's lanes and iterations
+  bool maskImplied = false;   // where the other's mask holds, this one's does
+};
+
+// `mask`'s conjuncts (its arith.andi tree).
+void conjunctsOf(Value mask, SmallVectorImpl<Value> &conjuncts) {
+  if (auto both = mask.getDefiningOp<arith::AndIOp>()) {
+    conjunctsOf(both.getLhs(), conjuncts);
+    conjunctsOf(both.getRhs(), conjuncts);
+    return;
+  }
+  conjuncts.push_back(mask);
+}
+
+// Matches access `a` against `b`: the same expression (up to induction
+// variables of loops with the same bounds), or the same affine form with no
+// uniform part (a block pointer's i64 offsets and a plain pointer's i32 ones);
+// a's mask implied where every conjunct of a's is one of b's (no mask: always).
+AccessMatch matchAccess(const AffineAccess &access, std::pair<Value, Value> a,
+                        std::pair<Value, Value> b) {
+  AccessMatch match;
+  auto [ptrA, maskA] = a;
+  auto [ptrB, maskB] = b;
+  if (ptrA.getType() != ptrB.getType())
+    return match;
+  DenseMap<Value, Value> ivs, reverse;
+  bool structural = sameValues(ptrA, ptrB, ivs, reverse);
+  if (!structural) {
+    std::optional<Affine> offsetsA = access.pointerOffsets(ptrA);
+    std::optional<Affine> offsetsB = access.pointerOffsets(ptrB);
+    if (!offsetsA || !offsetsB || offsetsA->hasUniform || !(*offsetsA == *offsetsB) ||
+        baseArgument(ptrA) != baseArgument(ptrB))
+      return match;
+  }
+  match.sameAddresses = true;
+  if (!maskA) {
+    match.maskImplied = true;
+    return match;
+  }
+  if (!maskB)
+    return match;
+  SmallVector<Value> conjunctsA, conjunctsB;
+  conjunctsOf(maskA, conjunctsA);
+  conjunctsOf(maskB, conjunctsB);
+  SmallVector<MaskConjunct> boundsB = maskConjuncts(access, maskB);
+  match.maskImplied = llvm::all_of(conjunctsA, [&](Value conjunct) {
+    if (structural && llvm::any_of(conjunctsB, [&](Value other) {
+          DenseMap<Value, Value> ivsHere = ivs, reverseHere = reverse;
+          return sameValues(conjunct, other, ivsHere, reverseHere);
+        }))
+      return true;
+    // (an affine bound `lhs < n` that b's mask has too, or one that holds everywhere)
+    SmallVector<MaskConjunct> bounds = maskConjuncts(access, conjunct);
+    return llvm::all_of(bounds, [&](const MaskConjunct &bound) {
+      return bound.kind == MaskConjunct::Kind::Bound &&
+             llvm::any_of(boundsB, [&](const MaskConjunct &other) {
+               return other.kind == MaskConjunct::Kind::Bound && other.lhs == bound.lhs &&
+                      stripExtensions(other.bound) == stripExtensions(bound.bound);
+             });
+    });
+  });
+  return match;
+}
+
 } // namespace
 
 ExclusiveAccess analyzeExclusiveUnion(ArrayRef<std::pair<Value, Value>> accesses,
                                       ArrayRef<bool> usedAxes) {
-  auto [ptr, mask] = accesses.front();
-  bool sameMasks = true;
-  for (auto [otherPtr, otherMask] : accesses.drop_front()) {
-    DenseMap<Value, Value> ivs, reverse;
-    if (!sameValues(ptr, otherPtr, ivs, reverse)) {
+  Value first = accesses.front().first;
+  AffineAccess access(first.getParentRegion()->getParentOp());
+  for (auto other : accesses.drop_front())
+    if (!matchAccess(access, accesses.front(), other).sameAddresses) {
       ExclusiveAccess result;
       result.known = false;
       result.explanation = "its loads read different addresses";
       return result;
     }
-    // (under the same correspondence of loops: the same pairs of address and mask)
-    sameMasks &= mask && otherMask ? sameValues(mask, otherMask, ivs, reverse) : !mask && !otherMask;
-  }
-  // The same addresses: the union is the first load's, under its mask where
-  // every load has the same one, else where any of them reaches (the tile).
-  ExclusiveAccess result = analyzeExclusiveAccess(ptr, sameMasks ? mask : Value(), usedAxes);
+  // The same addresses: the union is that of the access whose mask every
+  // other's implies, or, without one, where any of them reaches (the tile).
+  std::pair<Value, Value> weakest{accesses.front().first, Value()};
+  for (auto candidate : accesses)
+    if (llvm::all_of(accesses, [&](auto other) {
+          return matchAccess(access, candidate, other).maskImplied;
+        })) {
+      weakest = candidate;
+      break;
+    }
+  ExclusiveAccess result = analyzeExclusiveAccess(weakest.first, weakest.second, usedAxes);
   if (!result.known || *result.known)
     result.explanation = "its loads read the same addresses; " + result.explanation;
   return result;
