@@ -75,7 +75,10 @@ std::optional<int64_t> constantInt(Value value) {
   APInt result;
   if (matchPattern(value, m_ConstantInt(&result)))
     return result.getSExtValue();
-  // A widened constant (a block pointer's i32 offset as an i64 index) is one.
+  // A widened constant (a block pointer's i32 offset as an i64 index) is one,
+  // as is a splat of one (a pointer advanced by a constant, before cleanup).
+  if (auto splat = value.getDefiningOp<tt::SplatOp>())
+    return constantInt(splat.getSrc());
   if (auto widened = value.getDefiningOp<arith::ExtSIOp>())
     return constantInt(widened.getIn());
   if (auto widened = value.getDefiningOp<arith::ExtUIOp>())
@@ -372,7 +375,12 @@ private:
         })
         .Case<tt::BroadcastOp, arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp>([&](Operation *) {
           std::optional<AffineValue> source = operand(0);
-          return source ? AffineValue::of(source->affine) : AffineValue::unknown();
+          if (!source)
+            return AffineValue::unknown();
+          // (a widened splat constant stays one: pointer induction's i64 step)
+          if (isa<arith::ExtSIOp, arith::ExtUIOp>(op) && source->uniform && constantInt(result))
+            return uniformValue(result);
+          return AffineValue::of(source->affine);
         })
         .Case<tt::ExpandDimsOp>([&](tt::ExpandDimsOp expand) {
           std::optional<AffineValue> source = operand(0);
@@ -1154,6 +1162,64 @@ bool sameValues(Value a, Value b, DenseMap<Value, Value> &ivs, DenseMap<Value, V
   return true;
 }
 
+// The first loop of the function with the same bounds and step as `loop`
+// (their iterations take the same values), neither inside the other.
+scf::ForOp representativeLoop(const AccessVariables &vars, scf::ForOp loop) {
+  for (scf::ForOp candidate : vars.loops) {
+    if (candidate == loop)
+      return loop;
+    if (candidate->isAncestor(loop) || loop->isAncestor(candidate))
+      continue;
+    auto same = [](Value a, Value b) {
+      DenseMap<Value, Value> ivs, reverse;
+      return sameValues(a, b, ivs, reverse);
+    };
+    if (same(candidate.getLowerBound(), loop.getLowerBound()) &&
+        same(candidate.getUpperBound(), loop.getUpperBound()) &&
+        same(candidate.getStep(), loop.getStep()))
+      return candidate;
+  }
+  return loop;
+}
+
+// `affine` with each loop's variables those of its representative loop, and
+// an iteration number n of a loop from 0 by a constant step s as the
+// induction variable s * n: the same form for the same addresses walked by
+// two loops with the same bounds (a pointer advanced by the step in one, an
+// offset `k + tl.arange(...)` in the other). Nullopt where two loops of the
+// form would become one variable.
+std::optional<Affine> canonicalForm(const AccessVariables &vars, const Affine &affine) {
+  Affine result;
+  result.hasUniform = affine.hasUniform;
+  DenseMap<Operation *, Operation *> originOf; // representative -> the loop it stands for
+  for (auto &[var, coefficient] : affine.terms) {
+    Affine term;
+    Variable canonical = var;
+    Coefficient c = coefficient;
+    if (isIv(var)) {
+      scf::ForOp loop = vars.loopOf(var);
+      bool number = vars.isIterationNumber(var);
+      std::optional<int64_t> lower = constantInt(loop.getLowerBound());
+      std::optional<int64_t> step = constantInt(loop.getStep());
+      if (number && lower && *lower == 0 && step && *step > 0 && c.constant % *step == 0) {
+        c.constant /= *step;
+        number = false;
+      }
+      scf::ForOp representative = representativeLoop(vars, loop);
+      auto [it, fresh] = originOf.try_emplace(representative, loop);
+      if (!fresh && it->second != loop.getOperation())
+        return std::nullopt;
+      canonical = vars.ivVariable(representative, number);
+    }
+    term.terms[canonical] = c;
+    std::optional<Affine> sum = combine(result, term, 1);
+    if (!sum)
+      return std::nullopt;
+    result = *sum;
+  }
+  return result;
+}
+
 // What one access's pointer and mask have in common with another's.
 struct AccessMatch {
   bool sameAddresses = false; // the same addresses over a program's lanes and iterations
@@ -1183,9 +1249,12 @@ AccessMatch matchAccess(const AffineAccess &access, std::pair<Value, Value> a,
     return match;
   DenseMap<Value, Value> ivs, reverse;
   bool structural = sameValues(ptrA, ptrB, ivs, reverse);
+  auto canonicalOffsets = [&](Value ptr) -> std::optional<Affine> {
+    std::optional<Affine> offsets = access.pointerOffsets(ptr);
+    return offsets ? canonicalForm(access.vars(), *offsets) : std::nullopt;
+  };
   if (!structural) {
-    std::optional<Affine> offsetsA = access.pointerOffsets(ptrA);
-    std::optional<Affine> offsetsB = access.pointerOffsets(ptrB);
+    std::optional<Affine> offsetsA = canonicalOffsets(ptrA), offsetsB = canonicalOffsets(ptrB);
     if (!offsetsA || !offsetsB || offsetsA->hasUniform || !(*offsetsA == *offsetsB) ||
         baseArgument(ptrA) != baseArgument(ptrB))
       return match;
@@ -1210,9 +1279,11 @@ AccessMatch matchAccess(const AffineAccess &access, std::pair<Value, Value> a,
     // (an affine bound `lhs < n` that b's mask has too, or one that holds everywhere)
     SmallVector<MaskConjunct> bounds = maskConjuncts(access, conjunct);
     return llvm::all_of(bounds, [&](const MaskConjunct &bound) {
-      return bound.kind == MaskConjunct::Kind::Bound &&
+      std::optional<Affine> lhs = canonicalForm(access.vars(), bound.lhs);
+      return bound.kind == MaskConjunct::Kind::Bound && lhs &&
              llvm::any_of(boundsB, [&](const MaskConjunct &other) {
-               return other.kind == MaskConjunct::Kind::Bound && other.lhs == bound.lhs &&
+               return other.kind == MaskConjunct::Kind::Bound &&
+                      canonicalForm(access.vars(), other.lhs) == lhs &&
                       stripExtensions(other.bound) == stripExtensions(bound.bound);
              });
     });
