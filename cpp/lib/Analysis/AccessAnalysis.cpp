@@ -1182,7 +1182,8 @@ scf::ForOp representativeLoop(const AccessVariables &vars, scf::ForOp loop) {
   return loop;
 }
 
-// `affine` with each loop's variables those of its representative loop, and
+// `affine` with each loop's variables those of its representative loop, its
+// factors without extensions (i32 and i64 strides alike), and
 // an iteration number n of a loop from 0 by a constant step s as the
 // induction variable s * n: the same form for the same addresses walked by
 // two loops with the same bounds (a pointer advanced by the step in one, an
@@ -1196,6 +1197,9 @@ std::optional<Affine> canonicalForm(const AccessVariables &vars, const Affine &a
     Affine term;
     Variable canonical = var;
     Coefficient c = coefficient;
+    // (a block pointer's strides are the i32 arguments widened to i64)
+    for (Value &factor : c.factors)
+      factor = stripExtensions(factor);
     if (isIv(var)) {
       scf::ForOp loop = vars.loopOf(var);
       bool number = vars.isIterationNumber(var);
@@ -1255,6 +1259,9 @@ AccessMatch matchAccess(const AffineAccess &access, std::pair<Value, Value> a,
   };
   if (!structural) {
     std::optional<Affine> offsetsA = canonicalOffsets(ptrA), offsetsB = canonicalOffsets(ptrB);
+    if (getenv("DETDEBUG")) { // DEBUGTMP
+      auto pr = [&](const char *n, std::optional<Affine> a) { llvm::errs() << n << ": "; if (!a) { llvm::errs() << "none\n"; return; } AffineValue::of(*a).print(llvm::errs()); llvm::errs() << "\n"; };
+      pr("rawA", access.pointerOffsets(ptrA)); pr("rawB", access.pointerOffsets(ptrB)); pr("A", offsetsA); pr("B", offsetsB); }
     if (!offsetsA || !offsetsB || offsetsA->hasUniform || !(*offsetsA == *offsetsB) ||
         baseArgument(ptrA) != baseArgument(ptrB))
       return match;
