@@ -20,7 +20,8 @@ from gpu_util import requires_gpu  # noqa: E402
 from interpreter_util import run_interpreted  # noqa: E402
 
 TOLERANCE = {"float32": 1e-5, "bfloat16": 3e-2}
-CASES = ["layer_norm", "reload", "powers", "windows"]
+SITES = ["layer_norm", "reload", "powers", "windows"]
+CASES = SITES + ["grid2d"]
 MODES = ["auto", "deterministic"]
 
 _INTERPRETED = """
@@ -47,7 +48,7 @@ def test_load_sites_interpreted(interpreted, case, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", SITES)
 def test_load_sites_schedule_plain(case, mode):
     """Derived for sm_90 on the CPU: the input loaded at several places (or revisited) is
     accumulated plainly after barriers, in both modes (the default keeps the atomic for
@@ -65,6 +66,25 @@ def test_load_sites_schedule_plain(case, mode):
     atomics = re.findall(r"^.*\b(?:atom|red)\.global.*$", ptx, re.M)
     assert bool(atomics) == (mode != "deterministic"), atomics[:4]
     assert "bar.sync" in ptx
+
+
+def test_grid2d_shared_gradients_partial_buffers():
+    """mode="deterministic" on a 2-D grid: the weight, bias and scale that programs along
+    axis 0 share take partial buffers (refused at launch before: 2-D grids had none), a
+    slot per program of the grid; no atomics in the PTX."""
+    from compile_util import compile_on_cpu, parse_schedule
+    from corpus import load_sites
+    bwd, types_, constexprs = load_sites.schedule_of("grid2d", "deterministic")
+    compiled = compile_on_cpu(bwd, types_, constexprs)
+    schedule = parse_schedule(bwd.schedule())
+    for name in ("W", "B", "S"):
+        assert schedule[name].startswith("partial buffer ("), schedule
+    assert schedule["X"].startswith("plain ("), schedule
+    assert not re.findall(r"\b(?:atom|red)\.global", compiled.asm["ptx"])
+    # (the default mode keeps its schedule for 2-D grids: plain when disjoint, else atomic)
+    bwd, types_, constexprs = load_sites.schedule_of("grid2d", "auto")
+    compile_on_cpu(bwd, types_, constexprs)
+    assert parse_schedule(bwd.schedule())["W"].startswith("plain when "), bwd.schedule()
 
 
 @pytest.mark.gpu

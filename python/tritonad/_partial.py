@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 import functools
 import warnings
 
@@ -241,12 +242,16 @@ def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
                                      else torch.cuda.current_device())
                   if device.type == "cuda" else _INTERPRETED_WORKERS)
     launch_grid = (workers, *grid_now[1:])
+    # (a slot per program of the whole grid: where programs along the other axes
+    # write the shadows too, each has its own; the kernel indexes them so)
+    slots = math.prod(launch_grid)
     kwargs.update(tritonad_slot=slot)
     # A program stores only the addresses its loads touch: the slots need zeros
-    # unless every slot's stores reach all of its shadow's elements.
-    slots_covered = _covered(kernel, kwargs, launch_grid, partial)
+    # unless every slot's stores reach all of its shadow's elements (a grid of
+    # several axes: a program's slot may hold its part only).
+    slots_covered = _covered(kernel, kwargs, launch_grid, partial) if slots == workers else ()
     make = torch.empty if len(slots_covered) == len(partial) else torch.zeros
-    workspace = _launch_plan.allocate("workspace", make, (len(partial), workers, slot), dtype,
+    workspace = _launch_plan.allocate("workspace", make, (len(partial), slots, slot), dtype,
                                       device)
     kwargs.update(tritonad_workspace=workspace)
     overwrite = {name for name in partial if name in garbage}
@@ -258,7 +263,7 @@ def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
         span = _span(shadow)
         if shadow.is_contiguous():
             _launch_now(_add_slot_sums.run, (triton.cdiv(span, _SUM_COLS),), dict(
-                slots_ptr=workspace[group], out_ptr=shadow, programs=workers, slot=slot,
+                slots_ptr=workspace[group], out_ptr=shadow, programs=slots, slot=slot,
                 span=span, ROWS=_SUM_ROWS, COLS=_SUM_COLS, OVERWRITE=name in overwrite),
                 from_call={"out_ptr": name})
         else:

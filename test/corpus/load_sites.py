@@ -1,7 +1,9 @@
 """Kernels that load one input at several places, or revisit its addresses in a loop
 through other lanes: the gradients of the loads go to one shadow, as plain
 read-add-writes ordered by a barrier where the union of the addresses is exclusive per
-program (no atomics, deterministic), in the default mode and mode="deterministic" alike.
+program (no atomics, deterministic), in the default mode and mode="deterministic" alike;
+and a 2-D grid whose programs share a weight, a bias and a scale (mode="deterministic":
+partial buffers, a slot per program).
 
 ``check(name, ...)`` launches one kernel through ``tritonad.autograd`` on fresh random
 inputs of odd sizes and returns the largest error of each gradient against fp64 torch,
@@ -88,6 +90,25 @@ def window_sums(Y, X, stride, N, WINDOWS, HALF: tl.constexpr):
         tl.store(Y + row * WINDOWS + j, s)
 
 
+@triton.jit
+def scale_shift_2d(Y, X, W, B, S, stride, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """A 2-D grid of tiles, y = s * sin(x) * w + b: the weight and bias indexed by the
+    tile's columns (every program along axis 0 adds to their gradients), the scale s
+    read by every program (deterministic mode: partial buffers with a slot per program
+    of the grid)."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    x = tl.load(X + rm[:, None] * stride + rn[None, :], mask=mask, other=0.0).to(tl.float32)
+    w = tl.load(W + rn, mask=rn < N, other=0.0).to(tl.float32)
+    b = tl.load(B + rn, mask=rn < N, other=0.0).to(tl.float32)
+    s = tl.load(S).to(tl.float32)
+    y = s * tl.sin(x) * w[None, :] + b[None, :]
+    tl.store(Y + rm[:, None] * stride + rn[None, :], y.to(Y.dtype.element_ty), mask=mask)
+
+
 def _relative_errors(pairs):
     return {name: ((got.double() - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
             for name, got, want in pairs}
@@ -153,7 +174,24 @@ def _windows(dtype, device, mode="auto", rows=19, cols=75, half=16):
     return [("x", x.grad, x64.grad)]
 
 
-_RUNS = {"layer_norm": _layer_norm, "reload": _reload, "powers": _powers, "windows": _windows}
+def _grid2d(dtype, device, mode="auto", rows=45, cols=83, bm=16, bn=32):
+    x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
+    w, b = (torch.randn(cols, device=device).to(dtype).requires_grad_() for _ in range(2))
+    s = torch.rand(1, device=device).to(dtype).requires_grad_()
+    y = torch.empty_like(x)
+    f = tritonad.autograd(scale_shift_2d, outputs=("Y",), mode=mode)
+    y = f[(triton.cdiv(rows, bm), triton.cdiv(cols, bn))](y, x, w, b, s, x.stride(0), rows,
+                                                          cols, BM=bm, BN=bn)
+    upstream = torch.randn(rows, cols, device=device).to(dtype)
+    y.backward(upstream)
+    x64, w64, b64, s64 = (t.detach().double().requires_grad_() for t in (x, w, b, s))
+    (s64 * torch.sin(x64) * w64 + b64).backward(upstream.double())
+    return [("x", x.grad, x64.grad), ("w", w.grad, w64.grad), ("b", b.grad, b64.grad),
+            ("s", s.grad, s64.grad)]
+
+
+_RUNS = {"layer_norm": _layer_norm, "reload": _reload, "powers": _powers, "windows": _windows,
+         "grid2d": _grid2d}
 
 
 def check(name, dtype, device, mode="auto"):
@@ -186,6 +224,11 @@ def schedule_of(kernel_name, mode, dtype="fp32"):
         bwd = tritonad.grad(powers_in_loop, mode=mode)
         args = dict(Y=pointer, X=pointer, stride="i32", N="i32")
         constexprs = dict(ITERS=3, BLOCK=64)
+    elif kernel_name == "grid2d":
+        bwd = tritonad.grad(scale_shift_2d, mode=mode)
+        args = dict(Y=pointer, X=pointer, W=pointer, B=pointer, S=pointer, stride="i32",
+                    M="i32", N="i32")
+        constexprs = dict(BM=16, BN=32)
     else:
         bwd = tritonad.grad(window_sums, mode=mode)
         args = dict(Y="*fp32", X=pointer, stride="i32", N="i32", WINDOWS="i32")

@@ -49,6 +49,9 @@ struct PartialBuffers {
   Value workspace; // !tt.ptr<f32 or f64>: groups x programs x slot elements
   Value slot;      // elements per slot (>= every partial shadow's span)
   SmallVector<BlockArgument> shadowed; // primal pointer arguments, group order
+  // Programs along axes 1 and 2 too write the shadows: each program of the
+  // grid has its own slot, pid0 + n0 * (pid1 + n1 * pid2) (a 1-D grid: pid0).
+  bool acrossAxes = false;
 };
 
 // The gradient `g` in the element type of the shadow it goes to (a partial
@@ -782,10 +785,12 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     coverage.push_back(std::move(*covered));
   };
   if (toPartialBuffer) {
-    // Each program owns its slot: exclusive by construction.
+    // Each program owns its slot: exclusive by construction. (Across axes, a
+    // program's slot holds its part of the shadow only: no coverage.)
     SymbolicInt always;
     always.value = 1;
-    recordCoverage(always);
+    if (!partial.acrossAxes)
+      recordCoverage(always);
     emitOrdered(builder, mask);
     schedule[name] = {Strategy::PartialBuffer,
                       orderedLabel(std::string("partial buffer (every program adds to it: each "
@@ -888,17 +893,26 @@ ExclusiveAccess KernelBackwardBuilder::exclusiveUnion(BlockArgument base) {
   return unionAccess[base] = analyzeExclusiveUnion(accesses, usedAxes);
 }
 
-// Slot k * programs + pid of the workspace holds this program's part of the
+// Slot k * programs + pid of the workspace (programs and pid over every axis
+// where programs along axes 1 and 2 write too) holds this program's part of the
 // k-th partial shadow, addressed like the shadow itself.
 void KernelBackwardBuilder::placePartialShadows(OpBuilder &builder, Location loc) {
   if (partial.shadowed.empty())
     return;
-  auto axis = tt::ProgramIDDimAttr::get(builder.getContext(), tt::ProgramIDDim::X);
   Type i64 = builder.getI64Type();
-  Value pid = tt::GetProgramIdOp::create(builder, loc, builder.getI32Type(), axis);
-  Value count = tt::GetNumProgramsOp::create(builder, loc, builder.getI32Type(), axis);
-  pid = arith::ExtSIOp::create(builder, loc, i64, pid);
-  count = arith::ExtSIOp::create(builder, loc, i64, count);
+  Value pid, count;
+  for (int axis = partial.acrossAxes ? 2 : 0; axis >= 0; --axis) {
+    auto dim = tt::ProgramIDDimAttr::get(builder.getContext(), static_cast<tt::ProgramIDDim>(axis));
+    Value id = arith::ExtSIOp::create(
+        builder, loc, i64, tt::GetProgramIdOp::create(builder, loc, builder.getI32Type(), dim));
+    Value programs = arith::ExtSIOp::create(
+        builder, loc, i64, tt::GetNumProgramsOp::create(builder, loc, builder.getI32Type(), dim));
+    pid = pid ? arith::AddIOp::create(builder, loc, id,
+                                      arith::MulIOp::create(builder, loc, programs, pid))
+                    .getResult()
+              : id;
+    count = count ? arith::MulIOp::create(builder, loc, programs, count).getResult() : programs;
+  }
   Value slot = partial.slot;
   if (slot.getType() != i64)
     slot = arith::ExtSIOp::create(builder, loc, i64, slot);
@@ -1084,14 +1098,19 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
 namespace {
 
 // Input shadows that every program of the forward adds to (the addresses and
-// mask of every load of it are the same in all programs: a weight shared by
-// all rows) get partial buffers when the backward kernel has the workspace
-// arguments (`tritonad_workspace`, `tritonad_slot`, `tritonad_programs`) and
-// the forward uses program axis 0 only; the forward is then coarsened.
+// mask of every load of it are the same in all programs along axis 0: a
+// weight shared by all rows) get partial buffers when the backward kernel has
+// the workspace arguments (`tritonad_workspace`, `tritonad_slot`,
+// `tritonad_programs`) and the forward uses program axis 0 only, or, with
+// `acrossAxes` (deterministic mode, where atomics are no alternative), other
+// axes too (a 2-D grid's programs along axis 0 share a bias indexed by axis
+// 1): each program of the backward's grid then has a slot of its own. The
+// forward is then coarsened along axis 0.
 LogicalResult planPartialBuffers(tt::FuncOp scratch, tt::FuncOp into,
                                  const llvm::StringMap<BlockArgument> &byName,
                                  const DenseMap<BlockArgument, Value> &shadows,
-                                 PartialBuffers &partial, SmallVectorImpl<BlockArgument> &callArgs) {
+                                 PartialBuffers &partial, SmallVectorImpl<BlockArgument> &callArgs,
+                                 bool acrossAxes) {
   auto workspace = byName.lookup(contract::kWorkspace);
   auto slot = byName.lookup(contract::kSlot);
   auto programs = byName.lookup(contract::kPrograms);
@@ -1104,8 +1123,9 @@ LogicalResult planPartialBuffers(tt::FuncOp scratch, tt::FuncOp into,
   scratch.walk([&](tt::GetProgramIdOp pid) {
     (pid.getAxis() == tt::ProgramIDDim::X ? axisZero : otherAxes) = true;
   });
-  if (otherAxes || !axisZero)
+  if ((otherAxes && !acrossAxes) || !axisZero)
     return success();
+  partial.acrossAxes = otherAxes;
   DenseMap<BlockArgument, bool> shared;
   scratch.walk([&](Operation *op) {
     if (!isa<tt::LoadOp, tt::StoreOp, tt::AtomicRMWOp, tt::AtomicCASOp>(op))
@@ -1361,7 +1381,8 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
 
   PartialBuffers partial;
   if (options.mode != AccumulationMode::Atomic &&
-      failed(planPartialBuffers(scratch, into, byName, shadows, partial, callArgs)))
+      failed(planPartialBuffers(scratch, into, byName, shadows, partial, callArgs,
+                                options.mode == AccumulationMode::Deterministic)))
     return failure();
 
   // Rebuild the placeholder's body.
