@@ -19,9 +19,11 @@ import tritonad
 
 @triton.jit
 def layer_norm_three_pass(Y, X, W, B, stride, N, eps, BLOCK: tl.constexpr):
-    """The Triton tutorial's layer norm: x loaded in the mean loop, the variance loop and
-    the normalizing loop (three loops with the same bounds); the weight and bias every
-    program loads."""
+    """The Triton tutorial's layer norm as it is written (the row's pointers advanced
+    by `X += row * stride`, fp32 math for any dtype; corpus/user_kernels.py has an
+    index-arithmetic spelling in the input's dtype): x loaded in the mean loop, the
+    variance loop and the normalizing loop (three loops with the same bounds); the
+    weight and bias every program loads."""
     row = tl.program_id(0)
     X += row * stride
     Y += row * stride
