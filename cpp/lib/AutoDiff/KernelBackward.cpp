@@ -1115,8 +1115,7 @@ namespace {
 // `tritonad_programs`) and the forward uses program axis 0 only, or, with
 // `acrossAxes` (deterministic mode, where atomics are no alternative), other
 // axes too (a 2-D grid's programs along axis 0 share a bias indexed by axis
-// 1), unless the kernel has a contraction (Regrid's): each program of the
-// backward's grid then has a slot of its own. The
+// 1): each program of the backward's grid then has a slot of its own. The
 // forward is then coarsened along axis 0.
 LogicalResult planPartialBuffers(tt::FuncOp scratch, tt::FuncOp into,
                                  const llvm::StringMap<BlockArgument> &byName,
@@ -1135,12 +1134,7 @@ LogicalResult planPartialBuffers(tt::FuncOp scratch, tt::FuncOp into,
   scratch.walk([&](tt::GetProgramIdOp pid) {
     (pid.getAxis() == tt::ProgramIDDim::X ? axisZero : otherAxes) = true;
   });
-  // (a kernel of several axes with a contraction is Regrid's: its products'
-  // operands get programs of their own, and sums shared along axis 0, a bias,
-  // join them; coarsening the forward's programs would keep Regrid away)
-  bool contracts = false;
-  scratch.walk([&](tt::DotOp) { contracts = true; });
-  if ((otherAxes && (!acrossAxes || contracts)) || !axisZero)
+  if ((otherAxes && !acrossAxes) || !axisZero)
     return success();
   partial.acrossAxes = otherAxes;
   DenseMap<BlockArgument, bool> shared;
