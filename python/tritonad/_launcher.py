@@ -156,7 +156,7 @@ def _is_kernel(obj) -> bool:
 class DifferentiableLauncher:
     """What ``tritonad.autograd(launcher)`` returns: call it as the launcher."""
 
-    def __init__(self, fn, mode: str = "auto", tune=None):
+    def __init__(self, fn, mode: str = "auto", tune=False):
         if not isinstance(mode, str) or mode not in ("auto", "atomic", "deterministic"):
             raise ValueError(f"mode must be 'auto', 'atomic' or 'deterministic', got {mode!r}")
         from tritonad._tuning import validate
@@ -369,7 +369,7 @@ _BACKWARD: Dict[tuple, tuple] = {}
 _BACKWARD_LOCK = threading.Lock()
 
 
-def backward_kernel(kernel, mode: str, tune=None):
+def backward_kernel(kernel, mode: str, tune=False):
     """``tritonad.grad(kernel, mode=mode, tune=tune)`` (accumulate mode: several launches may
     add into one gradient buffer), made once per kernel."""
     from tritonad._kernel_grad import kernel_grad
