@@ -43,12 +43,6 @@ def test_good_tunes_are_taken():
         tritonad.autograd(lambda a: a, tune=tune)
 
 
-def test_an_autotuned_forward_gets_a_tuned_backward_unless_told():
-    assert tritonad.grad(gelu_autotuned_kernel).tune is True
-    assert tritonad.grad(matmul_kernel).tune is False
-    assert tritonad.grad(gelu_autotuned_kernel, tune=False).tune is False
-
-
 class _Metadata:
     def __init__(self, num_warps, num_stages):
         self.num_warps, self.num_stages = num_warps, num_stages

@@ -95,8 +95,7 @@ def grad(fn: JITFunction, wrt: Optional[Union[int, str, Sequence[Union[int, str]
     The backward launches with the forward's ``num_warps`` / ``num_stages``
     (twice the warps, up to 8, where the backward's live tiles would spill more
     than a quarter of a thread's registers: attention's at head dim 128)
-    unless ``tune=`` says otherwise (by default it is True where the forward is
-    ``triton.autotune``-d, False otherwise): ``tune=True`` times launch options around
+    unless ``tune=`` says otherwise: ``tune=True`` times launch options around
     them (stages up, then down, then twice or half the warps) for each of the
     backward's launches (the forward's programs, re-parallelized parts) and keeps
     the fastest per compiled kernel, grid and integer arguments; ``tune=[{"num_warps":

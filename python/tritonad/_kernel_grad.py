@@ -137,7 +137,7 @@ def resolve_params(fn, wrt, names: List[str], constexprs) -> List[str]:
 
 def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
                 mode: str = "auto", accumulate: bool = True, tape: Optional[bool] = None,
-                tune=None):
+                tune=False):
     fn, wrappers = unwrap(kernel)
     reject_derivative(fn)
     if not isinstance(mode, str) or mode not in _MODES:
@@ -149,7 +149,6 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
         raise TypeError(f"tape must be None (loop tapes where they fit in memory), True "
                         f"(always) or False (never: replay), got {tape!r}")
     _tuning.validate(tune)
-    tune = _tuning.of_kernel(tune, wrappers)
     names = param_names(fn)
     constexprs = set(constexpr_names(fn))
     runtime = [n for n in names if n not in constexprs]

@@ -38,7 +38,7 @@ _WORTH_US = 8.0
 def validate(tune) -> None:
     """Raises TypeError for a `tune` that is not False, True or a list of
     launch-option dicts."""
-    if tune is None or tune is True or tune is False:
+    if tune is True or tune is False:
         return
     if isinstance(tune, (list, tuple)) and tune and all(isinstance(c, dict) for c in tune):
         for candidate in tune:
@@ -51,20 +51,9 @@ def validate(tune) -> None:
                     raise TypeError(f"tune: {name}={value!r} in {candidate!r} is not a "
                                     f"positive integer")
         return
-    raise TypeError(f"tune must be None (tuned where the forward is autotuned), False (the "
-                    f"forward's launch options), True (searched "
+    raise TypeError(f"tune must be False (the forward's launch options), True (searched "
                     f"around them) or a list of launch-option dicts such as "
                     f"[{{'num_warps': 8, 'num_stages': 3}}], got {tune!r}")
-
-
-def of_kernel(tune, wrappers):
-    """The `tune` a backward takes: None (the default) is True where the forward
-    is autotuned (its author asked for launch options measured on the device, and
-    the backward's best ones are rarely the forward's), False otherwise."""
-    if tune is not None:
-        return tune
-    from triton.runtime.autotuner import Autotuner
-    return any(isinstance(wrapper, Autotuner) for wrapper in wrappers)
 
 
 def launch(run, grid, kwargs, tune, written, user_cap, fits, resident, clock=None):
