@@ -314,10 +314,11 @@ class _Launcher:
     def __call__(self, grid, arguments, *extra, computed=None):
         """Launches on `grid` (`computed`: its value where it is a callable)."""
         shape = grid if computed is None else computed
-        if self.tune is False or callable(shape) or not shape:
-            if self.tune is False and not callable(shape) and shape:
-                arguments = _with_warps_for_registers(self.run, grid, arguments)
+        if callable(shape) or not shape:
             return _launch_now(self.run, grid, arguments)
+        if self.tune is False:
+            return _launch_now(self.run, grid,
+                               _with_warps_for_registers(self.run, grid, arguments))
         return _tuning.launch(self.run, tuple(shape), arguments, self.tune,
                               [*self.shadows, *extra], self.user_cap, _fits, _resident)
 
@@ -469,12 +470,6 @@ _SPILLS_HEAVY = 64
 _MAX_WARPS = 8
 
 
-@functools.lru_cache(maxsize=None)
-def _print_plans() -> bool:
-    import os
-    return os.environ.get("TRITON_PRINT_AUTOTUNING") == "1"
-
-
 def _with_warps_for_registers(run, grid, arguments):
     """`arguments` with the warps the backward's registers need (decided once
     per compiled kernel, _warps_for_registers): the backward holds more tiles
@@ -496,10 +491,10 @@ def _warps_for_registers(run, grid, kernel, arguments):
     """Twice the kernel's warps, repeatedly up to _MAX_WARPS, while it spills
     more than _SPILLS_HEAVY words per thread and twice the warps at least halve
     the spills; None where the kernel's own warps are kept."""
+    from triton.runtime.errors import OutOfResources
     kernel._init_handles()
     warps, spills, chosen = kernel.metadata.num_warps, kernel.n_spills, None
     while spills > _SPILLS_HEAVY and warps * 2 <= _MAX_WARPS:
-        from triton.runtime.errors import OutOfResources
         wider = run(grid=grid, warmup=True, **{**arguments, "num_warps": warps * 2})
         try:
             wider._init_handles()
@@ -508,7 +503,7 @@ def _warps_for_registers(run, grid, kernel, arguments):
         if wider.n_spills * 2 > spills:
             break
         warps, spills, chosen = warps * 2, wider.n_spills, warps * 2
-    if chosen is not None and _print_plans():
+    if chosen is not None and triton.knobs.autotuning.print:
         print(f"tritonad: backward launch on grid {tuple(grid)}: num_warps {chosen} instead "
               f"of {kernel.metadata.num_warps} (the forward's): {kernel.n_spills} spilled "
               f"registers per thread become {spills}")
