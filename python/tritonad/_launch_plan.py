@@ -24,6 +24,7 @@ import contextlib
 import contextvars
 import functools
 import threading
+import types
 from typing import Dict, List, Optional
 
 _PLANS_ATTRIBUTE = "tritonad_launch_plans"
@@ -264,14 +265,68 @@ def _run(kernel, grid, values):
     """Launches a compiled kernel on `grid` (three extents; none where one is 0)."""
     if not (grid[0] and grid[1] and grid[2]):
         return
-    from triton import knobs
-    from triton.runtime.driver import driver
-
-    stream = driver.active.get_current_stream(driver.active.get_current_device())
+    runtime = _triton_runtime()
+    enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
+    stream = _current_stream(_current_device())
+    try:
+        direct = kernel.tritonad_direct_launch
+    except AttributeError:
+        direct = kernel.tritonad_direct_launch = _direct_launch(kernel)
+    if direct is not None and _quiet(enter) and _quiet(leave):
+        launch, function, cooperative, pdl, packed = direct
+        launch(grid[0], grid[1], grid[2], stream, function, cooperative, pdl, None, None,
+               packed, None, None, None, *values)
+        return
     metadata = kernel.launch_metadata(grid, stream, *values)
     kernel.run(grid[0], grid[1], grid[2], stream, kernel.function, kernel.packed_metadata,
-               metadata, knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook,
-               *values)
+               metadata, enter, leave, *values)
+
+
+def _direct_launch(kernel):
+    """What the driver's launch of `kernel` takes beyond the grid, stream and
+    arguments, where it can be called without Triton's per-launch Python (no
+    scratch memory to allocate per launch, no tensor descriptors to unpack: the
+    C launcher itself, as Triton's CudaLauncher calls it); None otherwise. With no
+    launch hook registered the hook arguments are None, as the C launcher reads
+    them (a profiler's hook is honoured: the launch then goes through Triton's
+    own path)."""
+    launcher = kernel.run
+    launch = getattr(launcher, "launch", None)
+    if not isinstance(launch, types.BuiltinFunctionType) or \
+            getattr(launcher, "global_scratch_size", 1) or \
+            getattr(launcher, "profile_scratch_size", 1) or \
+            not hasattr(launcher, "launch_cooperative_grid"):
+        return None
+    return (launch, kernel.function, launcher.launch_cooperative_grid, launcher.launch_pdl,
+            kernel.packed_metadata)
+
+
+def _quiet(hook) -> bool:
+    """Whether a launch hook (a HookChain in Triton 3.6, or a function set by
+    hand) would do nothing."""
+    return hook is None or not getattr(hook, "calls", True)
+
+
+@functools.lru_cache(maxsize=None)
+def _torch_cuda():
+    from torch._C import _cuda_getCurrentRawStream, _cuda_getDevice
+
+    return _cuda_getCurrentRawStream, _cuda_getDevice
+
+
+def _current_stream(device: int) -> int:
+    return _torch_cuda()[0](device)
+
+
+def _current_device() -> int:
+    return _torch_cuda()[1]()
+
+
+@functools.lru_cache(maxsize=None)
+def _triton_runtime():
+    from triton import knobs
+
+    return knobs.runtime
 
 
 class LaunchPlan:

@@ -56,7 +56,7 @@ _SUM_ROWS, _SUM_COLS = 64, 32  # (many narrow column blocks: one program per 32 
 
 
 @triton.jit
-def _add_slot_sums(slots_ptr, out_ptr, programs, slot, span,
+def _add_group_sum(slots_ptr, out_ptr, programs, slot, span,
                    ROWS: tl.constexpr, COLS: tl.constexpr, OVERWRITE: tl.constexpr):
     # out[c] += sum_p slots[p, c] (= with OVERWRITE, for an uninitialized `out`)
     # for a contiguous `out` of `span` elements: the programs' slots are summed
@@ -72,6 +72,67 @@ def _add_slot_sums(slots_ptr, out_ptr, programs, slot, span,
     if not OVERWRITE:
         total += tl.load(out_ptr + cols, mask=cols < span, other=0.0).to(total.dtype)
     tl.store(out_ptr + cols, total.to(out_ptr.dtype.element_ty), mask=cols < span)
+
+
+@triton.jit
+def _add_slot_sums(slots_ptr, out0, out1, out2, out3, group0, group1, group2, group3,
+                   span0, span1, span2, span3, programs, slot,
+                   ROWS: tl.constexpr, COLS: tl.constexpr, GROUPS: tl.constexpr,
+                   OVERWRITE0: tl.constexpr, OVERWRITE1: tl.constexpr,
+                   OVERWRITE2: tl.constexpr, OVERWRITE3: tl.constexpr):
+    # Up to four partial buffers' slots summed in one launch (axis 1: which);
+    # group<i>: where buffer i's slots start in the workspace, in groups of
+    # programs * slot words.
+    which = tl.program_id(1)
+    group_words = programs.to(tl.int64) * slot
+    if which == 0:
+        _add_group_sum(slots_ptr + group0 * group_words, out0, programs, slot, span0,
+                       ROWS, COLS, OVERWRITE0)
+    if GROUPS > 1:
+        if which == 1:
+            _add_group_sum(slots_ptr + group1 * group_words, out1, programs, slot, span1,
+                           ROWS, COLS, OVERWRITE1)
+    if GROUPS > 2:
+        if which == 2:
+            _add_group_sum(slots_ptr + group2 * group_words, out2, programs, slot, span2,
+                           ROWS, COLS, OVERWRITE2)
+    if GROUPS > 3:
+        if which == 3:
+            _add_group_sum(slots_ptr + group3 * group_words, out3, programs, slot, span3,
+                           ROWS, COLS, OVERWRITE3)
+
+
+_SUMS_PER_LAUNCH = 4
+
+
+def _sum_slots(workspace, partial, targets, overwrite, workers, slot):
+    """Sums each partial buffer's slots into its shadow: the contiguous ones by
+    _add_slot_sums, up to four per launch; others by torch (recorded as "sum"
+    steps)."""
+    contiguous = []
+    for group, (name, shadow) in enumerate(zip(partial, targets)):
+        if shadow.is_contiguous():
+            contiguous.append((group, name, shadow))
+            continue
+        span = _span(shadow)
+        _launch_plan.note(("sum", "workspace", group, name, span, name in overwrite))
+        summed = workspace[group, :, :span].sum(dim=0).as_strided(shadow.shape, shadow.stride())
+        shadow.copy_(summed) if name in overwrite else shadow.add_(summed)
+    for first in range(0, len(contiguous), _SUMS_PER_LAUNCH):
+        chunk = contiguous[first:first + _SUMS_PER_LAUNCH]
+        spans = [_span(shadow) for _, _, shadow in chunk]
+        arguments = dict(slots_ptr=workspace, programs=workers, slot=slot,
+                         ROWS=_SUM_ROWS, COLS=_SUM_COLS, GROUPS=len(chunk))
+        from_call = {}
+        for i in range(_SUMS_PER_LAUNCH):
+            group, name, shadow = chunk[i] if i < len(chunk) else (0, None, None)
+            arguments.update({f"out{i}": shadow, f"group{i}": group,
+                              f"span{i}": spans[i] if shadow is not None else 0,
+                              f"OVERWRITE{i}": name in overwrite})
+            if name is not None:
+                from_call[f"out{i}"] = name
+        _launch_now(_add_slot_sums.run, (triton.cdiv(max(spans), _SUM_COLS), len(chunk)),
+                    arguments, from_call=from_call)
 
 
 @functools.lru_cache(maxsize=None)
@@ -251,18 +312,7 @@ def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
     _masks.choose(kernel, kwargs, launch_grid)
     _initialize([s for s in garbage if s not in overwrite], kernel, kwargs, launch_grid)
     kernel = launcher(launch_grid, kwargs, workspace)
-    for group, (name, shadow) in enumerate(zip(partial, targets)):
-        span = _span(shadow)
-        if shadow.is_contiguous():
-            _launch_now(_add_slot_sums.run, (triton.cdiv(span, _SUM_COLS),), dict(
-                slots_ptr=workspace[group], out_ptr=shadow, programs=workers, slot=slot,
-                span=span, ROWS=_SUM_ROWS, COLS=_SUM_COLS, OVERWRITE=name in overwrite),
-                from_call={"out_ptr": name})
-        else:
-            _launch_plan.note(("sum", "workspace", group, name, span, name in overwrite))
-            summed = workspace[group, :, :span].sum(dim=0).as_strided(shadow.shape,
-                                                                      shadow.stride())
-            shadow.copy_(summed) if name in overwrite else shadow.add_(summed)
+    _sum_slots(workspace, partial, targets, overwrite, workers, slot)
     _mark_initialized(overwrite, kwargs)
     return kernel
 

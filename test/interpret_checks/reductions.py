@@ -6,7 +6,7 @@ import torch
 
 import tritonad
 from interpret_checks import check
-from interpreter_util import GEN, kernel_gradients, randn
+from interpreter_util import GEN, assert_close, kernel_gradients, randn
 from corpus.scans import recurrence_kernel, recurrence_reference
 from corpus.small_kernels import f16_products_summed, row_product_kernel
 
@@ -60,3 +60,28 @@ def _():
                          {"h_ptr": torch.empty(rows, cols), "p_ptr": torch.empty(rows, cols)},
                          {"stride": cols, "n_cols": cols}, {"BLOCK": 64, "REVERSE": reverse},
                          reference, rtol=1e-4, atol=1e-5)
+
+
+@check("partial_slot_sums")
+def _():
+    # The partial buffers' slots summed after a backward (_partial._sum_slots): five
+    # buffers, one a strided view (summed by torch), the four contiguous ones in one
+    # launch of _add_slot_sums; spans below the slot, some overwriting an
+    # uninitialized shadow, others adding to what it holds.
+    from tritonad import _partial
+
+    workers, slot = 7, 48
+    base = randn(20, 2)
+    targets = [randn(45), randn(1), randn(3, 11), randn(48), base[:, 1]]
+    names = [f"d{i}" for i in range(len(targets))]
+    workspace = randn(len(targets), workers, slot)
+    overwrite = {"d0", "d3", "d4"}
+    before, other_column = [t.clone() for t in targets], base[:, 0].clone()
+    _partial._sum_slots(workspace, names, targets, overwrite, workers, slot)
+    for group, (name, target, old) in enumerate(zip(names, targets, before)):
+        span = 1 + sum((n - 1) * s for n, s in zip(target.shape, target.stride()))
+        summed = workspace[group, :, :span].double().sum(dim=0).as_strided(
+            target.shape, target.stride())
+        expected = summed if name in overwrite else old.double() + summed
+        assert_close(name, target.double(), expected, rtol=1e-6, atol=1e-6)
+    assert torch.equal(base[:, 0], other_column)
