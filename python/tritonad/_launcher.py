@@ -369,16 +369,18 @@ _BACKWARD: Dict[tuple, tuple] = {}
 _BACKWARD_LOCK = threading.Lock()
 
 
-def backward_kernel(kernel, mode: str, tune=False):
-    """``tritonad.grad(kernel, mode=mode, tune=tune)`` (accumulate mode: several launches may
-    add into one gradient buffer), made once per kernel."""
+def backward_kernel(kernel, mode: str, tune=False, accumulate=True):
+    """``tritonad.grad(kernel, mode=mode, tune=tune, accumulate=accumulate)``, made once
+    per kernel and options. Accumulate mode is the general case (several launches may
+    add into one gradient buffer); accumulate=False serves a launch whose input
+    gradients are buffers of its own (fresh: it stores where it proves one writer)."""
     from tritonad._kernel_grad import kernel_grad
 
-    key = (id(kernel), mode, repr(tune))
+    key = (id(kernel), mode, repr(tune), accumulate)
     with _BACKWARD_LOCK:
         entry = _BACKWARD.get(key)
         if entry is None or entry[0] is not kernel:
-            entry = (kernel, kernel_grad(kernel, mode=mode, tune=tune))
+            entry = (kernel, kernel_grad(kernel, mode=mode, tune=tune, accumulate=accumulate))
             _BACKWARD[key] = entry
     return entry[1]
 
@@ -1044,19 +1046,72 @@ class _Plan:
             if view is not None:
                 made(view)
             results.append(None if view is None else (view, tensors[ref].dtype))
+        with_upstream = {view[0] for _, view, _ in upstream}
+        launches = self._without_zero_buffers(launches, buffers, uses, with_upstream, results)
+        launches = [(*launch[:5], self._fresh(launch, uses, with_upstream))
+                    for launch in launches]
         # Uninitialized: a buffer one launch's shadow covers whole, neither stored
         # by the kernels nor holding an upstream gradient (its launch zero-fills it
         # unless it stores every element: _partial.uninitialized).
-        with_upstream = {view[0] for _, view, _ in upstream}
         for s, used in uses.items():
             entry, shadow, param, view = used[0]
-            launch = self.launches[launches[entry][0]]
             if len(used) == 1 and view[4] and s not in with_upstream and \
                     self.storages[s] not in self.stored and getattr(
-                        backward_kernel(launch.kernel, self.mode, self.launcher.tune),
-                        "tritonad_launch_path", False):
+                        self._backward_of(launches[entry]), "tritonad_launch_path", False):
                 buffers[s][0] = "uninitialized"
         return _BackwardStep(buffers, tuple(upstream), tuple(launches), tuple(results), uses)
+
+    def _backward_of(self, entry):
+        """The derived backward a step's launch entry runs (accumulating, or its fresh
+        variant: see _fresh)."""
+        return backward_kernel(self.launches[entry[0]].kernel, self.mode, self.launcher.tune,
+                               accumulate=not entry[5])
+
+    def _roles(self, launch_index, param):
+        bwd = backward_kernel(self.launches[launch_index].kernel, self.mode, self.launcher.tune)
+        return bwd.pointer_roles.get(param) or ()
+
+    def _without_zero_buffers(self, launches, buffers, uses, with_upstream, results):
+        """The launches with None for the shadows of storages that only hold zeros:
+        outputs the launcher does not return (or whose upstream gradient is None)
+        that no launch reads, so no backward adds a gradient into them (as
+        ``tritonad.autograd`` of a kernel passes an unwanted output's shadow: the
+        backward is specialized for it, with no buffer to allocate and fill)."""
+        returned = {result[0][0] for result in results if result is not None}
+        zero = {s for s, used in uses.items()
+                if s not in with_upstream and s not in returned and
+                all("load" not in self._roles(launches[entry][0], param) and
+                    "store" in self._roles(launches[entry][0], param)
+                    for entry, _, param, _ in used)}
+        if not zero:
+            return launches
+        for s in zero:
+            del buffers[s], uses[s]
+        return [(i, tuple((shadow, None if view is not None and view[0] in zero else view)
+                          for shadow, view in shadows), renamed, plan, device)
+                for i, shadows, renamed, plan, device in launches]
+
+    def _fresh(self, launch, uses, with_upstream) -> bool:
+        """Whether a launch's backward may take its input gradients as fresh buffers
+        (accumulate=False: stores instead of read-add-writes where one writer is
+        proved, so an uninitialized buffer it covers needs no zero fill): every
+        buffer it reads a gradient into is its own (no other launch's shadow, no
+        upstream gradient, not memory a kernel stored) and every other shadow is
+        an output's (the upstream it reads)."""
+        i, shadows = launch[0], launch[1]
+        bwd = backward_kernel(self.launches[i].kernel, self.mode, self.launcher.tune)
+        names = {shadow: param for param, shadow in bwd.shadows.items()}
+        for shadow, view in shadows:
+            if view is None:
+                continue
+            roles = bwd.pointer_roles.get(names[shadow]) or ()
+            if "load" in roles:
+                if "store" in roles or len(uses.get(view[0], ())) != 1 or \
+                        view[0] in with_upstream or self.storages[view[0]] in self.stored:
+                    return False
+            elif "store" not in roles:
+                return False
+        return True
 
     def _run_backward(self, step, tensors, grads, collected):
         """Runs `step`: its buffers, upstream gradients, launches (through the launch
@@ -1089,7 +1144,8 @@ class _Plan:
         garbage = [view_of(used[0][3]) for s, used in step.uses.items()
                    if step.buffers[s][0] == "uninitialized"] if not step.replayed else []
         with _uninitialized(garbage) if garbage else contextlib.nullcontext():
-            for i, shadows, renamed, launch_plan, device in step.launches:
+            for entry in step.launches:
+                i, shadows, renamed, launch_plan, device, _ = entry
                 launch = self.launches[i]
                 call = {name: tensors[value] if kind == "tensor" else value
                         for name, (kind, value) in self.launch_args[i].items()}
@@ -1100,7 +1156,7 @@ class _Plan:
                     with _on_device(device):
                         launch_plan.run(call, _no_marks)
                     continue
-                bwd = backward_kernel(launch.kernel, self.mode, self.launcher.tune)
+                bwd = self._backward_of(entry)
                 if collected is None:
                     bwd[launch.grid](**call, **launch.options)
                     continue
@@ -1120,10 +1176,10 @@ class _Plan:
         from triton.runtime.jit import JITFunction
 
         launches = []
-        for (i, shadows, renamed, _, _), (plan, device) in zip(step.launches, collected):
+        for (i, shadows, renamed, _, _, fresh), (plan, device) in zip(step.launches, collected):
             if not isinstance(self.launches[i].kernel, JITFunction):
                 plan = None
-            launches.append((i, shadows, renamed, plan, device))
+            launches.append((i, shadows, renamed, plan, device, fresh))
         buffers = {s: list(made) for s, made in step.buffers.items()}
         for s, used in step.uses.items():
             entry, shadow, _, _ = used[0]
@@ -1151,8 +1207,7 @@ class _Plan:
         takes it whole, for a pointer it only stores through, and its shadow is not
         among those the compiled backward stores into)."""
         for entry, shadow, param, view in step.uses.get(s, ()):
-            launch = self.launches[launches[entry][0]]
-            bwd = backward_kernel(launch.kernel, self.mode, self.launcher.tune)
+            bwd = self._backward_of(launches[entry])
             written = getattr(bwd, "written_shadows", lambda: None)()
             if not view[4] or written is None or shadow in written or \
                     "load" in bwd.pointer_roles.get(param, ()):
@@ -1166,7 +1221,8 @@ class _BackwardStep:
     its one launch fills it, _partial.uninitialized; or the position of the upstream
     gradient used as it is), size, dtype, device]}; ``upstream``: (output position, view, "copy" or
     "add"); ``launches``: (launch index, (shadow, view or None) per shadow, renamed
-    parameters, launch plan or None, device); ``results``: (view, dtype) or None
+    parameters, launch plan or None, device, fresh: its backward takes its input
+    gradients as buffers of its own, accumulate=False); ``results``: (view, dtype) or None
     per input; ``uses``: {storage index: [(launch entry, shadow, parameter, view)]}.
     A view is (storage index, shape, strides, offset, whole)."""
 
