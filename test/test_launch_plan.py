@@ -489,3 +489,87 @@ def test_torch_compile_reduce_overhead(case):
         torch.cuda.synchronize()
         grads = [t.grad.clone() for t in leaves]
         _compare(grads, leaves, torch.ones((), device="cuda"), lambda *t: reference(*t).sum())
+
+
+@triton.jit
+def _tanh_and_square(x_ptr, y_ptr, square_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    e = tl.exp(-2.0 * tl.abs(x))
+    t = (1.0 - e) / (1.0 + e)
+    tl.store(y_ptr + offs, tl.where(x < 0, -t, t).to(y_ptr.dtype.element_ty), mask=mask)
+    tl.store(square_ptr + offs, (x * x).to(square_ptr.dtype.element_ty), mask=mask)
+
+
+@tritonad.autograd
+def _tanh_keeping_squares(x):
+    y, squares = torch.empty_like(x), torch.empty_like(x)
+    _tanh_and_square[(triton.cdiv(x.numel(), 128),)](x, y, squares, x.numel(), BLOCK=128)
+    return y  # (squares: an output the launcher does not return)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_launcher_backward_launches_no_fill(dtype):
+    """A decorated launcher's replayed backward launches the derived backward and
+    nothing else: the input's gradient is a buffer of its launch alone, which its
+    accumulate=False backward stores whole (uninitialized, no zero fill), and the
+    output the launcher does not return gets no buffer (a None shadow, as
+    tritonad.autograd of a kernel passes it)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.manual_seed(3)
+    n = 1000 + (dtype == torch.bfloat16)
+    for _ in range(2):  # (decided, then replayed)
+        x = torch.randn(n, device="cuda", dtype=dtype, requires_grad=True)
+        _check([x], _tanh_keeping_squares(x), torch.tanh)
+    plan = list(_tanh_keeping_squares.tritonad_launcher.plans.values())[-1]
+    (step,) = plan.backwards.values()
+    assert [how for how, *_ in step.buffers.values()].count("uninitialized") == 1
+    assert len(step.buffers) == 2  # (x's gradient and the returned y's upstream, no squares')
+    (entry,) = step.launches
+    assert entry[5] and sum(view is None for _, view in entry[1]) == 1  # (fresh; squares: None)
+    x = torch.randn(n, device="cuda", dtype=dtype, requires_grad=True)
+    y = _tanh_keeping_squares(x)
+    dy = torch.randn_like(y)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as profiled:
+        y.backward(dy)
+        torch.cuda.synchronize()
+    kernels = [e.name for e in profiled.events()
+               if e.device_type == torch.autograd.DeviceType.CUDA]
+    assert len(kernels) == 1 and "tritonad_bwd" in kernels[0], kernels
+    _compare([x.grad], [x], dy, torch.tanh)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_replayed_launches_honour_a_launch_hook():
+    """Replays call the compiled kernel's launcher directly, without Triton's launch
+    metadata, only while no launch hook is registered: a profiler's hook (Proton
+    registers one) still sees every replayed launch."""
+    from triton import knobs
+
+    forward, reference, launches, _ = CASES["layer norm with residuals"]
+    torch.manual_seed(5)
+    seen = []
+
+    def hook(metadata):
+        seen.append(metadata.get()["name"])
+
+    for hooked in (False, True, False):
+        if hooked:
+            knobs.runtime.launch_enter_hook.add(hook)
+        try:
+            leaves = _leaves(launches[0], torch.float32)
+            _check(leaves, forward(*leaves), reference)
+        finally:
+            knobs.runtime.launch_enter_hook.remove(hook)
+        names = list(seen)
+        seen.clear()
+        if hooked:
+            assert any("tritonad_bwd" in name for name in names), names
+        else:
+            assert not names

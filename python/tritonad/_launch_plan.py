@@ -10,8 +10,9 @@ what it does as steps: allocations, zero fills, kernel launches with the source
 of each argument (the call's tensor of that name, a buffer the plan allocates,
 or a constant: integers, tables, placeholders). Later launches with the same
 key replay the steps: a lookup, allocations, and each compiled kernel's own
-launch (``CompiledKernel.run``, as Triton's JITFunction.run ends), without
-Triton's argument binding and cache lookup.
+launch (its C launcher, as Triton's JITFunction.run ends, with no launch-hook
+metadata where no hook is registered), without Triton's argument binding and
+cache lookup.
 
 Replays do no host-to-device copies (tables are made when the plan is), so a
 step replayed inside ``torch.cuda.graph`` capture is legal; the stream is the
