@@ -1133,8 +1133,9 @@ class _Plan:
             made = views.get(view)
             if made is None:
                 s, shape, stride, offset, whole = view
-                made = views[view] = buffers[s].view(shape) if whole else \
-                    buffers[s].as_strided(shape, stride, offset)
+                buffer = buffers[s]
+                made = views[view] = (buffer if buffer.shape == shape else buffer.view(shape)) \
+                    if whole else buffer.as_strided(shape, stride, offset)
             return made
 
         for position, view, how in step.upstream:
@@ -1234,7 +1235,7 @@ class _BackwardStep:
 
 
 def _rounded(gradient, dtype):
-    return None if gradient is None else gradient.to(dtype)
+    return gradient if gradient is None or gradient.dtype == dtype else gradient.to(dtype)
 
 
 def _launcher_backward(ctx, *grads):
