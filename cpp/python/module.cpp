@@ -329,54 +329,42 @@ PYBIND11_MODULE(_C, m) {
           entry["meaning"] = parameter.meaning;
           hidden.append(entry);
         }
-        py::list record;
-        for (const auto &field : kBackwardRecord) {
-          py::dict entry;
-          entry["name"] = field.name;
-          entry["metadata"] = field.metadataKey;
-          entry["meaning"] = field.meaning;
-          record.append(entry);
-        }
-        auto words = [](const auto &table) {
-          py::list listed;
-          for (const TableWord &word : table) {
+        // A table's words, a record's fields (with 'optional', and the
+        // backward record's with their metadata key).
+        auto listed = [](const auto &declared) {
+          py::list entries;
+          for (const auto &item : declared) {
+            using Item = std::decay_t<decltype(item)>;
             py::dict entry;
-            entry["name"] = word.name;
-            entry["meaning"] = word.meaning;
-            listed.append(entry);
+            entry["name"] = item.name;
+            entry["meaning"] = item.meaning;
+            if constexpr (std::is_same_v<Item, RecordKey>) {
+              entry["optional"] = item.optional;
+            } else if constexpr (std::is_same_v<Item, RecordField>) {
+              entry["optional"] = false;
+              entry["metadata"] = item.metadataKey;
+            }
+            entries.append(entry);
           }
-          return listed;
+          return entries;
         };
+        py::list record = listed(kBackwardRecord);
         py::dict regrid, order, tables;
         regrid["pointer"] = kRegrid;
-        regrid["header"] = words(kRegridHeader);
-        regrid["part"] = words(kRegridPart);
+        regrid["header"] = listed(kRegridHeader);
+        regrid["part"] = listed(kRegridPart);
         order["pointer"] = kRegrid;
-        order["row"] = words(kProgramOrder);
+        order["row"] = listed(kProgramOrder);
         tables["regrid"] = regrid;
         tables["program_order"] = order;
-        auto fields = [](const auto &declared) {
-          py::list listed;
-          for (const auto &field : declared) {
-            py::dict entry;
-            entry["name"] = field.name;
-            entry["meaning"] = field.meaning;
-            if constexpr (std::is_same_v<std::decay_t<decltype(field)>, RecordKey>)
-              entry["optional"] = field.optional;
-            else
-              entry["optional"] = false;
-            listed.append(entry);
-          }
-          return listed;
-        };
         py::dict records;
-        records["backward"] = fields(kBackwardRecord);
-        records["coverage"] = fields(kCoverageRecord);
-        records["regrid"] = fields(kRegridRecord);
-        records["regrid_part"] = fields(kRegridPartRecord);
-        records["requirement"] = fields(kRequirementRecord);
-        records["residuals"] = fields(kResidualsRecord);
-        records["schedule_entry"] = fields(kScheduleEntryRecord);
+        records["backward"] = record;
+        records["coverage"] = listed(kCoverageRecord);
+        records["regrid"] = listed(kRegridRecord);
+        records["regrid_part"] = listed(kRegridPartRecord);
+        records["requirement"] = listed(kRequirementRecord);
+        records["residuals"] = listed(kResidualsRecord);
+        records["schedule_entry"] = listed(kScheduleEntryRecord);
         py::dict contract;
         contract["hidden"] = hidden;
         contract["backward_record"] = record;
