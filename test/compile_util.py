@@ -57,3 +57,45 @@ def parse_schedule(text):
         name, _, what = line.partition(":")
         out[name.strip()] = what.strip()
     return out
+
+
+def assert_records_declared(compiled):
+    """Every record in a compiled backward's (or augmented forward's) metadata
+    has the fields the core declares for it (LaunchContract.h, exported as
+    launch_contract()['records']): none undeclared, none missing but the
+    optional ones. Returns how many records it checked."""
+    from tritonad import _C
+
+    declared = {record: {f["name"]: f["optional"] for f in fields}
+                for record, fields in _C.launch_contract()["records"].items()}
+    checked = 0
+
+    def check(record, value):
+        nonlocal checked
+        fields = declared[record]
+        assert set(value) <= set(fields), (record, sorted(set(value) - set(fields)))
+        assert {f for f, optional in fields.items() if not optional} <= set(value), \
+            (record, sorted(set(fields) - set(value)))
+        checked += 1
+
+    metadata = compiled.metadata._asdict()
+    for entries in metadata.get("tritonad_schedule", {}).values():
+        for entry in entries:
+            check("schedule_entry", entry)
+    for by_shadow in metadata.get("tritonad_coverage", {}).values():
+        for coverage in by_shadow.values():
+            check("coverage", coverage)
+    for regrid in metadata.get("tritonad_regrid", {}).values():
+        if regrid:
+            check("regrid", regrid)
+            for part in regrid["parts"]:
+                check("regrid_part", part)
+                if part["coverage"] is not None:
+                    check("coverage", part["coverage"])
+    for requirements in metadata.get("tritonad_requirements", {}).values():
+        for requirement in requirements:
+            check("requirement", requirement)
+    for residuals in metadata.get("tritonad_residuals", {}).values():
+        if residuals:
+            check("residuals", residuals)
+    return checked

@@ -91,6 +91,73 @@ def test_contract_declared_once():
     assert _contract.metadata_key("residuals") == "tritonad_residuals"
 
 
+def test_record_fields_declared_once():
+    """The records inside the backward record (coverage, regrid parts,
+    requirements, residuals, schedule entries) have their fields declared by the
+    core (LaunchContract.h); Python reads them through `_contract.fields`,
+    resolved at import: a field the core does not declare fails there, naming
+    it (compile_util.assert_records_declared checks the records a compile
+    writes)."""
+    from tritonad import _C, _contract, _coverage, _render
+
+    declared = _C.launch_contract()
+    records = declared["records"]
+    assert set(records) == {"backward", "coverage", "regrid", "regrid_part", "requirement",
+                            "residuals", "schedule_entry"}
+    assert all(f["meaning"] for fields in records.values() for f in fields)
+    assert [f["name"] for f in records["backward"]] == [n for n, _ in _contract.BACKWARD_RECORD]
+    assert [(r, f["name"]) for r, fields in records.items() for f in fields if f["optional"]] \
+        == [("coverage", "wraps")]
+    assert (_coverage.DIGITS, _coverage.CLAMPS, _coverage.WRAPS) == ("digits", "clamps", "wraps")
+    with pytest.raises(ImportError, match=r"\['digit'\] of the 'coverage' record"):
+        _contract.fields("coverage", "digits", "digit")
+    with pytest.raises(ImportError, match="'tape' record"):
+        _contract.field("tape", "loop")
+    # the renderer's words for the hidden arguments are the core's
+    pointers = set(_contract.passed_as("pointer"))
+    for parameter in declared["hidden"]:
+        assert parameter["meaning"] and parameter["travels_with"] in pointers | {""}
+        assert _render._HIDDEN_MEANING[parameter["name"]] == parameter["meaning"]
+
+
+_WITHOUT_A_FIELD = """
+import glob, importlib.util, os, sys
+
+# the real core, its contract less one field of the regrid part record
+package = importlib.util.find_spec("tritonad").submodule_search_locations[0]
+path, = glob.glob(os.path.join(package, "_C*.so"))
+spec = importlib.util.spec_from_file_location("tritonad._C", path)
+core = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(core)
+declared = core.launch_contract
+
+
+def without_phase():
+    contract = declared()
+    contract["records"]["regrid_part"] = [
+        f for f in contract["records"]["regrid_part"] if f["name"] != "phase"]
+    return contract
+
+
+core.launch_contract = without_phase
+sys.modules["tritonad._C"] = core
+try:
+    import tritonad  # noqa: F401
+except ImportError as error:
+    print("refused:", error)
+"""
+
+
+def test_a_field_the_core_does_not_declare_fails_at_import():
+    import subprocess
+
+    result = subprocess.run([sys.executable, "-c", _WITHOUT_A_FIELD], capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "refused:" in result.stdout, result.stdout
+    assert "['phase'] of the 'regrid_part' record" in result.stdout, result.stdout
+
+
 def test_table_layouts_declared_once():
     """The tables a derived kernel reads are filled word by word as the core declares
     them (LaunchContract.h: Regrid.cpp's loads use the declared positions): a word

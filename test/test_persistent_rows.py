@@ -100,7 +100,7 @@ def test_persistent_backwards_compile_for_sm90(dtype):
     """Both backwards through Triton's GPU pipeline to PTX on the CPU (sm_90), as a GPU
     launch derives them; the stores' launch condition is recorded, the row stride named."""
     import tritonad
-    from compile_util import compile_on_cpu
+    from compile_util import assert_records_declared, compile_on_cpu
     from corpus import persistent_rows
 
     pointer = f"*{dtype}"
@@ -113,6 +113,7 @@ def test_persistent_backwards_compile_for_sm90(dtype):
     assert "ld.global" in compiled.asm["ptx"]
     requirements = [r for rs in compiled.metadata.tritonad_requirements.values() for r in rs]
     assert any("output_row_stride" in r["refusal"] for r in requirements), requirements
+    assert assert_records_declared(compiled) >= len(requirements)
 
     rms = tritonad.grad(persistent_rows.rms_norm_persistent)
     types = dict(Y=pointer, Y_row_stride="i32", X=pointer, X_row_stride="i32", W=pointer,

@@ -25,7 +25,8 @@ from corpus.kernels import batched_matmul_kernel, matmul_kernel  # noqa: E402
 from corpus.matmul_spellings import \
     block_ptr_grouped_kernel as block_ptr_matmul_kernel  # noqa: E402
 from gpu_util import requires_gpu  # noqa: E402
-from compile_util import compile_for_schedule  # noqa: E402
+from compile_util import (assert_records_declared, compile_for_schedule,  # noqa: E402
+                          compile_on_cpu)
 from corpus.matmuls import MATMUL_TYPES, grads_into_shadows  # noqa: E402
 from corpus.matmuls import assert_close_half as _assert_close  # noqa: E402
 from corpus.matmuls import matmul_args as _args, matmul_grid as _grid  # noqa: E402
@@ -107,7 +108,8 @@ def _lines(schedule):
 
 def test_matmul_gradients_get_programs_of_their_own(always_compile):
     bwd = tritonad.grad(matmul_kernel)
-    lines = _lines(compile_for_schedule(bwd, MATMUL_TYPES, TILES))
+    compiled = compile_on_cpu(bwd, MATMUL_TYPES, TILES)
+    lines = _lines(bwd.schedule())
     for name in ("a_ptr", "b_ptr"):
         assert lines[name].startswith("re-parallelized (programs of its own"), lines[name]
         assert "4 iterations of the loop" in lines[name]  # (64x32 tiles: at most 4)
@@ -115,6 +117,8 @@ def test_matmul_gradients_get_programs_of_their_own(always_compile):
             lines[name]
     ir = bwd.derived_ir()
     assert "tritonad_regrid" in ir and ir.count("tt.dot") >= 4
+    # (the schedule's entries, the regrid record, its two parts and their coverage)
+    assert assert_records_declared(compiled) >= len(bwd.schedule().entries) + 5
 
 
 def test_block_pointer_gradients_get_plain_writes(always_compile):

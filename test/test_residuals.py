@@ -29,7 +29,7 @@ from gpu_util import requires_gpu  # noqa: E402
 from corpus.online_softmax import (HALF_TOL, attention_reference,  # noqa: E402
                                    causal_attention_fwd, cross_entropy_fwd)
 from gpu_util import assert_near, make_generator, randn, reference_grads  # noqa: E402
-from compile_util import TARGET  # noqa: E402
+from compile_util import TARGET, assert_records_declared  # noqa: E402
 from corpus.norms import norm_kernel  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("always_compile")
@@ -108,6 +108,7 @@ def test_forward_saves_what_the_backward_reads():
     read = next(iter(backward.metadata.tritonad_residuals.values()))
     # mean and var: one f32 each, 16-byte aligned
     assert saved["bytes"] == 32 and saved["fingerprint"] == read["fingerprint"]
+    assert assert_records_declared(forward) >= 1 and assert_records_declared(backward) >= 1
     entries = [e for e in bwd.schedule().entries if e.kind == "residual"]
     assert [e.subject for e in entries] == ["mean", "var"]
     assert all(e.strategy == "saved" and "test_residuals.py" in e.location for e in entries)

@@ -6,10 +6,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace py = pybind11;
+namespace contract = tritonad::contract;
 
 namespace {
 struct MLIRError : std::runtime_error {
@@ -39,8 +42,25 @@ py::tuple symbolicToPython(const tritonad::SymbolicInt &symbol) {
   return py::tuple(items);
 }
 
-// {"digits": [(coefficient, extent)], "clamps": [([(digit, k)], bound)],
-//  "condition": expression}, and "wraps" (as clamps) where there are any
+// A record built field by field through TRITONAD_FIELD (each name declared),
+// with every declared field that is not optional: a field the contract
+// declares and the core leaves out is a bug here, never a KeyError in Python.
+template <typename Entry, int N>
+py::dict completed(py::dict record, const Entry (&declared)[N], const char *what) {
+  for (const Entry &field : declared) {
+    bool optional = false;
+    if constexpr (std::is_same_v<Entry, contract::RecordKey>)
+      optional = field.optional;
+    if (!optional && !record.contains(field.name))
+      throw std::logic_error(std::string("tritonad._C: the ") + what + " record's field " +
+                             field.name + " is declared but not filled");
+  }
+  return record;
+}
+
+// (LaunchContract.h, kCoverageRecord) digits: [(coefficient, extent)],
+// clamps: [([(digit, k)], bound)], condition: expression, and wraps (as
+// clamps) where there are any
 py::dict shadowCoverageToPython(const tritonad::ShadowCoverage &shadow) {
   py::list digits, clamps, wraps;
   for (const auto &digit : shadow.digits)
@@ -57,12 +77,13 @@ py::dict shadowCoverageToPython(const tritonad::ShadowCoverage &shadow) {
   for (const auto &wrap : shadow.wraps)
     wraps.append(clampToPython(wrap));
   py::dict entry;
-  entry["digits"] = digits;
-  entry["clamps"] = clamps;
+  entry[TRITONAD_FIELD(contract::kCoverageRecord, "digits")] = digits;
+  entry[TRITONAD_FIELD(contract::kCoverageRecord, "clamps")] = clamps;
   if (!shadow.wraps.empty())
-    entry["wraps"] = wraps;
-  entry["condition"] = symbolicToPython(shadow.condition);
-  return entry;
+    entry[TRITONAD_FIELD(contract::kCoverageRecord, "wraps")] = wraps;
+  entry[TRITONAD_FIELD(contract::kCoverageRecord, "condition")] =
+      symbolicToPython(shadow.condition);
+  return completed(entry, contract::kCoverageRecord, "coverage");
 }
 
 // {shadow: its coverage}
@@ -112,26 +133,93 @@ tritonad::RegridPrograms regridProgramsFrom(const std::string &name) {
 py::list scheduleToPython(const tritonad::Schedule &schedule) {
   py::list entries;
   for (const tritonad::ScheduleEntry &entry : schedule.entries) {
+    constexpr auto &declared = contract::kScheduleEntryRecord;
     py::dict item;
-    item["kind"] = entry.kindName();
-    item["subject"] = entry.subject;
-    item["location"] = entry.location;
-    item["strategy"] = tritonad::strategyName(entry.strategy);
-    item["how"] = entry.how;
-    item["notes"] = entry.notes;
-    entries.append(item);
+    item[TRITONAD_FIELD(declared, "kind")] = entry.kindName();
+    item[TRITONAD_FIELD(declared, "subject")] = entry.subject;
+    item[TRITONAD_FIELD(declared, "location")] = entry.location;
+    item[TRITONAD_FIELD(declared, "strategy")] = tritonad::strategyName(entry.strategy);
+    item[TRITONAD_FIELD(declared, "how")] = entry.how;
+    item[TRITONAD_FIELD(declared, "notes")] = entry.notes;
+    entries.append(completed(item, declared, "schedule entry"));
   }
   return entries;
 }
 
-// None, or {'bytes': per program, 'fingerprint': equal in forward and backward}.
+// None, or (kResidualsRecord) bytes: per program, fingerprint: equal in forward
+// and backward.
 py::object residualsToPython(const tritonad::api::Result &result) {
   if (result.residualBytesPerProgram == 0)
     return py::none();
   py::dict residuals;
-  residuals["bytes"] = result.residualBytesPerProgram;
-  residuals["fingerprint"] = result.residualFingerprint;
-  return residuals;
+  residuals[TRITONAD_FIELD(contract::kResidualsRecord, "bytes")] = result.residualBytesPerProgram;
+  residuals[TRITONAD_FIELD(contract::kResidualsRecord, "fingerprint")] =
+      result.residualFingerprint;
+  return completed(residuals, contract::kResidualsRecord, "residuals");
+}
+
+py::dict regridPartToPython(const tritonad::RegridPart &part) {
+  constexpr auto &declared = contract::kRegridPartRecord;
+  py::list key, frontier;
+  for (const auto &component : part.key)
+    key.append(symbolicToPython(component));
+  for (const auto &value : part.frontier)
+    frontier.append(symbolicToPython(value));
+  py::dict entry;
+  entry[TRITONAD_FIELD(declared, "shadow")] = part.shadow;
+  entry[TRITONAD_FIELD(declared, "key")] = key;
+  entry[TRITONAD_FIELD(declared, "lower")] = symbolicToPython(part.lower);
+  entry[TRITONAD_FIELD(declared, "upper")] = symbolicToPython(part.upper);
+  entry[TRITONAD_FIELD(declared, "step")] = symbolicToPython(part.step);
+  entry[TRITONAD_FIELD(declared, "affine")] = part.affine;
+  entry[TRITONAD_FIELD(declared, "coarsening")] = part.coarsening;
+  entry[TRITONAD_FIELD(declared, "coverage")] =
+      part.hasCoverage ? py::object(shadowCoverageToPython(part.coverage))
+                       : py::object(py::none());
+  entry[TRITONAD_FIELD(declared, "key_digits")] = part.keyDigits;
+  entry[TRITONAD_FIELD(declared, "condition_keys")] = part.conditionKeys;
+  entry[TRITONAD_FIELD(declared, "store_only")] = part.storeOnly;
+  entry[TRITONAD_FIELD(declared, "trips_vary")] = part.tripsVary;
+  entry[TRITONAD_FIELD(declared, "lower_varies")] = part.lowerVaries;
+  entry[TRITONAD_FIELD(declared, "phase")] = part.phase;
+  entry[TRITONAD_FIELD(declared, "address_keys")] = part.addressKeys;
+  entry[TRITONAD_FIELD(declared, "leader")] = part.leader;
+  entry[TRITONAD_FIELD(declared, "reduction")] = part.reduction;
+  entry[TRITONAD_FIELD(declared, "frontier")] = frontier;
+  return completed(entry, declared, "regrid part");
+}
+
+// None where nothing is re-parallelized.
+py::object regridToPython(const tritonad::Regrid &regrid) {
+  if (regrid.parts.empty())
+    return py::none();
+  py::list parts;
+  for (const auto &part : regrid.parts)
+    parts.append(regridPartToPython(part));
+  py::dict record;
+  record[TRITONAD_FIELD(contract::kRegridRecord, "main")] = regrid.mainPart;
+  record[TRITONAD_FIELD(contract::kRegridRecord, "deterministic")] = regrid.deterministic;
+  record[TRITONAD_FIELD(contract::kRegridRecord, "staged")] = regrid.stagedBytes;
+  record[TRITONAD_FIELD(contract::kRegridRecord, "parts")] = parts;
+  return completed(record, contract::kRegridRecord, "regrid");
+}
+
+py::list requirementsToPython(const std::vector<tritonad::LaunchRequirement> &requirements) {
+  constexpr auto &declared = contract::kRequirementRecord;
+  py::list listed;
+  for (const auto &requirement : requirements) {
+    py::dict entry;
+    entry[TRITONAD_FIELD(declared, "shadow")] = requirement.shadow;
+    entry[TRITONAD_FIELD(declared, "condition")] = symbolicToPython(requirement.condition);
+    entry[TRITONAD_FIELD(declared, "why")] = requirement.why;
+    entry[TRITONAD_FIELD(declared, "refusal")] = requirement.refusal;
+    listed.append(completed(entry, declared, "requirement"));
+  }
+  return listed;
+}
+
+py::object optionalSymbol(const std::optional<tritonad::SymbolicInt> &symbol) {
+  return symbol ? py::object(symbolicToPython(*symbol)) : py::object(py::none());
 }
 
 tritonad::api::PrintOptions printOptions(bool generic, bool debugInfo) {
@@ -193,101 +281,36 @@ PYBIND11_MODULE(_C, m) {
         for (const auto &tape : result.tapes)
           tapes.append(py::make_tuple(tape.loop, tape.bytesPerIteration,
                                       symbolicToPython(tape.trips)));
-        py::object regrid = py::none();
-        if (!result.regrid.parts.empty()) {
-          py::list parts;
-          for (const auto &part : result.regrid.parts) {
-            py::list key;
-            for (const auto &component : part.key)
-              key.append(symbolicToPython(component));
-            py::dict entry;
-            entry["shadow"] = part.shadow;
-            entry["key"] = key;
-            entry["lower"] = symbolicToPython(part.lower);
-            entry["upper"] = symbolicToPython(part.upper);
-            entry["step"] = symbolicToPython(part.step);
-            py::list frontier;
-            for (const auto &value : part.frontier)
-              frontier.append(symbolicToPython(value));
-            entry["affine"] = part.affine;
-            entry["coarsening"] = part.coarsening;
-            entry["coverage"] = part.hasCoverage ? py::object(shadowCoverageToPython(part.coverage))
-                                                 : py::object(py::none());
-            entry["key_digits"] = part.keyDigits;
-            entry["condition_keys"] = part.conditionKeys;
-            entry["store_only"] = part.storeOnly;
-            entry["trips_vary"] = part.tripsVary;
-            entry["lower_varies"] = part.lowerVaries;
-            entry["phase"] = part.phase;
-            entry["address_keys"] = part.addressKeys;
-            entry["leader"] = part.leader;
-            entry["reduction"] = part.reduction;
-            entry["frontier"] = frontier;
-            parts.append(entry);
-          }
-          py::dict record;
-          record["main"] = result.regrid.mainPart;
-          record["deterministic"] = result.regrid.deterministic;
-          record["staged"] = result.regrid.stagedBytes;
-          record["parts"] = parts;
-          regrid = record;
-        }
-        py::list requirements;
-        for (const auto &requirement : result.requirements) {
-          py::dict entry;
-          entry["shadow"] = requirement.shadow;
-          entry["condition"] = symbolicToPython(requirement.condition);
-          entry["why"] = requirement.why;
-          entry["refusal"] = requirement.refusal;
-          requirements.append(entry);
-        }
-        // (field by field as tritonad::contract::kBackwardRecord declares them)
+        constexpr auto &declared = contract::kBackwardRecord;
         py::dict record;
-        record["ir"] = result.output;
-        record["schedule"] = scheduleToPython(result.schedule);
-        record["written"] = result.writtenShadows;
-        record["partial"] = result.partialShadows;
-        record["coverage"] = coverageToPython(result.coverage);
-        record["tapes"] = tapes;
-        record["regrid"] = regrid;
-        record["residuals"] = residualsToPython(result);
-        record["requirements"] = requirements;
-        record["full_masks"] = result.fullMasks ? py::object(symbolicToPython(*result.fullMasks))
-                                                : py::object(py::none());
-        record["program_order"] = result.programOrder
-                                      ? py::object(symbolicToPython(*result.programOrder))
-                                      : py::object(py::none());
-        for (const auto &field : tritonad::contract::kBackwardRecord)
-          if (!record.contains(field.name))
-            throw std::logic_error(std::string("differentiate_kernel: record field ") +
-                                   field.name + " is declared but not filled");
-        return record;
+        record[TRITONAD_FIELD(declared, "ir")] = result.output;
+        record[TRITONAD_FIELD(declared, "schedule")] = scheduleToPython(result.schedule);
+        record[TRITONAD_FIELD(declared, "written")] = result.writtenShadows;
+        record[TRITONAD_FIELD(declared, "partial")] = result.partialShadows;
+        record[TRITONAD_FIELD(declared, "coverage")] = coverageToPython(result.coverage);
+        record[TRITONAD_FIELD(declared, "tapes")] = tapes;
+        record[TRITONAD_FIELD(declared, "regrid")] = regridToPython(result.regrid);
+        record[TRITONAD_FIELD(declared, "residuals")] = residualsToPython(result);
+        record[TRITONAD_FIELD(declared, "requirements")] =
+            requirementsToPython(result.requirements);
+        record[TRITONAD_FIELD(declared, "full_masks")] = optionalSymbol(result.fullMasks);
+        record[TRITONAD_FIELD(declared, "program_order")] = optionalSymbol(result.programOrder);
+        return completed(record, declared, "backward");
       },
       py::arg("ir"), py::arg("primal"), py::arg("into"), py::arg("bindings"),
       py::arg("mode") = "auto", py::arg("overwrite") = false, py::arg("generic") = false,
       py::arg("debug_info") = true, py::arg("buffer_name") = "<ttir>",
       py::arg("programs") = "all", py::arg("full_masks") = false,
       "Replace kernel @into's body with the backward of kernel @primal (empty: the kernel "
-      "@into calls); returns the record launch_contract()['backward_record'] declares, by "
-      "field: ir, schedule: [{'kind', 'subject', 'location', 'strategy', "
-      "'how', 'notes'}], "
-      "names of the shadows it stores into, names of the shadows whose gradient it leaves in "
-      "slots of its workspace, the coverage of the shadows it stores once per element: "
-      "{shadow: {'digits', 'clamps', 'condition'}}, and its tapes: [(loop, bytes per "
-      "iteration, trips)], scratch of bytes * trips per program passed as tritonad_tape, and "
-      "its re-parallelized shadows: None or {'main': bool, 'parts': [{'shadow', 'key', "
-      "'lower', 'upper', 'step'}]}, the grouping passed as tritonad_regrid), and the "
-      "residuals it reads: None or {'bytes': per program, 'fingerprint'}, passed as "
-      "tritonad_residuals by the forward that augment_forward derives), and what each launch "
-      "must satisfy: [{'shadow', 'condition', 'why'}], a condition on the arguments and grid "
-      "the launch path checks (deterministic mode's plain writes). `programs`: 'all', or "
-      "'main' or 'parts' for a kernel with only the forward's programs or only the "
-      "re-parallelized parts (each launched on its own; the record is the same); and the "
-      "launch condition, per program, under which `full_masks` (the variant without the "
-      "masks it makes always true) is correct: an expression, or None where that variant "
-      "drops no mask; and the work per program by which the launch orders the programs, "
-      "longest first, passing the order as tritonad_regrid: an expression, or None where the "
-      "kernel reads its program ids as launched.");
+      "@into calls); returns the record launch_contract() declares: its fields in "
+      "'backward_record', the fields of the records inside it in 'records' (the schedule's "
+      "entries, each shadow's coverage, the re-parallelized parts, the residuals it reads, "
+      "the conditions each launch must satisfy); its tapes are [(loop, bytes per iteration, "
+      "trips)], scratch of bytes * trips per program passed as tritonad_tape. `programs`: "
+      "'all', or 'main' or 'parts' for a kernel with only the forward's programs or only the "
+      "re-parallelized parts (each launched on its own; the record is the same). "
+      "`full_masks`: the variant without the masks that the record's full_masks condition "
+      "makes always true.");
 
   m.def(
       "launch_contract",
@@ -302,45 +325,61 @@ PYBIND11_MODULE(_C, m) {
                              : parameter.passing == Passing::Value ? "value"
                                                                    : "selector";
           entry["filled_by"] = parameter.filledBy;
+          entry["travels_with"] = parameter.travelsWith;
           entry["meaning"] = parameter.meaning;
           hidden.append(entry);
         }
-        py::list record;
-        for (const auto &field : kBackwardRecord) {
-          py::dict entry;
-          entry["name"] = field.name;
-          entry["metadata"] = field.metadataKey;
-          entry["meaning"] = field.meaning;
-          record.append(entry);
-        }
-        auto words = [](const auto &table) {
-          py::list listed;
-          for (const TableWord &word : table) {
+        // A table's words, a record's fields (with 'optional', and the
+        // backward record's with their metadata key).
+        auto listed = [](const auto &declared) {
+          py::list entries;
+          for (const auto &item : declared) {
+            using Item = std::decay_t<decltype(item)>;
             py::dict entry;
-            entry["name"] = word.name;
-            entry["meaning"] = word.meaning;
-            listed.append(entry);
+            entry["name"] = item.name;
+            entry["meaning"] = item.meaning;
+            if constexpr (std::is_same_v<Item, RecordKey>) {
+              entry["optional"] = item.optional;
+            } else if constexpr (std::is_same_v<Item, RecordField>) {
+              entry["optional"] = false;
+              entry["metadata"] = item.metadataKey;
+            }
+            entries.append(entry);
           }
-          return listed;
+          return entries;
         };
+        py::list record = listed(kBackwardRecord);
         py::dict regrid, order, tables;
         regrid["pointer"] = kRegrid;
-        regrid["header"] = words(kRegridHeader);
-        regrid["part"] = words(kRegridPart);
+        regrid["header"] = listed(kRegridHeader);
+        regrid["part"] = listed(kRegridPart);
         order["pointer"] = kRegrid;
-        order["row"] = words(kProgramOrder);
+        order["row"] = listed(kProgramOrder);
         tables["regrid"] = regrid;
         tables["program_order"] = order;
+        py::dict records;
+        records["backward"] = record;
+        records["coverage"] = listed(kCoverageRecord);
+        records["regrid"] = listed(kRegridRecord);
+        records["regrid_part"] = listed(kRegridPartRecord);
+        records["requirement"] = listed(kRequirementRecord);
+        records["residuals"] = listed(kResidualsRecord);
+        records["schedule_entry"] = listed(kScheduleEntryRecord);
         py::dict contract;
         contract["hidden"] = hidden;
         contract["backward_record"] = record;
+        contract["records"] = records;
         contract["tables"] = tables;
         return contract;
       },
       "The launch contract (cpp/include/tritonad/LaunchContract.h): 'hidden', the parameters "
       "a derived kernel takes after its own [{'name', 'type', 'passing', 'filled_by', "
-      "'meaning'}], in order; 'backward_record', the fields differentiate_kernel returns "
-      "[{'name', 'metadata': the compiled kernel's metadata key, 'meaning'}]; 'tables', the "
+      "'travels_with', 'meaning'}], in order; 'backward_record', the fields "
+      "differentiate_kernel returns [{'name', 'metadata': the compiled kernel's metadata key, "
+      "'meaning'}]; 'records', the fields of each record the core returns, by record: "
+      "'backward' and those inside it, 'coverage', 'regrid', 'regrid_part', 'requirement', "
+      "'residuals', 'schedule_entry' [{'name', 'meaning', 'optional': left out where "
+      "empty}]; 'tables', the "
       "tables a derived kernel reads from a hidden pointer, by name: {'pointer', then each "
       "section's words in order [{'name', 'meaning'}]: 'header' and 'part' (a part header per "
       "part) of 'regrid', 'row' (a row per launched program) of 'program_order'}.");

@@ -23,6 +23,12 @@ from __future__ import annotations
 import json
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from tritonad import _caches, _contract
+
+# (a coverage record's fields: LaunchContract.h, kCoverageRecord; WRAPS only where any)
+DIGITS, CLAMPS, CONDITION, WRAPS = _contract.fields("coverage", "digits", "clamps", "condition",
+                                                    "wraps")
+
 
 def _divs(a, b):  # arith.divsi: rounds towards zero
     if isinstance(a, int) and isinstance(b, int):
@@ -98,13 +104,11 @@ def described(record, expressions) -> Tuple[str, tuple]:
     kernel's metadata) rather than at every launch: the key of a launch's cache."""
     info = _DESCRIBED.get(id(record))
     if info is None or info[0] is not record:
-        if len(_DESCRIBED) >= _DESCRIBED_LIMIT:
-            _DESCRIBED.pop(next(iter(_DESCRIBED)))
         names: set = set()
         for expression in expressions():
             arguments_read(expression, names)
-        info = _DESCRIBED[id(record)] = (record, json.dumps(record, sort_keys=True),
-                                         tuple(sorted(names)))
+        info = (record, json.dumps(record, sort_keys=True), tuple(sorted(names)))
+        _caches.keep_newest(_DESCRIBED, id(record), info, _DESCRIBED_LIMIT)
     return info[1], info[2]
 
 
@@ -135,9 +139,7 @@ def per_program_cached(expression, arguments: Dict[str, object], grid: Sequence[
             values = None
     result = reduce(values)
     if key is not None:
-        if len(cache) >= cache_limit:
-            cache.pop(next(iter(cache)))
-        cache[key] = result
+        _caches.keep_newest(cache, key, result, cache_limit)
     return result
 
 
@@ -253,9 +255,8 @@ def covers(record, tensor, arguments: Dict[str, object], grid: Sequence[int]) ->
     if known is not None and known[0] is record:
         return known[1]
     result = _covers(record, tensor, arguments, grid)
-    if len(_COVERS) >= _CACHE_SIZE:
-        _COVERS.pop(next(iter(_COVERS)))
-    _COVERS[key] = (record, result)  # (the record kept alive: its id stays its own)
+    # (the record kept alive: its id stays its own)
+    _caches.keep_newest(_COVERS, key, (record, result), _CACHE_SIZE)
     return result
 
 
@@ -283,9 +284,7 @@ def _names_in(record) -> Tuple[str, ...]:
                     walk(value)
 
     walk(record)
-    if len(_NAMES) >= _CACHE_SIZE:
-        _NAMES.pop(next(iter(_NAMES)))
-    _NAMES[id(record)] = (record, tuple(sorted(names)))
+    _caches.keep_newest(_NAMES, id(record), (record, tuple(sorted(names))), _CACHE_SIZE)
     return _NAMES[id(record)][1]
 
 
@@ -293,13 +292,13 @@ def _covers(record, tensor, arguments: Dict[str, object], grid: Sequence[int]) -
     if tensor.numel() == 0:
         return True
     try:
-        if not evaluate(record["condition"], arguments, grid):
+        if not evaluate(record[CONDITION], arguments, grid):
             return False
         digits = [(evaluate(c, arguments, grid), evaluate(e, arguments, grid))
-                  for c, e in record["digits"]]
+                  for c, e in record[DIGITS]]
         if any(e <= 0 for _, e in digits):
             return False
-        digits = _apply_clamps(digits, record["clamps"], arguments, grid)
+        digits = _apply_clamps(digits, record[CLAMPS], arguments, grid)
     except (KeyError, TypeError, ZeroDivisionError, ValueError, IndexError):
         return False
     if digits is None or any(e <= 0 for _, e in digits):

@@ -574,8 +574,8 @@ def _materialize_backward(text: str, metadata: dict) -> str:
             raise DifferentiationError(
                 f"tritonad.grad({spec.primal.__name__}) failed:\n"
             f"{locate_in_source(str(error), text)}") from None
-        text = record["ir"]
-        record["tapes"] = [list(tape) for tape in record["tapes"]]  # (as a cache hit reads them)
+        text = record[_IR]
+        record[_TAPES] = [list(tape) for tape in record[_TAPES]]  # (as a cache hit reads them)
         # (the compiled kernel keeps each field under its declared key: _contract.py)
         for entry, key in _contract.BACKWARD_RECORD:
             if key:
@@ -612,10 +612,12 @@ def programs_of(function: str) -> str:
     return absent[0] if len(absent) == 1 else "all"
 
 
+_IR, _TAPES = _contract.fields("backward", "ir", "tapes")
 # The record's fields kept on the spec too (what schedule(), coverage() ... read),
 # by its attribute.
-_SPEC_FIELDS = {"schedule": "schedules", "written": "written", "partial": "partial",
-                "coverage": "coverage", "tapes": "tapes", "regrid": "regrid"}
+_SPEC_FIELDS = dict(zip(
+    _contract.fields("backward", "schedule", "written", "partial", "coverage", "tapes", "regrid"),
+    ("schedules", "written", "partial", "coverage", "tapes", "regrid")))
 
 
 def _restore_backward(metadata: dict) -> None:
@@ -674,7 +676,7 @@ def _materialize_forward(text: str, metadata: dict) -> str:
             # (the placeholder still calls the forward: it saves nothing, and the
             # backward, which derives the same forward, reports the error)
             residuals = None
-        metadata.setdefault("tritonad_residuals", {})[name] = residuals
+        metadata.setdefault(_contract.metadata_key("residuals"), {})[name] = residuals
     return text
 
 

@@ -28,6 +28,8 @@ import threading
 import types
 from typing import Dict, List, Optional
 
+from tritonad import _caches
+
 _PLANS_ATTRIBUTE = "tritonad_launch_plans"
 _PLAN_LIMIT = 64  # per backward kernel (a training loop uses a handful of shapes)
 _LOCK = threading.Lock()
@@ -112,15 +114,7 @@ def store(jit, key, plan: "LaunchPlan") -> None:
         if plans is None:
             plans = {}
             setattr(jit, _PLANS_ATTRIBUTE, plans)
-        keep_newest(plans, key, plan, _PLAN_LIMIT)
-
-
-def keep_newest(cache: dict, key, value, limit: int) -> None:
-    """cache[key] = value, dropping the oldest entries beyond `limit` (a training
-    loop uses a handful of layouts; a sweep over many must not grow without end)."""
-    cache[key] = value
-    while len(cache) > limit:
-        cache.pop(next(iter(cache)))
+        _caches.keep_newest(plans, key, plan, _PLAN_LIMIT)
 
 
 @contextlib.contextmanager

@@ -24,7 +24,7 @@ import inspect
 import threading
 from typing import Any, Dict, List, Optional, Sequence
 
-from tritonad import _call_plan, _launch_plan, _launcher_plan, _owners
+from tritonad import _caches, _call_plan, _launch_plan, _launcher_plan, _owners
 from tritonad._owners import name_of
 from tritonad._kernel_grad import inner_arguments, renamed_parameters, unwrap
 from tritonad._memory import _extent, storage_id, views_overlap  # noqa: F401
@@ -581,7 +581,7 @@ def _analysed(launcher, walker, key, arguments, args, kwargs, strikes=0):
             lambda launch: backward_kernel(launch.kernel, launcher.mode).pointer_roles)
         if made is not None:
             made.strikes = strikes
-            _launch_plan.keep_newest(launcher.plans, key, made, _launcher_plan.PLAN_LIMIT)
+            _caches.keep_newest(launcher.plans, key, made, _launcher_plan.PLAN_LIMIT)
             plan.replay = made
     _forget_arguments(recorder.launches)
     if plan.inputs and plan.outputs:
@@ -715,7 +715,7 @@ class _Plan:
         plan = cls(launcher, launches, walk, result, watch)
         if kept:
             plan.analysis = plan._analysis(walk)
-            _launch_plan.keep_newest(analyses, walk.key, plan.analysis, _ANALYSES_LIMIT)
+            _caches.keep_newest(analyses, walk.key, plan.analysis, _ANALYSES_LIMIT)
         return plan
 
     @classmethod
@@ -966,7 +966,7 @@ class _Plan:
         step = self._decide_backward(tensors, grads, needs)
         collected: list = []
         results = self._run_backward(step, tensors, grads, collected)
-        _launch_plan.keep_newest(replay.backwards, key,
+        _caches.keep_newest(replay.backwards, key,
                                  self._replayable(step, tensors, grads, collected),
                                  _launcher_plan.BACKWARD_LIMIT)
         return results

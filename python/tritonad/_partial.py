@@ -48,8 +48,15 @@ HIDDEN_INTEGERS = tuple(n for n, t in WORKSPACE_TYPES.items() if not t.startswit
 # runs only the forward's programs or only the re-parallelized parts (the
 # core is told which: programs_of), or has no masks that the launch's
 # arguments make always true (_masks.py).
-PROGRAM_SELECTORS = {_contract.declared("tritonad_main_only"): "main",
-                     _contract.declared("tritonad_parts_only"): "parts"}
+_MAIN_ONLY, _PARTS_ONLY = (_contract.declared(n) for n in ("tritonad_main_only",
+                                                           "tritonad_parts_only"))
+PROGRAM_SELECTORS = {_MAIN_ONLY: "main", _PARTS_ONLY: "parts"}
+# (the compiled kernel's metadata keys of the backward record's fields)
+_PARTIAL_KEY, _REQUIREMENTS_KEY, _TAPES_KEY, _COVERAGE_KEY = map(
+    _contract.metadata_key, ("partial", "requirements", "tapes", "coverage"))
+_WORKSPACE, _SLOT, _PROGRAMS, _REGRID, _TAPE, _TAPE_EVERY = (_contract.declared(n) for n in (
+    "tritonad_workspace", "tritonad_slot", "tritonad_programs", "tritonad_regrid", "tritonad_tape",
+    "tritonad_tape_every"))
 SPECIALIZED_INTEGERS = _contract.passed_as("selector")
 _PROGRAMS_PER_SM = 2
 _SUM_ROWS, _SUM_COLS = 64, 32  # (many narrow column blocks: one program per 32 columns)
@@ -259,13 +266,12 @@ def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
     # Whether the kernel keeps a tape is decided when it is derived: compile it
     # (or take it from the cache) with a placeholder first.
     with_tape = tape is not False and any_tensor is not None
-    kwargs.update(tritonad_tape=_placeholder(any_tensor.device, "int8") if with_tape else None,
-                  tritonad_tape_every=1, tritonad_main_only=1, tritonad_parts_only=0,
-                  **_masks.variant(full=True),
-                  tritonad_regrid=_placeholder(any_tensor.device, "int64")
-                  if any_tensor is not None else None)
+    kwargs.update({_TAPE: _placeholder(any_tensor.device, "int8") if with_tape else None,
+                   _TAPE_EVERY: 1, _MAIN_ONLY: 1, _PARTS_ONLY: 0, **_masks.variant(full=True),
+                   _REGRID: _placeholder(any_tensor.device, "int64")
+                   if any_tensor is not None else None})
     if not partial_possible:
-        kwargs.update(tritonad_workspace=None, tritonad_slot=0, tritonad_programs=programs)
+        kwargs.update({_WORKSPACE: None, _SLOT: 0, _PROGRAMS: programs})
         kernel = _residuals.checked(run, grid, run(grid=grid, warmup=True, **kwargs), kwargs)
         if warmup:
             return kernel
@@ -280,11 +286,9 @@ def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
     # Which shadows get partial buffers is decided when the kernel is derived:
     # compile first (or take it from the cache) with a placeholder workspace.
     placeholder = torch.empty(16, dtype=dtype, device=device)
-    kwargs.update(tritonad_workspace=placeholder, tritonad_slot=16,
-                  tritonad_programs=programs)
+    kwargs.update({_WORKSPACE: placeholder, _SLOT: 16, _PROGRAMS: programs})
     kernel = _residuals.checked(run, grid, run(grid=grid, warmup=True, **kwargs), kwargs)
-    recorded = getattr(getattr(kernel, "metadata", None), _contract.metadata_key("partial"),
-                       None) or {}
+    recorded = getattr(getattr(kernel, "metadata", None), _PARTIAL_KEY, None) or {}
     partial = [name for names in recorded.values() for name in names]
     if warmup:
         return kernel
@@ -299,14 +303,14 @@ def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
     workers = min(programs, _workers(device.index if device.index is not None
                                      else torch.cuda.current_device()))
     launch_grid = (workers, *grid_now[1:])
-    kwargs.update(tritonad_slot=slot)
+    kwargs[_SLOT] = slot
     # A program stores only the addresses its loads touch: the slots need zeros
     # unless every slot's stores reach all of its shadow's elements.
     slots_covered = _covered(kernel, kwargs, launch_grid, partial)
     make = torch.empty if len(slots_covered) == len(partial) else torch.zeros
     workspace = _launch_plan.allocate("workspace", make, (len(partial), workers, slot), dtype,
                                       device)
-    kwargs.update(tritonad_workspace=workspace)
+    kwargs[_WORKSPACE] = workspace
     overwrite = {name for name in partial if name in garbage}
     kernel = _allocate_tape(run, launch_grid, kernel, kwargs, grid_now, launch_grid, tape)
     _masks.choose(kernel, kwargs, launch_grid)
@@ -317,6 +321,9 @@ def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
     return kernel
 
 
+# (a requirement record's fields: LaunchContract.h, kRequirementRecord)
+_SHADOW, _CONDITION, _WHY, _REFUSAL = _contract.fields("requirement", "shadow", "condition", "why",
+                                                       "refusal")
 # (how a refusal of a launch's arguments begins, for callers that count them)
 LAUNCH_REFUSED = "tritonad: this launch breaks a condition its backward was derived under"
 
@@ -326,28 +333,27 @@ def _check_requirements(kernel, kwargs, grid):
     (deterministic mode writes without atomics where each address belongs to
     one program for some arguments only; a loop's iterations store to
     addresses of their own for some strides only)."""
-    recorded = getattr(getattr(kernel, "metadata", None),
-                       _contract.metadata_key("requirements"), None) or {}
+    recorded = getattr(getattr(kernel, "metadata", None), _REQUIREMENTS_KEY, None) or {}
     for requirement in (r for requirements in recorded.values() for r in requirements):
         unchecked = ""
         try:
-            holds = _coverage.evaluate(requirement["condition"], kwargs, grid)
+            holds = _coverage.evaluate(requirement[_CONDITION], kwargs, grid)
         except (KeyError, TypeError, ZeroDivisionError) as error:
             unchecked = f"it cannot be checked with this launch's arguments ({error})"
             holds, why = False, unchecked
         else:
             why = "with this launch's arguments and grid, programs write the same addresses"
-        if not holds and requirement.get("refusal"):
-            named = sorted(_coverage.arguments_read(requirement["condition"], set()))
+        if not holds and requirement.get(_REFUSAL):
+            named = sorted(_coverage.arguments_read(requirement[_CONDITION], set()))
             values = ", ".join(f"{name}={kwargs.get(name)!r}" for name in named)
-            raise RuntimeError(f"{LAUNCH_REFUSED}: {requirement['refusal']} (this launch: "
+            raise RuntimeError(f"{LAUNCH_REFUSED}: {requirement[_REFUSAL]} (this launch: "
                                f"{values + ', ' if values else ''}grid {tuple(grid)})"
                                f"{'; ' + unchecked if unchecked else ''}")
         if not holds:
             raise RuntimeError(
-                f"tritonad: mode='deterministic' writes the gradient '{requirement['shadow']}' "
+                f"tritonad: mode='deterministic' writes the gradient '{requirement[_SHADOW]}' "
                 f"without atomics, which needs each of its addresses written by one program "
-                f"({requirement['why']}); {why}. Launch it so that the programs' tiles are "
+                f"({requirement[_WHY]}); {why}. Launch it so that the programs' tiles are "
                 f"disjoint, or use mode='auto' (atomics where they overlap)")
 
 
@@ -399,10 +405,10 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape, launche
             kernel = _allocate_tape(run, grid, run(grid=grid, warmup=True, **kwargs), kwargs,
                                     grid_now, grid_now, tape)
             _masks.choose(kernel, kwargs, grid_now)
-        order = _order.table(kernel, kwargs, grid_now, kwargs["tritonad_regrid"].device) \
-            if kwargs.get("tritonad_regrid") is not None else None
+        order = _order.table(kernel, kwargs, grid_now, kwargs[_REGRID].device) \
+            if kwargs.get(_REGRID) is not None else None
         if order is not None:  # (longest programs first: _order.py)
-            kwargs["tritonad_regrid"] = order
+            kwargs[_REGRID] = order
         _initialize(garbage, kernel, kwargs, grid_now)
         return launcher(grid, kwargs, computed=grid_now)
     launches, stored = own
@@ -411,7 +417,7 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape, launche
     for launch_grid, table, programs in launches:
         if launch_grid[0] > 0:
             arguments = kwargs if programs == "main" else parts_kwargs
-            arguments["tritonad_regrid"] = table
+            arguments[_REGRID] = table
             launched = launcher(launch_grid, arguments)
     return launched
 
@@ -423,7 +429,7 @@ def _parts_arguments(run, grid, kernel, kwargs):
     the kernel compiled without one keeps the forward's schedule (atomics)."""
     options = _once(kernel, "tritonad_parts_options", lambda: _parts_options(run, grid, kwargs))
     if options is None:
-        kwargs["tritonad_regrid"] = None  # (another specialization: no table argument)
+        kwargs[_REGRID] = None  # (another specialization: no table argument)
         return None
     return {**kwargs, **options}
 
@@ -431,7 +437,7 @@ def _parts_arguments(run, grid, kernel, kwargs):
 def _parts_options(run, grid, kwargs):
     """The parts' kernel's selectors and the launch options it needs (fewer
     pipeline stages, a register cap), or None where it does not fit."""
-    options = {"tritonad_main_only": 0, "tritonad_parts_only": 1}
+    options = {_MAIN_ONLY: 0, _PARTS_ONLY: 1}
     arguments = {**kwargs, **options}
     kernel = run(grid=grid, warmup=True, **arguments)
     if not _fits(kernel):
@@ -597,8 +603,7 @@ def _allocate_tape(run, grid, kernel, kwargs, forward_grid, launch_grid, option)
     that fits; where not even one state per program fits (and `option` is not
     True) the loops are replayed: returns the kernel compiled without a tape.
     Returns the kernel to launch."""
-    recorded = getattr(getattr(kernel, "metadata", None), _contract.metadata_key("tapes"),
-                       None) or {}
+    recorded = getattr(getattr(kernel, "metadata", None), _TAPES_KEY, None) or {}
     tapes = [tape for by_name in recorded.values() for tape in by_name]
     if not tapes:
         return kernel
@@ -618,26 +623,25 @@ def _allocate_tape(run, grid, kernel, kwargs, forward_grid, launch_grid, option)
     def size(every):
         return max(programs * sum(b * -(-n // every) for b, n in needs), 16)
 
-    placeholder = kwargs["tritonad_tape"]
+    placeholder = kwargs[_TAPE]
     every = 1
     if option is None:
         budget = _tape_budget(placeholder.device)
         longest = max(n for _, n in needs) or 1
         if size(longest) > budget:
-            kwargs["tritonad_tape"] = None  # (another specialization: the replaying kernel)
+            kwargs[_TAPE] = None  # (another specialization: the replaying kernel)
             return run(grid=grid, warmup=True, **kwargs)
         every = max(1, size(1) // budget)
         while size(every) > budget:
             every += max(1, every // 8)
-    kwargs["tritonad_tape"] = _launch_plan.allocate("tape", torch.empty, size(every), torch.int8,
-                                                    placeholder.device)
-    kwargs["tritonad_tape_every"] = every
+    kwargs[_TAPE] = _launch_plan.allocate("tape", torch.empty, size(every), torch.int8,
+                                          placeholder.device)
+    kwargs[_TAPE_EVERY] = every
     return kernel
 
 
 def _coverage_of(kernel) -> dict:
-    recorded = getattr(getattr(kernel, "metadata", None), _contract.metadata_key("coverage"),
-                       None) or {}
+    recorded = getattr(getattr(kernel, "metadata", None), _COVERAGE_KEY, None) or {}
     merged = {}
     for by_shadow in recorded.values():
         merged.update(by_shadow)

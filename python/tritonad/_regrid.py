@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Sequence, Tuple
 
-from tritonad import _contract, _coverage
+from tritonad import _caches, _contract, _coverage
 
 # (the table's words as the core reads them: LaunchContract.h, kRegridHeader / kRegridPart)
 _HEADER_WORDS = _contract.table_words("regrid", "header")
@@ -56,6 +56,16 @@ _HEADER, _PART_HEADER = len(_HEADER_WORDS), len(_PART_WORDS)
 _MAIN, _PARTS = _HEADER_WORDS.index("main_programs"), _HEADER_WORDS.index("parts")
 _PROGRAMS = _PART_WORDS.index("programs")
 _METADATA = _contract.metadata_key("regrid")
+_TABLE = _contract.declared("tritonad_regrid")
+# (the record's fields: LaunchContract.h, kRegridRecord and kRegridPartRecord)
+_RUNS_MAIN, _DETERMINISTIC, _PART_RECORDS = _contract.fields("regrid", "main", "deterministic",
+                                                             "parts")
+(_SHADOW, _KEY, _LOWER, _UPPER, _STEP, _FRONTIER, _AFFINE, _COARSENING, _COVERAGE, _KEY_DIGITS,
+ _CONDITION_KEYS, _STORE_ONLY, _TRIPS_VARY, _LOWER_VARIES, _PHASE, _ADDRESS_KEYS, _LEADER,
+ _REDUCTION) = _contract.fields(
+    "regrid_part", "shadow", "key", "lower", "upper", "step", "frontier", "affine", "coarsening",
+    "coverage", "key_digits", "condition_keys", "store_only", "trips_vary", "lower_varies",
+    "phase", "address_keys", "leader", "reduction")
 _CACHE: Dict[tuple, tuple] = {}
 _CACHE_LIMIT = 256
 
@@ -74,7 +84,7 @@ def reads_slot(expression) -> bool:
 
 
 def _ungroupable(part, error) -> RuntimeError:
-    return RuntimeError(f"tritonad: cannot group the programs that add to {part['shadow']} "
+    return RuntimeError(f"tritonad: cannot group the programs that add to {part[_SHADOW]} "
                         f"with this launch's arguments ({error})")
 
 
@@ -119,21 +129,22 @@ def _reaches_each_once(part, keys, arguments, grid) -> bool:
     combination, and the digits then enumerate the tensor (_coverage.covers)."""
     import torch
 
-    coverage = part.get("coverage")
-    tensor = arguments.get(part["shadow"])
+    coverage = part.get(_COVERAGE)
+    tensor = arguments.get(part[_SHADOW])
     if coverage is None or not isinstance(tensor, torch.Tensor):
         return False
     alive = torch.ones(len(keys), dtype=torch.bool)
-    for k in part["condition_keys"]:
+    for k in part[_CONDITION_KEYS]:
         alive &= keys[:, k] != 0
     keys = keys[alive]
     if len(keys) == 0:
         return False  # (no group writes: nothing to prove)
-    digits = [tuple(d) for d in coverage["digits"]]
+    digits = [tuple(d) for d in coverage[_coverage.DIGITS]]
     clamps, wraps = ([([[int(i), int(k)] for i, k in terms], bound) for terms, bound in listed]
-                     for listed in (coverage["clamps"], coverage.get("wraps", ())))
+                     for listed in (coverage[_coverage.CLAMPS],
+                                    coverage.get(_coverage.WRAPS, ())))
     combinations = 1
-    for k, digit in enumerate(part["key_digits"]):
+    for k, digit in enumerate(part[_KEY_DIGITS]):
         values = torch.unique(keys[:, k])
         if digit < 0:
             if len(values) > 1:
@@ -158,7 +169,8 @@ def _reaches_each_once(part, keys, arguments, grid) -> bool:
                       for i, k in terms)
         if largest >= _coverage.evaluate(bound, arguments, grid):
             return False
-    record = {"digits": digits, "clamps": clamps, "condition": ("const", 1)}
+    record = {_coverage.DIGITS: digits, _coverage.CLAMPS: clamps,
+              _coverage.CONDITION: ("const", 1)}
     return _coverage.covers(record, tensor, arguments, grid)
 
 
@@ -214,19 +226,19 @@ def _grouping(part, arguments, grid, ids, programs, deterministic=False):
     import torch
 
     try:
-        step = _coverage.evaluate(part["step"], arguments, grid)
+        step = _coverage.evaluate(part[_STEP], arguments, grid)
         # (where trips vary, the bounds per program; the lower bound, where it
         # varies, the same for a group's members: a function of the key)
-        lower = _column(per_program(part["lower"], arguments, grid, ids), programs) \
-            if part.get("lower_varies") else _coverage.evaluate(part["lower"], arguments, grid)
-        upper = _column(per_program(part["upper"], arguments, grid, ids), programs) \
-            if part.get("trips_vary") else _coverage.evaluate(part["upper"], arguments, grid)
-        key = [_column(per_program(k, arguments, grid, ids), programs) for k in part["key"]]
+        lower = _column(per_program(part[_LOWER], arguments, grid, ids), programs) \
+            if part.get(_LOWER_VARIES) else _coverage.evaluate(part[_LOWER], arguments, grid)
+        upper = _column(per_program(part[_UPPER], arguments, grid, ids), programs) \
+            if part.get(_TRIPS_VARY) else _coverage.evaluate(part[_UPPER], arguments, grid)
+        key = [_column(per_program(k, arguments, grid, ids), programs) for k in part[_KEY]]
     except (KeyError, TypeError, ZeroDivisionError) as error:
         raise _ungroupable(part, error) from None
     if step <= 0:
-        raise RuntimeError(f"tritonad: the loop adding to {part['shadow']} has step {step}")
-    if part.get("trips_vary"):
+        raise RuntimeError(f"tritonad: the loop adding to {part[_SHADOW]} has step {step}")
+    if part.get(_TRIPS_VARY):
         trips_each = torch.clamp(-(-(upper - lower) // step), min=0)
         trips = int(trips_each.max()) if programs else 0
     else:
@@ -237,7 +249,7 @@ def _grouping(part, arguments, grid, ids, programs, deterministic=False):
     else:
         unique = keys[:1]
         inverse = torch.zeros(programs, dtype=torch.int64)
-    if deterministic and part.get("lower_varies"):  # (trips then vary too)
+    if deterministic and part.get(_LOWER_VARIES):  # (trips then vary too)
         _check_starts_apart(part, lower, step, trips_each, unique, inverse)
     return trips_each, trips, unique, inverse
 
@@ -257,7 +269,7 @@ def _check_starts_apart(part, lower, step, trips_each, unique, inverse):
     starts = torch.zeros(groups, dtype=torch.int64).scatter_(0, inverse, lower)
     ends = starts + torch.zeros(groups, dtype=torch.int64).scatter_reduce_(
         0, inverse, trips_each, "amax", include_self=False) * step
-    address = unique[:, :int(part.get("address_keys", 0))]
+    address = unique[:, :int(part.get(_ADDRESS_KEYS, 0))]
     _, bucket = torch.unique(address, dim=0, return_inverse=True) if address.shape[1] else \
         (None, torch.zeros(groups, dtype=torch.int64))
     order = torch.argsort(bucket * (int(ends.max()) - int(starts.min()) + 1) +
@@ -265,7 +277,7 @@ def _check_starts_apart(part, lower, step, trips_each, unique, inverse):
     same = bucket[order][1:] == bucket[order][:-1]
     if bool((same & (starts[order][1:] < ends[order][:-1])).any()):
         raise RuntimeError(
-            f"tritonad: deterministic mode: the programs adding into {part['shadow']} start "
+            f"tritonad: deterministic mode: the programs adding into {part[_SHADOW]} start "
             f"their loop at places whose ranges overlap at this launch, so two would add into "
             f"one element in either order; mode='auto' adds them with atomics")
 
@@ -281,8 +293,8 @@ def _slot_orders(record, groupings, programs):
 
     linear = torch.arange(programs, dtype=torch.int64)
     orders = [linear]
-    if programs and any(reads_slot(value) for part in record["parts"]
-                        for value in part.get("frontier", [])):
+    if programs and any(reads_slot(value) for part in record[_PART_RECORDS]
+                        for value in part.get(_FRONTIER, [])):
         key = torch.zeros(programs, dtype=torch.int64)
         for _, _, unique, inverse in groupings.values():
             key = key * len(unique) + inverse
@@ -300,15 +312,15 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
     gx, gy, gz = (list(grid) + [1, 1, 1])[:3]
     programs = gx * gy * gz
     ids = _coverage.program_ids(grid)
-    parts = record["parts"]
+    parts = record[_PART_RECORDS]
     groupings = {index: _grouping(part, arguments, grid, ids, programs,
-                                  bool(record.get("deterministic")))
-                 for index, part in enumerate(parts) if part.get("leader", -1) < 0}
+                                  bool(record.get(_DETERMINISTIC)))
+                 for index, part in enumerate(parts) if part.get(_LEADER, -1) < 0}
 
     # The slot order that keeps the most parts' members affine (the first of
     # equals): each group's members, where trips vary by decreasing trip count.
     best = None
-    wanted = sum(bool(parts[index].get("affine")) for index in groupings)
+    wanted = sum(bool(parts[index].get(_AFFINE)) for index in groupings)
     for slots in _slot_orders(record, groupings, programs):
         if best is not None and best[0] == wanted:
             break
@@ -317,19 +329,19 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
             part = parts[index]
             try:
                 frontier = [_column(per_program(v, arguments, grid, (*ids, slots)), programs)
-                            for v in part.get("frontier", [])]
+                            for v in part.get(_FRONTIER, [])]
             except (KeyError, TypeError, ZeroDivisionError) as error:
                 raise _ungroupable(part, error) from None
             values = torch.stack(frontier, dim=1) if frontier else \
                 torch.zeros(programs, 0, dtype=torch.int64)
             summed[index] = _members(inverse, len(unique), trips_each, values,
-                                     bool(part.get("affine")))
+                                     bool(part.get(_AFFINE)))
         affine = sum(members[2] is not None for members in summed.values())
         if best is None or affine > best[0]:
             best = (affine, slots, summed)
     _, slots, summed = best
 
-    header = dict(main_programs=programs if record["main"] else 0, grid_x=gx, grid_y=gy,
+    header = dict(main_programs=programs if record[_RUNS_MAIN] else 0, grid_x=gx, grid_y=gy,
                   grid_z=gz, parts=len(parts), slots_at=0)
     part_headers, arrays, stored = [], [], []
     offset = _HEADER + _PART_HEADER * len(parts)
@@ -345,14 +357,14 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
     header["slots_at"] = place(slots)
     leaders = {}
     for index, part in enumerate(parts):
-        leader = part.get("leader", -1)
+        leader = part.get(_LEADER, -1)
         if leader >= 0:
             # (summed by its leader's programs, from the same members: only
             # whether its own writes may be plain is its own)
             headers, unique = leaders[leader]
             plain = _reaches_each_once(part, unique, arguments, grid)
-            if plain and part.get("store_only"):
-                stored.append(part["shadow"])
+            if plain and part.get(_STORE_ONLY):
+                stored.append(part[_SHADOW])
             # (its header: the leader's, with no programs and its own plain word)
             part_headers += _contract.filled("regrid", "part",
                                              {**headers, "programs": 0, "plain": int(plain)})
@@ -360,7 +372,7 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
         trips_each, trips, unique, inverse = groupings[index]
         members, starts, affine = summed[index]
         groups = len(unique)
-        coarsening = int(part.get("coarsening", 1))
+        coarsening = int(part.get(_COARSENING, 1))
         bases, deltas = affine if affine is not None else \
             (torch.zeros(groups, 0, dtype=torch.int64), [])
         at = [place(members), place(starts), place(unique), place(bases),
@@ -370,12 +382,12 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
         # (a part with reduction members has one more program per group,
         # its last, which sums them: Regrid.cpp's emitReductions; a part of
         # reductions alone has that program only)
-        reductions = any(p.get("leader", -1) == index and p.get("reduction") for p in parts)
-        programs_of_part = groups if part.get("reduction") else \
+        reductions = any(p.get(_LEADER, -1) == index and p.get(_REDUCTION) for p in parts)
+        programs_of_part = groups if part.get(_REDUCTION) else \
             groups * (-(-trips // coarsening) + int(reductions))
         plain = _reaches_each_once(part, unique, arguments, grid)
-        if plain and part.get("store_only"):
-            stored.append(part["shadow"])
+        if plain and part.get(_STORE_ONLY):
+            stored.append(part[_SHADOW])
         headers = dict(programs=programs_of_part, groups=groups, trips=trips,
                        members_at=at[0], starts_at=at[1], keys_at=at[2],
                        affine=int(affine is not None), bases_at=at[3], deltas_at=at[4],
@@ -393,11 +405,12 @@ def _table(record, arguments, grid) -> Tuple["torch.Tensor", int, list]:
 
 def _expressions(record):
     """Every expression of a regrid record, for the arguments they read."""
-    for part in record["parts"]:
-        coverage = part.get("coverage") or {"digits": [], "clamps": []}
-        yield from (*part["key"], *part.get("frontier", []), part["lower"], part["upper"],
-                    part["step"], *(e for digit in coverage["digits"] for e in digit),
-                    *(bound for _, bound in (*coverage["clamps"], *coverage.get("wraps", ()))))
+    for part in record[_PART_RECORDS]:
+        coverage = part.get(_COVERAGE) or {_coverage.DIGITS: [], _coverage.CLAMPS: []}
+        yield from (*part[_KEY], *part.get(_FRONTIER, []), part[_LOWER], part[_UPPER],
+                    part[_STEP], *(e for digit in coverage[_coverage.DIGITS] for e in digit),
+                    *(bound for _, bound in (*coverage[_coverage.CLAMPS],
+                                             *coverage.get(_coverage.WRAPS, ()))))
 
 
 def prepare(kernel, kwargs, grid: Sequence[int]):
@@ -413,23 +426,21 @@ def prepare(kernel, kwargs, grid: Sequence[int]):
     record = record_of(kernel)
     if record is None:
         return None
-    placeholder = kwargs["tritonad_regrid"]
+    placeholder = kwargs[_TABLE]
     text, names = _coverage.described(record, lambda: _expressions(record))
     values = tuple((n, kwargs.get(n)) for n in names)
     layouts = tuple((tuple(t.shape), tuple(t.stride())) if isinstance(t, torch.Tensor) else None
-                    for t in (kwargs.get(part["shadow"]) for part in record["parts"]))
+                    for t in (kwargs.get(part[_SHADOW]) for part in record[_PART_RECORDS]))
     key = (text, tuple(int(g) for g in grid), values, layouts, str(placeholder.device))
     cached = _CACHE.get(key)
     if cached is None:
         words, total, stored = _table(record, kwargs, tuple(int(g) for g in grid))
-        if len(_CACHE) >= _CACHE_LIMIT:
-            _CACHE.pop(next(iter(_CACHE)))
         main = int(words[_MAIN])  # (read on the host, before the copy)
         launches = [((main,), words.to(placeholder.device), "main")]
         # A launch per phase: parts adding into a shadow that a part of an
         # earlier phase adds into run after it (their tables give the other
         # phases' parts no programs).
-        phases = [int(part.get("phase", 0)) for part in record["parts"]]
+        phases = [int(part.get(_PHASE, 0)) for part in record[_PART_RECORDS]]
         for phase in sorted(set(phases)):
             only = words.clone()
             only[_MAIN] = 0
@@ -439,7 +450,8 @@ def prepare(kernel, kwargs, grid: Sequence[int]):
             first = _HEADER + _PROGRAMS
             programs = int(only[first:first + _PART_HEADER * len(phases):_PART_HEADER].sum())
             launches.append(((programs,), only.to(placeholder.device), "parts"))
-        cached = _CACHE[key] = (tuple(launches), stored)
+        cached = (tuple(launches), stored)
+        _caches.keep_newest(_CACHE, key, cached, _CACHE_LIMIT)
     global last_table
     last_table = cached[0][0][1]  # (the whole table: its header counts the forward programs)
     return cached

@@ -1541,27 +1541,13 @@ def _render_with_notes(module_text, function, *, name, header, params):
 # tritonad's hidden launch arguments
 # ---------------------------------------------------------------------------
 
-# What each hidden argument a derived backward may read holds: tritonad's
-# launch path (_partial.launch) computes it from the launch's arguments and
-# grid, so a rendering whose body reads one does not launch on its own.
-_HIDDEN_PURPOSE = {
-    "tritonad_workspace": "the slots of partial buffers, which tritonad's launch path "
-                          "allocates, launching fewer programs than the forward's grid (each "
-                          "strides over the forward's programs), and sums into the gradients "
-                          "after the kernel",
-    "tritonad_tape": "the scratch memory of a loop tape, which tritonad's launch path sizes "
-                     "from the launch's arguments",
-    "tritonad_regrid": "a table of the forward's programs that tritonad's launch path "
-                       "computes from the launch's arguments and grid (the groups of "
-                       "re-parallelized gradients, or the programs' order, longest first)",
-    "tritonad_residuals": "the values the augmented forward saved (tritonad.autograd launches "
-                          "it)",
-}
-_OTHER_PURPOSE = "an argument that tritonad's launch path computes"
-# (the integers that come with them)
-_HIDDEN_COMPANION = {"tritonad_slot": "tritonad_workspace",
-                     "tritonad_programs": "tritonad_workspace",
-                     "tritonad_tape_every": "tritonad_tape"}
+# What each hidden argument a derived backward may read holds, and the pointer
+# an integer among them describes, as the core declares them (LaunchContract.h):
+# tritonad's launch path (_partial.launch) computes them from the launch's
+# arguments and grid, so a rendering whose body reads one does not launch on
+# its own.
+_HIDDEN_MEANING = {p["name"]: p["meaning"] for p in _contract.HIDDEN}
+_TRAVELS_WITH = {p["name"]: p["travels_with"] for p in _contract.HIDDEN if p["travels_with"]}
 _FULL_MASKS = _contract.declared("tritonad_full_masks")
 _KEEP_MASKS = _contract.declared("tritonad_keep_masks")
 
@@ -1589,8 +1575,8 @@ class LaunchNotes:
     def why_not(self) -> Optional[str]:
         by_owner: Dict[str, List[str]] = {}
         for hidden in self.reads:
-            by_owner.setdefault(_HIDDEN_COMPANION.get(hidden, hidden), []).append(hidden)
-        reasons = [f"it reads {_listed(names)}, {_HIDDEN_PURPOSE.get(owner, _OTHER_PURPOSE)}"
+            by_owner.setdefault(_TRAVELS_WITH.get(hidden, hidden), []).append(hidden)
+        reasons = [f"it reads {_listed(names)}, {_HIDDEN_MEANING[owner]}"
                    for owner, names in by_owner.items()]
         if self.masks_dropped:
             reasons.append("it was compiled for launches whose sizes make every mask tritonad "

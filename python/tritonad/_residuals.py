@@ -24,7 +24,8 @@ from typing import Optional
 from tritonad import _contract, _coverage, _launch_plan
 
 RESIDUALS = _contract.declared("tritonad_residuals")  # the i8 pointer of both kernels
-_METADATA = _contract.metadata_key("residuals")  # {kernel: None or {"bytes", "fingerprint"}}
+_METADATA = _contract.metadata_key("residuals")  # {kernel: None or a residuals record}
+_BYTES, _FINGERPRINT = _contract.fields("residuals", "bytes", "fingerprint")
 
 
 def recorded(kernel) -> Optional[dict]:
@@ -122,10 +123,10 @@ class PlannedForward:
         if self.saved is None:
             self.launch(bound)
             return None
-        buffer = torch.empty(max(self.programs * int(self.saved["bytes"]), 16),
+        buffer = torch.empty(max(self.programs * int(self.saved[_BYTES]), 16),
                              dtype=torch.int8, device=self.device)
         self.launch({**bound, RESIDUALS: buffer})
-        buffer.tritonad_fingerprint = self.saved["fingerprint"]
+        buffer.tritonad_fingerprint = self.saved[_FINGERPRINT]
         buffer.tritonad_launch = self.identity
         return buffer
 
@@ -206,7 +207,7 @@ def checked(run, grid, kernel, kwargs):
         return kernel
     check_launch(buffer, grid, kwargs)
     reads = recorded(kernel)
-    if reads is not None and reads["fingerprint"] == getattr(buffer, "tritonad_fingerprint",
+    if reads is not None and reads[_FINGERPRINT] == getattr(buffer, "tritonad_fingerprint",
                                                               None):
         return kernel
     kwargs[RESIDUALS] = None  # (another specialization: the recomputing backward)

@@ -13,7 +13,13 @@ per entry, that also carries the entries as data::
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
+from tritonad import _contract
+
 __all__ = ["Schedule", "ScheduleEntry"]
+
+# (a schedule entry record's fields: LaunchContract.h, kScheduleEntryRecord)
+_RECORD_FIELDS = _contract.fields("schedule_entry", "kind", "subject", "location", "strategy",
+                                  "how", "notes")
 
 
 @dataclass(frozen=True)
@@ -62,5 +68,6 @@ class Schedule(str):
         """From the core's records (dicts, as kept in a compiled kernel's metadata)."""
         if records is None:
             return None
-        return cls([ScheduleEntry(r["kind"], r["subject"], r["location"], r["strategy"],
-                                  r["how"], tuple(r["notes"])) for r in records])
+        kind, subject, location, strategy, how, notes = _RECORD_FIELDS
+        return cls([ScheduleEntry(r[kind], r[subject], r[location], r[strategy], r[how],
+                                  tuple(r[notes])) for r in records])

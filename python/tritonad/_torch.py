@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Sequence
 
-from tritonad import _call_plan, _launch_plan, _owners
+from tritonad import _caches, _call_plan, _launch_plan, _owners
 from tritonad._memory import storage_id, views_overlap
 from tritonad._kernel_grad import (_PositionalLaunch, inner_arguments, kernel_grad,
                                    renamed_parameters, unwrap, user_grid)
@@ -369,7 +369,7 @@ def _new_plan(op, call, forward):
     if planned is None:
         return None
     plan = _call_plan.CallPlan(call.differentiable, call.apart, planned)
-    _launch_plan.keep_newest(op.plans, call.key, plan, _call_plan.PLAN_LIMIT)
+    _caches.keep_newest(op.plans, call.key, plan, _call_plan.PLAN_LIMIT)
     return plan
 
 

@@ -1,8 +1,9 @@
 // The launch contract: what crosses between the core and the Python launch path,
 // declared once. The hidden parameters a derived kernel takes after its own
-// (their names, Triton types and who fills them), and the record a derivation
+// (their names, Triton types and who fills them), the record a derivation
 // returns (its fields and the compiled kernel's metadata key each is kept
-// under), and the tables a derived kernel reads (their words, in order). The
+// under) and the records inside it (their fields), and the tables a derived
+// kernel reads (their words, in order). The
 // pybind module exports them (`_C.launch_contract()`); Python
 // derives its placeholders, restore lists and accessors from that export.
 #ifndef TRITONAD_LAUNCHCONTRACT_H
@@ -33,29 +34,41 @@ struct HiddenParameter {
   const char *type;      // Triton's signature type
   Passing passing;
   const char *filledBy;  // the Python module that fills it
+  const char *travelsWith; // the pointer whose memory it describes ("": none)
+  // What it holds, as a phrase that follows "it reads <name>, " (the
+  // rendered source says why a kernel reading it does not launch on its own)
   const char *meaning;
 };
 
 /// In the order the placeholders declare them (after the kernel's own
 /// parameters, each defaulting to None).
 inline constexpr HiddenParameter kHiddenParameters[] = {
-    {kWorkspace, "*fp32", Passing::Pointer, "_partial",
-     "partial buffers: one slot per launched program and gradient, summed after the kernel"},
-    {kSlot, "i32", Passing::Value, "_partial", "elements per slot of the workspace"},
-    {kPrograms, "i32", Passing::Value, "_partial",
+    {kWorkspace, "*fp32", Passing::Pointer, "_partial", "",
+     "the slots of partial buffers, which tritonad's launch path allocates, launching fewer "
+     "programs than the forward's grid (each strides over the forward's programs), and sums "
+     "into the gradients after the kernel"},
+    {kSlot, "i32", Passing::Value, "_partial", kWorkspace, "the elements per slot of the workspace"},
+    {kPrograms, "i32", Passing::Value, "_partial", kWorkspace,
      "the forward's programs that the launched programs stride over"},
-    {kTape, "*i8", Passing::Pointer, "_partial",
-     "scratch: loop tapes per program, or values the forward's programs stage for parts"},
-    {kTapeEvery, "i32", Passing::Value, "_partial", "a tape keeps every k-th iteration's state"},
-    {kRegrid, "*i64", Passing::Pointer, "_regrid",
-     "the table of re-parallelized parts, or the launch order of the programs"},
-    {kMainOnly, "i32", Passing::Selector, "_partial", "1: compile the forward's programs only"},
-    {kPartsOnly, "i32", Passing::Selector, "_partial", "1: compile the parts only"},
-    {kFullMasks, "i32", Passing::Selector, "_masks",
-     "1: the variant without the masks the launch makes true"},
-    {kKeepMasks, "i32", Passing::Selector, "_masks", "1: the variant that keeps every mask"},
-    {kResiduals, "*i8", Passing::Pointer, "_residuals",
-     "values the augmented forward saved per program, read by the backward"},
+    {kTape, "*i8", Passing::Pointer, "_partial", "",
+     "the scratch memory of a loop tape, which tritonad's launch path sizes from the launch's "
+     "arguments (or of the values the forward's programs stage for re-parallelized parts)"},
+    {kTapeEvery, "i32", Passing::Value, "_partial", kTape,
+     "the iterations apart of the states a tape keeps (every k-th)"},
+    {kRegrid, "*i64", Passing::Pointer, "_regrid", "",
+     "a table of the forward's programs that tritonad's launch path computes from the launch's "
+     "arguments and grid (the groups of re-parallelized gradients, or the programs' order, "
+     "longest first)"},
+    {kMainOnly, "i32", Passing::Selector, "_partial", "",
+     "a variant selector, 1: the forward's programs only"},
+    {kPartsOnly, "i32", Passing::Selector, "_partial", "",
+     "a variant selector, 1: the re-parallelized parts only"},
+    {kFullMasks, "i32", Passing::Selector, "_masks", "",
+     "a variant selector, 1: without the masks the launch makes true"},
+    {kKeepMasks, "i32", Passing::Selector, "_masks", "",
+     "a variant selector, 1: every mask kept"},
+    {kResiduals, "*i8", Passing::Pointer, "_residuals", "",
+     "the values the augmented forward saved (tritonad.autograd launches it)"},
 };
 
 struct RecordField {
@@ -78,6 +91,112 @@ inline constexpr RecordField kBackwardRecord[] = {
     {"full_masks", "tritonad_full_masks", "when the variant without masks is correct"},
     {"program_order", "tritonad_program_order", "the work per program, to order the launch"},
 };
+
+/// A field of a record the core hands Python as a dict, inside the backward
+/// record (module.cpp builds each dict through TRITONAD_FIELD; Python reads
+/// each field through `_contract.fields`, which refuses an undeclared one).
+struct RecordKey {
+  const char *name;
+  const char *meaning;
+  bool optional = false; // left out where it would be empty
+};
+
+/// A shadow's coverage (Coverage.h, ShadowCoverage): the element offsets its
+/// stores reach, each an expression of the launch's arguments and grid.
+inline constexpr RecordKey kCoverageRecord[] = {
+    {"digits", "(coefficient, extent) pairs: the stores reach sum_i coefficient_i * index_i"},
+    {"clamps", "([(digit, k)], bound): only index tuples with sum_j k_j * index_j < bound"},
+    {"condition", "where false, the kernel adds with atomics instead (needs zeros)"},
+    {"wraps", "as clamps, offsets wrapped by a remainder: covered where none reaches the bound",
+     true},
+};
+
+/// The re-parallelized parts of a backward (Coverage.h, Regrid).
+inline constexpr RecordKey kRegridRecord[] = {
+    {"main", "whether the launch runs the forward's programs too"},
+    {"deterministic", "deterministic mode: groups that start their loop apart are checked"},
+    {"staged", "bytes per forward program the parts read from scratch"},
+    {"parts", "the parts (records of their own)"},
+};
+
+/// One re-parallelized accumulation (Coverage.h, RegridPart).
+inline constexpr RecordKey kRegridPartRecord[] = {
+    {"shadow", "the shadow it adds into"},
+    {"key", "the expressions whose values group the forward's programs"},
+    {"lower", "the loop's lower bound"},
+    {"upper", "the loop's upper bound"},
+    {"step", "the loop's step"},
+    {"frontier", "the values the contribution takes from its program"},
+    {"affine", "whether the part computes the frontier values where they are affine"},
+    {"coarsening", "iterations each of its programs handles"},
+    {"coverage", "the elements its adds reach (a coverage record), or None"},
+    {"key_digits", "per key, its digit of the coverage, or -1"},
+    {"condition_keys", "the keys that are whole conjuncts of the mask"},
+    {"store_only", "whether its adds are the shadow's only writes"},
+    {"trips_vary", "whether the upper bound depends on the program"},
+    {"lower_varies", "whether the lower bound depends on the program (through the key)"},
+    {"phase", "the launch, after the forward's programs, that runs it"},
+    {"address_keys", "the first keys, those the addresses depend on"},
+    {"leader", "the part whose programs also sum this one, or -1"},
+    {"reduction", "whether it is a reduction member of its leader"},
+};
+
+/// A condition a launch must satisfy (Coverage.h, LaunchRequirement).
+inline constexpr RecordKey kRequirementRecord[] = {
+    {"shadow", "the shadow written"},
+    {"condition", "the condition on the arguments and grid"},
+    {"why", "what the condition states, for the error"},
+    {"refusal", "where not empty, the whole refusal, completed with the arguments' values"},
+};
+
+/// The residuals a forward saves or a backward reads.
+inline constexpr RecordKey kResidualsRecord[] = {
+    {"bytes", "bytes per program of the residual buffer"},
+    {"fingerprint", "equal in a forward and the backward that reads its buffer"},
+};
+
+/// A schedule entry (Schedule.h, ScheduleEntry).
+inline constexpr RecordKey kScheduleEntryRecord[] = {
+    {"kind", "shadow, loop, programs, stabilizer or residual"},
+    {"subject", "the shadow, op, stabilizer or value it is about"},
+    {"location", "where, in the user's source"},
+    {"strategy", "the strategy's name"},
+    {"how", "what and why, for people"},
+    {"notes", "what later decisions added"},
+};
+
+constexpr bool sameName(const char *a, const char *b) {
+  while (*a && *a == *b) {
+    ++a;
+    ++b;
+  }
+  return *a == *b;
+}
+
+/// The position of the entry named `name` in `entries` (a table's words, a
+/// record's fields), -1 where it has none.
+template <typename Entry, int N>
+constexpr int indexOf(const Entry (&entries)[N], const char *name) {
+  for (int i = 0; i < N; ++i)
+    if (sameName(entries[i].name, name))
+      return i;
+  return -1;
+}
+
+
+/// The name of a declared record field: `Index` must be a field's position
+/// (use TRITONAD_FIELD, which finds it at compile time).
+template <int Index, typename Entry, int N>
+constexpr const char *fieldAt(const Entry (&record)[N]) {
+  static_assert(Index >= 0 && Index < N,
+                "a record field the launch contract does not declare (LaunchContract.h)");
+  return record[Index].name;
+}
+
+/// `name`, a field of `record`; a name the record does not declare fails to
+/// compile.
+#define TRITONAD_FIELD(record, name)                                                          \
+  ::tritonad::contract::fieldAt<::tritonad::contract::indexOf(record, name)>(record)
 
 /// One word of a table a derived kernel reads from a hidden pointer.
 struct TableWord {
@@ -116,23 +235,12 @@ inline constexpr TableWord kProgramOrder[] = {
     {"program", "the forward program the launch's program runs, longest first"},
 };
 
-constexpr bool sameName(const char *a, const char *b) {
-  while (*a && *a == *b) {
-    ++a;
-    ++b;
-  }
-  return *a == *b;
-}
-
 /// The position of word `name` in `table`, -1 where it has none (constant
 /// indices of the emitted loads: a word a table does not declare fails to
 /// compile through the static_asserts of its readers).
 template <int N>
 constexpr int wordOf(const TableWord (&table)[N], const char *name) {
-  for (int i = 0; i < N; ++i)
-    if (sameName(table[i].name, name))
-      return i;
-  return -1;
+  return indexOf(table, name);
 }
 
 template <int N>
