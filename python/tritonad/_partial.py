@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 import functools
 import warnings
 
@@ -52,6 +53,9 @@ PROGRAM_SELECTORS = {_contract.declared("tritonad_main_only"): "main",
                      _contract.declared("tritonad_parts_only"): "parts"}
 SPECIALIZED_INTEGERS = _contract.passed_as("selector")
 _PROGRAMS_PER_SM = 2
+# (the interpreter's grid-stride programs: few, so each handles several of the
+# forward's, and an odd count, so they handle different numbers)
+_INTERPRETED_WORKERS = 3
 _SUM_ROWS, _SUM_COLS = 64, 32  # (many narrow column blocks: one program per 32 columns)
 
 
@@ -236,14 +240,19 @@ def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
     slot = max(_span(t) for t in targets)
     slot = (slot + 15) // 16 * 16  # (aligned slots: vectorized stores)
     workers = min(programs, _workers(device.index if device.index is not None
-                                     else torch.cuda.current_device()))
+                                     else torch.cuda.current_device())
+                  if device.type == "cuda" else _INTERPRETED_WORKERS)
     launch_grid = (workers, *grid_now[1:])
+    # (a slot per program of the whole grid: where programs along the other axes
+    # write the shadows too, each has its own; the kernel indexes them so)
+    slots = math.prod(launch_grid)
     kwargs.update(tritonad_slot=slot)
     # A program stores only the addresses its loads touch: the slots need zeros
-    # unless every slot's stores reach all of its shadow's elements.
-    slots_covered = _covered(kernel, kwargs, launch_grid, partial)
+    # unless every slot's stores reach all of its shadow's elements (a grid of
+    # several axes: a program's slot may hold its part only).
+    slots_covered = _covered(kernel, kwargs, launch_grid, partial) if slots == workers else ()
     make = torch.empty if len(slots_covered) == len(partial) else torch.zeros
-    workspace = _launch_plan.allocate("workspace", make, (len(partial), workers, slot), dtype,
+    workspace = _launch_plan.allocate("workspace", make, (len(partial), slots, slot), dtype,
                                       device)
     kwargs.update(tritonad_workspace=workspace)
     overwrite = {name for name in partial if name in garbage}
@@ -255,7 +264,7 @@ def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
         span = _span(shadow)
         if shadow.is_contiguous():
             _launch_now(_add_slot_sums.run, (triton.cdiv(span, _SUM_COLS),), dict(
-                slots_ptr=workspace[group], out_ptr=shadow, programs=workers, slot=slot,
+                slots_ptr=workspace[group], out_ptr=shadow, programs=slots, slot=slot,
                 span=span, ROWS=_SUM_ROWS, COLS=_SUM_COLS, OVERWRITE=name in overwrite),
                 from_call={"out_ptr": name})
         else:

@@ -114,6 +114,36 @@ def test_issue39_features_are_switchable_and_leave_other_seeds_unchanged():
             assert feature not in case.features, (feature, seed)
 
 
+def test_reload_loop_is_switchable_and_leaves_other_seeds_unchanged():
+    for seed in range(40):
+        full = gen.generate(seed)
+        without = gen.generate(seed, sorted(gen.ALL_FEATURES - {"reload_loop"}))
+        assert "reload_loop" not in without.features and "_rl in" not in without.source
+        if "reload_loop" not in full.features:
+            assert full.source == without.source, seed
+
+
+def _plain_reload(case):
+    """An fp32 case whose reloads read the same addresses, tiles apart per program."""
+    unrelated = {"shifted_load", "overlap", "pid_decode", "transposed", "grid2d", "while"}
+    return case.meta["dtype"] == "fp32" and not unrelated & set(case.features)
+
+
+def test_load_sites_match_in_interpreter_in_both_modes():
+    """An input loaded at two places at the same addresses (a reload, a reload inside a
+    loop): its gradient matches in the default mode and in deterministic mode (which
+    refused these: "loaded at N places ... needs atomics"), plain after barriers."""
+    seeds = _seeds_using(("reload", "reload_loop"), 2, 50_000, _plain_reload)
+    for schedule in (None, "deterministic"):
+        env = _schedule_env(schedule) if schedule else {}
+        results = run.run_tasks([dict(seed=s) for s in seeds], "interpret-grad", _workers(2),
+                                timeout=300, env=env)
+        bad, text = _report(results, ("mismatch", "crash", "gen-error", "fwd-mismatch",
+                                      "located-error", "launch-refused"))
+        assert not bad, f"{schedule or 'default'}: {len(bad)} of {len(results)}:\n{text}"
+        assert all(r["outcome"] == "match" for r in results), [r["outcome"] for r in results]
+
+
 def test_cause_key_is_short_and_linear():
     msg = "x.py:3:4: error: pointer argument 'x_ptr' is both loaded and stored\n" + "a" * 10**6
     assert run.cause_key(msg) == "pointer argument <name> is both loaded and stored"

@@ -17,6 +17,7 @@
 #include "mlir/Analysis/DataFlowFramework.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <map>
@@ -74,7 +75,10 @@ std::optional<int64_t> constantInt(Value value) {
   APInt result;
   if (matchPattern(value, m_ConstantInt(&result)))
     return result.getSExtValue();
-  // A widened constant (a block pointer's i32 offset as an i64 index) is one.
+  // A widened constant (a block pointer's i32 offset as an i64 index) is one,
+  // as is a splat of one (a pointer advanced by a constant, before cleanup).
+  if (auto splat = value.getDefiningOp<tt::SplatOp>())
+    return constantInt(splat.getSrc());
   if (auto widened = value.getDefiningOp<arith::ExtSIOp>())
     return constantInt(widened.getIn());
   if (auto widened = value.getDefiningOp<arith::ExtUIOp>())
@@ -371,7 +375,12 @@ private:
         })
         .Case<tt::BroadcastOp, arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp>([&](Operation *) {
           std::optional<AffineValue> source = operand(0);
-          return source ? AffineValue::of(source->affine) : AffineValue::unknown();
+          if (!source)
+            return AffineValue::unknown();
+          // (a widened splat constant stays one: pointer induction's i64 step)
+          if (isa<arith::ExtSIOp, arith::ExtUIOp>(op) && source->uniform && constantInt(result))
+            return uniformValue(result);
+          return AffineValue::of(source->affine);
         })
         .Case<tt::ExpandDimsOp>([&](tt::ExpandDimsOp expand) {
           std::optional<AffineValue> source = operand(0);
@@ -1099,6 +1108,222 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
   } else {
     result.explanation = "checked at run time: " + std::string(kRuntimeCondition);
   }
+  return result;
+}
+
+namespace {
+
+// Whether `a` and `b` take the same values over the lanes and iterations of
+// one program: the same value, or the same side-effect-free op on operands
+// that do. An induction variable of one loop stands for one of another loop
+// whose bounds and step are the same (their iterations take the same
+// values); `ivs` keeps that correspondence one-to-one.
+bool sameValues(Value a, Value b, DenseMap<Value, Value> &ivs, DenseMap<Value, Value> &reverse,
+                unsigned depth = 0) {
+  auto argA = dyn_cast<BlockArgument>(a), argB = dyn_cast<BlockArgument>(b);
+  if (a == b) {
+    // (an induction variable both use stands for itself from now on)
+    if (argA && isa<scf::ForOp>(argA.getOwner()->getParentOp())) {
+      auto [it, fresh] = ivs.try_emplace(a, a);
+      if (!fresh)
+        return it->second == a;
+      return reverse.try_emplace(a, a).first->second == a;
+    }
+    return true;
+  }
+  if (a.getType() != b.getType() || depth > 64)
+    return false;
+  if (argA || argB) {
+    if (!argA || !argB)
+      return false;
+    auto loopA = dyn_cast<scf::ForOp>(argA.getOwner()->getParentOp());
+    auto loopB = dyn_cast<scf::ForOp>(argB.getOwner()->getParentOp());
+    if (!loopA || !loopB || argA != loopA.getInductionVar() || argB != loopB.getInductionVar())
+      return false;
+    if (Value mapped = ivs.lookup(a))
+      return mapped == b;
+    if (reverse.count(b))
+      return false;
+    ivs[a] = b;
+    reverse[b] = a;
+    return sameValues(loopA.getLowerBound(), loopB.getLowerBound(), ivs, reverse, depth + 1) &&
+           sameValues(loopA.getUpperBound(), loopB.getUpperBound(), ivs, reverse, depth + 1) &&
+           sameValues(loopA.getStep(), loopB.getStep(), ivs, reverse, depth + 1);
+  }
+  Operation *opA = a.getDefiningOp(), *opB = b.getDefiningOp();
+  if (opA->getName() != opB->getName() || opA->getNumRegions() || opB->getNumRegions() ||
+      !isMemoryEffectFree(opA) || opA->getAttrDictionary() != opB->getAttrDictionary() ||
+      opA->getNumOperands() != opB->getNumOperands() ||
+      cast<OpResult>(a).getResultNumber() != cast<OpResult>(b).getResultNumber())
+    return false;
+  for (auto [x, y] : llvm::zip(opA->getOperands(), opB->getOperands()))
+    if (!sameValues(x, y, ivs, reverse, depth + 1))
+      return false;
+  return true;
+}
+
+// The first loop of the function with the same bounds and step as `loop`
+// (their iterations take the same values), neither inside the other.
+scf::ForOp representativeLoop(const AccessVariables &vars, scf::ForOp loop) {
+  for (scf::ForOp candidate : vars.loops) {
+    if (candidate == loop)
+      return loop;
+    if (candidate->isAncestor(loop) || loop->isAncestor(candidate))
+      continue;
+    auto same = [](Value a, Value b) {
+      DenseMap<Value, Value> ivs, reverse;
+      return sameValues(a, b, ivs, reverse);
+    };
+    if (same(candidate.getLowerBound(), loop.getLowerBound()) &&
+        same(candidate.getUpperBound(), loop.getUpperBound()) &&
+        same(candidate.getStep(), loop.getStep()))
+      return candidate;
+  }
+  return loop;
+}
+
+// `affine` with each loop's variables those of its representative loop, its
+// factors without extensions (i32 and i64 strides alike), and
+// an iteration number n of a loop from 0 by a constant step s as the
+// induction variable s * n: the same form for the same addresses walked by
+// two loops with the same bounds (a pointer advanced by the step in one, an
+// offset `k + tl.arange(...)` in the other). Nullopt where two loops of the
+// form would become one variable.
+std::optional<Affine> canonicalForm(const AccessVariables &vars, const Affine &affine) {
+  Affine result;
+  result.hasUniform = affine.hasUniform;
+  DenseMap<Operation *, Operation *> originOf; // representative -> the loop it stands for
+  for (auto &[var, coefficient] : affine.terms) {
+    Affine term;
+    Variable canonical = var;
+    Coefficient c = coefficient;
+    // (a block pointer's strides are the i32 arguments widened to i64)
+    for (Value &factor : c.factors)
+      factor = stripExtensions(factor);
+    if (isIv(var)) {
+      scf::ForOp loop = vars.loopOf(var);
+      bool number = vars.isIterationNumber(var);
+      std::optional<int64_t> lower = constantInt(loop.getLowerBound());
+      std::optional<int64_t> step = constantInt(loop.getStep());
+      if (number && lower && *lower == 0 && step && *step > 0 && c.constant % *step == 0) {
+        c.constant /= *step;
+        number = false;
+      }
+      scf::ForOp representative = representativeLoop(vars, loop);
+      auto [it, fresh] = originOf.try_emplace(representative, loop);
+      if (!fresh && it->second != loop.getOperation())
+        return std::nullopt;
+      canonical = vars.ivVariable(representative, number);
+    }
+    term.terms[canonical] = c;
+    std::optional<Affine> sum = combine(result, term, 1);
+    if (!sum)
+      return std::nullopt;
+    result = *sum;
+  }
+  return result;
+}
+
+// What one access's pointer and mask have in common with another's.
+struct AccessMatch {
+  bool sameAddresses = false; // the same addresses over a program's lanes and iterations
+  bool maskImplied = false;   // where the other's mask holds, this one's does
+};
+
+// `mask`'s conjuncts (its arith.andi tree).
+void conjunctsOf(Value mask, SmallVectorImpl<Value> &conjuncts) {
+  if (auto both = mask.getDefiningOp<arith::AndIOp>()) {
+    conjunctsOf(both.getLhs(), conjuncts);
+    conjunctsOf(both.getRhs(), conjuncts);
+    return;
+  }
+  conjuncts.push_back(mask);
+}
+
+// Matches access `a` against `b`: the same expression (up to induction
+// variables of loops with the same bounds), or the same affine form with no
+// uniform part (a block pointer's i64 offsets and a plain pointer's i32 ones);
+// a's mask implied where every conjunct of a's is one of b's (no mask: always).
+AccessMatch matchAccess(const AffineAccess &access, std::pair<Value, Value> a,
+                        std::pair<Value, Value> b) {
+  AccessMatch match;
+  auto [ptrA, maskA] = a;
+  auto [ptrB, maskB] = b;
+  if (ptrA.getType() != ptrB.getType())
+    return match;
+  DenseMap<Value, Value> ivs, reverse;
+  bool structural = sameValues(ptrA, ptrB, ivs, reverse);
+  auto canonicalOffsets = [&](Value ptr) -> std::optional<Affine> {
+    std::optional<Affine> offsets = access.pointerOffsets(ptr);
+    return offsets ? canonicalForm(access.vars(), *offsets) : std::nullopt;
+  };
+  if (!structural) {
+    std::optional<Affine> offsetsA = canonicalOffsets(ptrA), offsetsB = canonicalOffsets(ptrB);
+    if (getenv("DETDEBUG")) { // DEBUGTMP
+      auto pr = [&](const char *n, std::optional<Affine> a) { llvm::errs() << n << ": "; if (!a) { llvm::errs() << "none\n"; return; } AffineValue::of(*a).print(llvm::errs()); llvm::errs() << "\n"; };
+      pr("rawA", access.pointerOffsets(ptrA)); pr("rawB", access.pointerOffsets(ptrB)); pr("A", offsetsA); pr("B", offsetsB); }
+    if (!offsetsA || !offsetsB || offsetsA->hasUniform || !(*offsetsA == *offsetsB) ||
+        baseArgument(ptrA) != baseArgument(ptrB))
+      return match;
+  }
+  match.sameAddresses = true;
+  if (!maskA) {
+    match.maskImplied = true;
+    return match;
+  }
+  if (!maskB)
+    return match;
+  SmallVector<Value> conjunctsA, conjunctsB;
+  conjunctsOf(maskA, conjunctsA);
+  conjunctsOf(maskB, conjunctsB);
+  SmallVector<MaskConjunct> boundsB = maskConjuncts(access, maskB);
+  match.maskImplied = llvm::all_of(conjunctsA, [&](Value conjunct) {
+    if (structural && llvm::any_of(conjunctsB, [&](Value other) {
+          DenseMap<Value, Value> ivsHere = ivs, reverseHere = reverse;
+          return sameValues(conjunct, other, ivsHere, reverseHere);
+        }))
+      return true;
+    // (an affine bound `lhs < n` that b's mask has too, or one that holds everywhere)
+    SmallVector<MaskConjunct> bounds = maskConjuncts(access, conjunct);
+    return llvm::all_of(bounds, [&](const MaskConjunct &bound) {
+      std::optional<Affine> lhs = canonicalForm(access.vars(), bound.lhs);
+      return bound.kind == MaskConjunct::Kind::Bound && lhs &&
+             llvm::any_of(boundsB, [&](const MaskConjunct &other) {
+               return other.kind == MaskConjunct::Kind::Bound &&
+                      canonicalForm(access.vars(), other.lhs) == lhs &&
+                      stripExtensions(other.bound) == stripExtensions(bound.bound);
+             });
+    });
+  });
+  return match;
+}
+
+} // namespace
+
+ExclusiveAccess analyzeExclusiveUnion(ArrayRef<std::pair<Value, Value>> accesses,
+                                      ArrayRef<bool> usedAxes) {
+  Value first = accesses.front().first;
+  AffineAccess access(first.getParentRegion()->getParentOp());
+  for (auto other : accesses.drop_front())
+    if (!matchAccess(access, accesses.front(), other).sameAddresses) {
+      ExclusiveAccess result;
+      result.known = false;
+      result.explanation = "its loads read different addresses";
+      return result;
+    }
+  // The same addresses: the union is that of the access whose mask every
+  // other's implies, or, without one, where any of them reaches (the tile).
+  std::pair<Value, Value> weakest{accesses.front().first, Value()};
+  for (auto candidate : accesses)
+    if (llvm::all_of(accesses, [&](auto other) {
+          return matchAccess(access, candidate, other).maskImplied;
+        })) {
+      weakest = candidate;
+      break;
+    }
+  ExclusiveAccess result = analyzeExclusiveAccess(weakest.first, weakest.second, usedAxes);
+  if (!result.known || *result.known)
+    result.explanation = "its loads read the same addresses; " + result.explanation;
   return result;
 }
 

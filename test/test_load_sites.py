@@ -1,0 +1,113 @@
+"""One input loaded at several places (a layer norm's three passes, a reload through a
+block pointer and a plain pointer, a load before a loop and in it) or revisited through
+other lanes by a loop (overlapping windows): each load's gradient is a plain
+read-add-write into the one shadow after a barrier, where the union of the addresses is
+exclusive per program, in the default mode and in mode="deterministic" (which refused
+them: "loaded at N places; accumulating their gradients into one shadow needs atomics").
+Kernels: corpus/load_sites.py. Interpreter (fp32) and GPU (fp32, bf16, bitwise
+reproducible) against fp64 torch.autograd; schedules derived on the CPU for sm_90.
+Lit: AutoDiff/kernel-load-sites.mlir."""
+
+import re
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+pytest.importorskip("tritonad")
+
+from gpu_util import requires_gpu  # noqa: E402
+from interpreter_util import run_interpreted  # noqa: E402
+
+TOLERANCE = {"float32": 1e-5, "bfloat16": 3e-2}
+SITES = ["layer_norm", "reload", "powers", "windows"]
+CASES = SITES + ["grid2d"]
+MODES = ["auto", "deterministic"]
+
+_INTERPRETED = """
+import json, torch
+from corpus import load_sites
+results = {}
+for name in load_sites.CASES:
+    for mode in ("auto", "deterministic"):
+        results[f"{name}/{mode}"] = load_sites.check(name, torch.float32, "cpu", mode=mode)
+print(json.dumps(results))
+"""
+
+
+@pytest.fixture(scope="module")
+def interpreted():
+    return run_interpreted(_INTERPRETED)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", CASES)
+def test_load_sites_interpreted(interpreted, case, mode):
+    errors = interpreted[f"{case}/{mode}"]
+    assert max(errors.values()) <= TOLERANCE["float32"], (case, mode, errors)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", SITES)
+def test_load_sites_schedule_plain(case, mode):
+    """Derived for sm_90 on the CPU: the input loaded at several places (or revisited) is
+    accumulated plainly after barriers, in both modes (the default keeps the atomic for
+    launches whose rows overlap, which the row stride argument decides; deterministic
+    mode has none: the launch checks the rows)."""
+    from compile_util import compile_on_cpu, parse_schedule
+    from corpus import load_sites
+    bwd, types_, constexprs = load_sites.schedule_of(case, mode)
+    compiled = compile_on_cpu(bwd, types_, constexprs)
+    schedule = parse_schedule(bwd.schedule())
+    how = schedule["X"]
+    assert how.startswith("plain (" if mode == "deterministic" else "plain when "), schedule
+    assert "each accumulation after a barrier, in program order" in how, how
+    ptx = compiled.asm["ptx"]
+    atomics = re.findall(r"^.*\b(?:atom|red)\.global.*$", ptx, re.M)
+    assert bool(atomics) == (mode != "deterministic"), atomics[:4]
+    assert "bar.sync" in ptx
+
+
+def test_grid2d_shared_gradients_partial_buffers():
+    """mode="deterministic" on a 2-D grid: the weight, bias and scale that programs along
+    axis 0 share take partial buffers (refused at launch before: 2-D grids had none), a
+    slot per program of the grid; no atomics in the PTX."""
+    from compile_util import compile_on_cpu, parse_schedule
+    from corpus import load_sites
+    bwd, types_, constexprs = load_sites.schedule_of("grid2d", "deterministic")
+    compiled = compile_on_cpu(bwd, types_, constexprs)
+    schedule = parse_schedule(bwd.schedule())
+    for name in ("W", "B", "S"):
+        assert schedule[name].startswith("partial buffer ("), schedule
+    assert schedule["X"].startswith("plain ("), schedule
+    assert not re.findall(r"\b(?:atom|red)\.global", compiled.asm["ptx"])
+    # (the default mode keeps its schedule for 2-D grids: plain when disjoint, else atomic)
+    bwd, types_, constexprs = load_sites.schedule_of("grid2d", "auto")
+    compile_on_cpu(bwd, types_, constexprs)
+    assert parse_schedule(bwd.schedule())["W"].startswith("plain when "), bwd.schedule()
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("case", CASES)
+def test_load_sites_gpu(case, dtype, mode):
+    from corpus import load_sites
+    errors = load_sites.check(case, getattr(torch, dtype), "cuda", mode=mode)
+    assert max(errors.values()) <= TOLERANCE[dtype], errors
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("case", CASES)
+def test_load_sites_bitwise_reproducible_gpu(case, dtype):
+    """Two runs on the same inputs give bitwise equal gradients (mode='deterministic')."""
+    from corpus import load_sites
+    grads = []
+    for _ in range(2):
+        torch.manual_seed(1234)
+        grads.append(load_sites.gradients(case, getattr(torch, dtype), "cuda"))
+    for name in grads[0]:
+        assert torch.equal(grads[0][name], grads[1][name]), (case, name)
