@@ -18,6 +18,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <map>
@@ -772,16 +773,20 @@ UniformExpr coefficientExpr(const Coefficient &c) {
 
 } // namespace
 
-// The order in which the digits of an address are stacked: lanes with
-// constant strides first (ascending), then runtime strides from the innermost
-// dim outwards, then the iterations of the program's loops (they only widen
-// its span), then a mask's clamp of that span, then the program axes.
+// The order in which the digits of an address are stacked: lanes and the
+// iterations of the program's loops with constant strides first (ascending;
+// iterations only widen the span), then runtime strides from the innermost
+// dim outwards, then the program axes. A digit that merges a dim's lanes with
+// a program axis (rows split over programs and lanes alike) holds programs
+// apart: it comes after every iteration (a loop's reach along the columns
+// must stay below the row stride, or a program's last row meets the next
+// program's first). A mask `E < bound` clamps the span of the digits stacked
+// so far where they are exactly E's terms (the columns a loop and its lanes
+// reach, `k + cols < N`).
 enum DigitOrder {
   kConstantStrides = 0,
   kRuntimeStrides = 1000, // minus the dim
-  kIterations = 1500,
   kGridStride = 1550, // a grid-stride loop's rows: its programs and iterations at once
-  kClamp = 1600,
   kPrograms = 2000, // plus the axis
 };
 
@@ -844,9 +849,26 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     std::optional<int64_t> constantExtent;
     int order; // see DigitOrder
     bool sequential = false;            // an induction variable: only widens the span
-    std::optional<UniformExpr> clampTo; // after the sequential digits: span <= this bound
+    Affine terms; // the offsets' terms it stands for (iterations as induction variables)
   };
   SmallVector<Digit> digits;
+  // An iteration number n of a loop with a constant step s, moving the
+  // address by a multiple of s, as its induction variable: c * n is
+  // (c / s) * (iv - lb), the same addresses up to a constant (so a pointer
+  // advanced by BLOCK and a mask on `k + cols` name one variable).
+  auto asInductionVariable = [&](Variable var, Coefficient coefficient) {
+    if (isIv(var) && access.vars().isIterationNumber(var) && coefficient.isConstant()) {
+      scf::ForOp loop = access.vars().loopOf(var);
+      std::optional<int64_t> step = constantInt(loop.getStep());
+      if (step && *step > 0 && coefficient.constant % *step == 0) {
+        coefficient.constant /= *step;
+        var = access.vars().ivVariable(loop, false);
+      }
+    }
+    Affine term;
+    term.terms[var] = coefficient;
+    return term;
+  };
   // A mask `P * pid_a + lane_d < bound`, P the tile's extent along dim d: the
   // programs' rows and the lanes' are one index below `bound`. Where the
   // address moves by c per lane along d and by P * c per program along a,
@@ -854,6 +876,7 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
   // bound): the rows of the last program's tile past the bound are masked
   // off and do not count against the next digit (a sequence's tail tile).
   std::map<int, UniformExpr> rowsOfDim; // dim d -> the merged digit's extent
+  std::map<int, Affine> rowsTerms;      // dim d -> its lane's and program's terms
   bool mergedAxis[3] = {false, false, false};
   for (const MaskConjunct &range : conjuncts) {
     if (range.kind != MaskConjunct::Kind::Bound || range.lhs.hasUniform ||
@@ -884,8 +907,14 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     rowsOfDim[dim] =
         binaryExpr(Op::Min, binaryExpr(Op::Mul, programs, constantExpr(perProgram.constant)),
                    scalarExpr(range.bound));
+    rowsTerms[dim].terms = {*laneTerm, *programTerm};
     mergedAxis[axis] = true;
   }
+  // (the largest constant stride of an iteration: a merged digit stacks after it)
+  int64_t iterationReach = 0;
+  for (auto &[var, coefficient] : offsets->terms)
+    if (isIv(var) && coefficient.isConstant())
+      iterationReach = std::max(iterationReach, coefficient.constant);
   for (auto [dim, size] : llvm::enumerate(shape)) {
     auto it = offsets->terms.find(kFirstLane + dim);
     if (it == offsets->terms.end()) {
@@ -899,9 +928,11 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     if (size == 1)
       continue;
     Digit digit{it->second, constantExpr(size), size, 0};
+    digit.terms.terms = {*it};
     if (auto rows = rowsOfDim.find(dim); rows != rowsOfDim.end()) {
       digit.extent = rows->second;
       digit.constantExtent = std::nullopt;
+      digit.terms = rowsTerms[dim];
     } else if (auto bound = bounds.find(dim); bound != bounds.end()) {
       digit.extent = binaryExpr(Op::Min, digit.extent, scalarExpr(bound->second));
       digit.constantExtent = std::nullopt;
@@ -914,14 +945,9 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
   }
   // Induction variables: iterations of a program run in sequence, so they may
   // revisit addresses; they widen what the program touches by
-  // coefficient * (ub - lb).
-  Affine inProgram; // the lane and induction-variable part of the offsets
+  // coefficient * (the induction variable's reach, ub - 1 - lb).
   for (auto &[var, coefficient] : offsets->terms) {
-    if (isProgramDigit(var))
-      continue; // (with the program ids, below)
-    if (var >= kFirstLane)
-      inProgram.terms[var] = coefficient;
-    if (var < kFirstIv)
+    if (!isIv(var))
       continue;
     scf::ForOp loop = access.vars().loopOf(var);
     // A grid-stride loop's rows are distinct over its programs and iterations
@@ -933,7 +959,9 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
         llvm::none_of(offsets->terms, [](auto &term) { return isProgramDigit(term.first); })) {
       Coefficient perRow = coefficient;
       perRow.constant *= rows->perRow;
-      digits.push_back(Digit{perRow, scalarExpr(loop.getUpperBound()), std::nullopt, kGridStride});
+      Digit digit{perRow, scalarExpr(loop.getUpperBound()), std::nullopt, kGridStride};
+      digit.terms.terms = {{var, coefficient}};
+      digits.push_back(digit);
       mergedAxis[rows->axis] = true;
       continue;
     }
@@ -942,37 +970,50 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
       result.explanation = "a loop moves the addresses by a runtime or negative stride";
       return result;
     }
-    UniformExpr trip =
-        binaryExpr(Op::Sub, scalarExpr(loop.getUpperBound()), scalarExpr(loop.getLowerBound()));
-    Digit digit{coefficient, binaryExpr(Op::Add, trip, constantExpr(1)), std::nullopt,
-                kIterations};
+    Affine term = asInductionVariable(var, coefficient);
+    UniformExpr reach = binaryExpr(
+        Op::Max,
+        binaryExpr(Op::Sub, scalarExpr(loop.getUpperBound()), scalarExpr(loop.getLowerBound())),
+        constantExpr(1)); // (the extent: reach + 1)
+    Digit digit{term.terms.begin()->second, reach, std::nullopt, kConstantStrides};
     digit.sequential = true;
+    digit.terms = term;
     digits.push_back(digit);
   }
-  // A mask `E < bound` whose E is exactly the in-program offset, E >= 0,
-  // keeps what a program touches within [0, bound).
+  // Masks `E < bound` with E >= 0 a sum of lanes and iterations: where the
+  // digits stacked so far are exactly E's terms, their span is at most bound.
+  SmallVector<std::pair<Affine, UniformExpr>> clamps;
   for (const MaskConjunct &range : conjuncts) {
     if (range.kind != MaskConjunct::Kind::Bound || !isNonNegativeSum(access.vars(), range.lhs))
       continue;
-    bool same = range.lhs.terms.size() == inProgram.terms.size();
-    for (auto &[var, c] : range.lhs.terms) {
-      auto it = inProgram.terms.find(var);
-      same &= it != inProgram.terms.end() && it->second.isConstant() &&
-              it->second.constant == c.constant;
-    }
-    if (same) {
-      Digit clamp{Coefficient{}, constantExpr(0), std::nullopt, kClamp};
-      clamp.clampTo = scalarExpr(range.bound);
-      digits.push_back(clamp);
-      break;
-    }
+    std::optional<Affine> normalized = Affine{};
+    for (auto &[var, c] : range.lhs.terms)
+      if (normalized)
+        normalized = combine(*normalized, asInductionVariable(var, c), 1);
+    if (normalized)
+      clamps.push_back({*normalized, scalarExpr(range.bound)});
   }
-  std::stable_sort(digits.begin(), digits.end(), [](const Digit &a, const Digit &b) {
-    if (a.order != b.order)
-      return a.order < b.order;
-    return a.coefficient.constant < b.coefficient.constant;
+  // (ties: lanes before iterations; a merged digit after the iterations)
+  auto sortKey = [&](const Digit &digit) {
+    bool merged = digit.terms.terms.size() > 1 && !digit.sequential;
+    int64_t key = digit.coefficient.constant;
+    if (merged && digit.coefficient.isConstant())
+      key = std::max(key, iterationReach);
+    return std::make_tuple(digit.order, key, merged ? 2 : digit.sequential ? 1 : 0);
+  };
+  std::stable_sort(digits.begin(), digits.end(), [&](const Digit &a, const Digit &b) {
+    return sortKey(a) < sortKey(b);
   });
   SmallVector<UniformExpr> positiveDivisors;
+  // (a program id or one of its digits: its term where the address uses it)
+  auto programDigit = [&](auto term, UniformExpr extent, int axis) {
+    Digit digit{Coefficient{0, {}}, std::move(extent), std::nullopt, kPrograms + axis};
+    if (term != offsets->terms.end()) {
+      digit.coefficient = term->second;
+      digit.terms.terms = {*term};
+    }
+    return digit;
+  };
   for (int axis = 0; axis < 3; ++axis) {
     UniformExpr programs;
     programs.op = Op::NumPrograms;
@@ -992,11 +1033,8 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
       digitsUsed = true;
       UniformExpr divisorExpr = scalarExpr(divisor);
       positiveDivisors.push_back(binaryExpr(Op::GreaterEqual, divisorExpr, constantExpr(1)));
-      digits.push_back(Digit{r != offsets->terms.end() ? r->second : Coefficient{0, {}},
-                             binaryExpr(Op::Min, divisorExpr, programs), std::nullopt,
-                             kPrograms + axis});
-      digits.push_back(Digit{q != offsets->terms.end() ? q->second : Coefficient{0, {}},
-                             programs, std::nullopt, kPrograms + axis});
+      digits.push_back(programDigit(r, binaryExpr(Op::Min, divisorExpr, programs), axis));
+      digits.push_back(programDigit(q, programs, axis));
     }
     if (!usedAxes[axis] || mergedAxis[axis])
       continue;
@@ -1005,10 +1043,10 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
       // Programs along an axis the address ignores all touch the same memory
       // unless there is only one of them.
       if (!digitsUsed)
-        digits.push_back(Digit{Coefficient{0, {}}, programs, std::nullopt, kPrograms + axis});
+        digits.push_back(programDigit(it, programs, axis));
       continue;
     }
-    digits.push_back(Digit{it->second, programs, std::nullopt, kPrograms + axis});
+    digits.push_back(programDigit(it, programs, axis));
   }
 
   // Stacks `ordered` as a mixed-radix number: the condition that each digit's
@@ -1027,12 +1065,23 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
       ok = binaryExpr(Op::And, ok, positive);
     UniformExpr span = constantExpr(1);
     std::optional<int64_t> constantSpan = 1; // span of the digits so far, if static
-    for (const Digit &digit : ordered) {
-      if (digit.clampTo) {
-        span = binaryExpr(Op::Min, span, *digit.clampTo);
-        constantSpan = std::nullopt;
-        continue;
+    Affine stackedTerms;
+    auto clamp = [&](const Digit &digit) {
+      std::optional<Affine> sum = combine(stackedTerms, digit.terms, 1);
+      if (!sum) { // (never a clamp's terms again)
+        stackedTerms.hasUniform = true;
+        return;
       }
+      stackedTerms = *sum;
+      for (auto &[terms, bound] : clamps) {
+        if (!(terms == stackedTerms))
+          continue;
+        span = binaryExpr(Op::Min, span, bound);
+        constantSpan = std::nullopt;
+      }
+    };
+    for (const Digit &digit : ordered) {
+      auto clampAfter = llvm::make_scope_exit([&] { clamp(digit); });
       UniformExpr extentMinusOne = binaryExpr(Op::Sub, digit.extent, constantExpr(1));
       if (digit.sequential) {
         UniformExpr grown =
@@ -1079,8 +1128,7 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
   // no longer applies there).
   auto isProgramsDigit = [](const Digit &digit) { return digit.order >= kPrograms; };
   bool runtimeLaneStride = llvm::any_of(digits, [&](const Digit &digit) {
-    return !isProgramsDigit(digit) && !digit.sequential && !digit.clampTo &&
-           !digit.coefficient.isConstant();
+    return !isProgramsDigit(digit) && !digit.sequential && !digit.coefficient.isConstant();
   });
   if (runtimeLaneStride &&
       llvm::none_of(digits, [](const Digit &digit) { return digit.sequential; }) &&
@@ -1088,7 +1136,7 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     SmallVector<Digit> programsFirst;
     llvm::copy_if(digits, std::back_inserter(programsFirst), isProgramsDigit);
     for (const Digit &digit : digits)
-      if (!isProgramsDigit(digit) && !digit.clampTo)
+      if (!isProgramsDigit(digit))
         programsFirst.push_back(digit);
     Stacked other = stack(programsFirst);
     if (other.overlap.empty())
