@@ -111,6 +111,61 @@ def scale_shift_2d(Y, X, W, B, S, stride, M, N, BM: tl.constexpr, BN: tl.constex
     tl.store(Y + rm[:, None] * stride + rn[None, :], y.to(Y.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def row_sums_of_squares(Y, X, stride, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """Rows of a 2-D tile (BM rows per program), one load in a loop over the columns:
+    the loop reaches N columns, so rows are apart only where stride >= N (not the
+    tile's BN): rows of an input that overlap (stride < N) meet across programs."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    acc = tl.zeros([BM], dtype=tl.float32)
+    for k in range(0, N, BN):
+        cols = k + tl.arange(0, BN)
+        mask = (rm[:, None] < M) & (cols[None, :] < N)
+        x = tl.load(X + rm[:, None] * stride + cols[None, :], mask=mask, other=0.0)
+        acc += tl.sum(x.to(tl.float32) * x.to(tl.float32), axis=1)
+    tl.store(Y + rm, acc, mask=rm < M)
+
+
+@triton.jit
+def row_max_then_map(Y, R, X, stride, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """Fuzz seed 62's class: a pass of row maxima through a pointer advanced by BN,
+    then a second pass by index arithmetic (x loaded at two places, the same
+    addresses), y = sin(x) * max."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    m = tl.full([BM], -float("inf"), tl.float32)
+    p = X + rm[:, None] * stride + tl.arange(0, BN)[None, :]
+    for k in range(0, N, BN):
+        cols = k + tl.arange(0, BN)
+        mask = (rm[:, None] < M) & (cols[None, :] < N)
+        x = tl.load(p, mask=mask, other=-float("inf")).to(tl.float32)
+        m = tl.maximum(m, tl.max(x, axis=1))
+        p += BN
+    for k in range(0, N, BN):
+        cols = k + tl.arange(0, BN)
+        mask = (rm[:, None] < M) & (cols[None, :] < N)
+        x = tl.load(X + rm[:, None] * stride + cols[None, :], mask=mask, other=0.0)
+        y = tl.sin(x.to(tl.float32)) * m[:, None]
+        tl.store(Y + rm[:, None] * N + cols[None, :], y.to(Y.dtype.element_ty), mask=mask)
+    tl.store(R + rm, m, mask=rm < M)
+
+
+@triton.jit
+def two_loads_one_loop(Y, X, stride, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """Fuzz seed 60007's class: x loaded twice at the same offsets in one loop
+    (different fill values, so they stay two loads), y = sum(exp(x / 2)) * sum(x^2)."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    a = tl.zeros([BM], dtype=tl.float32)
+    b = tl.zeros([BM], dtype=tl.float32)
+    for k in range(0, N, BN):
+        cols = k + tl.arange(0, BN)
+        mask = (rm[:, None] < M) & (cols[None, :] < N)
+        first = tl.load(X + rm[:, None] * stride + cols[None, :], mask=mask, other=-1e9)
+        a += tl.sum(tl.exp(first.to(tl.float32) * 0.5), axis=1)
+        again = tl.load(X + rm[:, None] * stride + cols[None, :], mask=mask, other=0.0)
+        b += tl.sum(again.to(tl.float32) * again.to(tl.float32), axis=1)
+    tl.store(Y + rm, a * b, mask=rm < M)
+
+
 def _relative_errors(pairs):
     return {name: ((got.double() - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
             for name, got, want in pairs}
@@ -190,6 +245,51 @@ def _grid2d(dtype, device, mode="auto", rows=45, cols=83, bm=16, bn=32):
     (s64 * torch.sin(x64) * w64 + b64).backward(upstream.double())
     return [("x", x.grad, x64.grad), ("w", w.grad, w64.grad), ("b", b.grad, b64.grad),
             ("s", s.grad, s64.grad)]
+
+
+# Rows of an input that may overlap: the kernels above on a flat buffer read as rows
+# `stride` apart (stride < N: rows share elements, each read by two programs).
+OVERLAP_CASES = ("row_sums", "row_max", "two_loads")
+OVERLAP_SIZES = dict(rows=13, cols=77, bm=4, bn=32)
+
+
+def _overlap_reference(case, x):
+    if case == "row_sums":
+        return {"Y": (x * x).sum(-1)}
+    if case == "row_max":
+        m = x.max(-1).values
+        return {"Y": torch.sin(x) * m[:, None], "R": m}
+    return {"Y": torch.exp(x * 0.5).sum(-1) * (x * x).sum(-1)}
+
+
+def overlap_gradients(case, dtype, device, stride, mode="auto", **options):
+    """tritonad.grad of an overlap case launched directly (the input a flat buffer:
+    its shadow too, in fp32), on fresh random data; returns (gradient, fp64
+    reference gradient) of the buffer. Raises what the launch raises (a refused
+    launch in mode="deterministic" where rows overlap)."""
+    rows, cols, bm, bn = (OVERLAP_SIZES[k] for k in ("rows", "cols", "bm", "bn"))
+    kernel = {"row_sums": row_sums_of_squares, "row_max": row_max_then_map,
+              "two_loads": two_loads_one_loop}[case]
+    flat = torch.randn(stride * (rows - 1) + cols, device=device).to(dtype)
+    x64 = flat.double().requires_grad_()
+    outputs = _overlap_reference(case, x64.as_strided((rows, cols), (stride, 1)))
+    upstream = {name: torch.randn(out.shape, device=device) for name, out in outputs.items()}
+    sum((out * upstream[name].double()).sum() for name, out in outputs.items()).backward()
+    bwd = tritonad.grad(kernel, mode=mode, **options)
+    accumulate = options.get("accumulate", True)
+    # (added to what the shadow holds: random values where it accumulates)
+    dx = (torch.randn if accumulate else torch.zeros)(flat.shape, device=device)
+    before = dx.clone()
+    y = torch.empty(rows, cols, device=device, dtype=dtype) if case == "row_max" else \
+        torch.empty(rows, device=device)
+    args = dict(Y=y, X=flat, stride=stride, M=rows, N=cols, BM=bm, BN=bn)
+    args[bwd.shadows["X"]] = dx
+    args[bwd.shadows["Y"]] = upstream["Y"].to(y.dtype)
+    if case == "row_max":
+        args.update(R=torch.empty(rows, device=device))
+        args[bwd.shadows["R"]] = upstream["R"].float()
+    bwd[(triton.cdiv(rows, bm),)](**args)
+    return dx - before, x64.grad
 
 
 _RUNS = {"layer_norm": _layer_norm, "reload": _reload, "powers": _powers, "windows": _windows,
