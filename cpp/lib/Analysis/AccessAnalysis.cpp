@@ -850,6 +850,9 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     int order; // see DigitOrder
     bool sequential = false;            // an induction variable: only widens the span
     Affine terms; // the offsets' terms it stands for (iterations as induction variables)
+    // An iteration's move per step (coefficient times a constant step), where
+    // it stacks above programs' rows and must clear them as a digit does.
+    std::optional<int64_t> perStep;
   };
   SmallVector<Digit> digits;
   // An iteration number n of a loop with a constant step s, moving the
@@ -910,11 +913,6 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     rowsTerms[dim].terms = {*laneTerm, *programTerm};
     mergedAxis[axis] = true;
   }
-  // (the largest constant stride of an iteration: a merged digit stacks after it)
-  int64_t iterationReach = 0;
-  for (auto &[var, coefficient] : offsets->terms)
-    if (isIv(var) && coefficient.isConstant())
-      iterationReach = std::max(iterationReach, coefficient.constant);
   for (auto [dim, size] : llvm::enumerate(shape)) {
     auto it = offsets->terms.find(kFirstLane + dim);
     if (it == offsets->terms.end()) {
@@ -978,6 +976,11 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     Digit digit{term.terms.begin()->second, reach, std::nullopt, kConstantStrides};
     digit.sequential = true;
     digit.terms = term;
+    std::optional<int64_t> step = constantInt(loop.getStep());
+    if (access.vars().isIterationNumber(var))
+      digit.perStep = coefficient.constant;
+    else if (step && *step > 0)
+      digit.perStep = coefficient.constant * *step;
     digits.push_back(digit);
   }
   // Masks `E < bound` with E >= 0 a sum of lanes and iterations: where the
@@ -993,13 +996,13 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     if (normalized)
       clamps.push_back({*normalized, scalarExpr(range.bound)});
   }
-  // (ties: lanes before iterations; a merged digit after the iterations)
+  // (ties: lanes, then iterations, then a merged digit)
+  auto isMerged = [](const Digit &digit) {
+    return digit.terms.terms.size() > 1 && !digit.sequential;
+  };
   auto sortKey = [&](const Digit &digit) {
-    bool merged = digit.terms.terms.size() > 1 && !digit.sequential;
-    int64_t key = digit.coefficient.constant;
-    if (merged && digit.coefficient.isConstant())
-      key = std::max(key, iterationReach);
-    return std::make_tuple(digit.order, key, merged ? 2 : digit.sequential ? 1 : 0);
+    return std::make_tuple(digit.order, digit.coefficient.constant,
+                           isMerged(digit) ? 2 : digit.sequential ? 1 : 0);
   };
   std::stable_sort(digits.begin(), digits.end(), [&](const Digit &a, const Digit &b) {
     return sortKey(a) < sortKey(b);
@@ -1066,6 +1069,7 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     UniformExpr span = constantExpr(1);
     std::optional<int64_t> constantSpan = 1; // span of the digits so far, if static
     Affine stackedTerms;
+    bool programsBelow = false; // a merged digit (programs' rows) is stacked
     auto clamp = [&](const Digit &digit) {
       std::optional<Affine> sum = combine(stackedTerms, digit.terms, 1);
       if (!sum) { // (never a clamp's terms again)
@@ -1083,6 +1087,27 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     for (const Digit &digit : ordered) {
       auto clampAfter = llvm::make_scope_exit([&] { clamp(digit); });
       UniformExpr extentMinusOne = binaryExpr(Op::Sub, digit.extent, constantExpr(1));
+      programsBelow |= isMerged(digit);
+      if (digit.sequential && programsBelow) {
+        // Above programs' rows (a loop down the rows of a tile whose columns
+        // programs split): each step must clear what lies below, or an
+        // iteration reaches another program's addresses.
+        if (!digit.perStep) {
+          stacked.overlap = "a loop moves the addresses by a runtime step within programs' rows";
+          return stacked;
+        }
+        if (constantSpan) {
+          if (*digit.perStep < *constantSpan) {
+            stacked.overlap = "a loop's step " + std::to_string(*digit.perStep) +
+                              " reaches other programs' addresses (span " +
+                              std::to_string(*constantSpan) + ")";
+            return stacked;
+          }
+        } else {
+          ok = binaryExpr(Op::And, ok,
+                          binaryExpr(Op::GreaterEqual, constantExpr(*digit.perStep), span));
+        }
+      }
       if (digit.sequential) {
         UniformExpr grown =
             binaryExpr(Op::Mul, coefficientExpr(digit.coefficient), extentMinusOne);

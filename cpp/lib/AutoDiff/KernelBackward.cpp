@@ -52,6 +52,9 @@ struct PartialBuffers {
   // Programs along axes 1 and 2 too write the shadows: each program of the
   // grid has its own slot, pid0 + n0 * (pid1 + n1 * pid2) (a 1-D grid: pid0).
   bool acrossAxes = false;
+  // Shadows every program along axis 0 adds to that took no partial buffer
+  // where the grid has other axes, and why (for the schedule and a refusal).
+  DenseMap<BlockArgument, std::string> declined;
 };
 
 // The gradient `g` in the element type of the shadow it goes to (a partial
@@ -719,7 +722,12 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   // Deterministic mode: an atomic that re-parallelization may still replace
   // by programs of their own (it runs after differentiation), marked with
   // why it was needed; one that remains is then this error.
+  // (where the shadow took no partial buffer on a grid of several axes: why)
+  std::string declinedWhy = partial.declined.count(base)
+                                ? "; no partial buffer: " + partial.declined.lookup(base)
+                                : std::string();
   auto deferToRegrid = [&](OpBuilder &b, Value mask, std::string why) -> LogicalResult {
+    why += declinedWhy;
     FailureOr<Operation *> atomic = emitAtomic(b, mask);
     if (failed(atomic))
       return failure();
@@ -858,11 +866,13 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
       markLast(kUnlessExclusive);
       markLast(kRefusedUnlessExclusive);
     }
-    requirements.push_back({shadowNames.lookup(base), *condition, access.explanation});
+    requirements.push_back(
+        {shadowNames.lookup(base), *condition, access.explanation + declinedWhy});
     schedule[name] = {storeOnly ? Strategy::Overwrite : Strategy::Plain,
                       plainLabel(orderedLabel(std::string("deterministic mode: each address "
                                                           "written by one program where ") +
-                                              kRuntimeCondition + ", which the launch checks"))};
+                                              kRuntimeCondition + ", which the launch checks" +
+                                              declinedWhy))};
     return success();
   }
   if (access.known && !*access.known) {
@@ -1114,9 +1124,13 @@ namespace {
 // the workspace arguments (`tritonad_workspace`, `tritonad_slot`,
 // `tritonad_programs`) and the forward uses program axis 0 only, or, with
 // `acrossAxes` (deterministic mode, where atomics are no alternative), other
-// axes too (a 2-D grid's programs along axis 0 share a bias indexed by axis
-// 1): each program of the backward's grid then has a slot of its own. The
-// forward is then coarsened along axis 0.
+// axes too: each program of the backward's grid then has a slot of its own,
+// as wide as the shadow (a bias indexed by the tile's columns: each program
+// writes its part of it). Declined, with the reason kept for the schedule, in
+// a kernel with a contraction: the re-parallelized schedule (Regrid) gives its
+// operands' gradients programs of their own, where a slot per program would
+// hold a copy of a whole operand (a 2-D-grid matmul's B), and a bias joins
+// their part. The forward is then coarsened along axis 0.
 LogicalResult planPartialBuffers(tt::FuncOp scratch, tt::FuncOp into,
                                  const llvm::StringMap<BlockArgument> &byName,
                                  const DenseMap<BlockArgument, Value> &shadows,
@@ -1137,6 +1151,8 @@ LogicalResult planPartialBuffers(tt::FuncOp scratch, tt::FuncOp into,
   if ((otherAxes && !acrossAxes) || !axisZero)
     return success();
   partial.acrossAxes = otherAxes;
+  bool contracts = false;
+  scratch.walk([&](tt::DotOp) { contracts = true; });
   DenseMap<BlockArgument, bool> shared;
   scratch.walk([&](Operation *op) {
     if (!isa<tt::LoadOp, tt::StoreOp, tt::AtomicRMWOp, tt::AtomicCASOp>(op))
@@ -1150,12 +1166,20 @@ LogicalResult planPartialBuffers(tt::FuncOp scratch, tt::FuncOp into,
     bool invariant = load && floatType && floatType.getWidth() <= bufferWidth &&
                      !dependsOnProgramId(load.getPtr(), 0) &&
                      !(load.getMask() && dependsOnProgramId(load.getMask(), 0));
+    if (invariant && partial.acrossAxes && contracts)
+      partial.declined[base] =
+          "the kernel contracts (tt.dot) on a grid of several axes: the re-parallelized "
+          "schedule gives its operands' gradients programs of their own, where a partial "
+          "buffer would hold a copy of the whole shadow per program";
     auto [it, inserted] = shared.try_emplace(base, invariant);
     it->second = it->second && invariant;
   });
-  for (auto &[arg, isShared] : shared)
-    if (isShared)
+  for (auto &[arg, isShared] : shared) {
+    if (!isShared)
+      partial.declined.erase(arg); // (not shared along axis 0: nothing declined)
+    else if (!partial.declined.count(arg))
       partial.shadowed.push_back(arg);
+  }
   if (partial.shadowed.empty())
     return success();
   llvm::sort(partial.shadowed, [](BlockArgument a, BlockArgument b) {
