@@ -148,6 +148,21 @@ def test_grid2d_shared_gradients_partial_buffers():
     assert parse_schedule(bwd.schedule())["W"].startswith("plain when "), bwd.schedule()
 
 
+@pytest.mark.parametrize("name", ["grid_2d", "grid_2d_constexpr"])
+def test_grid2d_matmul_operands_take_no_partial_buffer(name):
+    """mode="deterministic", a 2-D-grid matmul: programs along axis 0 share B's tiles,
+    but a slot per program of the grid would hold a copy of the whole of B; the
+    re-parallelized schedule gives dA and dB programs of their own (no partial buffer,
+    no atomic, nothing for the launch to refuse)."""
+    from corpus import matmul_spellings as spellings
+    described = spellings.derive_schedule(spellings.BY_NAME[name], mode="deterministic")
+    entries = {e.subject: e for e in described.schedule.entries if e.kind == "shadow"}
+    assert {s: e.strategy for s, e in entries.items()} == {
+        "a_ptr": "re-parallelized", "b_ptr": "re-parallelized", "c_ptr": "output"}, \
+        str(described.schedule)
+    assert "tt.atomic_rmw" not in described.derived_ir
+
+
 @pytest.mark.gpu
 @requires_gpu
 @pytest.mark.parametrize("mode", MODES)
