@@ -1270,9 +1270,26 @@ std::optional<Affine> canonicalForm(const AccessVariables &vars, const Affine &a
     Affine term;
     Variable canonical = var;
     Coefficient c = coefficient;
-    // (a block pointer's strides are the i32 arguments widened to i64)
-    for (Value &factor : c.factors)
+    // (a block pointer's strides are the i32 arguments widened to i64; a
+    // pointer advanced by `BLOCK * stride` moves by the constant times the
+    // stride, as `k * stride` does)
+    SmallVector<Value, 2> factors;
+    for (Value factor : c.factors) {
       factor = stripExtensions(factor);
+      while (auto product = factor.getDefiningOp<arith::MulIOp>()) {
+        std::optional<int64_t> lhs = constantInt(product.getLhs());
+        std::optional<int64_t> rhs = constantInt(product.getRhs());
+        if (!lhs && !rhs)
+          break;
+        c.constant *= lhs ? *lhs : *rhs;
+        factor = stripExtensions(lhs ? product.getRhs() : product.getLhs());
+      }
+      factors.push_back(factor);
+    }
+    llvm::sort(factors, [](Value a, Value b) {
+      return a.getAsOpaquePointer() < b.getAsOpaquePointer();
+    });
+    c.factors = factors;
     if (isIv(var)) {
       scf::ForOp loop = vars.loopOf(var);
       bool number = vars.isIterationNumber(var);
@@ -1332,9 +1349,6 @@ AccessMatch matchAccess(const AffineAccess &access, std::pair<Value, Value> a,
   };
   if (!structural) {
     std::optional<Affine> offsetsA = canonicalOffsets(ptrA), offsetsB = canonicalOffsets(ptrB);
-    if (getenv("DETDEBUG")) { // DEBUGTMP
-      auto pr = [&](const char *n, std::optional<Affine> a) { llvm::errs() << n << ": "; if (!a) { llvm::errs() << "none\n"; return; } AffineValue::of(*a).print(llvm::errs()); llvm::errs() << "\n"; };
-      pr("rawA", access.pointerOffsets(ptrA)); pr("rawB", access.pointerOffsets(ptrB)); pr("A", offsetsA); pr("B", offsetsB); }
     if (!offsetsA || !offsetsB || offsetsA->hasUniform || !(*offsetsA == *offsetsB) ||
         baseArgument(ptrA) != baseArgument(ptrB))
       return match;
