@@ -1127,10 +1127,10 @@ namespace {
 // axes too: each program of the backward's grid then has a slot of its own,
 // as wide as the shadow (a bias indexed by the tile's columns: each program
 // writes its part of it). Declined, with the reason kept for the schedule, in
-// a kernel with a contraction: the re-parallelized schedule (Regrid) gives its
-// operands' gradients programs of their own, where a slot per program would
-// hold a copy of a whole operand (a 2-D-grid matmul's B), and a bias joins
-// their part. The forward is then coarsened along axis 0.
+// a kernel with a contraction over a loop: the re-parallelized schedule
+// (Regrid) gives its operands' gradients programs of their own, where a slot
+// per program would hold a copy of a whole operand (a 2-D-grid matmul's B),
+// and a bias joins their part. The forward is then coarsened along axis 0.
 LogicalResult planPartialBuffers(tt::FuncOp scratch, tt::FuncOp into,
                                  const llvm::StringMap<BlockArgument> &byName,
                                  const DenseMap<BlockArgument, Value> &shadows,
@@ -1151,8 +1151,10 @@ LogicalResult planPartialBuffers(tt::FuncOp scratch, tt::FuncOp into,
   if ((otherAxes && !acrossAxes) || !axisZero)
     return success();
   partial.acrossAxes = otherAxes;
+  // (a product accumulated over a loop: operands as large as the contraction,
+  // Regrid's; a single tile's product leaves operands of a tile's size)
   bool contracts = false;
-  scratch.walk([&](tt::DotOp) { contracts = true; });
+  scratch.walk([&](tt::DotOp dot) { contracts |= dot->getParentOfType<scf::ForOp>() != nullptr; });
   DenseMap<BlockArgument, bool> shared;
   scratch.walk([&](Operation *op) {
     if (!isa<tt::LoadOp, tt::StoreOp, tt::AtomicRMWOp, tt::AtomicCASOp>(op))
@@ -1168,9 +1170,9 @@ LogicalResult planPartialBuffers(tt::FuncOp scratch, tt::FuncOp into,
                      !(load.getMask() && dependsOnProgramId(load.getMask(), 0));
     if (invariant && partial.acrossAxes && contracts)
       partial.declined[base] =
-          "the kernel contracts (tt.dot) on a grid of several axes: the re-parallelized "
-          "schedule gives its operands' gradients programs of their own, where a partial "
-          "buffer would hold a copy of the whole shadow per program";
+          "the kernel contracts (tt.dot in a loop) on a grid of several axes: the "
+          "re-parallelized schedule gives its operands' gradients programs of their own, "
+          "where a partial buffer would hold a copy of the whole shadow per program";
     auto [it, inserted] = shared.try_emplace(base, invariant);
     it->second = it->second && invariant;
   });
