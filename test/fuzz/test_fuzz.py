@@ -145,38 +145,17 @@ def test_load_sites_match_in_interpreter_in_both_modes():
         assert all(r["outcome"] == "match" for r in results), [r["outcome"] for r in results]
 
 
-# Seeds whose backwards an H100 found silently wrong (s31: plain read-add-writes from two
-# programs, rows of an input overlapping beyond one tile), and the schedules they failed
-# under: 252 runs on a GPU only (its block pointer has no interpreter rendering).
-OVERLAP_REGRESSIONS = {62: ({}, {"mode": "deterministic", "accumulate": False}),
-                       60007: ({}, {"mode": "deterministic", "accumulate": False}),
-                       252: ({"mode": "deterministic", "accumulate": False}, {})}
-
-
-def _options_env(options, **env):
-    return {**env, run.GRAD_OPTIONS_ENV: run.json.dumps(options)} if options else env
-
-
-def test_overlap_regressions_never_race_in_interpreter():
-    """The interpreter's race check (two accesses to one address a GPU does not order)
-    on the seeds an H100 caught: atomics in the default mode, a refused launch in
-    deterministic mode, no race and no mismatch."""
-    for options in ({}, {"mode": "deterministic", "accumulate": False}):
-        tasks = [dict(seed=s) for s in OVERLAP_REGRESSIONS if s != 252]
-        results = run.run_tasks(tasks, "interpret-grad", _workers(2), timeout=300,
-                                env=_options_env(options, **{run.RACE_CHECK_ENV: "1"}))
-        want = "launch-refused" if options else "match"
-        assert [r["outcome"] for r in results] == [want] * len(tasks), \
-            _report(results, ("race", "mismatch", "crash", "located-error"))[1]
-
-
 @pytest.mark.gpu
 @requires_gpu
-def test_overlap_regressions_gpu():
-    for seed, schedules in OVERLAP_REGRESSIONS.items():
-        for options in schedules:
-            results = run.run_tasks([dict(seed=seed)], "gpu", 1, timeout=600,
-                                    env=_options_env(options, TRITON_ALWAYS_COMPILE="1"))
+def test_backwards_that_raced_on_a_gpu_gpu():
+    """RACED_ON_A_GPU (below) on a GPU under each schedule they raced in: atomics or a
+    refused launch where rows overlap, never a wrong gradient."""
+    for seed in RACED_ON_A_GPU:
+        for options in RACED_UNDER:
+            env = {"TRITON_ALWAYS_COMPILE": "1"}
+            if options:
+                env[run.GRAD_OPTIONS_ENV] = run.json.dumps(options)
+            results = run.run_tasks([dict(seed=seed)], "gpu", 1, timeout=600, env=env)
             bad, text = _report(results, ("mismatch", "crash", "gen-error", "fwd-mismatch"))
             assert not bad, f"seed {seed} {options}:\n{text}"
 
