@@ -34,8 +34,8 @@ CASES = ("gelu", "layer_norm", "tape_loop", "matmul")
 # interpreter rounds its operands so too)
 TOLERANCE = dict(dict.fromkeys(CASES, 1e-4), matmul=1e-2)
 # What the launch path's rendering reads that only the launch path makes
-LAUNCH_PATH_READS = {"cpu": dict(gelu=None, layer_norm=None, tape_loop="tritonad_tape",
-                                 matmul="tritonad_regrid"),
+LAUNCH_PATH_READS = {"cpu": dict(gelu=None, layer_norm="tritonad_workspace",
+                                 tape_loop="tritonad_tape", matmul="tritonad_regrid"),
                      "cuda": dict(gelu=None, layer_norm="tritonad_workspace",
                                   tape_loop="tritonad_tape", matmul="tritonad_regrid")}
 

@@ -305,9 +305,11 @@ class InterpretedBackward(_StandsForPlaceholder):
         for shadow in self.shadow_params:
             kwargs.setdefault(shadow, None)
         check_shadows(self.primal.__name__, kwargs, self.placeholder.shadows, renamed)
-        # (the JIT kernel's launch path, without partial buffers: they need a GPU)
+        # (the JIT kernel's launch path, partial buffers included: a shared weight's
+        # gradient in deterministic mode is summed through them, as on a GPU)
         return _partial.launch(self._launch, grid, warmup, kwargs, self.shadow_params,
-                               use_partial=False, tape=getattr(self.placeholder, "tape", None))
+                               use_partial=getattr(self.placeholder, "mode", "auto") != "atomic",
+                               tape=getattr(self.placeholder, "tape", None))
 
     def _launch(self, grid, warmup, **kwargs):
         # (the launch path's own options: the interpreter has no use for them)
@@ -355,7 +357,8 @@ class InterpretedBackward(_StandsForPlaceholder):
         params = [p for p in inspect.signature(kernel.fn).parameters]
         recorded = {key: {name: value for name, value in metadata.get(key, {}).items()
                           if _BWD_MARKER in name}
-                    for key in (*map(_contract.metadata_key, ("tapes", "regrid", "requirements")),
+                    for key in (*map(_contract.metadata_key,
+                                     ("tapes", "regrid", "requirements", "partial")),
                                 _masks.METADATA, _order.METADATA)}
         return kernel, params, recorded
 

@@ -246,6 +246,7 @@ def kernel_grad(kernel, wrt=None, *, pointers: Optional[Sequence[str]] = None,
     bwd.accumulate = accumulate
     bwd.tape = tape
     bwd.tune = tune
+    bwd.mode = mode
     bwd.source = _Described(bwd, spec.sources, "tritonad_source", "source", source_of)
     if getattr(fn, "tritonad_interpreted", None) is not None:
         bwd = InterpretedBackward(bwd, fn, shadows,

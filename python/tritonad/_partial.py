@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 import functools
 import warnings
 
@@ -59,6 +60,9 @@ _WORKSPACE, _SLOT, _PROGRAMS, _REGRID, _TAPE, _TAPE_EVERY = (_contract.declared(
     "tritonad_tape_every"))
 SPECIALIZED_INTEGERS = _contract.passed_as("selector")
 _PROGRAMS_PER_SM = 2
+# (the interpreter's grid-stride programs: few, so each handles several of the
+# forward's, and an odd count, so they handle different numbers)
+_INTERPRETED_WORKERS = 3
 _SUM_ROWS, _SUM_COLS = 64, 32  # (many narrow column blocks: one program per 32 columns)
 
 
@@ -112,10 +116,10 @@ def _add_slot_sums(slots_ptr, out0, out1, out2, out3, group0, group1, group2, gr
 _SUMS_PER_LAUNCH = 4
 
 
-def _sum_slots(workspace, partial, targets, overwrite, workers, slot):
-    """Sums each partial buffer's slots into its shadow: the contiguous ones by
-    _add_slot_sums, up to four per launch; others by torch (recorded as "sum"
-    steps)."""
+def _sum_slots(workspace, partial, targets, overwrite, programs, slot):
+    """Sums each partial buffer's `programs` slots into its shadow: the contiguous
+    ones by _add_slot_sums, up to four per launch; others by torch (recorded as
+    "sum" steps)."""
     contiguous = []
     for group, (name, shadow) in enumerate(zip(partial, targets)):
         if shadow.is_contiguous():
@@ -128,7 +132,7 @@ def _sum_slots(workspace, partial, targets, overwrite, workers, slot):
     for first in range(0, len(contiguous), _SUMS_PER_LAUNCH):
         chunk = contiguous[first:first + _SUMS_PER_LAUNCH]
         spans = [_span(shadow) for _, _, shadow in chunk]
-        arguments = dict(slots_ptr=workspace, programs=workers, slot=slot,
+        arguments = dict(slots_ptr=workspace, programs=programs, slot=slot,
                          ROWS=_SUM_ROWS, COLS=_SUM_COLS, GROUPS=len(chunk))
         from_call = {}
         for i in range(_SUMS_PER_LAUNCH):
@@ -301,14 +305,19 @@ def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
     slot = max(_span(t) for t in targets)
     slot = (slot + 15) // 16 * 16  # (aligned slots: vectorized stores)
     workers = min(programs, _workers(device.index if device.index is not None
-                                     else torch.cuda.current_device()))
+                                     else torch.cuda.current_device())
+                  if device.type == "cuda" else _INTERPRETED_WORKERS)
     launch_grid = (workers, *grid_now[1:])
+    # (a slot per program of the whole grid: where programs along the other axes
+    # write the shadows too, each has its own; the kernel indexes them so)
+    slots = math.prod(launch_grid)
     kwargs[_SLOT] = slot
     # A program stores only the addresses its loads touch: the slots need zeros
-    # unless every slot's stores reach all of its shadow's elements.
-    slots_covered = _covered(kernel, kwargs, launch_grid, partial)
+    # unless every slot's stores reach all of its shadow's elements (a grid of
+    # several axes: a program's slot may hold its part only).
+    slots_covered = _covered(kernel, kwargs, launch_grid, partial) if slots == workers else ()
     make = torch.empty if len(slots_covered) == len(partial) else torch.zeros
-    workspace = _launch_plan.allocate("workspace", make, (len(partial), workers, slot), dtype,
+    workspace = _launch_plan.allocate("workspace", make, (len(partial), slots, slot), dtype,
                                       device)
     kwargs[_WORKSPACE] = workspace
     overwrite = {name for name in partial if name in garbage}
@@ -316,7 +325,7 @@ def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
     _masks.choose(kernel, kwargs, launch_grid)
     _initialize([s for s in garbage if s not in overwrite], kernel, kwargs, launch_grid)
     kernel = launcher(launch_grid, kwargs, workspace)
-    _sum_slots(workspace, partial, targets, overwrite, workers, slot)
+    _sum_slots(workspace, partial, targets, overwrite, slots, slot)
     _mark_initialized(overwrite, kwargs)
     return kernel
 

@@ -114,6 +114,8 @@ FEATURES = {
     "helper_load": "a @triton.jit helper receiving a pointer and loading through it",
     "reload": "one input loaded at two places",
     "shifted_load": "an input loaded again one element further (x[i+1]): blocks overlap",
+    "reload_loop": "an input loaded again at the same offsets inside a loop after its first "
+                   "load (one load site outside a loop, one in it)",
     "overlap": "rows overlapping in memory (row stride < N, checked at run time)",
     # control flow and structure
     "if_runtime": "scf.if on a runtime integer argument",
@@ -172,6 +174,8 @@ ALL_FEATURES = frozenset(FEATURES)
 ISSUE39_FEATURES = ("pad_inf", "shared_weight", "autotune", "heuristics", "early_exit",
                     "persistent", "constexpr_default", "launch_kw_name", "pad_dot",
                     "custom_combiner")
+# Features added later that draw from streams of their own too (after issue 39's).
+OWN_STREAM_FEATURES = ("reload_loop",)
 LAYOUTS = ("flat", "rows", "grid2d", "loop", "tileloop")
 DTYPES = {"fp32": "tl.float32", "fp16": "tl.float16", "bf16": "tl.bfloat16"}
 DOMAINS = {"any": (-2.0, 2.0), "pos": (0.5, 2.0)}
@@ -295,7 +299,7 @@ class _Gen:
         self.drng = random.Random(seed * 1000037 + 29)  # pid_decode
         self.wrng = random.Random(seed * 1000039 + 31)  # atomic_out
         self.frng = {f: random.Random(seed * 1000081 + 37 * i + 1)
-                     for i, f in enumerate(ISSUE39_FEATURES)}
+                     for i, f in enumerate(ISSUE39_FEATURES + OWN_STREAM_FEATURES)}
         self.enabled = set(enabled)
         self.used = set()
         self.size_override = dict(sizes or {})
@@ -1507,6 +1511,22 @@ class _Gen:
             v0 = leaves[m["name"]]
             pool.append(V(again["name"], v0.shape, v0.lo, v0.hi, leaf=True, sel=v0.sel))
             self.emit_ops(pool, n_ops - first)
+        if self.fwant("reload_loop", 0.2):
+            # the first input again, at the same offsets, in every iteration of a loop
+            self.use("reload_loop")
+            m = mats[0]
+            v0 = leaves[m["name"]]
+            again = dict(m, name=m["name"] + "l")
+            total = m["name"] + "k"
+            self.kl(f"{total} = {m['name']} * 0.5")
+            self.kl("for _rl in range(2):")
+            self.ki += 1
+            self.load_full(again, block_ptr_ok=False, helper_ok=False)
+            self.kl(f"{total} = {total} * 0.5 + {again['name']}")
+            self.ki -= 1
+            self.tl_(f"{again['name']} = {self.torch_load(m['ptr'])}")
+            self.tl_(f"{total} = ({m['name']} * 0.5) * 0.25 + {again['name']} * 1.5")
+            pool.append(V(total, v0.shape, 1.625 * min(v0.lo, OTHER), 1.625 * max(v0.hi, OTHER)))
         # outputs: a full one, maybe a second, maybe a reduced one
         full = [v for v in pool if all(v.shape)]
         y = full[-1]

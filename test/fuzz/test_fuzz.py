@@ -12,7 +12,8 @@
   autotune, heuristics, early exits, persistent loops, constexpr defaults, launch-keyword
   names), a few seeds each: forward agreement in the interpreter, derivation for sm_90
   (located refusals counted per class, each class derived at least once), gradients
-  compared in the interpreter (fp32 / fp16); and the fp32-shadow tolerance reports an
+  compared in the interpreter (fp32 / fp16), the backward's launches checked for data
+  races there (test/interpreter_races.py: the interpreter's serial order hides them); and the fp32-shadow tolerance reports an
   emulated bf16 sum across programs as a mismatch.
 * GPU (marked gpu): ~130 random kernels (every issue-39 class at least 4 times); forward
   + derived backward against torch.autograd; zero mismatches (silently wrong gradients)
@@ -112,6 +113,51 @@ def test_issue39_features_are_switchable_and_leave_other_seeds_unchanged():
         for seed in _seeds_using((feature,), 3, 70_000):
             case = gen.generate(seed, sorted(gen.ALL_FEATURES - {feature}))
             assert feature not in case.features, (feature, seed)
+
+
+def test_reload_loop_is_switchable_and_leaves_other_seeds_unchanged():
+    for seed in range(40):
+        full = gen.generate(seed)
+        without = gen.generate(seed, sorted(gen.ALL_FEATURES - {"reload_loop"}))
+        assert "reload_loop" not in without.features and "_rl in" not in without.source
+        if "reload_loop" not in full.features:
+            assert full.source == without.source, seed
+
+
+def _plain_reload(case):
+    """An fp32 case whose reloads read the same addresses, tiles apart per program."""
+    unrelated = {"shifted_load", "overlap", "pid_decode", "transposed", "grid2d", "while"}
+    return case.meta["dtype"] == "fp32" and not unrelated & set(case.features)
+
+
+def test_load_sites_match_in_interpreter_in_both_modes():
+    """An input loaded at two places at the same addresses (a reload, a reload inside a
+    loop): its gradient matches in the default mode and in deterministic mode (which
+    refused these: "loaded at N places ... needs atomics"), plain after barriers."""
+    seeds = _seeds_using(("reload", "reload_loop"), 2, 50_000, _plain_reload)
+    for schedule in (None, "deterministic"):
+        env = _schedule_env(schedule) if schedule else {}
+        results = run.run_tasks([dict(seed=s) for s in seeds], "interpret-grad", _workers(2),
+                                timeout=300, env=env)
+        bad, text = _report(results, ("mismatch", "crash", "gen-error", "fwd-mismatch",
+                                      "located-error", "launch-refused"))
+        assert not bad, f"{schedule or 'default'}: {len(bad)} of {len(results)}:\n{text}"
+        assert all(r["outcome"] == "match" for r in results), [r["outcome"] for r in results]
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_backwards_that_raced_on_a_gpu_gpu():
+    """RACED_ON_A_GPU (below) on a GPU under each schedule they raced in: atomics or a
+    refused launch where rows overlap, never a wrong gradient."""
+    for seed in RACED_ON_A_GPU:
+        for options in RACED_UNDER:
+            env = {"TRITON_ALWAYS_COMPILE": "1"}
+            if options:
+                env[run.GRAD_OPTIONS_ENV] = run.json.dumps(options)
+            results = run.run_tasks([dict(seed=seed)], "gpu", 1, timeout=600, env=env)
+            bad, text = _report(results, ("mismatch", "crash", "gen-error", "fwd-mismatch"))
+            assert not bad, f"seed {seed} {options}:\n{text}"
 
 
 def test_cause_key_is_short_and_linear():
@@ -234,24 +280,46 @@ def test_issue39_classes_derive_and_compile_without_crash():
     _each_class_gets(results, "compiled", "derived and compiled for sm_90")
 
 
+# Seeds whose backwards raced on an H100 under a change the interpreter matched (plain
+# read-add-writes of an input loaded at two places, rows that overlap): 62 and 60007 in
+# the default mode, 252 in deterministic mode with accumulate=False.
+RACED_ON_A_GPU = (62, 252, 60_007)
+RACED_UNDER = ({}, {"mode": "deterministic"}, {"mode": "deterministic", "accumulate": False})
+
+
 @pytest.fixture(scope="module")
 def interpreted_gradients():
-    """Forward and backward in the interpreter, in one pool of workers: (results of the
-    issue-39 classes' cases, {name: result} of the regression cases)."""
+    """Forward and backward in the interpreter, in one pool of workers, the backward's
+    launches checked for data races (run.py --race-check: a race is the outcome `race`):
+    (results of the issue-39 classes' cases, {name: result} of the regression cases,
+    results of RACED_ON_A_GPU's cases under each schedule they raced in)."""
     names = sorted(regressions.CASES)
     tasks = _interpreted_tasks(("fp32", "fp16"))
-    results = run.run_tasks(tasks + [dict(source=regressions.CASES[n], name=n) for n in names],
-                            "interpret-grad", _workers(2), timeout=300)
-    return results[:len(tasks)], dict(zip(names, results[len(tasks):]))
+    raced = [dict(seed=s, grad_options=o) for s in RACED_ON_A_GPU for o in RACED_UNDER]
+    results = run.run_tasks(tasks + [dict(source=regressions.CASES[n], name=n) for n in names]
+                            + raced, "interpret-grad", _workers(2), timeout=300,
+                            env={run.RACE_CHECK_ENV: "1"})
+    named = len(tasks) + len(names)
+    return (results[:len(tasks)], dict(zip(names, results[len(tasks):named])),
+            results[named:])
 
 
 def test_issue39_classes_gradients_match_in_interpreter(interpreted_gradients):
     results = interpreted_gradients[0]
-    bad, text = _report(results, ("mismatch", "crash", "gen-error", "fwd-mismatch"))
-    assert not bad, (f"{len(bad)} of {len(results)} gradients wrong or crashed:\n{text}\n"
-                     f"(reproduce with `python3 test/fuzz/run.py --interpret-grad --seeds "
-                     f"<seed>`)")
+    bad, text = _report(results, ("mismatch", "race", "crash", "gen-error", "fwd-mismatch"))
+    assert not bad, (f"{len(bad)} of {len(results)} gradients wrong, racing or crashed:\n"
+                     f"{text}\n(reproduce with `python3 test/fuzz/run.py --interpret-grad "
+                     f"--race-check --seeds <seed>`)")
     _each_class_gets(results, "match", "gradients compared in the interpreter")
+
+
+def test_backwards_that_raced_on_a_gpu_do_not_race_in_interpreter(interpreted_gradients):
+    """RACED_ON_A_GPU under each schedule they raced in: right and race-free in the
+    interpreter (run.py --race-check), or refused with a located error."""
+    results = interpreted_gradients[2]
+    assert len(results) == len(RACED_ON_A_GPU) * len(RACED_UNDER)
+    bad, text = _report(results, ("mismatch", "race", "crash", "gen-error", "fwd-mismatch"))
+    assert not bad, text
 
 
 def test_gradient_summed_in_bf16_across_programs_is_a_mismatch():

@@ -17,6 +17,8 @@
 #include "mlir/Analysis/DataFlowFramework.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <map>
@@ -74,7 +76,10 @@ std::optional<int64_t> constantInt(Value value) {
   APInt result;
   if (matchPattern(value, m_ConstantInt(&result)))
     return result.getSExtValue();
-  // A widened constant (a block pointer's i32 offset as an i64 index) is one.
+  // A widened constant (a block pointer's i32 offset as an i64 index) is one,
+  // as is a splat of one (a pointer advanced by a constant, before cleanup).
+  if (auto splat = value.getDefiningOp<tt::SplatOp>())
+    return constantInt(splat.getSrc());
   if (auto widened = value.getDefiningOp<arith::ExtSIOp>())
     return constantInt(widened.getIn());
   if (auto widened = value.getDefiningOp<arith::ExtUIOp>())
@@ -371,7 +376,12 @@ private:
         })
         .Case<tt::BroadcastOp, arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp>([&](Operation *) {
           std::optional<AffineValue> source = operand(0);
-          return source ? AffineValue::of(source->affine) : AffineValue::unknown();
+          if (!source)
+            return AffineValue::unknown();
+          // (a widened splat constant stays one: pointer induction's i64 step)
+          if (isa<arith::ExtSIOp, arith::ExtUIOp>(op) && source->uniform && constantInt(result))
+            return uniformValue(result);
+          return AffineValue::of(source->affine);
         })
         .Case<tt::ExpandDimsOp>([&](tt::ExpandDimsOp expand) {
           std::optional<AffineValue> source = operand(0);
@@ -763,16 +773,20 @@ UniformExpr coefficientExpr(const Coefficient &c) {
 
 } // namespace
 
-// The order in which the digits of an address are stacked: lanes with
-// constant strides first (ascending), then runtime strides from the innermost
-// dim outwards, then the iterations of the program's loops (they only widen
-// its span), then a mask's clamp of that span, then the program axes.
+// The order in which the digits of an address are stacked: lanes and the
+// iterations of the program's loops with constant strides first (ascending;
+// iterations only widen the span), then runtime strides from the innermost
+// dim outwards, then the program axes. A digit that merges a dim's lanes with
+// a program axis (rows split over programs and lanes alike) holds programs
+// apart: it comes after every iteration (a loop's reach along the columns
+// must stay below the row stride, or a program's last row meets the next
+// program's first). A mask `E < bound` clamps the span of the digits stacked
+// so far where they are exactly E's terms (the columns a loop and its lanes
+// reach, `k + cols < N`).
 enum DigitOrder {
   kConstantStrides = 0,
   kRuntimeStrides = 1000, // minus the dim
-  kIterations = 1500,
   kGridStride = 1550, // a grid-stride loop's rows: its programs and iterations at once
-  kClamp = 1600,
   kPrograms = 2000, // plus the axis
 };
 
@@ -835,9 +849,29 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     std::optional<int64_t> constantExtent;
     int order; // see DigitOrder
     bool sequential = false;            // an induction variable: only widens the span
-    std::optional<UniformExpr> clampTo; // after the sequential digits: span <= this bound
+    Affine terms; // the offsets' terms it stands for (iterations as induction variables)
+    // An iteration's move per step (coefficient times a constant step), where
+    // it stacks above programs' rows and must clear them as a digit does.
+    std::optional<int64_t> perStep;
   };
   SmallVector<Digit> digits;
+  // An iteration number n of a loop with a constant step s, moving the
+  // address by a multiple of s, as its induction variable: c * n is
+  // (c / s) * (iv - lb), the same addresses up to a constant (so a pointer
+  // advanced by BLOCK and a mask on `k + cols` name one variable).
+  auto asInductionVariable = [&](Variable var, Coefficient coefficient) {
+    if (isIv(var) && access.vars().isIterationNumber(var) && coefficient.isConstant()) {
+      scf::ForOp loop = access.vars().loopOf(var);
+      std::optional<int64_t> step = constantInt(loop.getStep());
+      if (step && *step > 0 && coefficient.constant % *step == 0) {
+        coefficient.constant /= *step;
+        var = access.vars().ivVariable(loop, false);
+      }
+    }
+    Affine term;
+    term.terms[var] = coefficient;
+    return term;
+  };
   // A mask `P * pid_a + lane_d < bound`, P the tile's extent along dim d: the
   // programs' rows and the lanes' are one index below `bound`. Where the
   // address moves by c per lane along d and by P * c per program along a,
@@ -845,6 +879,7 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
   // bound): the rows of the last program's tile past the bound are masked
   // off and do not count against the next digit (a sequence's tail tile).
   std::map<int, UniformExpr> rowsOfDim; // dim d -> the merged digit's extent
+  std::map<int, Affine> rowsTerms;      // dim d -> its lane's and program's terms
   bool mergedAxis[3] = {false, false, false};
   for (const MaskConjunct &range : conjuncts) {
     if (range.kind != MaskConjunct::Kind::Bound || range.lhs.hasUniform ||
@@ -875,6 +910,7 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     rowsOfDim[dim] =
         binaryExpr(Op::Min, binaryExpr(Op::Mul, programs, constantExpr(perProgram.constant)),
                    scalarExpr(range.bound));
+    rowsTerms[dim].terms = {*laneTerm, *programTerm};
     mergedAxis[axis] = true;
   }
   for (auto [dim, size] : llvm::enumerate(shape)) {
@@ -890,9 +926,11 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     if (size == 1)
       continue;
     Digit digit{it->second, constantExpr(size), size, 0};
+    digit.terms.terms = {*it};
     if (auto rows = rowsOfDim.find(dim); rows != rowsOfDim.end()) {
       digit.extent = rows->second;
       digit.constantExtent = std::nullopt;
+      digit.terms = rowsTerms[dim];
     } else if (auto bound = bounds.find(dim); bound != bounds.end()) {
       digit.extent = binaryExpr(Op::Min, digit.extent, scalarExpr(bound->second));
       digit.constantExtent = std::nullopt;
@@ -905,14 +943,9 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
   }
   // Induction variables: iterations of a program run in sequence, so they may
   // revisit addresses; they widen what the program touches by
-  // coefficient * (ub - lb).
-  Affine inProgram; // the lane and induction-variable part of the offsets
+  // coefficient * (the induction variable's reach, ub - 1 - lb).
   for (auto &[var, coefficient] : offsets->terms) {
-    if (isProgramDigit(var))
-      continue; // (with the program ids, below)
-    if (var >= kFirstLane)
-      inProgram.terms[var] = coefficient;
-    if (var < kFirstIv)
+    if (!isIv(var))
       continue;
     scf::ForOp loop = access.vars().loopOf(var);
     // A grid-stride loop's rows are distinct over its programs and iterations
@@ -924,7 +957,9 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
         llvm::none_of(offsets->terms, [](auto &term) { return isProgramDigit(term.first); })) {
       Coefficient perRow = coefficient;
       perRow.constant *= rows->perRow;
-      digits.push_back(Digit{perRow, scalarExpr(loop.getUpperBound()), std::nullopt, kGridStride});
+      Digit digit{perRow, scalarExpr(loop.getUpperBound()), std::nullopt, kGridStride};
+      digit.terms.terms = {{var, coefficient}};
+      digits.push_back(digit);
       mergedAxis[rows->axis] = true;
       continue;
     }
@@ -933,37 +968,55 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
       result.explanation = "a loop moves the addresses by a runtime or negative stride";
       return result;
     }
-    UniformExpr trip =
-        binaryExpr(Op::Sub, scalarExpr(loop.getUpperBound()), scalarExpr(loop.getLowerBound()));
-    Digit digit{coefficient, binaryExpr(Op::Add, trip, constantExpr(1)), std::nullopt,
-                kIterations};
+    Affine term = asInductionVariable(var, coefficient);
+    UniformExpr reach = binaryExpr(
+        Op::Max,
+        binaryExpr(Op::Sub, scalarExpr(loop.getUpperBound()), scalarExpr(loop.getLowerBound())),
+        constantExpr(1)); // (the extent: reach + 1)
+    Digit digit{term.terms.begin()->second, reach, std::nullopt, kConstantStrides};
     digit.sequential = true;
+    digit.terms = term;
+    std::optional<int64_t> step = constantInt(loop.getStep());
+    if (access.vars().isIterationNumber(var))
+      digit.perStep = coefficient.constant;
+    else if (step && *step > 0)
+      digit.perStep = coefficient.constant * *step;
     digits.push_back(digit);
   }
-  // A mask `E < bound` whose E is exactly the in-program offset, E >= 0,
-  // keeps what a program touches within [0, bound).
+  // Masks `E < bound` with E >= 0 a sum of lanes and iterations: where the
+  // digits stacked so far are exactly E's terms, their span is at most bound.
+  SmallVector<std::pair<Affine, UniformExpr>> clamps;
   for (const MaskConjunct &range : conjuncts) {
     if (range.kind != MaskConjunct::Kind::Bound || !isNonNegativeSum(access.vars(), range.lhs))
       continue;
-    bool same = range.lhs.terms.size() == inProgram.terms.size();
-    for (auto &[var, c] : range.lhs.terms) {
-      auto it = inProgram.terms.find(var);
-      same &= it != inProgram.terms.end() && it->second.isConstant() &&
-              it->second.constant == c.constant;
-    }
-    if (same) {
-      Digit clamp{Coefficient{}, constantExpr(0), std::nullopt, kClamp};
-      clamp.clampTo = scalarExpr(range.bound);
-      digits.push_back(clamp);
-      break;
-    }
+    std::optional<Affine> normalized = Affine{};
+    for (auto &[var, c] : range.lhs.terms)
+      if (normalized)
+        normalized = combine(*normalized, asInductionVariable(var, c), 1);
+    if (normalized)
+      clamps.push_back({*normalized, scalarExpr(range.bound)});
   }
-  std::stable_sort(digits.begin(), digits.end(), [](const Digit &a, const Digit &b) {
-    if (a.order != b.order)
-      return a.order < b.order;
-    return a.coefficient.constant < b.coefficient.constant;
+  // (ties: lanes, then iterations, then a merged digit)
+  auto isMerged = [](const Digit &digit) {
+    return digit.terms.terms.size() > 1 && !digit.sequential;
+  };
+  auto sortKey = [&](const Digit &digit) {
+    return std::make_tuple(digit.order, digit.coefficient.constant,
+                           isMerged(digit) ? 2 : digit.sequential ? 1 : 0);
+  };
+  std::stable_sort(digits.begin(), digits.end(), [&](const Digit &a, const Digit &b) {
+    return sortKey(a) < sortKey(b);
   });
   SmallVector<UniformExpr> positiveDivisors;
+  // (a program id or one of its digits: its term where the address uses it)
+  auto programDigit = [&](auto term, UniformExpr extent, int axis) {
+    Digit digit{Coefficient{0, {}}, std::move(extent), std::nullopt, kPrograms + axis};
+    if (term != offsets->terms.end()) {
+      digit.coefficient = term->second;
+      digit.terms.terms = {*term};
+    }
+    return digit;
+  };
   for (int axis = 0; axis < 3; ++axis) {
     UniformExpr programs;
     programs.op = Op::NumPrograms;
@@ -983,11 +1036,8 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
       digitsUsed = true;
       UniformExpr divisorExpr = scalarExpr(divisor);
       positiveDivisors.push_back(binaryExpr(Op::GreaterEqual, divisorExpr, constantExpr(1)));
-      digits.push_back(Digit{r != offsets->terms.end() ? r->second : Coefficient{0, {}},
-                             binaryExpr(Op::Min, divisorExpr, programs), std::nullopt,
-                             kPrograms + axis});
-      digits.push_back(Digit{q != offsets->terms.end() ? q->second : Coefficient{0, {}},
-                             programs, std::nullopt, kPrograms + axis});
+      digits.push_back(programDigit(r, binaryExpr(Op::Min, divisorExpr, programs), axis));
+      digits.push_back(programDigit(q, programs, axis));
     }
     if (!usedAxes[axis] || mergedAxis[axis])
       continue;
@@ -996,10 +1046,10 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
       // Programs along an axis the address ignores all touch the same memory
       // unless there is only one of them.
       if (!digitsUsed)
-        digits.push_back(Digit{Coefficient{0, {}}, programs, std::nullopt, kPrograms + axis});
+        digits.push_back(programDigit(it, programs, axis));
       continue;
     }
-    digits.push_back(Digit{it->second, programs, std::nullopt, kPrograms + axis});
+    digits.push_back(programDigit(it, programs, axis));
   }
 
   // Stacks `ordered` as a mixed-radix number: the condition that each digit's
@@ -1018,13 +1068,46 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
       ok = binaryExpr(Op::And, ok, positive);
     UniformExpr span = constantExpr(1);
     std::optional<int64_t> constantSpan = 1; // span of the digits so far, if static
-    for (const Digit &digit : ordered) {
-      if (digit.clampTo) {
-        span = binaryExpr(Op::Min, span, *digit.clampTo);
-        constantSpan = std::nullopt;
-        continue;
+    Affine stackedTerms;
+    bool programsBelow = false; // a merged digit (programs' rows) is stacked
+    auto clamp = [&](const Digit &digit) {
+      std::optional<Affine> sum = combine(stackedTerms, digit.terms, 1);
+      if (!sum) { // (never a clamp's terms again)
+        stackedTerms.hasUniform = true;
+        return;
       }
+      stackedTerms = *sum;
+      for (auto &[terms, bound] : clamps) {
+        if (!(terms == stackedTerms))
+          continue;
+        span = binaryExpr(Op::Min, span, bound);
+        constantSpan = std::nullopt;
+      }
+    };
+    for (const Digit &digit : ordered) {
+      auto clampAfter = llvm::make_scope_exit([&] { clamp(digit); });
       UniformExpr extentMinusOne = binaryExpr(Op::Sub, digit.extent, constantExpr(1));
+      programsBelow |= isMerged(digit);
+      if (digit.sequential && programsBelow) {
+        // Above programs' rows (a loop down the rows of a tile whose columns
+        // programs split): each step must clear what lies below, or an
+        // iteration reaches another program's addresses.
+        if (!digit.perStep) {
+          stacked.overlap = "a loop moves the addresses by a runtime step within programs' rows";
+          return stacked;
+        }
+        if (constantSpan) {
+          if (*digit.perStep < *constantSpan) {
+            stacked.overlap = "a loop's step " + std::to_string(*digit.perStep) +
+                              " reaches other programs' addresses (span " +
+                              std::to_string(*constantSpan) + ")";
+            return stacked;
+          }
+        } else {
+          ok = binaryExpr(Op::And, ok,
+                          binaryExpr(Op::GreaterEqual, constantExpr(*digit.perStep), span));
+        }
+      }
       if (digit.sequential) {
         UniformExpr grown =
             binaryExpr(Op::Mul, coefficientExpr(digit.coefficient), extentMinusOne);
@@ -1070,8 +1153,7 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
   // no longer applies there).
   auto isProgramsDigit = [](const Digit &digit) { return digit.order >= kPrograms; };
   bool runtimeLaneStride = llvm::any_of(digits, [&](const Digit &digit) {
-    return !isProgramsDigit(digit) && !digit.sequential && !digit.clampTo &&
-           !digit.coefficient.isConstant();
+    return !isProgramsDigit(digit) && !digit.sequential && !digit.coefficient.isConstant();
   });
   if (runtimeLaneStride &&
       llvm::none_of(digits, [](const Digit &digit) { return digit.sequential; }) &&
@@ -1079,7 +1161,7 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     SmallVector<Digit> programsFirst;
     llvm::copy_if(digits, std::back_inserter(programsFirst), isProgramsDigit);
     for (const Digit &digit : digits)
-      if (!isProgramsDigit(digit) && !digit.clampTo)
+      if (!isProgramsDigit(digit))
         programsFirst.push_back(digit);
     Stacked other = stack(programsFirst);
     if (other.overlap.empty())
@@ -1099,6 +1181,236 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
   } else {
     result.explanation = "checked at run time: " + std::string(kRuntimeCondition);
   }
+  return result;
+}
+
+namespace {
+
+// Whether `a` and `b` take the same values over the lanes and iterations of
+// one program: the same value, or the same side-effect-free op on operands
+// that do. An induction variable of one loop stands for one of another loop
+// whose bounds and step are the same (their iterations take the same
+// values); `ivs` keeps that correspondence one-to-one.
+bool sameValues(Value a, Value b, DenseMap<Value, Value> &ivs, DenseMap<Value, Value> &reverse,
+                unsigned depth = 0) {
+  auto argA = dyn_cast<BlockArgument>(a), argB = dyn_cast<BlockArgument>(b);
+  if (a == b) {
+    // (an induction variable both use stands for itself from now on)
+    if (argA && isa<scf::ForOp>(argA.getOwner()->getParentOp())) {
+      auto [it, fresh] = ivs.try_emplace(a, a);
+      if (!fresh)
+        return it->second == a;
+      return reverse.try_emplace(a, a).first->second == a;
+    }
+    return true;
+  }
+  if (a.getType() != b.getType() || depth > 64)
+    return false;
+  if (argA || argB) {
+    if (!argA || !argB)
+      return false;
+    auto loopA = dyn_cast<scf::ForOp>(argA.getOwner()->getParentOp());
+    auto loopB = dyn_cast<scf::ForOp>(argB.getOwner()->getParentOp());
+    if (!loopA || !loopB || argA != loopA.getInductionVar() || argB != loopB.getInductionVar())
+      return false;
+    if (Value mapped = ivs.lookup(a))
+      return mapped == b;
+    if (reverse.count(b))
+      return false;
+    ivs[a] = b;
+    reverse[b] = a;
+    return sameValues(loopA.getLowerBound(), loopB.getLowerBound(), ivs, reverse, depth + 1) &&
+           sameValues(loopA.getUpperBound(), loopB.getUpperBound(), ivs, reverse, depth + 1) &&
+           sameValues(loopA.getStep(), loopB.getStep(), ivs, reverse, depth + 1);
+  }
+  Operation *opA = a.getDefiningOp(), *opB = b.getDefiningOp();
+  if (opA->getName() != opB->getName() || opA->getNumRegions() || opB->getNumRegions() ||
+      !isMemoryEffectFree(opA) || opA->getAttrDictionary() != opB->getAttrDictionary() ||
+      opA->getNumOperands() != opB->getNumOperands() ||
+      cast<OpResult>(a).getResultNumber() != cast<OpResult>(b).getResultNumber())
+    return false;
+  for (auto [x, y] : llvm::zip(opA->getOperands(), opB->getOperands()))
+    if (!sameValues(x, y, ivs, reverse, depth + 1))
+      return false;
+  return true;
+}
+
+// The first loop of the function with the same bounds and step as `loop`
+// (their iterations take the same values), neither inside the other.
+scf::ForOp representativeLoop(const AccessVariables &vars, scf::ForOp loop) {
+  for (scf::ForOp candidate : vars.loops) {
+    if (candidate == loop)
+      return loop;
+    if (candidate->isAncestor(loop) || loop->isAncestor(candidate))
+      continue;
+    auto same = [](Value a, Value b) {
+      DenseMap<Value, Value> ivs, reverse;
+      return sameValues(a, b, ivs, reverse);
+    };
+    if (same(candidate.getLowerBound(), loop.getLowerBound()) &&
+        same(candidate.getUpperBound(), loop.getUpperBound()) &&
+        same(candidate.getStep(), loop.getStep()))
+      return candidate;
+  }
+  return loop;
+}
+
+// `affine` with each loop's variables those of its representative loop, its
+// factors without extensions (i32 and i64 strides alike), and
+// an iteration number n of a loop from 0 by a constant step s as the
+// induction variable s * n: the same form for the same addresses walked by
+// two loops with the same bounds (a pointer advanced by the step in one, an
+// offset `k + tl.arange(...)` in the other). Nullopt where two loops of the
+// form would become one variable.
+std::optional<Affine> canonicalForm(const AccessVariables &vars, const Affine &affine) {
+  Affine result;
+  result.hasUniform = affine.hasUniform;
+  DenseMap<Operation *, Operation *> originOf; // representative -> the loop it stands for
+  for (auto &[var, coefficient] : affine.terms) {
+    Affine term;
+    Variable canonical = var;
+    Coefficient c = coefficient;
+    // (a block pointer's strides are the i32 arguments widened to i64; a
+    // pointer advanced by `BLOCK * stride` moves by the constant times the
+    // stride, as `k * stride` does)
+    SmallVector<Value, 2> factors;
+    for (Value factor : c.factors) {
+      factor = stripExtensions(factor);
+      while (auto product = factor.getDefiningOp<arith::MulIOp>()) {
+        std::optional<int64_t> lhs = constantInt(product.getLhs());
+        std::optional<int64_t> rhs = constantInt(product.getRhs());
+        if (!lhs && !rhs)
+          break;
+        c.constant *= lhs ? *lhs : *rhs;
+        factor = stripExtensions(lhs ? product.getRhs() : product.getLhs());
+      }
+      factors.push_back(factor);
+    }
+    llvm::sort(factors, [](Value a, Value b) {
+      return a.getAsOpaquePointer() < b.getAsOpaquePointer();
+    });
+    c.factors = factors;
+    if (isIv(var)) {
+      scf::ForOp loop = vars.loopOf(var);
+      bool number = vars.isIterationNumber(var);
+      std::optional<int64_t> lower = constantInt(loop.getLowerBound());
+      std::optional<int64_t> step = constantInt(loop.getStep());
+      if (number && lower && *lower == 0 && step && *step > 0 && c.constant % *step == 0) {
+        c.constant /= *step;
+        number = false;
+      }
+      scf::ForOp representative = representativeLoop(vars, loop);
+      auto [it, fresh] = originOf.try_emplace(representative, loop);
+      if (!fresh && it->second != loop.getOperation())
+        return std::nullopt;
+      canonical = vars.ivVariable(representative, number);
+    }
+    term.terms[canonical] = c;
+    std::optional<Affine> sum = combine(result, term, 1);
+    if (!sum)
+      return std::nullopt;
+    result = *sum;
+  }
+  return result;
+}
+
+// What one access's pointer and mask have in common with another's.
+struct AccessMatch {
+  bool sameAddresses = false; // the same addresses over a program's lanes and iterations
+  bool maskImplied = false;   // where the other's mask holds, this one's does
+};
+
+// `mask`'s conjuncts (its arith.andi tree).
+void conjunctsOf(Value mask, SmallVectorImpl<Value> &conjuncts) {
+  if (auto both = mask.getDefiningOp<arith::AndIOp>()) {
+    conjunctsOf(both.getLhs(), conjuncts);
+    conjunctsOf(both.getRhs(), conjuncts);
+    return;
+  }
+  conjuncts.push_back(mask);
+}
+
+// Matches access `a` against `b`: the same expression (up to induction
+// variables of loops with the same bounds), or the same affine form with no
+// uniform part (a block pointer's i64 offsets and a plain pointer's i32 ones);
+// a's mask implied where every conjunct of a's is one of b's (no mask: always).
+AccessMatch matchAccess(const AffineAccess &access, std::pair<Value, Value> a,
+                        std::pair<Value, Value> b) {
+  AccessMatch match;
+  auto [ptrA, maskA] = a;
+  auto [ptrB, maskB] = b;
+  if (ptrA.getType() != ptrB.getType())
+    return match;
+  DenseMap<Value, Value> ivs, reverse;
+  bool structural = sameValues(ptrA, ptrB, ivs, reverse);
+  auto canonicalOffsets = [&](Value ptr) -> std::optional<Affine> {
+    std::optional<Affine> offsets = access.pointerOffsets(ptr);
+    return offsets ? canonicalForm(access.vars(), *offsets) : std::nullopt;
+  };
+  if (!structural) {
+    std::optional<Affine> offsetsA = canonicalOffsets(ptrA), offsetsB = canonicalOffsets(ptrB);
+    if (!offsetsA || !offsetsB || offsetsA->hasUniform || !(*offsetsA == *offsetsB) ||
+        baseArgument(ptrA) != baseArgument(ptrB))
+      return match;
+  }
+  match.sameAddresses = true;
+  if (!maskA) {
+    match.maskImplied = true;
+    return match;
+  }
+  if (!maskB)
+    return match;
+  SmallVector<Value> conjunctsA, conjunctsB;
+  conjunctsOf(maskA, conjunctsA);
+  conjunctsOf(maskB, conjunctsB);
+  SmallVector<MaskConjunct> boundsB = maskConjuncts(access, maskB);
+  match.maskImplied = llvm::all_of(conjunctsA, [&](Value conjunct) {
+    if (structural && llvm::any_of(conjunctsB, [&](Value other) {
+          DenseMap<Value, Value> ivsHere = ivs, reverseHere = reverse;
+          return sameValues(conjunct, other, ivsHere, reverseHere);
+        }))
+      return true;
+    // (an affine bound `lhs < n` that b's mask has too, or one that holds everywhere)
+    SmallVector<MaskConjunct> bounds = maskConjuncts(access, conjunct);
+    return llvm::all_of(bounds, [&](const MaskConjunct &bound) {
+      std::optional<Affine> lhs = canonicalForm(access.vars(), bound.lhs);
+      return bound.kind == MaskConjunct::Kind::Bound && lhs &&
+             llvm::any_of(boundsB, [&](const MaskConjunct &other) {
+               return other.kind == MaskConjunct::Kind::Bound &&
+                      canonicalForm(access.vars(), other.lhs) == lhs &&
+                      stripExtensions(other.bound) == stripExtensions(bound.bound);
+             });
+    });
+  });
+  return match;
+}
+
+} // namespace
+
+ExclusiveAccess analyzeExclusiveUnion(ArrayRef<std::pair<Value, Value>> accesses,
+                                      ArrayRef<bool> usedAxes) {
+  Value first = accesses.front().first;
+  AffineAccess access(first.getParentRegion()->getParentOp());
+  for (auto other : accesses.drop_front())
+    if (!matchAccess(access, accesses.front(), other).sameAddresses) {
+      ExclusiveAccess result;
+      result.known = false;
+      result.explanation = "its loads read different addresses";
+      return result;
+    }
+  // The same addresses: the union is that of the access whose mask every
+  // other's implies, or, without one, where any of them reaches (the tile).
+  std::pair<Value, Value> weakest{accesses.front().first, Value()};
+  for (auto candidate : accesses)
+    if (llvm::all_of(accesses, [&](auto other) {
+          return matchAccess(access, candidate, other).maskImplied;
+        })) {
+      weakest = candidate;
+      break;
+    }
+  ExclusiveAccess result = analyzeExclusiveAccess(weakest.first, weakest.second, usedAxes);
+  if (!result.known || *result.known)
+    result.explanation = "its loads read the same addresses; " + result.explanation;
   return result;
 }
 

@@ -49,6 +49,12 @@ struct PartialBuffers {
   Value workspace; // !tt.ptr<f32 or f64>: groups x programs x slot elements
   Value slot;      // elements per slot (>= every partial shadow's span)
   SmallVector<BlockArgument> shadowed; // primal pointer arguments, group order
+  // Programs along axes 1 and 2 too write the shadows: each program of the
+  // grid has its own slot, pid0 + n0 * (pid1 + n1 * pid2) (a 1-D grid: pid0).
+  bool acrossAxes = false;
+  // Shadows every program along axis 0 adds to that took no partial buffer
+  // where the grid has other axes, and why (for the schedule and a refusal).
+  DenseMap<BlockArgument, std::string> declined;
 };
 
 // The gradient `g` in the element type of the shadow it goes to (a partial
@@ -223,6 +229,10 @@ private:
   DenseMap<BlockArgument, std::string> shadowNames; // primal pointer -> its shadow's name
   bool usedAxes[3] = {false, false, false};
   DenseMap<BlockArgument, int> loadSites;  // shadowed argument -> loads of it
+  // shadowed argument loaded at several places -> whether the union of their
+  // addresses is exclusive per program (analyzed at its first accumulation)
+  DenseMap<BlockArgument, ExclusiveAccess> unionAccess;
+  ExclusiveAccess exclusiveUnion(BlockArgument base);
   DenseMap<BlockArgument, int> storeSites; // shadowed argument -> stores through it
   DenseMap<Operation *, bool> firstStore;  // the forward-first store of its argument
   DenseSet<BlockArgument> atomicallyAdded; // shadowed arguments the forward atomically adds to
@@ -712,7 +722,12 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   // Deterministic mode: an atomic that re-parallelization may still replace
   // by programs of their own (it runs after differentiation), marked with
   // why it was needed; one that remains is then this error.
+  // (where the shadow took no partial buffer on a grid of several axes: why)
+  std::string declinedWhy = partial.declined.count(base)
+                                ? "; no partial buffer: " + partial.declined.lookup(base)
+                                : std::string();
   auto deferToRegrid = [&](OpBuilder &b, Value mask, std::string why) -> LogicalResult {
+    why += declinedWhy;
     FailureOr<Operation *> atomic = emitAtomic(b, mask);
     if (failed(atomic))
       return failure();
@@ -732,40 +747,37 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     schedule[name] = {Strategy::Atomic, "atomic (atomics requested)"};
     return success();
   }
-  if (loadSites.lookup(base) > 1) {
-    // Threads of one program are not ordered between two accesses: several
-    // accumulations into one shadow are only safe as atomics.
-    if (mode == AccumulationMode::Deterministic)
-      return deferToRegrid(builder, mask,
-                           "'" + name + "' is loaded at " +
-                               std::to_string(loadSites.lookup(base)) +
-                               " places; accumulating their gradients into one shadow needs "
-                               "atomics");
-    if (failed(emitAtomic(builder, mask)))
-      return failure();
-    schedule[name] = {Strategy::Atomic, "atomic (loaded at " +
-                                            std::to_string(loadSites.lookup(base)) +
-                                            " places: accumulations into one shadow are not "
-                                            "ordered)"};
-    return success();
-  }
+  // Threads of one program are not ordered between two accesses: where
+  // another thread may touch an address of this accumulation before or after
+  // it in the same program (another load site of the pointer, or another
+  // iteration of a loop that moves the addresses by less than the tile), a
+  // barrier before each accumulation orders them (bar.sync orders the
+  // program's global memory accesses). Triton's branch conditions and trip
+  // counts are scalars, the same for every thread of a program, so the
+  // barrier is reached by all of them wherever it sits.
+  int sites = loadSites.lookup(base);
   SmallVector<UniformExpr> apartWhere;
-  if (Operation *loop = loopRevisitingThroughOtherLanes(load, apartWhere)) {
-    // Iteration k + 1 may read what another thread wrote in iteration k, with
-    // no ordering between the two: only atomics are safe.
-    if (mode == AccumulationMode::Deterministic)
-      return deferToRegrid(builder, mask,
-                           "the loop at " + locationText(loop->getLoc()) +
-                               " moves the addresses of '" + name +
-                               "' by less than the tile, so its iterations revisit addresses "
-                               "through other lanes; accumulating its gradient needs atomics");
-    if (failed(emitAtomic(builder, mask)))
-      return failure();
-    schedule[name] = {Strategy::Atomic,
-                      "atomic (a loop moves its addresses by less than the tile: iterations "
-                      "revisit addresses through other lanes)"};
-    return success();
-  }
+  Operation *revisiting = loopRevisitingThroughOtherLanes(load, apartWhere);
+  bool ordered = sites > 1 || revisiting;
+  if (ordered)
+    apartWhere.clear(); // (the barrier orders the iterations: no condition on them)
+  std::string orderedWhy =
+      sites > 1 ? "loaded at " + std::to_string(sites) + " places"
+      : revisiting
+          ? "the loop at " + locationText(revisiting->getLoc()) +
+                " moves its addresses by less than the tile: iterations revisit addresses "
+                "through other lanes"
+          : "";
+  auto orderedLabel = [&](std::string label) {
+    if (!ordered)
+      return label;
+    return label + "; " + orderedWhy + ", each accumulation after a barrier, in program order";
+  };
+  auto emitOrdered = [&](OpBuilder &b, Value mask) {
+    if (ordered)
+      gpu::BarrierOp::create(b, loc);
+    emitPlain(b, mask);
+  };
   // Where every element is stored once, the caller may learn at launch time
   // that the stores cover the whole tensor (or, for a partial buffer, every
   // slot) and skip zero-filling it.
@@ -781,20 +793,26 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     coverage.push_back(std::move(*covered));
   };
   if (toPartialBuffer) {
-    // Each program owns its slot: exclusive by construction.
+    // Each program owns its slot: exclusive by construction. (Across axes, a
+    // program's slot holds its part of the shadow only: no coverage.)
     SymbolicInt always;
     always.value = 1;
-    recordCoverage(always);
-    emitPlain(builder, mask);
+    if (!partial.acrossAxes)
+      recordCoverage(always);
+    emitOrdered(builder, mask);
     schedule[name] = {Strategy::PartialBuffer,
-                      std::string("partial buffer (every program adds to it: each program of "
-                                  "the backward handles several of the forward's and ") +
-                          (storeOnly ? "stores" : "accumulates") +
-                          " their sum in its own slot; the slots are summed after the kernel: "
-                          "no atomics, deterministic)"};
+                      orderedLabel(std::string("partial buffer (every program adds to it: each "
+                                               "program of the backward handles several of the "
+                                               "forward's and ") +
+                                   (storeOnly ? "stores" : "accumulates") +
+                                   " their sum in its own slot; the slots are summed after the "
+                                   "kernel: no atomics, deterministic") +
+                          ")"};
     return success();
   }
-  ExclusiveAccess access = analyzeExclusiveAccess(load.getPtr(), load.getMask(), usedAxes);
+  ExclusiveAccess access = sites > 1
+                               ? exclusiveUnion(base)
+                               : analyzeExclusiveAccess(load.getPtr(), load.getMask(), usedAxes);
   // Iterations apart only for some launches (a runtime row stride): exclusive
   // where that holds as well.
   for (UniformExpr &apart : apartWhere) {
@@ -810,15 +828,18 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     SymbolicInt always;
     always.value = 1;
     recordCoverage(always);
-    emitPlain(builder, mask);
+    emitOrdered(builder, mask);
     if (!schedule.count(name))
       schedule[name] = {storeOnly ? Strategy::Overwrite : Strategy::Plain,
-                        plainLabel(access.explanation)};
+                        plainLabel(orderedLabel(access.explanation))};
     return success();
   }
   // (marked as twins, for Regrid: the atomic may get programs of its own)
+  // (not where several accumulations share the shadow: Regrid takes a twin
+  // whole, and would leave the others behind; unmarked, it keeps the atomics)
   auto markLast = [&](StringRef mark) {
-    std::prev(builder.getInsertionPoint())->setAttr(mark, builder.getUnitAttr());
+    if (!ordered)
+      std::prev(builder.getInsertionPoint())->setAttr(mark, builder.getUnitAttr());
   };
   if (mode == AccumulationMode::Deterministic) {
     // Exclusive for some launches: the plain write, and the launch path
@@ -828,13 +849,15 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     if (!condition)
       return deferToRegrid(builder, mask,
                            "cannot prove that each address of '" + name +
-                               "' is touched by one program only (" + access.explanation +
-                               "); accumulating its gradient needs atomics");
+                               "' is touched by one program only (" +
+                               (sites > 1 ? "loaded at " + std::to_string(sites) + " places: "
+                                          : std::string()) +
+                               access.explanation + "); accumulating its gradient needs atomics");
     recordCoverage(condition);
-    emitPlain(builder, predicate(builder, loc, mask, exclusive, g.getType()));
+    emitOrdered(builder, predicate(builder, loc, mask, exclusive, g.getType()));
     // (with an atomic twin that Regrid may take with it, giving the sum
     // programs of its own that need no condition; else it goes)
-    if (hasArithmetic(g.getType())) {
+    if (hasArithmetic(g.getType()) && !ordered) {
       markLast(kWhenExclusive);
       Value always = arith::ConstantOp::create(builder, loc, builder.getBoolAttr(true));
       Value otherwise = arith::XOrIOp::create(builder, loc, exclusive, always);
@@ -843,17 +866,21 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
       markLast(kUnlessExclusive);
       markLast(kRefusedUnlessExclusive);
     }
-    requirements.push_back({shadowNames.lookup(base), *condition, access.explanation});
+    requirements.push_back(
+        {shadowNames.lookup(base), *condition, access.explanation + declinedWhy});
     schedule[name] = {storeOnly ? Strategy::Overwrite : Strategy::Plain,
-                      plainLabel(std::string("deterministic mode: each address written by one "
-                                             "program where ") +
-                                 kRuntimeCondition + ", which the launch checks")};
+                      plainLabel(orderedLabel(std::string("deterministic mode: each address "
+                                                          "written by one program where ") +
+                                              kRuntimeCondition + ", which the launch checks" +
+                                              declinedWhy))};
     return success();
   }
   if (access.known && !*access.known) {
     if (failed(emitAtomic(builder, mask)))
       return failure();
-    schedule[name] = {Strategy::Atomic, "atomic (" + access.explanation + ")"};
+    schedule[name] = {Strategy::Atomic, "atomic (" +
+                                            (ordered ? orderedWhy + ": " : std::string()) +
+                                            access.explanation + ")"};
     return success();
   }
   // Exclusive only for some launch configurations: check at run time.
@@ -861,29 +888,52 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   recordCoverage(symbolize(exclusive));
   Value always = arith::ConstantOp::create(builder, loc, builder.getBoolAttr(true));
   Value otherwise = arith::XOrIOp::create(builder, loc, exclusive, always);
-  emitPlain(builder, predicate(builder, loc, mask, exclusive, g.getType()));
+  emitOrdered(builder, predicate(builder, loc, mask, exclusive, g.getType()));
   markLast(kWhenExclusive);
   if (failed(emitAtomic(builder, predicate(builder, loc, mask, otherwise, g.getType()))))
     return failure();
   markLast(kUnlessExclusive);
   schedule[name] = {storeOnly ? Strategy::OverwriteWhenDisjoint : Strategy::PlainWhenDisjoint,
-                    (storeOnly ? "overwrite when " : "plain when ") +
-                        std::string(kRuntimeCondition) +
-                        ", else atomic (predicated on a condition uniform over the program)"};
+                    orderedLabel((storeOnly ? "overwrite when " : "plain when ") +
+                                 std::string(kRuntimeCondition) +
+                                 ", else atomic (predicated on a condition uniform over the "
+                                 "program)")};
   return success();
 }
 
-// Slot k * programs + pid of the workspace holds this program's part of the
+// The union of the addresses of every load of `base`, analyzed once.
+ExclusiveAccess KernelBackwardBuilder::exclusiveUnion(BlockArgument base) {
+  auto it = unionAccess.find(base);
+  if (it != unionAccess.end())
+    return it->second;
+  SmallVector<std::pair<Value, Value>> accesses;
+  primal.walk([&](tt::LoadOp load) {
+    if (baseArgument(load.getPtr()) == base)
+      accesses.push_back({load.getPtr(), load.getMask()});
+  });
+  return unionAccess[base] = analyzeExclusiveUnion(accesses, usedAxes);
+}
+
+// Slot k * programs + pid of the workspace (programs and pid over every axis
+// where programs along axes 1 and 2 write too) holds this program's part of the
 // k-th partial shadow, addressed like the shadow itself.
 void KernelBackwardBuilder::placePartialShadows(OpBuilder &builder, Location loc) {
   if (partial.shadowed.empty())
     return;
-  auto axis = tt::ProgramIDDimAttr::get(builder.getContext(), tt::ProgramIDDim::X);
   Type i64 = builder.getI64Type();
-  Value pid = tt::GetProgramIdOp::create(builder, loc, builder.getI32Type(), axis);
-  Value count = tt::GetNumProgramsOp::create(builder, loc, builder.getI32Type(), axis);
-  pid = arith::ExtSIOp::create(builder, loc, i64, pid);
-  count = arith::ExtSIOp::create(builder, loc, i64, count);
+  Value pid, count;
+  for (int axis = partial.acrossAxes ? 2 : 0; axis >= 0; --axis) {
+    auto dim = tt::ProgramIDDimAttr::get(builder.getContext(), static_cast<tt::ProgramIDDim>(axis));
+    Value id = arith::ExtSIOp::create(
+        builder, loc, i64, tt::GetProgramIdOp::create(builder, loc, builder.getI32Type(), dim));
+    Value programs = arith::ExtSIOp::create(
+        builder, loc, i64, tt::GetNumProgramsOp::create(builder, loc, builder.getI32Type(), dim));
+    pid = pid ? arith::AddIOp::create(builder, loc, id,
+                                      arith::MulIOp::create(builder, loc, programs, pid))
+                    .getResult()
+              : id;
+    count = count ? arith::MulIOp::create(builder, loc, programs, count).getResult() : programs;
+  }
   Value slot = partial.slot;
   if (slot.getType() != i64)
     slot = arith::ExtSIOp::create(builder, loc, i64, slot);
@@ -1069,14 +1119,23 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
 namespace {
 
 // Input shadows that every program of the forward adds to (the addresses and
-// mask of every load of it are the same in all programs: a weight shared by
-// all rows) get partial buffers when the backward kernel has the workspace
-// arguments (`tritonad_workspace`, `tritonad_slot`, `tritonad_programs`) and
-// the forward uses program axis 0 only; the forward is then coarsened.
+// mask of every load of it are the same in all programs along axis 0: a
+// weight shared by all rows) get partial buffers when the backward kernel has
+// the workspace arguments (`tritonad_workspace`, `tritonad_slot`,
+// `tritonad_programs`) and the forward uses program axis 0 only, or, with
+// `acrossAxes` (deterministic mode, where atomics are no alternative), other
+// axes too: each program of the backward's grid then has a slot of its own,
+// as wide as the shadow (a bias indexed by the tile's columns: each program
+// writes its part of it). Declined, with the reason kept for the schedule, in
+// a kernel with a contraction over a loop: the re-parallelized schedule
+// (Regrid) gives its operands' gradients programs of their own, where a slot
+// per program would hold a copy of a whole operand (a 2-D-grid matmul's B),
+// and a bias joins their part. The forward is then coarsened along axis 0.
 LogicalResult planPartialBuffers(tt::FuncOp scratch, tt::FuncOp into,
                                  const llvm::StringMap<BlockArgument> &byName,
                                  const DenseMap<BlockArgument, Value> &shadows,
-                                 PartialBuffers &partial, SmallVectorImpl<BlockArgument> &callArgs) {
+                                 PartialBuffers &partial, SmallVectorImpl<BlockArgument> &callArgs,
+                                 bool acrossAxes) {
   auto workspace = byName.lookup(contract::kWorkspace);
   auto slot = byName.lookup(contract::kSlot);
   auto programs = byName.lookup(contract::kPrograms);
@@ -1089,8 +1148,13 @@ LogicalResult planPartialBuffers(tt::FuncOp scratch, tt::FuncOp into,
   scratch.walk([&](tt::GetProgramIdOp pid) {
     (pid.getAxis() == tt::ProgramIDDim::X ? axisZero : otherAxes) = true;
   });
-  if (otherAxes || !axisZero)
+  if ((otherAxes && !acrossAxes) || !axisZero)
     return success();
+  partial.acrossAxes = otherAxes;
+  // (a product accumulated over a loop: operands as large as the contraction,
+  // Regrid's; a single tile's product leaves operands of a tile's size)
+  bool contracts = false;
+  scratch.walk([&](tt::DotOp dot) { contracts |= dot->getParentOfType<scf::ForOp>() != nullptr; });
   DenseMap<BlockArgument, bool> shared;
   scratch.walk([&](Operation *op) {
     if (!isa<tt::LoadOp, tt::StoreOp, tt::AtomicRMWOp, tt::AtomicCASOp>(op))
@@ -1104,12 +1168,20 @@ LogicalResult planPartialBuffers(tt::FuncOp scratch, tt::FuncOp into,
     bool invariant = load && floatType && floatType.getWidth() <= bufferWidth &&
                      !dependsOnProgramId(load.getPtr(), 0) &&
                      !(load.getMask() && dependsOnProgramId(load.getMask(), 0));
+    if (invariant && partial.acrossAxes && contracts)
+      partial.declined[base] =
+          "the kernel contracts (tt.dot in a loop) on a grid of several axes: the "
+          "re-parallelized schedule gives its operands' gradients programs of their own, "
+          "where a partial buffer would hold a copy of the whole shadow per program";
     auto [it, inserted] = shared.try_emplace(base, invariant);
     it->second = it->second && invariant;
   });
-  for (auto &[arg, isShared] : shared)
-    if (isShared)
+  for (auto &[arg, isShared] : shared) {
+    if (!isShared)
+      partial.declined.erase(arg); // (not shared along axis 0: nothing declined)
+    else if (!partial.declined.count(arg))
       partial.shadowed.push_back(arg);
+  }
   if (partial.shadowed.empty())
     return success();
   llvm::sort(partial.shadowed, [](BlockArgument a, BlockArgument b) {
@@ -1346,7 +1418,8 @@ LogicalResult differentiateKernelInto(ModuleOp module, StringRef primalName, Str
 
   PartialBuffers partial;
   if (options.mode != AccumulationMode::Atomic &&
-      failed(planPartialBuffers(scratch, into, byName, shadows, partial, callArgs)))
+      failed(planPartialBuffers(scratch, into, byName, shadows, partial, callArgs,
+                                options.mode == AccumulationMode::Deterministic)))
     return failure();
 
   // Rebuild the placeholder's body.

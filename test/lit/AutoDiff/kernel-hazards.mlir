@@ -165,11 +165,14 @@ module {
 
 // A sliding window (addresses move by 1 per iteration, the tile is 64 wide):
 // iteration k + 1 reads through lane j what lane j + 1 wrote in iteration k, with
-// nothing ordering the two threads. Atomics, not a plain read-add-write.
-// REMARK: remark: accumulation of x: atomic (a loop moves its addresses by less than the tile
+// nothing ordering the two threads but the barrier before each read-add-write.
+// REMARK: remark: accumulation of x: plain when {{.*}}; the loop at {{.*}} moves its addresses by less than the tile: iterations revisit addresses through other lanes, each accumulation after a barrier, in program order
 // CHECK-LABEL: tt.func public @bwd
 // CHECK: scf.for
-// CHECK: tt.atomic_rmw fadd
+// CHECK: gpu.barrier
+// CHECK-NEXT: tt.load
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: tt.store
 module {
   tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %n: i32 loc("n")) {
     %c0 = arith.constant 0 : i32

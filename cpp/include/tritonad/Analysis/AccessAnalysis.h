@@ -50,6 +50,15 @@ inline constexpr const char *kRuntimeCondition = "strides, masks and grid keep t
 ExclusiveAccess analyzeExclusiveAccess(mlir::Value ptr, mlir::Value mask,
                                        llvm::ArrayRef<bool> usedAxes);
 
+/// The same for the union of several accesses (pointer, mask) through one
+/// pointer argument (the loads of one input at several places, whose
+/// gradients one shadow sums): where their addresses are the same expression
+/// (up to induction variables of loops with the same bounds), the union is
+/// the first access's, analyzed under its mask where all masks are the same
+/// and without a mask otherwise. Other unions are not analyzed (known false).
+ExclusiveAccess analyzeExclusiveUnion(llvm::ArrayRef<std::pair<mlir::Value, mlir::Value>> accesses,
+                                      llvm::ArrayRef<bool> usedAxes);
+
 /// Whether the addresses `ptr` (a primal pointer inside `loop`) touches in
 /// one iteration of `loop` are disjoint from those of every other iteration
 /// of the same program: an affine address whose induction-variable stride

@@ -1,0 +1,338 @@
+"""Kernels that load one input at several places, or revisit its addresses in a loop
+through other lanes: the gradients of the loads go to one shadow, as plain
+read-add-writes ordered by a barrier where the union of the addresses is exclusive per
+program (no atomics, deterministic), in the default mode and mode="deterministic" alike;
+and a 2-D grid whose programs share a weight, a bias and a scale (mode="deterministic":
+partial buffers, a slot per program).
+
+``check(name, ...)`` launches one kernel through ``tritonad.autograd`` on fresh random
+inputs of odd sizes and returns the largest error of each gradient against fp64 torch,
+relative to its magnitude; ``schedule_of`` gives what deriving it on the CPU needs.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+import tritonad
+
+
+@triton.jit
+def layer_norm_three_pass(Y, X, W, B, stride, N, eps, BLOCK: tl.constexpr):
+    """The Triton tutorial's layer norm as it is written (the row's pointers advanced
+    by `X += row * stride`, fp32 math for any dtype; corpus/user_kernels.py has an
+    index-arithmetic spelling in the input's dtype): x loaded in the mean loop, the
+    variance loop and the normalizing loop (three loops with the same bounds); the
+    weight and bias every program loads."""
+    row = tl.program_id(0)
+    X += row * stride
+    Y += row * stride
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        x = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
+        acc += x
+    mean = tl.sum(acc, axis=0) / N
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        x = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
+        x = tl.where(cols < N, x - mean, 0.0)
+        acc += x * x
+    rstd = 1 / tl.sqrt(tl.sum(acc, axis=0) / N + eps)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        mask = cols < N
+        w = tl.load(W + cols, mask=mask).to(tl.float32)
+        b = tl.load(B + cols, mask=mask).to(tl.float32)
+        x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)
+        y = (x - mean) * rstd * w + b
+        tl.store(Y + cols, y.to(Y.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def reload_rows(Y, X, stride, N, BLOCK: tl.constexpr):
+    """x loaded twice at the same offsets, once through a block pointer: a statistic of
+    the row, then the row scaled by it."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    block = tl.make_block_ptr(base=X + row * stride, shape=(N,), strides=(1,), offsets=(0,),
+                              block_shape=(BLOCK,), order=(0,))
+    first = tl.load(block, boundary_check=(0,), padding_option="zero").to(tl.float32)
+    scale = tl.sum(tl.where(mask, tl.sin(first), 0.0), axis=0)
+    again = tl.load(X + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+    tl.store(Y + row * stride + cols, (again * scale).to(Y.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def powers_in_loop(Y, X, stride, N, ITERS: tl.constexpr, BLOCK: tl.constexpr):
+    """x loaded before a loop and again at the same addresses in every iteration:
+    y = x ** (ITERS + 1) by repeated products."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    h = tl.load(X + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+    for _ in range(ITERS):
+        h = h * tl.load(X + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+    tl.store(Y + row * stride + cols, h.to(Y.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def window_sums(Y, X, stride, N, WINDOWS, HALF: tl.constexpr):
+    """Overlapping windows of a row: window j sums exp(x) over [j * HALF, j * HALF +
+    2 * HALF): each iteration revisits, through other lanes, half of what the previous
+    one read."""
+    row = tl.program_id(0)
+    lanes = tl.arange(0, 2 * HALF)
+    for j in range(0, WINDOWS):
+        cols = j * HALF + lanes
+        x = tl.load(X + row * stride + cols, mask=cols < N, other=0.0).to(tl.float32)
+        s = tl.sum(tl.where(cols < N, tl.exp(x), 0.0), axis=0)
+        tl.store(Y + row * WINDOWS + j, s)
+
+
+@triton.jit
+def scale_shift_2d(Y, X, W, B, S, stride, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """A 2-D grid of tiles, y = s * sin(x) * w + b: the weight and bias indexed by the
+    tile's columns (every program along axis 0 adds to their gradients), the scale s
+    read by every program (deterministic mode: partial buffers with a slot per program
+    of the grid)."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    x = tl.load(X + rm[:, None] * stride + rn[None, :], mask=mask, other=0.0).to(tl.float32)
+    w = tl.load(W + rn, mask=rn < N, other=0.0).to(tl.float32)
+    b = tl.load(B + rn, mask=rn < N, other=0.0).to(tl.float32)
+    s = tl.load(S).to(tl.float32)
+    y = s * tl.sin(x) * w[None, :] + b[None, :]
+    tl.store(Y + rm[:, None] * stride + rn[None, :], y.to(Y.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def row_sums_of_squares(Y, X, stride, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """Rows of a 2-D tile (BM rows per program), one load in a loop over the columns:
+    the loop reaches N columns, so rows are apart only where stride >= N (not the
+    tile's BN): rows of an input that overlap (stride < N) meet across programs."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    acc = tl.zeros([BM], dtype=tl.float32)
+    for k in range(0, N, BN):
+        cols = k + tl.arange(0, BN)
+        mask = (rm[:, None] < M) & (cols[None, :] < N)
+        x = tl.load(X + rm[:, None] * stride + cols[None, :], mask=mask, other=0.0)
+        acc += tl.sum(x.to(tl.float32) * x.to(tl.float32), axis=1)
+    tl.store(Y + rm, acc, mask=rm < M)
+
+
+@triton.jit
+def row_max_then_map(Y, R, X, stride, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """Fuzz seed 62's class: a pass of row maxima through a pointer advanced by BN,
+    then a second pass by index arithmetic (x loaded at two places, the same
+    addresses), y = sin(x) * max."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    m = tl.full([BM], -float("inf"), tl.float32)
+    p = X + rm[:, None] * stride + tl.arange(0, BN)[None, :]
+    for k in range(0, N, BN):
+        cols = k + tl.arange(0, BN)
+        mask = (rm[:, None] < M) & (cols[None, :] < N)
+        x = tl.load(p, mask=mask, other=-float("inf")).to(tl.float32)
+        m = tl.maximum(m, tl.max(x, axis=1))
+        p += BN
+    for k in range(0, N, BN):
+        cols = k + tl.arange(0, BN)
+        mask = (rm[:, None] < M) & (cols[None, :] < N)
+        x = tl.load(X + rm[:, None] * stride + cols[None, :], mask=mask, other=0.0)
+        y = tl.sin(x.to(tl.float32)) * m[:, None]
+        tl.store(Y + rm[:, None] * N + cols[None, :], y.to(Y.dtype.element_ty), mask=mask)
+    tl.store(R + rm, m, mask=rm < M)
+
+
+@triton.jit
+def two_loads_one_loop(Y, X, stride, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """Fuzz seed 60007's class: x loaded twice at the same offsets in one loop
+    (different fill values, so they stay two loads), y = sum(exp(x / 2)) * sum(x^2)."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    a = tl.zeros([BM], dtype=tl.float32)
+    b = tl.zeros([BM], dtype=tl.float32)
+    for k in range(0, N, BN):
+        cols = k + tl.arange(0, BN)
+        mask = (rm[:, None] < M) & (cols[None, :] < N)
+        first = tl.load(X + rm[:, None] * stride + cols[None, :], mask=mask, other=-1e9)
+        a += tl.sum(tl.exp(first.to(tl.float32) * 0.5), axis=1)
+        again = tl.load(X + rm[:, None] * stride + cols[None, :], mask=mask, other=0.0)
+        b += tl.sum(again.to(tl.float32) * again.to(tl.float32), axis=1)
+    tl.store(Y + rm, a * b, mask=rm < M)
+
+
+def _relative_errors(pairs):
+    return {name: ((got.double() - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
+            for name, got, want in pairs}
+
+
+def _rows(rows, cols, pad, dtype, device):
+    """A (rows, cols) view of a buffer with `pad` columns more per row."""
+    base = torch.randn(rows, cols + pad, device=device).to(dtype)
+    return base[:, :cols]
+
+
+def _layer_norm(dtype, device, mode="auto", rows=37, cols=203, block=64, eps=1e-5):
+    x = _rows(rows, cols, 0, dtype, device).contiguous().requires_grad_()
+    w = torch.randn(cols, device=device).to(dtype).requires_grad_()
+    b = torch.randn(cols, device=device).to(dtype).requires_grad_()
+    y = torch.empty_like(x)
+    f = tritonad.autograd(layer_norm_three_pass, outputs=("Y",), mode=mode)
+    y = f[(rows,)](y, x, w, b, x.stride(0), cols, eps, BLOCK=block)
+    upstream = torch.randn(rows, cols, device=device).to(dtype)
+    y.backward(upstream)
+    x64, w64, b64 = (t.detach().double().requires_grad_() for t in (x, w, b))
+    torch.nn.functional.layer_norm(x64, (cols,), w64, b64, eps).backward(upstream.double())
+    return [("x", x.grad, x64.grad), ("w", w.grad, w64.grad), ("b", b.grad, b64.grad)]
+
+
+def _reload(dtype, device, mode="auto", rows=29, cols=117):
+    x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
+    y = torch.empty_like(x)
+    f = tritonad.autograd(reload_rows, outputs=("Y",), mode=mode)
+    y = f[(rows,)](y, x, x.stride(0), cols, BLOCK=triton.next_power_of_2(cols))
+    upstream = torch.randn(rows, cols, device=device).to(dtype)
+    y.backward(upstream)
+    x64 = x.detach().double().requires_grad_()
+    (x64 * torch.sin(x64).sum(-1, keepdim=True)).backward(upstream.double())
+    return [("x", x.grad, x64.grad)]
+
+
+def _powers(dtype, device, mode="auto", rows=23, cols=45, iters=3):
+    # values near 1 keep x ** 4 well scaled
+    x = (1 + 0.25 * torch.rand(rows, cols, device=device)).to(dtype).requires_grad_()
+    y = torch.empty_like(x)
+    f = tritonad.autograd(powers_in_loop, outputs=("Y",), mode=mode)
+    y = f[(rows,)](y, x, x.stride(0), cols, ITERS=iters, BLOCK=triton.next_power_of_2(cols))
+    upstream = torch.randn(rows, cols, device=device).to(dtype)
+    y.backward(upstream)
+    x64 = x.detach().double().requires_grad_()
+    (x64 ** (iters + 1)).backward(upstream.double())
+    return [("x", x.grad, x64.grad)]
+
+
+def _windows(dtype, device, mode="auto", rows=19, cols=75, half=16):
+    windows = triton.cdiv(cols, half)
+    x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
+    y = torch.empty(rows, windows, device=device, dtype=torch.float32)
+    f = tritonad.autograd(window_sums, outputs=("Y",), mode=mode)
+    y = f[(rows,)](y, x, x.stride(0), cols, windows, HALF=half)
+    upstream = torch.randn(rows, windows, device=device)
+    y.backward(upstream)
+    x64 = x.detach().double().requires_grad_()
+    e = torch.nn.functional.pad(torch.exp(x64), (0, 2 * half * windows - cols))
+    sums = torch.stack([e[:, j * half:j * half + 2 * half].sum(-1) for j in range(windows)], -1)
+    sums.backward(upstream.double())
+    return [("x", x.grad, x64.grad)]
+
+
+def _grid2d(dtype, device, mode="auto", rows=45, cols=83, bm=16, bn=32):
+    x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
+    w, b = (torch.randn(cols, device=device).to(dtype).requires_grad_() for _ in range(2))
+    s = torch.rand(1, device=device).to(dtype).requires_grad_()
+    y = torch.empty_like(x)
+    f = tritonad.autograd(scale_shift_2d, outputs=("Y",), mode=mode)
+    y = f[(triton.cdiv(rows, bm), triton.cdiv(cols, bn))](y, x, w, b, s, x.stride(0), rows,
+                                                          cols, BM=bm, BN=bn)
+    upstream = torch.randn(rows, cols, device=device).to(dtype)
+    y.backward(upstream)
+    x64, w64, b64, s64 = (t.detach().double().requires_grad_() for t in (x, w, b, s))
+    (s64 * torch.sin(x64) * w64 + b64).backward(upstream.double())
+    return [("x", x.grad, x64.grad), ("w", w.grad, w64.grad), ("b", b.grad, b64.grad),
+            ("s", s.grad, s64.grad)]
+
+
+# Rows of an input that may overlap: the kernels above on a flat buffer read as rows
+# `stride` apart (stride < N: rows share elements, each read by two programs).
+OVERLAP_CASES = ("row_sums", "row_max", "two_loads")
+OVERLAP_SIZES = dict(rows=13, cols=77, bm=4, bn=32)
+
+
+def _overlap_reference(case, x):
+    if case == "row_sums":
+        return {"Y": (x * x).sum(-1)}
+    if case == "row_max":
+        m = x.max(-1).values
+        return {"Y": torch.sin(x) * m[:, None], "R": m}
+    return {"Y": torch.exp(x * 0.5).sum(-1) * (x * x).sum(-1)}
+
+
+def overlap_gradients(case, dtype, device, stride, mode="auto", **options):
+    """tritonad.grad of an overlap case launched directly (the input a flat buffer:
+    its shadow too, in fp32), on fresh random data; returns (gradient, fp64
+    reference gradient) of the buffer. Raises what the launch raises (a refused
+    launch in mode="deterministic" where rows overlap)."""
+    rows, cols, bm, bn = (OVERLAP_SIZES[k] for k in ("rows", "cols", "bm", "bn"))
+    kernel = {"row_sums": row_sums_of_squares, "row_max": row_max_then_map,
+              "two_loads": two_loads_one_loop}[case]
+    flat = torch.randn(stride * (rows - 1) + cols, device=device).to(dtype)
+    x64 = flat.double().requires_grad_()
+    outputs = _overlap_reference(case, x64.as_strided((rows, cols), (stride, 1)))
+    upstream = {name: torch.randn(out.shape, device=device) for name, out in outputs.items()}
+    sum((out * upstream[name].double()).sum() for name, out in outputs.items()).backward()
+    bwd = tritonad.grad(kernel, mode=mode, **options)
+    accumulate = options.get("accumulate", True)
+    # (added to what the shadow holds: random values where it accumulates)
+    dx = (torch.randn if accumulate else torch.zeros)(flat.shape, device=device)
+    before = dx.clone()
+    y = torch.empty(rows, cols, device=device, dtype=dtype) if case == "row_max" else \
+        torch.empty(rows, device=device)
+    args = dict(Y=y, X=flat, stride=stride, M=rows, N=cols, BM=bm, BN=bn)
+    args[bwd.shadows["X"]] = dx
+    args[bwd.shadows["Y"]] = upstream["Y"].to(y.dtype)
+    if case == "row_max":
+        args.update(R=torch.empty(rows, device=device))
+        args[bwd.shadows["R"]] = upstream["R"].float()
+    bwd[(triton.cdiv(rows, bm),)](**args)
+    return dx - before, x64.grad
+
+
+_RUNS = {"layer_norm": _layer_norm, "reload": _reload, "powers": _powers, "windows": _windows,
+         "grid2d": _grid2d}
+
+
+def check(name, dtype, device, mode="auto"):
+    """The largest relative error of each gradient of case `name`."""
+    return _relative_errors(_RUNS[name](dtype, device, mode=mode))
+
+
+def gradients(name, dtype, device, mode="deterministic"):
+    """The gradients case `name` computes (for comparing two runs bitwise)."""
+    return {grad_name: got for grad_name, got, _ in _RUNS[name](dtype, device, mode=mode)}
+
+
+CASES = list(_RUNS)
+
+
+def schedule_of(kernel_name, mode, dtype="fp32"):
+    """The backward of case `kernel_name`, its argument types and constexprs (for
+    compile_util.compile_on_cpu)."""
+    pointer = f"*{dtype}"
+    if kernel_name == "layer_norm":
+        bwd = tritonad.grad(layer_norm_three_pass, mode=mode)
+        args = dict(Y=pointer, X=pointer, W=pointer, B=pointer, stride="i32", N="i32",
+                    eps="fp32")
+        constexprs = dict(BLOCK=64)
+    elif kernel_name == "reload":
+        bwd = tritonad.grad(reload_rows, mode=mode)
+        args = dict(Y=pointer, X=pointer, stride="i32", N="i32")
+        constexprs = dict(BLOCK=128)
+    elif kernel_name == "powers":
+        bwd = tritonad.grad(powers_in_loop, mode=mode)
+        args = dict(Y=pointer, X=pointer, stride="i32", N="i32")
+        constexprs = dict(ITERS=3, BLOCK=64)
+    elif kernel_name == "grid2d":
+        bwd = tritonad.grad(scale_shift_2d, mode=mode)
+        args = dict(Y=pointer, X=pointer, W=pointer, B=pointer, S=pointer, stride="i32",
+                    M="i32", N="i32")
+        constexprs = dict(BM=16, BN=32)
+    else:
+        bwd = tritonad.grad(window_sums, mode=mode)
+        args = dict(Y="*fp32", X=pointer, stride="i32", N="i32", WINDOWS="i32")
+        constexprs = dict(HALF=16)
+    return bwd, args, constexprs
