@@ -9,6 +9,10 @@ random upstream gradients). Outcomes:
   mismatch       a silently wrong gradient (the worst outcome): wrong values, NaN/inf where
                  torch is finite, a zero or missing gradient, a write outside a buffer or
                  into a primal buffer
+  race           (--race-check, interpreter only) the backward's launches race: two
+                 accesses to one address a GPU does not order (test/interpreter_races.py),
+                 as bad as a mismatch: the interpreter's serial order hides what a GPU's
+                 order may compute
   located-error  tritonad refused with a DifferentiationError/ValueError whose message has
                  a source location; grouped by a short cause key
   launch-refused a backward refused the launch's arguments: deterministic mode's, under which
@@ -154,11 +158,11 @@ GAP_MIN = 3e-5        # selections (max/min/where/if) closer to a tie: data re-d
                       # (values are <= 12 in magnitude: ~20 fp32 ulps)
 DATA_TRIES = 8
 GUARD = 64            # elements of guard band around every buffer (keeps 16B alignment)
-OUTCOMES = ("match", "compiled", "mismatch", "located-error", "launch-refused", "crash",
-            "gen-error", "fwd-mismatch", "skipped")
+OUTCOMES = ("match", "compiled", "mismatch", "race", "located-error", "launch-refused",
+            "crash", "gen-error", "fwd-mismatch", "skipped")
 # The per-feature table's columns (outcomes grouped).
 FEATURE_TABLE = {"match": ("match", "compiled"), "refused": ("located-error", "launch-refused"),
-                 "mismatch": ("mismatch",), "crash": ("crash", "gen-error", "fwd-mismatch")}
+                 "mismatch": ("mismatch", "race"), "crash": ("crash", "gen-error", "fwd-mismatch")}
 # What a launch raises when its arguments break a condition the backward was derived
 # under (deterministic mode: each address written by one program; a loop's iterations
 # storing rows apart where the row stride is an argument; checked per launch).
@@ -698,6 +702,17 @@ def run_case(task, mode):
 
 
 GRAD_OPTIONS_ENV = "TRITONAD_FUZZ_GRAD_OPTIONS"
+RACE_CHECK_ENV = "TRITONAD_FUZZ_RACE_CHECK"
+
+
+def _race_check(device):
+    """The interpreter's race check (test/interpreter_races.py) around a backward's
+    launches where --race-check asked for it (interpreter runs only: a GPU's races show
+    as wrong values or not at all), else a stand-in whose `races` stays empty."""
+    if device == "cpu" and os.environ.get(RACE_CHECK_ENV) == "1":
+        from interpreter_races import RaceCheck
+        return RaceCheck()
+    return contextlib.nullcontext(argparse.Namespace(races=[]))
 
 
 def grad_options():
@@ -881,8 +896,9 @@ def _run_gpu(case, module, imported=None, device="cuda"):
                     bwd, undiscovered = imported, imported.undiscovered
                 else:
                     bwd, undiscovered = _derive(case, module)
-            shadows, prefill = _launch_backward(case, module, bwd, args, ref, up_base, gen_,
-                                                device, residuals)
+            with _race_check(device) as check:
+                shadows, prefill = _launch_backward(case, module, bwd, args, ref, up_base,
+                                                    gen_, device, residuals)
         except Exception as e:  # noqa: BLE001
             outcome, cause = classify_exception(e)
             return _result(case, outcome, cause, str(e)[:4000] if outcome != "crash"
@@ -892,6 +908,11 @@ def _run_gpu(case, module, imported=None, device="cuda"):
         problems, tol_used = _compare_backward(case, bwd, bufs, shadows, prefill, ref, slack)
         extra = dict(undiscovered=undiscovered, schedule=bwd.schedule(),
                      min_gap=ctx.min_gap(), tol_used=tol_used)
+        if check.races:   # (as bad as a mismatch: the GPU may compute another value)
+            first = check.races[0]
+            return _result(case, "race", f"{first.kind}: {first.first.op} / {first.second.op}",
+                           check.report() + "".join(f"\n(and: {d})" for _, d in problems),
+                           **extra)
         if problems:
             kinds = sorted({k for k, _ in problems})
             read = " (backward reading its forward's residuals)" if residuals is not None \
@@ -1424,7 +1445,7 @@ def summarize(results):
     causes = collections.defaultdict(list)
     for r in results:
         if r["outcome"] in ("located-error", "launch-refused", "crash", "gen-error",
-                            "fwd-mismatch", "skipped", "mismatch"):
+                            "fwd-mismatch", "skipped", "mismatch", "race"):
             causes[(r["outcome"], r["cause"])].append(r["seed"])
     by_feature = collections.defaultdict(collections.Counter)
     for r in results:
@@ -1445,10 +1466,12 @@ def print_summary(summary, results, out=sys.stdout):
     for o in OUTCOMES:
         if c.get(o):
             p(f"  {o:14s} {c[o]}")
-    mism = [r for r in results if r["outcome"] == "mismatch"]
-    if mism:
-        p("\nMISMATCHES (silently wrong gradients):")
-        for r in mism:
+    for outcome, title in (("mismatch", "MISMATCHES (silently wrong gradients)"),
+                           ("race", "RACES (gradients a GPU may get wrong)")):
+        bad = [r for r in results if r["outcome"] == outcome]
+        if bad:
+            p(f"\n{title}:")
+        for r in bad:
             p(f"  seed {r['seed']}: {r['cause']}  [{r['layout']}, {r['dtype']}] "
               f"features: {' '.join(r['features'])}")
             for line in r["detail"].splitlines()[:4]:
@@ -1535,6 +1558,9 @@ def main(argv=None):
                     help="shadows of fp16 / bf16 inputs: fp32 (default; the tolerance of "
                          "an fp32 accumulation rounded once) or native (the input's dtype, "
                          "each addition rounded: the looser per-addition model)")
+    ap.add_argument("--race-check", action="store_true",
+                    help="with --interpret-grad: check the backward's launches for data "
+                         "races (test/interpreter_races.py); a race is the outcome `race`")
     ap.add_argument("--json")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--show", type=int, help="print the generated module of this seed and exit")
@@ -1573,11 +1599,15 @@ def main(argv=None):
     t0 = time.time()
 
     def progress(res):
-        if args.verbose or res["outcome"] in ("mismatch", "crash"):
+        if args.verbose or res["outcome"] in ("mismatch", "race", "crash"):
             print(f"seed {res.get('seed')}: {res['outcome']} {res.get('cause', '')}"
                   f" ({res.get('time', 0):.1f}s)", flush=True)
 
     env = {"TRITON_ALWAYS_COMPILE": "1"} if args.always_compile else {}
+    if args.race_check:
+        if mode_name != "interpret-grad":
+            ap.error("--race-check needs --interpret-grad (the interpreter runs the backward)")
+        env[RACE_CHECK_ENV] = "1"
     if args.lowp_shadows:
         env[LOWP_SHADOWS_ENV] = args.lowp_shadows
     if args.grad_options:
@@ -1610,7 +1640,7 @@ def main(argv=None):
         with open(args.json, "w") as f:
             json.dump(dict(summary=summary, results=results, minimized=minimized), f, indent=1,
                       default=str)
-    bad = summary["counts"].get("mismatch", 0) + summary["counts"].get("crash", 0)
+    bad = sum(summary["counts"].get(o, 0) for o in ("mismatch", "race", "crash"))
     return 1 if bad else 0
 
 
