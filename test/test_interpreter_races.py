@@ -1,0 +1,56 @@
+"""The interpreter's race check (interpreter_races.py) on small hand-written kernels
+(race_cases.py), run in Triton's interpreter with fresh random sizes: each racing
+kernel is reported with its two ops and their lines, each race-free one is not."""
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from interpreter_util import run_interpreted  # noqa: E402
+
+# case -> the races expected: (kind, first op, second op, marker on the first line,
+# marker on the second line); an empty tuple: none
+EXPECTED = {
+    "rmw_overlapping_rows": (("across programs", "store", "load", "rmw store", "rmw load"),
+                             ("across programs", "load", "store", "rmw load", "rmw store")),
+    "rmw_disjoint_rows": (),
+    "atomic_overlapping_rows": (),
+    "last_program_sums": (),
+    # (an early program reads partials that later programs have not stored yet)
+    "every_program_sums": (("across programs", "load", "store", "sum partials",
+                            "tl.store(partial_ptr + pid"),),
+    # (relaxed atomics order nothing: the last program's reads and its reset of the count)
+    "relaxed_last_program_sums": (("across programs", "store", "load",
+                                   "tl.store(partial_ptr + pid", "sum partials"),
+                                  ("across programs", "atomic_add", "store", "atomic_add(count",
+                                   "tl.store(count_ptr, 0)")),
+    "shifted_load_no_barrier": (("within a program", "store", "load", "first store",
+                                 "shifted"),),
+    "shifted_load_barrier": (),
+    "pair_store_different_values": (("one store", "store", "store", "pair store",
+                                     "pair store"),),
+    "pair_store_same_values": (),
+    "elementwise_in_place": (),
+    "atomic_then_plain_read": (("across programs", "atomic_add", "load", "program 0 adds",
+                                "others read"),),
+    "two_launches": (),
+}
+
+
+@pytest.fixture(scope="module")
+def reported():
+    script = "import race_cases; race_cases.main()"
+    return run_interpreted(script)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_race_check_reports(reported, name):
+    races = reported["cases"][name]
+    got = sorted((kind, a, b) for kind, a, b, *_ in races)
+    want = sorted((kind, a, b) for kind, a, b, *_ in EXPECTED[name])
+    assert got == want, f"(seed {reported['seed']}) {races}"
+    for (kind, a, b, where_a, where_b, count), expected in zip(
+            sorted(races), sorted(EXPECTED[name])):
+        assert expected[3] in where_a and expected[4] in where_b, (reported["seed"], races)
+        assert count >= 1
