@@ -154,7 +154,7 @@ class _Launch:
 
     def _location_ids(self, addresses):
         index, inside = self.region_of(addresses)
-        ids = np.full(addresses.shape, -1, dtype=np.int64)
+        ids = np.full(addresses.shape, -1, dtype=np.int32)
         for r in np.unique(index[inside]):
             base = self.regions[r][0]
             table = self.location_clocks.get(r)
@@ -170,7 +170,7 @@ class _Launch:
             base, end = self.regions[r][0], self.regions[r][1]
             table = self.location_clocks.get(r)
             if table is None:
-                table = self.location_clocks[r] = np.full(int(end - base), -1, dtype=np.int64)
+                table = self.location_clocks[r] = np.full(int(end - base), -1, dtype=np.int32)
             sel = inside & (index == r)
             table[(addresses[sel].astype(np.uint64) - np.uint64(base)).astype(np.int64)] = ids[sel]
         for k in np.flatnonzero(~inside):
@@ -191,7 +191,7 @@ class _Launch:
             mine = self.clocks[program.clock].copy()
             mine[program.index] = time
             if acquire:   # (acq_rel: every location now holds this program's clock)
-                new_ids = np.full(ids.shape, self.new_clock(mine), dtype=np.int64)
+                new_ids = np.full(ids.shape, self.new_clock(mine), dtype=np.int32)
             else:
                 new_ids = np.empty_like(ids)
                 for old in np.unique(ids):
@@ -216,8 +216,12 @@ class RaceCheck:
     `report()` says them. The check patches the interpreter's builder and grid
     executor, and restores them on exit."""
 
-    def __init__(self):
+    def __init__(self, select=None):
+        """select: which launches to check, a predicate of the kernel's Python function
+        (e.g. `derived_by_tritonad`); default every launch."""
+        self.select = select
         self.races: List[Race] = []
+        self.launches = 0                  # launches checked
         self._sites: Dict[tuple, int] = {}
         self._site_list: List[tuple] = []
         self._wheres: Dict[int, str] = {}
@@ -273,7 +277,8 @@ class RaceCheck:
             return barrier(self)
 
         def set_grid_dim(self, nx, ny, nz):
-            check._start_launch(nx * ny * nz)
+            if check._pending_regions is not None:   # (None: a launch not selected)
+                check._start_launch(nx * ny * nz)
             return set_dim(self, nx, ny, nz)
 
         def set_grid_idx(self, x, y, z):
@@ -283,15 +288,16 @@ class RaceCheck:
 
         def _init_args_hst(self, args_dev, kwargs):
             args_hst, kwargs_hst = init_args(self, args_dev, kwargs)
-            named = list(zip(self.arg_names, args_hst)) + list(kwargs_hst.items())
-            check._pending_regions = _regions(named)
+            if check.select is None or check.select(self.fn):
+                named = list(zip(self.arg_names, args_hst)) + list(kwargs_hst.items())
+                check._pending_regions = _regions(named)
             return args_hst, kwargs_hst
 
         def __call__(self, *args, **kwargs):
             try:
                 result = call(self, *args, **kwargs)
             except BaseException:
-                check._launch = None
+                check._launch = check._pending_regions = None
                 raise
             check._end_launch()
             return result
@@ -338,7 +344,7 @@ class RaceCheck:
         return site
 
     def _start_launch(self, total):
-        regions, self._pending_regions = self._pending_regions or [], None
+        regions, self._pending_regions = self._pending_regions, None
         self._launch = _Launch(regions, total)
 
     def _start_program(self, grid_index):
@@ -505,6 +511,7 @@ class RaceCheck:
         if launch.program is not None:
             self._end_program()
         self._launch = None
+        self.launches += 1
         if not launch.summaries:
             return
         rows = {k: np.concatenate([s[k] for s in launch.summaries]) for k in launch.summaries[0]}
@@ -560,6 +567,12 @@ def _examples(site_a, site_b, a, b):
     keys = np.stack([site_a, site_b], axis=1)
     _, first, counts = np.unique(keys, axis=0, return_index=True, return_counts=True)
     return [(int(a[k]), int(b[k]), int(c)) for k, c in zip(first, counts)]
+
+def derived_by_tritonad(fn) -> bool:
+    """Whether an interpreted kernel function is a backward tritonad derived (rendered)."""
+    code = getattr(fn, "__code__", None)
+    return bool(code) and code.co_filename.startswith("<tritonad-rendered")
+
 
 def _regions(named):
     """[(base, end, name, itemsize, origin)] of the launch's tensors' storages, sorted

@@ -5,7 +5,8 @@ functions when it is imported, so interpreter checks run in a fresh Python with 
 variable set: `run_interpreted` runs a script string and returns the JSON its last
 line prints; `run_in_interpreter` runs a file of registered checks (name -> function,
 see interpret_checks/) through `main`, which seeds `GEN` per check and reports
-{name: {ok, error, seed, seconds}}. The helpers the checks share: `randn` (from
+{name: {ok, error, seed, seconds}}; a check whose derived backwards race
+(interpreter_races.py; TRITONAD_RACE_CHECK=0 turns the check off) fails. The helpers the checks share: `randn` (from
 `GEN`), `assert_close`, `kernel_gradients` (tritonad.grad of a kernel against
 torch.autograd of a reference), `jit_from_source`.
 """
@@ -114,6 +115,18 @@ def run_in_interpreter(script, out):
     return json.loads(out.read_text())
 
 
+def _race_check():
+    """The race check (interpreter_races.py) on every backward tritonad derives and the
+    interpreter runs, unless TRITONAD_RACE_CHECK=0 (a user kernel of a check may race on
+    purpose: only derived kernels are checked)."""
+    import contextlib
+
+    if os.environ.get("TRITONAD_RACE_CHECK", "1") == "0":
+        return contextlib.nullcontext()
+    from interpreter_races import RaceCheck, derived_by_tritonad
+    return RaceCheck(select=derived_by_tritonad)
+
+
 def main(argv, checks):
     """Runs `checks` (name -> check) as the command line `argv` says:
     [out.json [seed [name ...]]] (see interpret_checks/__init__.py)."""
@@ -140,7 +153,12 @@ def main(argv, checks):
         torch.manual_seed(seed)
         start = time.perf_counter()
         try:
-            checks[name]()
+            with _race_check() as check:
+                checks[name]()
+            if check is not None and check.races:
+                raise AssertionError("data races in a derived backward (the interpreter "
+                                     "runs programs one by one; a GPU does not):\n"
+                                     + check.report())
             results[name] = {"ok": True}
         except Exception as error:  # noqa: BLE001  (reported per check)
             results[name] = {"ok": False, "error": f"{type(error).__name__}: {error}\n"

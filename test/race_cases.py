@@ -30,17 +30,18 @@ def add_rows_atomic(x_ptr, n_cols, stride, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def last_program_sums(x_ptr, partial_ptr, count_ptr, out_ptr, n, BLOCK: tl.constexpr,
-                      PROGRAMS: tl.constexpr, CHECK_COUNT: tl.constexpr,
+def last_program_sums(x_ptr, partial_ptr, count_ptr, out_ptr, n, programs,
+                      BLOCK: tl.constexpr, PROGRAMS: tl.constexpr, CHECK_COUNT: tl.constexpr,
                       SEM: tl.constexpr):
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     tl.store(partial_ptr + pid, tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0)))
     tl.debug_barrier()   # (every thread's partial before the count: one thread's atomic)
     arrived = tl.atomic_add(count_ptr, 1, sem=SEM)
-    if not CHECK_COUNT or arrived == PROGRAMS - 1:
+    if not CHECK_COUNT or arrived == programs - 1:
         every = tl.arange(0, PROGRAMS)
-        tl.store(out_ptr + pid, tl.sum(tl.load(partial_ptr + every)))   # line: sum partials
+        partials = tl.load(partial_ptr + every, mask=every < programs, other=0.0)
+        tl.store(out_ptr + pid, tl.sum(partials))                         # line: sum partials
         if CHECK_COUNT:
             tl.store(count_ptr, 0)   # (ready for the next launch)
 
@@ -90,6 +91,14 @@ def copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
 
 
+@triton.jit
+def square_rows(x_ptr, y_ptr, n_cols, stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * stride + cols, mask=cols < n_cols)
+    tl.store(y_ptr + row * n_cols + cols, x * x, mask=cols < n_cols)
+
+
 def _rand(*shape):
     return torch.rand(shape, dtype=torch.float32)
 
@@ -107,7 +116,8 @@ def cases(rng):
     def counter(check_count, sem="acq_rel"):
         n = programs * 16 - int(rng.integers(1, 16))
         last_program_sums[(programs,)](_rand(n), _rand(programs), torch.zeros(1, dtype=torch.int32),
-                                       _rand(programs), n, BLOCK=16, PROGRAMS=programs,
+                                       _rand(programs), n, programs, BLOCK=16,
+                                       PROGRAMS=triton.next_power_of_2(programs),
                                        CHECK_COUNT=check_count, SEM=sem)
 
     def two_launches():
@@ -141,6 +151,35 @@ def cases(rng):
     }
 
 
+def derived(rng):
+    """tritonad's backward of a kernel whose programs read overlapping rows (their
+    gradients meet), checked alone: the forward launch is not selected.
+    -> (races, launches checked, max gradient error)."""
+    import tritonad
+    from interpreter_races import derived_by_tritonad
+
+    n_cols, rows = int(rng.integers(17, 40)), int(rng.integers(3, 6))
+    stride = n_cols - int(rng.integers(1, n_cols // 2))
+    block = triton.next_power_of_2(n_cols)
+    x = _rand((rows - 1) * stride + n_cols)
+    dy = _rand(rows * n_cols)
+    dx = torch.zeros_like(x)
+    with RaceCheck(select=derived_by_tritonad) as check:
+        square_rows[(rows,)](x, torch.empty(rows * n_cols), n_cols, stride, BLOCK=block)
+        tritonad.grad(square_rows)[(rows,)](x, torch.empty(rows * n_cols), n_cols, stride,
+                                            dx, dy, BLOCK=block)
+    want = torch.zeros_like(x)
+    for row in range(rows):
+        at = slice(row * stride, row * stride + n_cols)
+        want[at] += 2 * x[at] * dy[row * n_cols:(row + 1) * n_cols]
+    return check.races, check.launches, (dx - want).abs().max().item()
+
+
+def _described(races):
+    return [[r.kind, r.first.op, r.second.op, r.first.where, r.second.where, r.count]
+            for r in races]
+
+
 def main():
     import numpy as np
 
@@ -150,9 +189,10 @@ def main():
     for name, launch in cases(np.random.default_rng(seed)).items():
         with RaceCheck() as check:
             launch()
-        results[name] = [[r.kind, r.first.op, r.second.op, r.first.where, r.second.where,
-                          r.count] for r in check.races]
-    print(json.dumps({"seed": seed, "cases": results}))
+        results[name] = _described(check.races)
+    races, launches, error = derived(np.random.default_rng(seed))
+    print(json.dumps({"seed": seed, "cases": results, "derived": [_described(races),
+                                                                  launches, error]}))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@
   autotune, heuristics, early exits, persistent loops, constexpr defaults, launch-keyword
   names), a few seeds each: forward agreement in the interpreter, derivation for sm_90
   (located refusals counted per class, each class derived at least once), gradients
-  compared in the interpreter (fp32 / fp16); and the fp32-shadow tolerance reports an
+  compared in the interpreter (fp32 / fp16), the backward's launches checked for data
+  races there (test/interpreter_races.py: the interpreter's serial order hides them); and the fp32-shadow tolerance reports an
   emulated bf16 sum across programs as a mismatch.
 * GPU (marked gpu): ~130 random kernels (every issue-39 class at least 4 times); forward
   + derived backward against torch.autograd; zero mismatches (silently wrong gradients)
@@ -236,21 +237,23 @@ def test_issue39_classes_derive_and_compile_without_crash():
 
 @pytest.fixture(scope="module")
 def interpreted_gradients():
-    """Forward and backward in the interpreter, in one pool of workers: (results of the
-    issue-39 classes' cases, {name: result} of the regression cases)."""
+    """Forward and backward in the interpreter, in one pool of workers, the backward's
+    launches checked for data races (run.py --race-check: a race is the outcome `race`):
+    (results of the issue-39 classes' cases, {name: result} of the regression cases)."""
     names = sorted(regressions.CASES)
     tasks = _interpreted_tasks(("fp32", "fp16"))
     results = run.run_tasks(tasks + [dict(source=regressions.CASES[n], name=n) for n in names],
-                            "interpret-grad", _workers(2), timeout=300)
+                            "interpret-grad", _workers(2), timeout=300,
+                            env={run.RACE_CHECK_ENV: "1"})
     return results[:len(tasks)], dict(zip(names, results[len(tasks):]))
 
 
 def test_issue39_classes_gradients_match_in_interpreter(interpreted_gradients):
     results = interpreted_gradients[0]
-    bad, text = _report(results, ("mismatch", "crash", "gen-error", "fwd-mismatch"))
-    assert not bad, (f"{len(bad)} of {len(results)} gradients wrong or crashed:\n{text}\n"
-                     f"(reproduce with `python3 test/fuzz/run.py --interpret-grad --seeds "
-                     f"<seed>`)")
+    bad, text = _report(results, ("mismatch", "race", "crash", "gen-error", "fwd-mismatch"))
+    assert not bad, (f"{len(bad)} of {len(results)} gradients wrong, racing or crashed:\n"
+                     f"{text}\n(reproduce with `python3 test/fuzz/run.py --interpret-grad "
+                     f"--race-check --seeds <seed>`)")
     _each_class_gets(results, "match", "gradients compared in the interpreter")
 
 
