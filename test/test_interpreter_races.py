@@ -61,3 +61,24 @@ def test_derived_backward_checked_alone(reported):
     launch is checked (the forward is not selected), race-free, and right."""
     races, launches, error = reported["derived"]
     assert launches == 1 and races == [] and error < 1e-5, (reported["seed"], races, error)
+
+
+def test_a_rendered_line_names_the_kernel_line_it_came_from():
+    """A race in a derived backward is located at the rendered line and at the user's line
+    that the rendering's comment above it names."""
+    import linecache
+
+    from interpreter_races import _site_text
+
+    source = ("def k_bwd(x_ptr, dx_ptr):\n"
+              "    # kernels.py:12: y = tl.load(x_ptr + offs)\n"
+              "    v0 = tl.load(dx_ptr + offs)\n"
+              "    tl.store(dx_ptr + offs, v0 + g)\n")
+    name = "<tritonad-rendered-0-k_bwd-test>"
+    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+    try:
+        where = _site_text(name, 4)
+    finally:
+        del linecache.cache[name]
+    assert where == (f"{name}:4: tl.store(dx_ptr + offs, v0 + g)  "
+                     "[kernels.py:12: y = tl.load(x_ptr + offs)]"), where

@@ -645,7 +645,22 @@ def _discovery(fn, pointers):
 
 def run_case(task, mode):
     """task: dict(seed, features, sizes, n_ops), dict(source=..., name=...) or
-    dict(imported=<directory written by --export>)."""
+    dict(imported=<directory written by --export>); with grad_options=, tritonad.grad's
+    options for this task (instead of the workers' --grad-options)."""
+    if "grad_options" not in task:
+        return _run_case(task, mode)
+    before = os.environ.get(GRAD_OPTIONS_ENV)
+    os.environ[GRAD_OPTIONS_ENV] = json.dumps(task["grad_options"])
+    try:
+        return _run_case(task, mode)
+    finally:
+        if before is None:
+            del os.environ[GRAD_OPTIONS_ENV]
+        else:
+            os.environ[GRAD_OPTIONS_ENV] = before
+
+
+def _run_case(task, mode):
     import gen
 
     case = None
