@@ -29,7 +29,9 @@ Happens-before, as on the GPU:
 - One plain store whose active lanes write different values to one address races
   (equal values do not: a broadcast scalar stored by every lane).
 
-An address is a byte address: accesses of different widths that overlap without
+A race across programs is reported by the earlier program's last access to the address
+and the later program's first (the pair least likely ordered), counted per address and
+pair of programs. An address is a byte address: accesses of different widths that overlap without
 starting at the same byte are not compared. A load is compared with the next atomic
 and the next store to its address, a plain access with the last store and the last
 atomic before it; with relaxed atomics (no acquire/release chain between them) a race
