@@ -29,7 +29,9 @@ Happens-before, as on the GPU:
 - One plain store whose active lanes write different values to one address races
   (equal values do not: a broadcast scalar stored by every lane).
 
-An address is a byte address: accesses of different widths that overlap without
+A race across programs is reported by the earlier program's last access to the address
+and the later program's first (the pair least likely ordered), counted per address and
+pair of programs. An address is a byte address: accesses of different widths that overlap without
 starting at the same byte are not compared. A load is compared with the next atomic
 and the next store to its address, a plain access with the last store and the last
 atomic before it; with relaxed atomics (no acquire/release chain between them) a race
@@ -54,8 +56,8 @@ import numpy as np
 LOAD, STORE, ATOMIC = 0, 1, 2
 _NEVER = np.iinfo(np.int64).max
 
-# frames of these files are the interpreter's, not the kernel's
-_SKIPPED_FILES = (os.path.abspath(__file__),)
+# this file's frames are the check's, not the kernel's (as frames spell it)
+_THIS_FILE = (lambda: None).__code__.co_filename
 
 
 class RaceCheckError(RuntimeError):
@@ -116,7 +118,6 @@ class _Program:
         self.ops: List[tuple] = []        # (kind, epoch, shape id, site id)
         self.addresses: List[np.ndarray] = []
         self.lanes: List[np.ndarray] = []
-        self.op_of: List[np.ndarray] = []
         self.epoch = 0
         self.clock = 0                     # id of this program's vector clock
         self.clock_changes: List[Tuple[int, int]] = []   # (time, clock id) at acquires
@@ -160,7 +161,7 @@ class _Launch:
             table = self.location_clocks.get(r)
             if table is not None:
                 sel = inside & (index == r)
-                ids[sel] = table[(addresses[sel].astype(np.uint64) - np.uint64(base)).astype(np.int64)]
+                ids[sel] = table[_offsets(addresses[sel], base)]
         for k in np.flatnonzero(~inside):
             ids[k] = self.stray_clocks.get(int(addresses[k]), -1)
         return ids, index, inside
@@ -172,7 +173,7 @@ class _Launch:
             if table is None:
                 table = self.location_clocks[r] = np.full(int(end - base), -1, dtype=np.int32)
             sel = inside & (index == r)
-            table[(addresses[sel].astype(np.uint64) - np.uint64(base)).astype(np.int64)] = ids[sel]
+            table[_offsets(addresses[sel], base)] = ids[sel]
         for k in np.flatnonzero(~inside):
             self.stray_clocks[int(addresses[k])] = int(ids[k])
 
@@ -207,7 +208,7 @@ class _Launch:
         return f"address {address:#x}"
 
 
-_CLOCK_BYTES = 1 << 29
+_CLOCK_BYTES = 1 << 28   # (stacked once more at the launch's end)
 
 
 class RaceCheck:
@@ -332,11 +333,12 @@ class RaceCheck:
         frame = sys._getframe(2)
         while frame is not None:
             filename = frame.f_code.co_filename
-            if not (filename.startswith(_TRITON_DIR) or filename in _SKIPPED_FILES
+            if not (filename.startswith(_TRITON_DIR) or filename == _THIS_FILE
                     or filename.endswith(_MENDS_FILE)):
                 break
             frame = frame.f_back
-        key = (kind_name, frame.f_code.co_filename, frame.f_lineno) if frame else (kind_name, "?", 0)
+        key = ((kind_name, frame.f_code.co_filename, frame.f_lineno) if frame
+               else (kind_name, "?", 0))
         site = self._sites.get(key)
         if site is None:
             site = self._sites[key] = len(self._site_list)
@@ -439,26 +441,13 @@ class RaceCheck:
         kind, epoch, shape, site = (ops[op_index, c] for c in range(4))
         time = op_index + 1
         n = addr.size
-        starts = np.flatnonzero(np.r_[True, addr[1:] != addr[:-1]])
-        group_start = np.repeat(starts, np.diff(np.r_[starts, n]))
-        group_end = np.repeat(np.r_[starts[1:], n], np.diff(np.r_[starts, n]))
+        groups = _Groups(addr)
         idx = np.arange(n)
         is_load, is_store, is_atomic = kind == LOAD, kind == STORE, kind == ATOMIC
-
-        def previous(selected):   # last selected record before each one, in its address
-            last = np.maximum.accumulate(np.where(selected, idx, -1))
-            last = np.r_[-1, last[:-1]]
-            return np.where(last >= group_start, last, -1)
-
-        def following(selected):  # next selected record after each one, in its address
-            nxt = np.minimum.accumulate(np.where(selected, idx, n)[::-1])[::-1]
-            nxt = np.r_[nxt[1:], n]
-            return np.where(nxt < group_end, nxt, -1)
-
-        pairs = [(previous(is_store), idx, np.ones(n, bool)),
-                 (previous(is_atomic), idx, is_load),
-                 (idx, following(is_store), is_load | is_atomic),
-                 (idx, following(is_atomic), is_load)]
+        pairs = [(groups.previous(is_store), idx, np.ones(n, bool)),
+                 (groups.previous(is_atomic), idx, is_load),
+                 (idx, groups.following(is_store), is_load | is_atomic),
+                 (idx, groups.following(is_atomic), is_load)]
         grid = launch.grid_of[program.index]
         for a, b, use in pairs:
             use = use & (a >= 0) & (b >= 0)
@@ -473,7 +462,7 @@ class RaceCheck:
                                Access(self._op(site[j]), grid, self._where(site[j]),
                                       int(lane[j])),
                                launch.describe(int(addr[i])), count))
-        self._summarize(program, addr, kind, time, site, starts)
+        self._summarize(program, addr, kind, time, site, groups.starts)
 
     def _summarize(self, program, addr, kind, time, site, starts):
         """Per address: the program's first access of each kind (with its vector clock)
@@ -520,28 +509,15 @@ class RaceCheck:
         addr = rows["addr"]
         n = addr.size
         idx = np.arange(n)
-        starts = np.flatnonzero(np.r_[True, addr[1:] != addr[:-1]])
-        group_start = np.repeat(starts, np.diff(np.r_[starts, n]))
-        group_end = np.repeat(np.r_[starts[1:], n], np.diff(np.r_[starts, n]))
+        groups = _Groups(addr)
         has = {k: rows[f"first_{k}"] != _NEVER for k in ("load", "store", "atomic")}
-
-        def previous(selected):
-            last = np.maximum.accumulate(np.where(selected, idx, -1))
-            last = np.r_[-1, last[:-1]]
-            return np.where(last >= group_start, last, -1)
-
-        def following(selected):
-            nxt = np.minimum.accumulate(np.where(selected, idx, n)[::-1])[::-1]
-            nxt = np.r_[nxt[1:], n]
-            return np.where(nxt < group_end, nxt, -1)
-
         clocks = np.stack(launch.clocks)
         # (earlier row, its kind, later row, its kind, rows that take part)
-        checks = [(previous(has["store"]), "store", idx, "any", np.ones(n, bool)),
-                  (previous(has["atomic"]), "atomic", idx, "load", has["load"]),
-                  (idx, "load", following(has["store"]), "store", has["load"]),
-                  (idx, "atomic", following(has["store"]), "store", has["atomic"]),
-                  (idx, "load", following(has["atomic"]), "atomic", has["load"])]
+        checks = [(groups.previous(has["store"]), "store", idx, "any", np.ones(n, bool)),
+                  (groups.previous(has["atomic"]), "atomic", idx, "load", has["load"]),
+                  (idx, "load", groups.following(has["store"]), "store", has["load"]),
+                  (idx, "atomic", groups.following(has["store"]), "store", has["atomic"]),
+                  (idx, "load", groups.following(has["atomic"]), "atomic", has["load"])]
         for a, kind_a, b, kind_b, use in checks:
             use = use & (a >= 0) & (b >= 0)
             a, b = a[use], b[use]
@@ -558,6 +534,36 @@ class RaceCheck:
                     Access(self._op(site_b[j]), launch.grid_of[rows["program"][j]],
                            self._where(site_b[j])),
                     launch.describe(int(addr[i])), count))
+
+
+def _offsets(addresses, base):
+    return (addresses.astype(np.uint64) - np.uint64(base)).astype(np.int64)
+
+
+class _Groups:
+    """Runs of equal addresses in a sorted array; per element, the selected element
+    before or after it in its run."""
+
+    def __init__(self, addr):
+        n = addr.size
+        self.starts = np.flatnonzero(np.r_[True, addr[1:] != addr[:-1]])
+        lengths = np.diff(np.r_[self.starts, n])
+        self.first = np.repeat(self.starts, lengths)
+        self.end = np.repeat(np.r_[self.starts[1:], n], lengths)
+        self.index = np.arange(n)
+
+    def previous(self, selected):
+        """The last selected element before each one in its run, or -1."""
+        last = np.maximum.accumulate(np.where(selected, self.index, -1))
+        last = np.r_[-1, last[:-1]]
+        return np.where(last >= self.first, last, -1)
+
+    def following(self, selected):
+        """The next selected element after each one in its run, or -1."""
+        n = self.index.size
+        nxt = np.minimum.accumulate(np.where(selected, self.index, n)[::-1])[::-1]
+        nxt = np.r_[nxt[1:], n]
+        return np.where(nxt < self.end, nxt, -1)
 
 
 def _examples(site_a, site_b, a, b):

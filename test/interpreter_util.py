@@ -6,9 +6,9 @@ variable set: `run_interpreted` runs a script string and returns the JSON its la
 line prints; `run_in_interpreter` runs a file of registered checks (name -> function,
 see interpret_checks/) through `main`, which seeds `GEN` per check and reports
 {name: {ok, error, seed, seconds}}; a check whose derived backwards race
-(interpreter_races.py; TRITONAD_RACE_CHECK=0 turns the check off) fails. The helpers the checks share: `randn` (from
-`GEN`), `assert_close`, `kernel_gradients` (tritonad.grad of a kernel against
-torch.autograd of a reference), `jit_from_source`.
+(interpreter_races.py; TRITONAD_RACE_CHECK=0 turns the check off) fails. The helpers
+the checks share: `randn` (from `GEN`), `assert_close`, `kernel_gradients`
+(tritonad.grad of a kernel against torch.autograd of a reference), `jit_from_source`.
 """
 
 import json

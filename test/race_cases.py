@@ -23,6 +23,20 @@ def add_rows(x_ptr, n_cols, stride, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def add_rows_two_passes(dx_ptr, g_ptr, n_cols, stride, BLOCK: tl.constexpr):
+    """The reverted change's backward (fuzz seed 62): an input loaded by two passes gets
+    two plain read-add-writes of its gradient, a barrier between them."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    at = dx_ptr + row * stride + cols
+    g = tl.load(g_ptr + row * n_cols + cols, mask=mask)
+    tl.store(at, tl.load(at, mask=mask) + g, mask=mask)               # line: first pass
+    tl.debug_barrier()
+    tl.store(at, tl.load(at, mask=mask) + 2.0 * g, mask=mask)         # line: second pass
+
+
+@triton.jit
 def add_rows_atomic(x_ptr, n_cols, stride, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
@@ -130,6 +144,10 @@ def cases(rng):
                                                           BLOCK=block),
         "rmw_disjoint_rows": lambda: add_rows[(rows,)](_rand(rows * n_cols), n_cols, n_cols,
                                                        BLOCK=block),
+        "two_passes_overlapping_rows": lambda: add_rows_two_passes[(rows,)](
+            _rand(rows * n_cols), _rand(rows * n_cols), n_cols, overlap, BLOCK=block),
+        "two_passes_rows_apart": lambda: add_rows_two_passes[(rows,)](
+            _rand(rows * n_cols), _rand(rows * n_cols), n_cols, n_cols, BLOCK=block),
         "atomic_overlapping_rows": lambda: add_rows_atomic[(rows,)](_rand(rows * n_cols), n_cols,
                                                                     overlap, BLOCK=block),
         "last_program_sums": lambda: counter(True),

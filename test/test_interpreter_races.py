@@ -15,6 +15,12 @@ EXPECTED = {
     "rmw_overlapping_rows": (("across programs", "store", "load", "rmw store", "rmw load"),
                              ("across programs", "load", "store", "rmw load", "rmw store")),
     "rmw_disjoint_rows": (),
+    # (per address and pair of programs: the earlier one's last access, the later's first)
+    "two_passes_overlapping_rows": (("across programs", "store", "load", "second pass",
+                                     "first pass"),
+                                    ("across programs", "load", "store", "second pass",
+                                     "first pass")),
+    "two_passes_rows_apart": (),
     "atomic_overlapping_rows": (),
     "last_program_sums": (),
     # (an early program reads partials that later programs have not stored yet)

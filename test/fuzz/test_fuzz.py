@@ -13,8 +13,9 @@
   names), a few seeds each: forward agreement in the interpreter, derivation for sm_90
   (located refusals counted per class, each class derived at least once), gradients
   compared in the interpreter (fp32 / fp16), the backward's launches checked for data
-  races there (test/interpreter_races.py: the interpreter's serial order hides them); and the fp32-shadow tolerance reports an
-  emulated bf16 sum across programs as a mismatch.
+  races there (test/interpreter_races.py: the interpreter's serial order hides them),
+  also for the seeds whose backwards raced on a GPU (RACED_ON_A_GPU); and the fp32-shadow
+  tolerance reports an emulated bf16 sum across programs as a mismatch.
 * GPU (marked gpu): ~130 random kernels (every issue-39 class at least 4 times); forward
   + derived backward against torch.autograd; zero mismatches (silently wrong gradients)
   and zero crashes. Plus every minimized case kept in regressions.py.
