@@ -581,7 +581,7 @@ def _tanh_keeping_squares(x):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_launcher_backward_launches_no_fill(dtype):
     """A decorated launcher's replayed backward launches the derived backward and
-    nothing else: the input's gradient is a buffer of its launch alone, which its
+    no fill (in fp32 nothing else): the input's gradient is a buffer of its launch alone, which its
     accumulate=False backward stores whole (uninitialized, no zero fill), and the
     output the launcher does not return gets no buffer (a None shadow, as
     tritonad.autograd of a kernel passes it)."""
@@ -607,7 +607,12 @@ def test_launcher_backward_launches_no_fill(dtype):
         torch.cuda.synchronize()
     kernels = [e.name for e in profiled.events()
                if e.device_type == torch.autograd.DeviceType.CUDA]
-    assert len(kernels) == 1 and "tritonad_bwd" in kernels[0], kernels
+    # (bf16: the launcher sums gradients in fp32 buffers, so the upstream gradient is
+    # copied in and the input's gradient rounded out: copies, never a fill)
+    assert sum("tritonad_bwd" in k for k in kernels) == 1, kernels
+    assert not any("fill" in k.lower() for k in kernels), kernels
+    if dtype == torch.float32:
+        assert len(kernels) == 1, kernels
     _compare([x.grad], [x], dy, torch.tanh)
 
 
