@@ -1077,9 +1077,9 @@ class _Plan:
         that no launch reads, so no backward adds a gradient into them (as
         ``tritonad.autograd`` of a kernel passes an unwanted output's shadow: the
         backward is specialized for it, with no buffer to allocate and fill)."""
-        returned = {result[0][0] for result in results if result is not None}
+        input_gradients = {result[0][0] for result in results if result is not None}
         zero = {s for s, used in uses.items()
-                if s not in with_upstream and s not in returned and
+                if s not in with_upstream and s not in input_gradients and
                 all("load" not in self._roles(launches[entry][0], param) and
                     "store" in self._roles(launches[entry][0], param)
                     for entry, _, param, _ in used)}
