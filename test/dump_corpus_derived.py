@@ -14,7 +14,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import tritonad  # noqa: E402
-from compile_util import compile_on_cpu  # noqa: E402
+from compile_util import comparable_dump, compile_on_cpu  # noqa: E402
 from corpus.kernels import CORPUS  # noqa: E402
 
 MODES = {"default": {}, "deterministic": {"mode": "deterministic"}}
@@ -33,14 +33,14 @@ def main(outdir):
                     f.write(f"{type(e).__name__}: {e}\n")
                 print(entry.name, mode, "error", type(e).__name__, flush=True)
                 continue
-            with open(stem + ".ttir", "w") as f:
-                f.write(bwd.derived_ir())
-            with open(stem + ".schedule", "w") as f:
-                f.write(str(bwd.schedule()) + "\n")
             records = {k: v for k, v in compiled.metadata._asdict().items()
                        if k.startswith("tritonad")}
-            with open(stem + ".records", "w") as f:
-                json.dump(records, f, indent=1, sort_keys=True, default=str)
+            for suffix, text in ((".ttir", bwd.derived_ir()),
+                                 (".schedule", str(bwd.schedule()) + "\n"),
+                                 (".records",
+                                  json.dumps(records, indent=1, sort_keys=True, default=str))):
+                with open(stem + suffix, "w") as f:
+                    f.write(comparable_dump(text))
             print(entry.name, mode, "derived", flush=True)
 
 

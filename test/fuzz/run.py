@@ -41,7 +41,9 @@ much of the tolerance rounding alone uses);
 wrong gradients are caught); ``--export DIR`` derives and compiles every backward to a
 sm_90 cubin here, ``--imported DIR`` runs the GPU comparison on those cases elsewhere
 without importing tritonad (for a GPU machine where tritonad's compiled core does not
-load, e.g. another Python version).
+load, e.g. another Python version). ``--cpu-only --dump-derived DIR`` also writes each
+case's derived TTIR, schedule and launch records (or its error) to DIR, for a `diff -r`
+of two builds of the core.
 
   PYTHONPATH=python python3 test/fuzz/run.py --cpu-only --count 200
   python3 test/fuzz/run.py --count 200 --grad-options '{"mode": "deterministic"}'   # a schedule
@@ -783,13 +785,13 @@ def _dump_derived(case, bwd=None, compiled=None, error=None):
         with open(stem + ".error", "w") as f:
             f.write(f"{type(error).__name__}: {error}\n")
         return
-    with open(stem + ".ttir", "w") as f:
-        f.write(bwd.derived_ir())
-    with open(stem + ".schedule", "w") as f:
-        f.write(str(bwd.schedule()) + "\n")
+    from compile_util import comparable_dump
+
     records = {k: v for k, v in compiled.metadata._asdict().items() if k.startswith("tritonad")}
-    with open(stem + ".records", "w") as f:
-        json.dump(records, f, indent=1, sort_keys=True, default=str)
+    for suffix, text in ((".ttir", bwd.derived_ir()), (".schedule", str(bwd.schedule()) + "\n"),
+                         (".records", json.dumps(records, indent=1, sort_keys=True, default=str))):
+        with open(stem + suffix, "w") as f:
+            f.write(comparable_dump(text))
 
 
 def _run_cpu(case, module):
