@@ -99,3 +99,13 @@ def assert_records_declared(compiled):
         if residuals:
             check("residuals", residuals)
     return checked
+
+
+def comparable_dump(text):
+    """A derived kernel's text (IR, records) without what differs between two runs of
+    the same derivation: the per-process counter in the backward's name and the core
+    build's hash."""
+    import re
+
+    text = re.sub(r"__tritonad_bwd_\d+", "__tritonad_bwd_N", text)
+    return re.sub(r"derived by tritonad [0-9a-f]+", "derived by tritonad <core>", text)

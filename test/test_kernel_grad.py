@@ -238,6 +238,39 @@ def test_mode_deterministic_elementwise():
     assert "tt.atomic_rmw" not in bwd.derived_ir()
 
 
+@triton.jit
+def _fp8_scale_kernel(x_ptr, w_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    w = tl.load(w_ptr).to(tl.float32)   # every program's: an atomic, or a launch check
+    tl.store(out_ptr + offs, x * w, mask=mask)
+
+
+_FP8_TYPES = dict(x_ptr="*fp8e4nv", w_ptr="*fp8e4nv", out_ptr=F32, n="i32")
+
+
+@pytest.mark.parametrize("mode", ["auto", "atomic"])
+def test_fp8_gradient_that_needs_atomics_is_a_located_error(mode):
+    # GPUs have no fp8 atomic add: the planned atomic is refused, naming the
+    # pointer and the load's line, before anything is emitted.
+    bwd = tritonad.grad(_fp8_scale_kernel, mode=mode)
+    with pytest.raises(ValueError) as error:
+        compile_backward(bwd, _FP8_TYPES, dict(BLOCK=64))
+    line = inspect.getsourcelines(_fp8_scale_kernel.fn)[1] + 5
+    assert f"test_kernel_grad.py:{line}:" in str(error.value)
+    assert "cannot accumulate the gradient of 'w_ptr' with atomics" in str(error.value)
+
+
+def test_fp8_gradient_in_deterministic_mode_is_plain_without_an_atomic_twin():
+    bwd = tritonad.grad(_fp8_scale_kernel, mode="deterministic")
+    compile_backward(bwd, _FP8_TYPES, dict(BLOCK=64))
+    schedule = parse_schedule(bwd.schedule())
+    assert schedule["x_ptr"].startswith("plain (proven")
+    assert schedule["w_ptr"].startswith("plain (deterministic mode")
+    assert "tt.atomic_rmw" not in bwd.derived_ir()
+
+
 def _requirements(compiled, kwargs, grid):
     """The error _partial's launch check raises for these arguments, or None."""
     from tritonad._partial import _check_requirements

@@ -41,7 +41,9 @@ much of the tolerance rounding alone uses);
 wrong gradients are caught); ``--export DIR`` derives and compiles every backward to a
 sm_90 cubin here, ``--imported DIR`` runs the GPU comparison on those cases elsewhere
 without importing tritonad (for a GPU machine where tritonad's compiled core does not
-load, e.g. another Python version).
+load, e.g. another Python version). ``--cpu-only --dump-derived DIR`` also writes each
+case's derived TTIR, schedule and launch records (or its error) to DIR, for a `diff -r`
+of two builds of the core.
 
   PYTHONPATH=python python3 test/fuzz/run.py --cpu-only --count 200
   python3 test/fuzz/run.py --count 200 --grad-options '{"mode": "deterministic"}'   # a schedule
@@ -718,6 +720,7 @@ def _run_case(task, mode):
 
 GRAD_OPTIONS_ENV = "TRITONAD_FUZZ_GRAD_OPTIONS"
 RACE_CHECK_ENV = "TRITONAD_FUZZ_RACE_CHECK"
+DUMP_DERIVED_ENV = "TRITONAD_FUZZ_DUMP_DERIVED"
 
 
 def _race_check(device):
@@ -769,11 +772,35 @@ def _check_reference_cpu(case, module):
     return None
 
 
+def _dump_derived(case, bwd=None, compiled=None, error=None):
+    """--dump-derived: the derived TTIR, schedule and the records the launch path reads
+    of this case (or the error that refused it), to compare two builds of the core byte
+    for byte."""
+    directory = os.environ.get(DUMP_DERIVED_ENV)
+    if not directory:
+        return
+    os.makedirs(directory, exist_ok=True)
+    stem = os.path.join(directory, f"seed_{case.seed}")
+    if error is not None:
+        with open(stem + ".error", "w") as f:
+            f.write(f"{type(error).__name__}: {error}\n")
+        return
+    from compile_util import comparable_dump
+
+    records = {k: v for k, v in compiled.metadata._asdict().items() if k.startswith("tritonad")}
+    for suffix, text in ((".ttir", bwd.derived_ir()), (".schedule", str(bwd.schedule()) + "\n"),
+                         (".records", json.dumps(records, indent=1, sort_keys=True, default=str))):
+        with open(stem + suffix, "w") as f:
+            f.write(comparable_dump(text))
+
+
 def _run_cpu(case, module):
     try:
         bwd, undiscovered = _derive(case, module)
-        compile_ptx(bwd, case.meta, list(bwd.launch_signature))
+        compiled = compile_ptx(bwd, case.meta, list(bwd.launch_signature))
+        _dump_derived(case, bwd, compiled)
     except Exception as e:  # noqa: BLE001
+        _dump_derived(case, error=e)
         outcome, cause = classify_exception(e)
         detail = str(e)[:4000]
         if outcome == "crash":
@@ -1576,6 +1603,9 @@ def main(argv=None):
     ap.add_argument("--race-check", action="store_true",
                     help="with --interpret-grad: check the backward's launches for data "
                          "races (test/interpreter_races.py); a race is the outcome `race`")
+    ap.add_argument("--dump-derived", metavar="DIR",
+                    help="with --cpu-only: write each case's derived TTIR and schedule (or "
+                         "its error) to DIR/seed_<seed>.* (diff two builds of the core)")
     ap.add_argument("--json")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--show", type=int, help="print the generated module of this seed and exit")
@@ -1623,6 +1653,10 @@ def main(argv=None):
         if mode_name != "interpret-grad":
             ap.error("--race-check needs --interpret-grad (the interpreter runs the backward)")
         env[RACE_CHECK_ENV] = "1"
+    if args.dump_derived:
+        if mode_name != "cpu":
+            ap.error("--dump-derived needs --cpu-only")
+        env[DUMP_DERIVED_ENV] = os.path.abspath(args.dump_derived)
     if args.lowp_shadows:
         env[LOWP_SHADOWS_ENV] = args.lowp_shadows
     if args.grad_options:

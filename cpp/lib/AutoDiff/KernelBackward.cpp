@@ -57,6 +57,45 @@ struct PartialBuffers {
   DenseMap<BlockArgument, std::string> declined;
 };
 
+// How a load's adjoint reaches its shadow, decided before anything of it is
+// emitted (planLoadAdjoint); emission follows it (emitLoadAdjoint).
+struct LoadAdjointPlan {
+  enum class Write {
+    // Each address is this program's alone: the plain write.
+    Exclusive,
+    // The plain write where a condition of the launch makes the addresses
+    // the program's alone, an atomic add where it does not.
+    ExclusiveWhere,
+    // Deterministic mode: the plain write where the launch condition holds
+    // (the launch refuses the others), with an atomic twin that Regrid may
+    // take with it where `atomicTwin`.
+    DeterministicWhere,
+    // An atomic add.
+    Atomic,
+    // Deterministic mode: an atomic that re-parallelization may still replace
+    // by programs of their own; one that remains is refused at launch.
+    AtomicUnlessRegridded,
+  };
+  Write write = Write::Exclusive;
+  std::string argument; // the primal pointer's name, the schedule's key
+  // A store, not a read-add-write: the only write to each element.
+  bool storeOnly = false;
+  // A barrier before each accumulation: other threads of the program touch
+  // its addresses (several load sites, or a loop revisiting them).
+  bool ordered = false;
+  UniformExpr condition; // ExclusiveWhere, DeterministicWhere
+  bool atomicTwin = false; // DeterministicWhere
+  // Where the stores cover the shadow for the launch path to skip zeroing it
+  // (its condition: the emitted launch condition's, unless known here).
+  std::optional<ShadowCoverage> coverage;
+  bool coverageOnCondition = false;
+  std::string regridMark; // AtomicUnlessRegridded: why an atomic was needed
+  std::string requirement; // DeterministicWhere: the launch check's explanation
+  // The schedule's entry; an earlier load site's entry stays where `keepsEarlier`.
+  std::pair<Strategy, std::string> scheduled;
+  bool keepsEarlier = false;
+};
+
 // The gradient `g` in the element type of the shadow it goes to (a partial
 // buffer may be wider): an upcast of a value that was just rounded down
 // takes the unrounded value instead.
@@ -129,6 +168,15 @@ Value emitUniform(OpBuilder &builder, Location loc, const UniformExpr &expr,
   llvm_unreachable("unknown UniformExpr op");
 }
 
+// Whether emitUniform's value of `expr` symbolizes (for the launch path):
+// every op it emits does; a scalar where the recomputed forward's does.
+bool symbolizable(const UniformExpr &expr, const IRMapping &forward) {
+  if (expr.op == UniformExpr::Op::Scalar)
+    return symbolize(forward.lookupOrDefault(expr.scalar)).has_value();
+  return llvm::all_of(expr.operands,
+                      [&](const UniformExpr &operand) { return symbolizable(operand, forward); });
+}
+
 // file:line:col of `loc`, for the schedule people read.
 class KernelBackwardBuilder : public SweepDriver {
 public:
@@ -167,6 +215,8 @@ private:
   Operation *loopRevisitingThroughOtherLanes(tt::LoadOp load,
                                              SmallVectorImpl<UniformExpr> &apartWhere);
   FailureOr<Value> shadowPointer(OpBuilder &builder, Value ptr, const IRMapping &forward);
+  Value shadowRoot(Value ptr) const;
+  FailureOr<LoadAdjointPlan> planLoadAdjoint(tt::LoadOp load, const IRMapping &forward);
   LogicalResult emitWriteAdjoint(OpBuilder &builder, Operation *write, GradientUtils &state);
   LogicalResult emitLoadAdjoint(OpBuilder &builder, tt::LoadOp load, GradientUtils &state);
   // i1: this program is the first along every axis the kernel never reads
@@ -675,77 +725,72 @@ LogicalResult KernelBackwardBuilder::emitWriteAdjoint(OpBuilder &builder, Operat
   return success();
 }
 
-LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::LoadOp load,
-                                                     GradientUtils &state) {
-  // v = x[ptr]  =>  dx[ptr] += dv
-  Value g = state.adjoint(load.getResult());
-  if (!g)
-    return success();
-  const IRMapping &forward = state.mapping();
-  FailureOr<Value> shadow = shadowPointer(builder, load.getPtr(), forward);
-  if (failed(shadow))
-    return load.emitError("cannot form the shadow address of this load");
-  Location loc = load.getLoc();
-  Value mask = load.getMask() ? forward.lookupOrDefault(load.getMask()) : Value();
-  std::string name = argumentName(baseArgument(load.getPtr()));
+// The shadow argument (or partial buffer slot) that shadowPointer rebuilds
+// the address of `ptr` from; null where it cannot.
+Value KernelBackwardBuilder::shadowRoot(Value ptr) const {
+  while (!isa<BlockArgument>(ptr))
+    ptr = ptr.getDefiningOp()->getOperand(0);
+  return shadows.lookup(cast<BlockArgument>(ptr));
+}
 
+// How the adjoint of `load` reaches its shadow: plain read-add-write or store,
+// in a partial buffer, atomic, predicated on a launch condition, deferred to
+// re-parallelization in deterministic mode; or the located refusal. Emits no IR.
+FailureOr<LoadAdjointPlan> KernelBackwardBuilder::planLoadAdjoint(tt::LoadOp load,
+                                                                 const IRMapping &forward) {
+  using Write = LoadAdjointPlan::Write;
+  Value root = shadowRoot(load.getPtr());
+  if (!root)
+    return load.emitError("cannot form the shadow address of this load");
+  // (the element type the gradient takes in the shadow: a partial buffer's may be wider)
+  Type shadowElement =
+      cast<tt::PointerType>(getElementTypeOrSelf(root.getType())).getPointeeType();
+  LoadAdjointPlan plan;
   BlockArgument base = baseArgument(load.getPtr());
+  plan.argument = argumentName(base);
+  const std::string &name = plan.argument;
   bool toPartialBuffer = inPartialBuffer.contains(base);
-  g = convertForShadow(builder, loc, g, *shadow);
   // The caller's zeros (or the zeroed slot of a partial buffer) need not be
   // read where this is the only write to each element: one load site, and no
   // loop around it revisiting addresses.
-  bool storeOnly = (overwrite || toPartialBuffer) && loadSites.lookup(base) == 1 &&
+  plan.storeOnly = (overwrite || toPartialBuffer) && loadSites.lookup(base) == 1 &&
                    writtenOncePerProgram(load);
-  // Accesses are predicated rather than branched: Triton 3.6's Hopper pipeliner
-  // fails on a dot result consumed inside an scf.if of a pipelined loop.
-  auto emitPlain = [&](OpBuilder &b, Value mask) {
-    if (storeOnly) {
-      createStore(b, loc, *shadow, g, mask);
-      return;
-    }
-    Value other = mask ? createZero(b, loc, g.getType()) : Value();
-    Value old = createLoad(b, loc, *shadow, mask, other);
-    createStore(b, loc, *shadow, addFloats(b, loc, old, g), mask);
-  };
   auto plainLabel = [&](StringRef why) {
-    return (storeOnly ? "overwrite (" : "plain (") + why.str() + ")";
+    return (plan.storeOnly ? "overwrite (" : "plain (") + why.str() + ")";
   };
-  auto emitAtomic = [&](OpBuilder &b, Value mask) -> FailureOr<Operation *> {
-    if (!hasArithmetic(g.getType()))
-      return load.emitError("cannot accumulate the gradient of '")
-             << name << "' with atomics, which this kernel would need here: GPUs have no "
-             << "atomic add for fp8 (load it as a wider type, or make each program own its "
-             << "addresses)";
-    return createAtomicAdd(b, loc, *shadow, g, mask);
-  };
-  // Deterministic mode: an atomic that re-parallelization may still replace
-  // by programs of their own (it runs after differentiation), marked with
-  // why it was needed; one that remains is then this error.
   // (where the shadow took no partial buffer on a grid of several axes: why)
   std::string declinedWhy = partial.declined.count(base)
                                 ? "; no partial buffer: " + partial.declined.lookup(base)
                                 : std::string();
-  auto deferToRegrid = [&](OpBuilder &b, Value mask, std::string why) -> LogicalResult {
-    why += declinedWhy;
-    FailureOr<Operation *> atomic = emitAtomic(b, mask);
-    if (failed(atomic))
-      return failure();
-    (*atomic)->setAttr(kUnlessRegridded, b.getStringAttr("deterministic mode: " + why));
-    schedule[name] = {Strategy::Atomic, "atomic unless re-parallelized (deterministic mode: " +
-                                            why + ")"};
-    return success();
+  auto refusedWithoutAtomics = [&]() -> FailureOr<LoadAdjointPlan> {
+    return load.emitError("cannot accumulate the gradient of '")
+           << name << "' with atomics, which this kernel would need here: GPUs have no "
+           << "atomic add for fp8 (load it as a wider type, or make each program own its "
+           << "addresses)";
   };
-
-  // Programs along an axis the kernel never reads are duplicates of the first
-  // one (they store the same values to the same places): only it accumulates.
-  if (Value first = firstDuplicate(builder, loc))
-    mask = predicate(builder, loc, mask, first, g.getType());
+  // The plan, unless it needs an atomic add the shadow's type has none of.
+  auto planned = [&]() -> FailureOr<LoadAdjointPlan> {
+    bool needsAtomic = plan.write == Write::Atomic || plan.write == Write::AtomicUnlessRegridded ||
+                       plan.write == Write::ExclusiveWhere;
+    if (needsAtomic && !hasArithmetic(shadowElement))
+      return refusedWithoutAtomics();
+    return plan;
+  };
+  // Deterministic mode: an atomic that re-parallelization may still replace
+  // by programs of their own (it runs after differentiation), marked with
+  // why it was needed; one that remains is then this error.
+  auto deferToRegrid = [&](std::string why) {
+    why += declinedWhy;
+    plan.write = Write::AtomicUnlessRegridded;
+    plan.regridMark = "deterministic mode: " + why;
+    plan.scheduled = {Strategy::Atomic,
+                      "atomic unless re-parallelized (deterministic mode: " + why + ")"};
+    return planned();
+  };
   if (mode == AccumulationMode::Atomic) {
-    if (failed(emitAtomic(builder, mask)))
-      return failure();
-    schedule[name] = {Strategy::Atomic, "atomic (atomics requested)"};
-    return success();
+    plan.write = Write::Atomic;
+    plan.scheduled = {Strategy::Atomic, "atomic (atomics requested)"};
+    return planned();
   }
   // Threads of one program are not ordered between two accesses: where
   // another thread may touch an address of this accumulation before or after
@@ -758,8 +803,8 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
   int sites = loadSites.lookup(base);
   SmallVector<UniformExpr> apartWhere;
   Operation *revisiting = loopRevisitingThroughOtherLanes(load, apartWhere);
-  bool ordered = sites > 1 || revisiting;
-  if (ordered)
+  plan.ordered = sites > 1 || revisiting;
+  if (plan.ordered)
     apartWhere.clear(); // (the barrier orders the iterations: no condition on them)
   std::string orderedWhy =
       sites > 1 ? "loaded at " + std::to_string(sites) + " places"
@@ -769,46 +814,43 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
                 "through other lanes"
           : "";
   auto orderedLabel = [&](std::string label) {
-    if (!ordered)
+    if (!plan.ordered)
       return label;
     return label + "; " + orderedWhy + ", each accumulation after a barrier, in program order";
-  };
-  auto emitOrdered = [&](OpBuilder &b, Value mask) {
-    if (ordered)
-      gpu::BarrierOp::create(b, loc);
-    emitPlain(b, mask);
   };
   // Where every element is stored once, the caller may learn at launch time
   // that the stores cover the whole tensor (or, for a partial buffer, every
   // slot) and skip zero-filling it.
-  auto recordCoverage = [&](std::optional<SymbolicInt> condition) {
-    if (!storeOnly || !condition)
+  auto coverWhere = [&](bool conditionKnown, bool onCondition) {
+    if (!plan.storeOnly || !conditionKnown)
       return;
     std::optional<ShadowCoverage> covered =
         analyzeCoverage(load, load.getPtr(), load.getMask());
     if (!covered)
       return;
     covered->shadow = shadowNames.lookup(base);
-    covered->condition = std::move(*condition);
-    coverage.push_back(std::move(*covered));
+    if (!onCondition) {
+      SymbolicInt always;
+      always.value = 1;
+      covered->condition = std::move(always);
+    }
+    plan.coverage = std::move(covered);
+    plan.coverageOnCondition = onCondition;
   };
   if (toPartialBuffer) {
     // Each program owns its slot: exclusive by construction. (Across axes, a
     // program's slot holds its part of the shadow only: no coverage.)
-    SymbolicInt always;
-    always.value = 1;
-    if (!partial.acrossAxes)
-      recordCoverage(always);
-    emitOrdered(builder, mask);
-    schedule[name] = {Strategy::PartialBuffer,
+    coverWhere(!partial.acrossAxes, false);
+    plan.write = Write::Exclusive;
+    plan.scheduled = {Strategy::PartialBuffer,
                       orderedLabel(std::string("partial buffer (every program adds to it: each "
                                                "program of the backward handles several of the "
                                                "forward's and ") +
-                                   (storeOnly ? "stores" : "accumulates") +
+                                   (plan.storeOnly ? "stores" : "accumulates") +
                                    " their sum in its own slot; the slots are summed after the "
                                    "kernel: no atomics, deterministic") +
                           ")"};
-    return success();
+    return planned();
   }
   ExclusiveAccess access = sites > 1
                                ? exclusiveUnion(base)
@@ -825,79 +867,150 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     access.known = std::nullopt;
   }
   if (access.known && *access.known) {
-    SymbolicInt always;
-    always.value = 1;
-    recordCoverage(always);
-    emitOrdered(builder, mask);
-    if (!schedule.count(name))
-      schedule[name] = {storeOnly ? Strategy::Overwrite : Strategy::Plain,
-                        plainLabel(orderedLabel(access.explanation))};
-    return success();
+    coverWhere(true, false);
+    plan.write = Write::Exclusive;
+    plan.scheduled = {plan.storeOnly ? Strategy::Overwrite : Strategy::Plain,
+                      plainLabel(orderedLabel(access.explanation))};
+    plan.keepsEarlier = true;
+    return planned();
   }
-  // (marked as twins, for Regrid: the atomic may get programs of its own)
-  // (not where several accumulations share the shadow: Regrid takes a twin
-  // whole, and would leave the others behind; unmarked, it keeps the atomics)
-  auto markLast = [&](StringRef mark) {
-    if (!ordered)
-      std::prev(builder.getInsertionPoint())->setAttr(mark, builder.getUnitAttr());
-  };
   if (mode == AccumulationMode::Deterministic) {
     // Exclusive for some launches: the plain write, and the launch path
     // refuses the others (no atomic to fall back on).
-    Value exclusive = access.known ? Value() : emitUniform(builder, loc, access.condition, forward);
-    std::optional<SymbolicInt> condition = exclusive ? symbolize(exclusive) : std::nullopt;
-    if (!condition)
-      return deferToRegrid(builder, mask,
-                           "cannot prove that each address of '" + name +
-                               "' is touched by one program only (" +
-                               (sites > 1 ? "loaded at " + std::to_string(sites) + " places: "
-                                          : std::string()) +
-                               access.explanation + "); accumulating its gradient needs atomics");
-    recordCoverage(condition);
-    emitOrdered(builder, predicate(builder, loc, mask, exclusive, g.getType()));
+    if (access.known || !symbolizable(access.condition, forward))
+      return deferToRegrid("cannot prove that each address of '" + name +
+                           "' is touched by one program only (" +
+                           (sites > 1 ? "loaded at " + std::to_string(sites) + " places: "
+                                      : std::string()) +
+                           access.explanation + "); accumulating its gradient needs atomics");
+    coverWhere(true, true);
+    plan.write = Write::DeterministicWhere;
+    plan.condition = access.condition;
     // (with an atomic twin that Regrid may take with it, giving the sum
     // programs of its own that need no condition; else it goes)
-    if (hasArithmetic(g.getType()) && !ordered) {
-      markLast(kWhenExclusive);
-      Value always = arith::ConstantOp::create(builder, loc, builder.getBoolAttr(true));
-      Value otherwise = arith::XOrIOp::create(builder, loc, exclusive, always);
-      if (failed(emitAtomic(builder, predicate(builder, loc, mask, otherwise, g.getType()))))
-        return failure();
-      markLast(kUnlessExclusive);
-      markLast(kRefusedUnlessExclusive);
-    }
-    requirements.push_back(
-        {shadowNames.lookup(base), *condition, access.explanation + declinedWhy});
-    schedule[name] = {storeOnly ? Strategy::Overwrite : Strategy::Plain,
+    plan.atomicTwin = hasArithmetic(shadowElement) && !plan.ordered;
+    plan.requirement = access.explanation + declinedWhy;
+    plan.scheduled = {plan.storeOnly ? Strategy::Overwrite : Strategy::Plain,
                       plainLabel(orderedLabel(std::string("deterministic mode: each address "
                                                           "written by one program where ") +
                                               kRuntimeCondition + ", which the launch checks" +
                                               declinedWhy))};
-    return success();
+    return planned();
   }
   if (access.known && !*access.known) {
-    if (failed(emitAtomic(builder, mask)))
-      return failure();
-    schedule[name] = {Strategy::Atomic, "atomic (" +
-                                            (ordered ? orderedWhy + ": " : std::string()) +
+    plan.write = Write::Atomic;
+    plan.scheduled = {Strategy::Atomic, "atomic (" +
+                                            (plan.ordered ? orderedWhy + ": " : std::string()) +
                                             access.explanation + ")"};
-    return success();
+    return planned();
   }
-  // Exclusive only for some launch configurations: check at run time.
-  Value exclusive = emitUniform(builder, loc, access.condition, forward);
-  recordCoverage(symbolize(exclusive));
-  Value always = arith::ConstantOp::create(builder, loc, builder.getBoolAttr(true));
-  Value otherwise = arith::XOrIOp::create(builder, loc, exclusive, always);
-  emitOrdered(builder, predicate(builder, loc, mask, exclusive, g.getType()));
-  markLast(kWhenExclusive);
-  if (failed(emitAtomic(builder, predicate(builder, loc, mask, otherwise, g.getType()))))
-    return failure();
-  markLast(kUnlessExclusive);
-  schedule[name] = {storeOnly ? Strategy::OverwriteWhenDisjoint : Strategy::PlainWhenDisjoint,
-                    orderedLabel((storeOnly ? "overwrite when " : "plain when ") +
+  // Exclusive only for some launch configurations: checked at run time.
+  coverWhere(symbolizable(access.condition, forward), true);
+  plan.write = Write::ExclusiveWhere;
+  plan.condition = access.condition;
+  plan.scheduled = {plan.storeOnly ? Strategy::OverwriteWhenDisjoint
+                                   : Strategy::PlainWhenDisjoint,
+                    orderedLabel((plan.storeOnly ? "overwrite when " : "plain when ") +
                                  std::string(kRuntimeCondition) +
                                  ", else atomic (predicated on a condition uniform over the "
                                  "program)")};
+  return planned();
+}
+
+LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::LoadOp load,
+                                                     GradientUtils &state) {
+  // v = x[ptr]  =>  dx[ptr] += dv
+  using Write = LoadAdjointPlan::Write;
+  Value g = state.adjoint(load.getResult());
+  if (!g)
+    return success();
+  const IRMapping &forward = state.mapping();
+  FailureOr<LoadAdjointPlan> plan = planLoadAdjoint(load, forward);
+  if (failed(plan))
+    return failure();
+  Value shadow = *shadowPointer(builder, load.getPtr(), forward);
+  Location loc = load.getLoc();
+  Value mask = load.getMask() ? forward.lookupOrDefault(load.getMask()) : Value();
+  g = convertForShadow(builder, loc, g, shadow);
+  // Accesses are predicated rather than branched: Triton 3.6's Hopper pipeliner
+  // fails on a dot result consumed inside an scf.if of a pipelined loop.
+  auto emitPlain = [&](Value mask) {
+    if (plan->ordered)
+      gpu::BarrierOp::create(builder, loc);
+    if (plan->storeOnly) {
+      createStore(builder, loc, shadow, g, mask);
+      return;
+    }
+    Value other = mask ? createZero(builder, loc, g.getType()) : Value();
+    Value old = createLoad(builder, loc, shadow, mask, other);
+    createStore(builder, loc, shadow, addFloats(builder, loc, old, g), mask);
+  };
+  auto emitAtomic = [&](Value mask) { return createAtomicAdd(builder, loc, shadow, g, mask); };
+  // (marked as twins, for Regrid: the atomic may get programs of its own)
+  // (not where several accumulations share the shadow: Regrid takes a twin
+  // whole, and would leave the others behind; unmarked, it keeps the atomics)
+  auto markLast = [&](StringRef mark) {
+    if (!plan->ordered)
+      std::prev(builder.getInsertionPoint())->setAttr(mark, builder.getUnitAttr());
+  };
+  // The launch condition's value (symbolized for the launch path: the plan
+  // made sure it can be), and the coverage it conditions.
+  auto emitCondition = [&](std::optional<SymbolicInt> &symbol) {
+    Value exclusive = emitUniform(builder, loc, plan->condition, forward);
+    symbol = symbolize(exclusive);
+    if (plan->coverageOnCondition)
+      plan->coverage->condition = *symbol;
+    return exclusive;
+  };
+  auto negated = [&](Value condition) -> Value {
+    Value always = arith::ConstantOp::create(builder, loc, builder.getBoolAttr(true));
+    return arith::XOrIOp::create(builder, loc, condition, always);
+  };
+
+  // Programs along an axis the kernel never reads are duplicates of the first
+  // one (they store the same values to the same places): only it accumulates.
+  if (Value first = firstDuplicate(builder, loc))
+    mask = predicate(builder, loc, mask, first, g.getType());
+  switch (plan->write) {
+  case Write::Exclusive:
+    emitPlain(mask);
+    break;
+  case Write::Atomic:
+    emitAtomic(mask);
+    break;
+  case Write::AtomicUnlessRegridded:
+    emitAtomic(mask)->setAttr(kUnlessRegridded, builder.getStringAttr(plan->regridMark));
+    break;
+  case Write::DeterministicWhere: {
+    std::optional<SymbolicInt> condition;
+    Value exclusive = emitCondition(condition);
+    emitPlain(predicate(builder, loc, mask, exclusive, g.getType()));
+    if (plan->atomicTwin) {
+      markLast(kWhenExclusive);
+      Value otherwise = negated(exclusive);
+      emitAtomic(predicate(builder, loc, mask, otherwise, g.getType()));
+      markLast(kUnlessExclusive);
+      markLast(kRefusedUnlessExclusive);
+    }
+    requirements.push_back(
+        {shadowNames.lookup(baseArgument(load.getPtr())), *condition, plan->requirement});
+    break;
+  }
+  case Write::ExclusiveWhere: {
+    std::optional<SymbolicInt> condition;
+    Value exclusive = emitCondition(condition);
+    Value otherwise = negated(exclusive);
+    emitPlain(predicate(builder, loc, mask, exclusive, g.getType()));
+    markLast(kWhenExclusive);
+    emitAtomic(predicate(builder, loc, mask, otherwise, g.getType()));
+    markLast(kUnlessExclusive);
+    break;
+  }
+  }
+  if (plan->coverage)
+    coverage.push_back(std::move(*plan->coverage));
+  if (!plan->keepsEarlier || !schedule.count(plan->argument))
+    schedule[plan->argument] = plan->scheduled;
   return success();
 }
 
