@@ -262,7 +262,8 @@ def _run(kernel, grid, values):
         return
     runtime = _triton_runtime()
     enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
-    stream = _current_stream(_current_device())
+    current_stream, current_device = _torch_cuda()
+    stream = current_stream(current_device())
     try:
         direct = kernel.tritonad_direct_launch
     except AttributeError:
@@ -304,17 +305,11 @@ def _quiet(hook) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _torch_cuda():
+    """torch's raw stream of a device and its current device (what Triton's driver
+    calls for each launch)."""
     from torch._C import _cuda_getCurrentRawStream, _cuda_getDevice
 
     return _cuda_getCurrentRawStream, _cuda_getDevice
-
-
-def _current_stream(device: int) -> int:
-    return _torch_cuda()[0](device)
-
-
-def _current_device() -> int:
-    return _torch_cuda()[1]()
 
 
 @functools.lru_cache(maxsize=None)

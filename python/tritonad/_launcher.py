@@ -967,8 +967,8 @@ class _Plan:
         collected: list = []
         results = self._run_backward(step, tensors, grads, collected)
         _caches.keep_newest(replay.backwards, key,
-                                 self._replayable(step, tensors, grads, collected),
-                                 _launcher_plan.BACKWARD_LIMIT)
+                            self._replayable(step, tensors, grads, collected),
+                            _launcher_plan.BACKWARD_LIMIT)
         return results
 
     def _decide_backward(self, tensors, grads, needs) -> "_BackwardStep":
@@ -1071,6 +1071,12 @@ class _Plan:
         bwd = backward_kernel(self.launches[launch_index].kernel, self.mode, self.launcher.tune)
         return bwd.pointer_roles.get(param) or ()
 
+    def _only_stored(self, launch_index, param) -> bool:
+        """Whether the launch's kernel stores through `param` and never loads it (an
+        output: its shadow holds the upstream the backward reads)."""
+        roles = self._roles(launch_index, param)
+        return "store" in roles and "load" not in roles
+
     def _without_zero_buffers(self, launches, buffers, uses, with_upstream, results):
         """The launches with None for the shadows of storages that only hold zeros:
         outputs the launcher does not return (or whose upstream gradient is None)
@@ -1080,9 +1086,7 @@ class _Plan:
         input_gradients = {result[0][0] for result in results if result is not None}
         zero = {s for s, used in uses.items()
                 if s not in with_upstream and s not in input_gradients and
-                all("load" not in self._roles(launches[entry][0], param) and
-                    "store" in self._roles(launches[entry][0], param)
-                    for entry, _, param, _ in used)}
+                all(self._only_stored(launches[entry][0], param) for entry, _, param, _ in used)}
         if not zero:
             return launches
         for s in zero:
@@ -1104,7 +1108,7 @@ class _Plan:
         for shadow, view in shadows:
             if view is None:
                 continue
-            roles = bwd.pointer_roles.get(names[shadow]) or ()
+            roles = self._roles(i, names[shadow])
             if "load" in roles:
                 if "store" in roles or len(uses.get(view[0], ())) != 1 or \
                         view[0] in with_upstream or self.storages[view[0]] in self.stored:
