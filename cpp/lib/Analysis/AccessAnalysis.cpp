@@ -1573,10 +1573,56 @@ bool iterationsProvablyDisjoint(const Affine &offsets, const Coefficient &move,
 
 } // namespace
 
+// Scalars defined outside `loop` that the addresses or mask of an access in it
+// depend on and that the analysis cannot express (a digit of a program id's
+// digit, `(pid // n) % h`; a loaded index): whatever they are, they stay the
+// same through the loop's iterations, which is all iteration disjointness
+// needs of them. Empty where every such scalar has an affine form.
+static SmallVector<Value> fixedThroughLoop(const AffineAccess &access, scf::ForOp loop,
+                                    ArrayRef<Value> roots) {
+  SmallVector<Value> fixed, pending;
+  DenseSet<Value> seen;
+  for (Value root : roots)
+    if (root)
+      pending.push_back(root);
+  while (!pending.empty()) {
+    Value value = pending.pop_back_val();
+    if (!seen.insert(value).second)
+      continue;
+    bool integer = getElementTypeOrSelf(value.getType()).isIntOrIndex();
+    if (integer && access.affine(value))
+      continue;
+    bool outside = !loop.getRegion().isAncestor(value.getParentRegion());
+    if (outside && integer && !isa<RankedTensorType>(value.getType())) {
+      fixed.push_back(value);
+      continue;
+    }
+    if (Operation *def = value.getDefiningOp())
+      if (def->getNumRegions() == 0)
+        for (Value operand : def->getOperands())
+          pending.push_back(operand);
+  }
+  return fixed;
+}
+
+static IterationDisjointness iterationDisjointnessIn(const AffineAccess &access, Value ptr, Value mask,
+                                              scf::ForOp loop);
+
 IterationDisjointness iterationDisjointness(Value ptr, Value mask, scf::ForOp loop) {
+  AffineAccess access(loop);
+  SmallVector<Value> fixed = fixedThroughLoop(access, loop, {ptr, mask});
+  if (fixed.empty())
+    return iterationDisjointnessIn(access, ptr, mask, loop);
+  // (each such scalar a variable of its own, as a re-parallelized part's keys are:
+  // fixed here, like program ids)
+  AffineAccess keyed(loop, fixed);
+  return iterationDisjointnessIn(keyed, ptr, mask, loop);
+}
+
+static IterationDisjointness iterationDisjointnessIn(const AffineAccess &access, Value ptr, Value mask,
+                                              scf::ForOp loop) {
   using Op = SymbolicInt::Op;
   IterationDisjointness result;
-  AffineAccess access(loop);
   std::optional<Affine> offsets = access.pointerOffsets(ptr);
   std::map<int, Value> bounded = laneBounds(maskConjuncts(access, mask));
   // A runtime step (a grid-stride loop's tl.num_programs) is positive, as
