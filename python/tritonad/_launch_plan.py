@@ -312,6 +312,12 @@ def _torch_cuda():
     return _cuda_getCurrentRawStream, _cuda_getDevice
 
 
+def current_device() -> int:
+    """torch's current CUDA device (its raw getter: the device is initialized, as a
+    tensor on it shows)."""
+    return _torch_cuda()[1]()
+
+
 @functools.lru_cache(maxsize=None)
 def _triton_runtime():
     from triton import knobs

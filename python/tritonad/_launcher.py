@@ -727,8 +727,7 @@ class _Plan:
         plan.input_refs, plan.output_refs = known.input_refs, known.output_refs
         plan.inputs = [tensors[i] for i in known.input_refs]
         plan.outputs = [tensors[i] for i in known.output_refs]
-        plan.spans = {storages[s]: span for s, span in known.spans.items()}
-        plan.stored = {storages[s] for s in known.stored}
+        plan.spans = plan.stored = None  # (by storage: made where a backward is decided)
         plan.tensors, plan.storages = tensors, storages
         plan.launch_args = launch_args
         plan.analysis = known
@@ -979,6 +978,10 @@ class _Plan:
         first, with their shadows' views."""
         import torch
 
+        if self.stored is None:
+            storages, known = self.storages, self.analysis
+            self.spans = {storages[s]: span for s, span in known.spans.items()}
+            self.stored = {storages[s] for s in known.stored}
         wanted = [ref for ref, need in zip(self.input_refs, needs) if need]
         if not wanted:
             return _BackwardStep({}, (), (), (None,) * len(self.input_refs), {})
@@ -1148,7 +1151,7 @@ class _Plan:
         # (a replayed step's launch plans fill its uninitialized buffers themselves)
         garbage = [view_of(used[0][3]) for s, used in step.uses.items()
                    if step.buffers[s][0] == "uninitialized"] if not step.replayed else []
-        with _uninitialized(garbage) if garbage else contextlib.nullcontext():
+        with _uninitialized(garbage) if garbage else _NOTHING:
             for entry in step.launches:
                 i, shadows, renamed, launch_plan, device, _ = entry
                 launch = self.launches[i]
@@ -1236,6 +1239,9 @@ class _BackwardStep:
     def __init__(self, buffers, upstream, launches, results, uses, replayed=False):
         self.buffers, self.upstream, self.launches = buffers, upstream, launches
         self.results, self.uses, self.replayed = results, uses, replayed
+
+
+_NOTHING = contextlib.nullcontext()
 
 
 def _rounded(gradient, dtype):

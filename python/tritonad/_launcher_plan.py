@@ -46,7 +46,6 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from tritonad import _launch_plan
-from tritonad._memory import storage_id
 
 PLAN_LIMIT = 64  # per launcher
 # A key whose calls left their plan this many times is not planned again (a
@@ -89,13 +88,6 @@ def tensor_leaves(result) -> list:
     return [t for t in tree_leaves(result) if isinstance(t, torch.Tensor)]
 
 
-def _alignment(t) -> int:
-    try:
-        return t.data_ptr() & 15
-    except RuntimeError:  # (fake tensors)
-        return -1
-
-
 class Walker:
     """The tensors of a call in order of first use, each once (a view's base
     where it requires grad, before the view), with the storages they address and
@@ -124,13 +116,17 @@ class Walker:
         b = self.visit(base) if base is not None and base.requires_grad else -1
         i = self.index[id(t)] = len(self.tensors)
         self.tensors.append(t)
-        sid = storage_id(t)
+        sid = t.untyped_storage()._cdata  # (_memory.storage_id, inlined: once per tensor)
         s = self.storage_index.get(sid)
         if s is None:
             s = self.storage_index[sid] = len(self.storages)
             self.storages.append(sid)
+        try:
+            alignment = t.data_ptr() & 15
+        except RuntimeError:  # (fake tensors)
+            alignment = -1
         described = (s, t.storage_offset(), t.shape, t.stride(), t.dtype, t.device,
-                     t.requires_grad, b, _alignment(t))
+                     t.requires_grad, b, alignment)
         expected = self.expected
         if expected is not None:
             if i >= len(expected) or expected[i] != described:
@@ -185,13 +181,17 @@ class LaunchRecord:
     kernel on the GPU) the compiled launch a replay makes instead of Triton's."""
 
     __slots__ = ("kernel", "fn", "name", "names", "name_set", "options", "part", "stored",
-                 "compiled")
+                 "compiled", "arguments")
 
-    def __init__(self, launch, names, part, stored, compiled):
+    def __init__(self, launch, names, arguments, stored, compiled):
         self.kernel, self.fn, self.name = launch.kernel, launch.fn, launch.name
         self.names, self.name_set = tuple(names), frozenset(names)
         self.options = dict(launch.options)
-        self.part, self.stored, self.compiled = part, tuple(stored), compiled
+        self.part = launch_part(launch.kernel, arguments)
+        # (a replay that matches `part` has these very arguments: tensors by walk index,
+        # values equal by type and value)
+        self.arguments = arguments
+        self.stored, self.compiled = tuple(stored), compiled
 
 
 class LauncherPlan:
@@ -271,8 +271,7 @@ def make_plan(launches, walk, analysis, roles_of) -> Optional[LauncherPlan]:
             compiled = _launch_plan.CompiledLaunch(kernel, launch.compiled, (1,))
             values = compiled.values(launch.bound)
             compiled.grid = grid_now(launch.grid, dict(zip(compiled.names, values)))
-        records.append(LaunchRecord(launch, param_names(launch.fn),
-                                    launch_part(kernel, arguments), stored, compiled))
+        records.append(LaunchRecord(launch, param_names(launch.fn), arguments, stored, compiled))
     for ref in walk.result_refs:
         t = walk.tensors[ref]
         if t.is_floating_point() and t.numel() and described[ref][0] not in known:
@@ -340,18 +339,20 @@ class Replay(RunsLaunches):
             raise Diverged
         self.check_versions()
         visit, tensor = self.walker.visit, torch.Tensor
-        arguments = {n: ("tensor", visit(v)) if isinstance(v, tensor) else ("value", v)
-                     for n, v in bound.items()}
-        if launch_part(kernel, arguments) != record.part:
+        # (launch_part's form, made in one pass)
+        part = tuple((n, "tensor", int, visit(v)) if isinstance(v, tensor) else
+                     (n, "value", type(v), v) for n, v in bound.items())
+        if part != record.part[1]:
             raise Diverged
         grid = kwargs.get("grid")
         compiled = record.compiled
         if compiled is not None:
             values = compiled.values(bound)
-            if grid_now(grid, dict(zip(compiled.names, values))) != compiled.grid:
+            if grid_now(grid, None if not callable(grid) else
+                        dict(zip(compiled.names, values))) != compiled.grid:
                 raise Diverged
         self.launches.append(self.make_launch(record, grid, index))
-        self.launch_args.append(arguments)
+        self.launch_args.append(record.arguments)
         for name in record.stored:
             stored = bound[name]
             self.versions.append((stored, stored._version))

@@ -243,13 +243,16 @@ def launch(run, grid, warmup, kwargs, shadows, use_partial: bool, tape=None, tun
         return kernel
 
 
+_CURRENT_DEVICE = contextlib.nullcontext()
+
+
 def _on_device(device):
     """Triton launches on the current device: a backward of tensors on another
     GPU is launched with theirs current."""
+    index = device.index
+    if index is None or index == _launch_plan.current_device():
+        return _CURRENT_DEVICE
     import torch
-
-    if device.index is None or device.index == torch.cuda.current_device():
-        return contextlib.nullcontext()
     return torch.cuda.device(device)
 
 

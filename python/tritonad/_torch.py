@@ -534,10 +534,10 @@ def first_order_only(torch, label, backward, ctx, *grads):
     `label`: their dependence is not derived, and taking them as constants
     would give a wrong second derivative without a word. (torch's
     once_differentiable looks at the upstream gradients only.)"""
+    if not torch.is_grad_enabled():  # (a plain backward: no graph of it is made)
+        return backward(ctx, *grads)
     with torch.no_grad():
         results = backward(ctx, *grads)
-    if not torch.is_grad_enabled():
-        return results
     dependencies = [t for t in list(ctx.saved_tensors) + list(grads)
                     if isinstance(t, torch.Tensor) and t.requires_grad]
     places = [i for i, r in enumerate(results) if isinstance(r, torch.Tensor)]
