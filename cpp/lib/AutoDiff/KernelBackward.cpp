@@ -11,6 +11,7 @@
 #include "tritonad/AutoDiff/ReverseModeInterface.h"
 
 #include "ReverseSweep.h"
+#include "StoresWriteOnce.h"
 #include "TensorBuilders.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -1126,6 +1127,15 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
   // stores, but each of their atomic adds counts: they are not duplicates.
   if (!atomicallyAdded.empty())
     std::fill(std::begin(usedAxes), std::end(usedAxes), true);
+  if (failed(checkStoresWriteOnce(
+          primal, usedAxes,
+          [&](tt::StoreOp store) {
+            return isShadowed(store.getPtr()) &&
+                   isDifferentiableType(store.getValue().getType());
+          },
+          [&](tt::StoreOp store) { return shadowNames.lookup(baseArgument(store.getPtr())); },
+          requirements)))
+    return failure();
   primal.walk([&](Operation *op) {
     if (auto load = dyn_cast<tt::LoadOp>(op))
       if (isShadowed(load.getPtr()))
