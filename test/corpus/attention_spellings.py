@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 import torch
 import triton
 import triton.language as tl
+
+import tritonad
 
 from corpus.online_softmax import causal_attention_fwd, two_stage_causal_attention_fwd
 
@@ -345,3 +347,43 @@ def outputs_of(spelling, results):
     """(out, lse or None) from what tritonad.autograd's launch returned."""
     results = results if isinstance(results, tuple) else (results,)
     return results[0], (results[1] if spelling.lse else None)
+
+
+def rel_err(got, want):
+    """max |got - want| / max |want| (in fp64)."""
+    want = want.double()
+    return (got.double() - want).abs().max().item() / max(want.abs().max().item(), 1e-30)
+
+
+class Gradients(NamedTuple):
+    op: object               # the tritonad.autograd operator
+    out: torch.Tensor
+    upstream: Tuple          # (dout, dlse or None)
+    first: Tuple             # dQ, dK, dV
+    again: Optional[Tuple]   # a second backward of the same graph (twice=True)
+    want: Tuple              # fp64 torch's dQ, dK, dV
+    want_out: torch.Tensor
+
+
+def autograd_gradients(spelling, t, tiles, mode="auto", twice=False, generator=None, **launch):
+    """tritonad.autograd(spelling's kernel, mode=mode)'s dQ, dK, dV on `t`
+    (`inputs`), for random upstream gradients of what the kernel stores, beside
+    fp64 torch's; a DifferentiationError or a launch's refusal propagates."""
+    op = tritonad.autograd(spelling.kernel, outputs=spelling.outputs, mode=mode)
+    grid, args, kwargs = spelling.launch(spelling.kernel, t, tiles)
+    out, lse = outputs_of(spelling, op[grid](*args, **kwargs, **launch))
+
+    def normal(like):
+        return torch.randn(like.shape, generator=generator, dtype=torch.float64).to(
+            like.dtype).to(like.device)
+    dout, dlse = normal(out), (None if lse is None else normal(lse))
+    results = [x for x in (out, lse) if x is not None]
+    upstream = [x for x in (dout, dlse) if x is not None]
+    leaves = [t[k] for k in ("q", "k", "v")]
+    first = torch.autograd.grad(results, leaves, upstream, retain_graph=twice)
+    again = torch.autograd.grad(results, leaves, upstream) if twice else None
+    wide = [x.detach().double().requires_grad_() for x in leaves]
+    want_out, want_lse = spelling.reference(*wide, t["sm_scale"])
+    want = torch.autograd.grad([x for x in (want_out, want_lse) if x is not None], wide,
+                               [x.double() for x in upstream])
+    return Gradients(op, out, (dout, dlse), first, again, want, want_out.detach())
