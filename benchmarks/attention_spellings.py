@@ -206,6 +206,7 @@ def run_row(spelling, dtype, L, D, heads, group, opts, failures):
                                    flash_leaves, dout)
 
     calls, steps, errors, notes = [(backend, flash)], [(backend, flash_step)], {}, {}
+    untimed = {}  # who: why (refused, or a gradient off)
     for who, mode in (("tritonad", "auto"), ("deterministic", "deterministic")):
         op = tritonad.autograd(spelling.kernel, outputs=spelling.outputs, mode=mode)
         leaves = [t[k].detach().clone().requires_grad_() for k in "qkv"]
@@ -220,8 +221,8 @@ def run_row(spelling, dtype, L, D, heads, group, opts, failures):
             out = forward()
             first = torch.autograd.grad(out, leaves, dout, retain_graph=True)
         except Exception as error:  # noqa: BLE001  (a refusal: reported, the others still run)
-            failures.append(f"{label} {who}: {type(error).__name__}: {error}"[:1500])
-            print(f"  {who}: {failures[-1]}", flush=True)
+            untimed[who] = f"{type(error).__name__}: {error}"[:1500]
+            print(f"  {who}: {untimed[who]}", flush=True)
             continue
         table = _regrid.describe(_regrid.last_table) if _regrid.last_table is not None else []
 
@@ -243,7 +244,7 @@ def run_row(spelling, dtype, L, D, heads, group, opts, failures):
               flush=True)
         if not errors[who] <= loops.ATTN_TOL or not all(bool(torch.isfinite(g).all())
                                                           for g in first):
-            failures.append(f"{label} {who}: max diff vs {backend} {errors[who]:.2e}: not timed")
+            untimed[who] = f"max diff vs {backend} {errors[who]:.2e}: not timed"
             continue
         if mode == "deterministic" and not same:
             failures.append(f"{label} deterministic: not bitwise reproducible")
@@ -265,6 +266,7 @@ def run_row(spelling, dtype, L, D, heads, group, opts, failures):
         steps.append(("compile", lambda: torch.autograd.grad(
             compiled(*compiled_leaves, scale), compiled_leaves, dout)))
 
+    failures += [f"{label} {who}: {why}" for who, why in untimed.items()]
     times, kernels = {}, {}
     for who, fn in calls:
         if opts.smoke:  # (the code path only)
@@ -290,7 +292,7 @@ def run_row(spelling, dtype, L, D, heads, group, opts, failures):
     flops = 2 * 2 * heads * L * L * D * 2.5 * (0.5 if spelling.causal else 1.0)
     return dict(label=label, spelling=spelling.name, dtype=dtype, L=L, D=D, heads=heads,
                 group=group, backend=backend, times=times, steps=step_wall, errors=errors,
-                notes=notes, kernels=kernels, flops=flops)
+                notes=notes, kernels=kernels, flops=flops, untimed=untimed)
 
 
 def _operand(spelling, name):

@@ -137,6 +137,55 @@ def test_gradients_in_the_interpreter(name, mode, dtype):
 
 
 # ---------------------------------------------------------------------------
+# benchmarks/attention_spellings.py on the CPU
+# ---------------------------------------------------------------------------
+
+def _benchmark(*argv, interpret=False):
+    import os
+    import subprocess
+    import sys
+
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "benchmarks", "attention_spellings.py")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    if interpret:
+        env["TRITON_INTERPRET"] = "1"
+    return subprocess.run([sys.executable, script, *argv], env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_describe_derives_every_spelling_at_the_gpu_tiles():
+    # The schedule of each spelling at the benchmark's tiles (128 x 64, sm_90),
+    # derived on the CPU: deterministic mode gives dK and dV programs of their
+    # own (two parts each where the diagonal is split off), the default atomics.
+    done = _benchmark("--describe")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "refused" not in done.stdout, done.stdout
+    sections = done.stdout.split("\n## ")[1:]
+    assert [section.split(":")[0] for section in sections] == ALL
+    for section in sections:
+        name = section.split(":")[0]
+        auto, deterministic = section.split("\ndeterministic:\n")
+        lines = {line.strip().split(": ")[0]: line for line in deterministic.splitlines()
+                 if line.startswith("    ")}
+        q, k, v = (spellings.BY_NAME[name].kernel.arg_names[i] for i in range(3))
+        two_loops = name in ("tutorial_two_loops", "fa2_helper_causal")
+        for operand in (k, v):
+            assert lines[operand].count("re-parallelized (programs of its own") == \
+                (2 if two_loops else 1), (name, lines[operand])
+        assert "atomic" in auto.split(f"    {k}: ")[1].split(" ")[0], (name, auto)
+
+
+def test_benchmark_runs_in_the_interpreter():
+    # --smoke: the GPU matrix's code path (launches, SDPA with enable_gqa,
+    # the math torch.compile gets, checks, report) on one spelling, nothing timed.
+    done = _benchmark("--smoke", "--spellings", "gqa", interpret=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (row,) = [line for line in done.stdout.splitlines() if line.startswith("| gqa ")]
+    assert row.endswith("| True | atomic / parts, no atomics |"), row
+
+
+# ---------------------------------------------------------------------------
 # GPU
 # ---------------------------------------------------------------------------
 
