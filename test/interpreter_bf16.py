@@ -1,8 +1,10 @@
 """bf16 in Triton 3.6's CPU interpreter (TRITON_INTERPRET=1), for interpreter
-scripts whose kernels take bf16 tensors: `install()` mends three gaps of
+scripts whose kernels take bf16 tensors: `install()` mends four gaps of
 plain Triton, not of tritonad (python/tritonad/_interpreter_mends.py has
-those). The interpreter holds bf16 as its raw uint16 bits and, in these
-three places, computes on the bits.
+those). The interpreter holds bf16 as its raw uint16 bits: in three places
+it computes on the bits, and it rounds fp32 to bf16 toward zero (a GPU
+rounds to nearest even; the bias adds up in sums of rounded terms, 4x the
+error of torch's own bf16 in attention's dQ and dK).
 """
 
 import ctypes
@@ -41,6 +43,17 @@ def install():
     def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
         return dot(self, _widened(a), _widened(b), d, input_precision, max_num_imprecise_acc)
     interpreter.InterpreterBuilder.create_dot = create_dot
+
+    # `x.to(tl.bfloat16)` of fp32: to nearest even, as on a GPU.
+    cast = interpreter.InterpreterBuilder.cast_impl
+
+    def cast_impl(self, src, dst_type):
+        if src.dtype.scalar == triton.language.float32 and \
+                dst_type.scalar == triton.language.bfloat16:
+            return interpreter.TensorHandle(_rounded(np.ascontiguousarray(src.data)),
+                                            triton.language.bfloat16)
+        return cast(self, src, dst_type)
+    interpreter.InterpreterBuilder.cast_impl = cast_impl
 
     # Nor in elementwise arithmetic (`a.to(tl.bfloat16) + b.to(tl.bfloat16)` adds
     # the bits): compute in fp32, rounded back to bf16 to nearest even.

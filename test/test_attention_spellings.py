@@ -13,6 +13,9 @@ SDPA's error against fp64; deterministic mode bitwise reproducible.
 benchmarks/attention_spellings.py times them.
 """
 
+import re
+from typing import NamedTuple
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -26,16 +29,28 @@ from interpreter_util import run_interpreted  # noqa: E402
 ALL = [s.name for s in spellings.SPELLINGS]
 MODES = ("auto", "deterministic")
 
-# (spelling, mode): the refusal it gets today (a regex of the error's text).
+class Refusal(NamedTuple):
+    pattern: str      # a regex of the error's text
+    at_launch: bool   # refused by the launch (at odd lengths), not by the derivation
+
+
+# (spelling, mode): the refusal it gets today.
 REFUSED = {
     # The folded grid's programs (pid // query blocks, pid % query blocks)
     # write disjoint tiles of dQ, but where the length is not a multiple of
     # BLOCK_M the launch's check does not prove it (the last query block's
     # masked rows reach the next head's addresses); at multiples it passes.
-    ("folded_grid_causal", "deterministic"):
+    ("folded_grid_causal", "deterministic"): Refusal(
         r"mode='deterministic' writes the gradient 'dQ' without atomics.*programs write the "
-        r"same addresses",
+        r"same addresses", at_launch=True),
 }
+# FlashAttention-2's running logsumexp (m = max(rowmax, lse)) is not seen as
+# a stabilizer: the loop is reversed from a tape (non-causal) or by replaying
+# iterations (causal), and dK, dV get no parts.
+for _name in ("fa2_running_lse", "fa2_running_lse_causal"):
+    REFUSED[(_name, "deterministic")] = Refusal(
+        r"attention_spellings.py:\d+:\d+: error: deterministic mode: cannot prove that each "
+        r"address of '[KV]' is touched by one program only", at_launch=False)
 
 # Interpreter sizes: odd lengths (a partial last block), 16 x 16 tiles.
 LENGTH, HEAD_DIM = 37, 16
@@ -82,9 +97,9 @@ print(json.dumps(results))
 """
 
 # Relative to the largest gradient: fp32, the interpreter's products are
-# exact fp32 (measured 1-6e-7); bf16, a few roundings of the result
-# (measured 0.3-2e-2, as torch's own bf16 error) or twice torch's in bf16.
-_FLOOR = {"fp32": 1e-5, "bf16": 2.5e-2}
+# exact fp32 (measured 1-6e-7); bf16, a few roundings of the result, as
+# torch's own error in bf16 (measured 3-8e-3), or twice torch's.
+_FLOOR = {"fp32": 1e-5, "bf16": 1.5e-2}
 _results = {}
 
 
@@ -110,8 +125,7 @@ def _check_refusal(name, mode, result):
         return False
     assert "refused" in result, (f"{name} {mode} is no longer refused: remove it from REFUSED "
                                  f"and check its gradients")
-    import re
-    assert re.search(expected, result["refused"], re.S), result["refused"]
+    assert re.search(expected.pattern, result["refused"], re.S), result["refused"]
     return True
 
 
@@ -134,6 +148,19 @@ def test_gradients_in_the_interpreter(name, mode, dtype):
         assert result["same"], f"{name}: a second backward differs"
         for operand in ("K", "V"):
             assert result["strategies"][operand] == "re-parallelized", result["strategies"]
+
+
+@pytest.mark.xfail(strict=True, reason="FlashAttention-2's running logsumexp (the max "
+                   "taken with it) is not recognized as a stabilizer: its key loop is "
+                   "reversed from a tape or by an n(n-1)/2 replay")
+@pytest.mark.parametrize("name", ["fa2_running_lse", "fa2_running_lse_causal"])
+def test_running_logsumexp_loop_is_reversed_through_its_stabilizer(name):
+    spelling = spellings.BY_NAME[name]
+    t = spellings.inputs(spelling, 1, 4, 1000, 64, torch.float16, "cpu", requires_grad=False)
+    _, args, kwargs = spelling.launch(spelling.kernel, t, spellings.GPU_TILES[64])
+    schedule = str(tritonad.grad(spelling.kernel).schedule(*args, **kwargs))
+    loops = [line for line in schedule.splitlines() if line.startswith("loop ")]
+    assert loops and all("only stabilizes exponentials" in line for line in loops), schedule
 
 
 # ---------------------------------------------------------------------------
@@ -160,12 +187,17 @@ def test_describe_derives_every_spelling_at_the_gpu_tiles():
     # own (two parts each where the diagonal is split off), the default atomics.
     done = _benchmark("--describe")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "refused" not in done.stdout, done.stdout
     sections = done.stdout.split("\n## ")[1:]
     assert [section.split(":")[0] for section in sections] == ALL
     for section in sections:
         name = section.split(":")[0]
         auto, deterministic = section.split("\ndeterministic:\n")
+        assert "refused" not in auto, auto
+        refusal = REFUSED.get((name, "deterministic"))
+        if refusal and not refusal.at_launch:
+            assert re.search(refusal.pattern, deterministic), deterministic
+            continue
+        assert "refused" not in deterministic, deterministic
         lines = {line.strip().split(": ")[0]: line for line in deterministic.splitlines()
                  if line.startswith("    ")}
         q, k, v = (spellings.BY_NAME[name].kernel.arg_names[i] for i in range(3))
@@ -219,9 +251,9 @@ def test_gradients_on_the_gpu(name, length, head_dim, dtype, mode):
     t = spellings.inputs(spelling, 2, 8, length, head_dim, torch_dtype, "cuda", group=4,
                          generator=gen)
     tiles = spellings.GPU_TILES[head_dim]
-    refused = REFUSED.get((name, mode)) if length % tiles["BLOCK_M"] else None
-    if refused:
-        with pytest.raises(Exception, match=refused):
+    refusal = REFUSED.get((name, mode))
+    if refusal and (not refusal.at_launch or length % tiles["BLOCK_M"]):
+        with pytest.raises(Exception, match=refusal.pattern):
             spellings.autograd_gradients(spelling, t, tiles, mode, generator=gen)
         return
     got = spellings.autograd_gradients(spelling, t, tiles, mode, twice=True, generator=gen,

@@ -103,6 +103,66 @@ def fa2_attention_fwd(Q, K, V, O, LSE, sm_scale, stride_qb, stride_qh, stride_qm
 
 
 # ---------------------------------------------------------------------------
+# FlashAttention-2's own Triton forward's update: the running logsumexp
+# carried instead of the running sum (the max taken with it), the output
+# rescaled by exp(m - lse) at the end; causal in one loop ending at the
+# diagonal.
+# ---------------------------------------------------------------------------
+
+
+@triton.jit
+def fa2_running_lse_fwd(Q, K, V, O, LSE, sm_scale, stride_qb, stride_qh, stride_qm, stride_kb,
+                        stride_kh, stride_kn, stride_vb, stride_vh, stride_vn, stride_ob,
+                        stride_oh, stride_om, n_heads, seq_len, HEAD_DIM: tl.constexpr,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    start_m = tl.program_id(0)
+    off_hb = tl.program_id(1)
+    off_b = off_hb // n_heads
+    off_h = off_hb % n_heads
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q_ptrs = Q + off_b * stride_qb + off_h * stride_qh + offs_m[:, None] * stride_qm \
+        + offs_d[None, :]
+    k_ptrs = K + off_b * stride_kb + off_h * stride_kh + offs_n[:, None] * stride_kn \
+        + offs_d[None, :]
+    v_ptrs = V + off_b * stride_vb + off_h * stride_vh + offs_n[:, None] * stride_vn \
+        + offs_d[None, :]
+    lse_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    acc_o = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    q = tl.load(q_ptrs, mask=offs_m[:, None] < seq_len, other=0.0)
+    end_n = seq_len if not CAUSAL else tl.minimum((start_m + 1) * BLOCK_M, seq_len)
+    for start_n in range(0, end_n, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        k = tl.load(k_ptrs + start_n * stride_kn, mask=(start_n + offs_n)[:, None] < seq_len,
+                    other=0.0)
+        qk = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        qk += tl.dot(q, tl.trans(k))
+        qk += tl.where((start_n + offs_n)[None, :] < seq_len, 0, float("-inf"))
+        if CAUSAL:
+            qk += tl.where(offs_m[:, None] >= (start_n + offs_n)[None, :], 0, float("-inf"))
+        m_ij = tl.maximum(tl.max(qk, 1) * sm_scale, lse_i)
+        p = tl.exp(qk * sm_scale - m_ij[:, None])
+        l_ij = tl.sum(p, 1)
+        acc_o_scale = tl.exp(m_i - m_ij)
+        acc_o = acc_o * acc_o_scale[:, None]
+        v = tl.load(v_ptrs + start_n * stride_vn, mask=(start_n + offs_n)[:, None] < seq_len,
+                    other=0.0)
+        p = p.to(v.dtype)
+        acc_o += tl.dot(p, v)
+        m_i = m_ij
+        l_i_new = tl.exp(lse_i - m_ij) + l_ij
+        lse_i = m_ij + tl.log(l_i_new)
+    o_scale = tl.exp(m_i - lse_i)
+    acc_o = acc_o * o_scale[:, None]
+    tl.store(LSE + off_hb * seq_len + offs_m, lse_i, mask=offs_m < seq_len)
+    out_ptrs = O + off_b * stride_ob + off_h * stride_oh + offs_m[:, None] * stride_om \
+        + offs_d[None, :]
+    tl.store(out_ptrs, acc_o.to(O.dtype.element_ty), mask=offs_m[:, None] < seq_len)
+
+
+# ---------------------------------------------------------------------------
 # Grouped-query attention: query head h reads K/V head h // group; base-2
 # exponentials, K loaded as its transpose, one loop (causal: up to the
 # diagonal, masked in every block).
@@ -269,6 +329,15 @@ def _launch_fa2(causal, store_lse):
     return launch
 
 
+def _launch_running_lse(causal):
+    def launch(kernel, t, tiles):
+        q, k, v, o = t["q"], t["k"], t["v"], t["o"]
+        args = (q, k, v, o, t["lse"], t["sm_scale"], *q.stride()[:3], *k.stride()[:3],
+                *v.stride()[:3], *o.stride()[:3], q.shape[1], q.shape[2])
+        return _grid(t, tiles), args, dict(tiles, HEAD_DIM=q.shape[3], CAUSAL=causal)
+    return launch
+
+
 def _launch_gqa(causal, store_lse):
     def launch(kernel, t, tiles):
         q, k, v = t["q"], t["k"], t["v"]
@@ -305,6 +374,12 @@ SPELLINGS = [
     Spelling("fa2_helper_causal", "fa2_helper, causal: the helper called for the off-band "
              "blocks, then the diagonal block (masked)", fa2_attention_fwd, True, False, "ln",
              _WITH_LSE, _launch_fa2(True, True)),
+    Spelling("fa2_running_lse", "FlashAttention-2's Triton forward: the running logsumexp "
+             "carried (the max taken with it), the output rescaled at the end",
+             fa2_running_lse_fwd, False, False, "ln", _WITH_LSE, _launch_running_lse(False)),
+    Spelling("fa2_running_lse_causal", "fa2_running_lse, causal in one loop ending at the "
+             "diagonal, masks added to the scores", fa2_running_lse_fwd, True, False, "ln",
+             _WITH_LSE, _launch_running_lse(True)),
     Spelling("gqa", "grouped-query: kv_head = head // group, K loaded transposed, exp2, "
              "logsumexp saved", gqa_attention_fwd, False, True, "log2", _WITH_LSE,
              _launch_gqa(False, True)),
