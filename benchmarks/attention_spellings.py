@@ -434,6 +434,10 @@ def measure(opts):
     import torch._functorch.config
 
     torch._functorch.config.donated_buffer = False  # (a compiled backward timed repeatedly)
+    import torch._dynamo.config as dynamo_config
+    for limit in ("cache_size_limit", "recompile_limit"):  # (a shape per row: compiled, not eager)
+        if hasattr(dynamo_config, limit):
+            setattr(dynamo_config, limit, max(getattr(dynamo_config, limit), 256))
     results, failures = [], []
     for name, dtype, L, D, heads, group in chosen_rows(opts):
         row_start = time.perf_counter()
