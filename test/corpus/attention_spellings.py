@@ -270,6 +270,61 @@ def folded_grid_attention_fwd(Q, K, V, O, LSE, sm_scale, stride_bh, stride_m, se
 
 
 # ---------------------------------------------------------------------------
+# Block pointers, as Triton's tutorial writes its forward: K read through a
+# transposed block pointer, tl.advance per iteration, boundary checks with
+# zero padding; the scores shifted by the max in place; (batch * heads, L, D).
+# ---------------------------------------------------------------------------
+
+
+@triton.jit
+def block_ptr_attention_fwd(Q, K, V, O, LSE, sm_scale, seq_len, stride_bh, stride_m,
+                            HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                            BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    start_m = tl.program_id(0)
+    off_bh = tl.program_id(1)
+    base = off_bh.to(tl.int64) * stride_bh
+    q_block = tl.make_block_ptr(Q + base, shape=(seq_len, HEAD_DIM), strides=(stride_m, 1),
+                                offsets=(start_m * BLOCK_M, 0), block_shape=(BLOCK_M, HEAD_DIM),
+                                order=(1, 0))
+    kt_block = tl.make_block_ptr(K + base, shape=(HEAD_DIM, seq_len), strides=(1, stride_m),
+                                 offsets=(0, 0), block_shape=(HEAD_DIM, BLOCK_N), order=(0, 1))
+    v_block = tl.make_block_ptr(V + base, shape=(seq_len, HEAD_DIM), strides=(stride_m, 1),
+                                offsets=(0, 0), block_shape=(BLOCK_N, HEAD_DIM), order=(1, 0))
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    qk_scale = sm_scale * 1.44269504
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    q = tl.load(q_block, boundary_check=(0,), padding_option="zero")
+    hi = (start_m + 1) * BLOCK_M if CAUSAL else seq_len
+    for start_n in range(0, hi, BLOCK_N):
+        kt = tl.load(kt_block, boundary_check=(1,), padding_option="zero")
+        qk = tl.dot(q, kt)
+        keep = (start_n + offs_n)[None, :] < seq_len
+        if CAUSAL:
+            keep = keep & (offs_m[:, None] >= (start_n + offs_n)[None, :])
+        qk = tl.where(keep, qk * qk_scale, float("-inf"))
+        m_ij = tl.maximum(m_i, tl.max(qk, 1))
+        qk = qk - m_ij[:, None]
+        p = tl.math.exp2(qk)
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_block, boundary_check=(0,), padding_option="zero")
+        acc = acc * alpha[:, None]
+        acc = tl.dot(p.to(v.dtype), v, acc)
+        m_i = m_ij
+        kt_block = tl.advance(kt_block, (0, BLOCK_N))
+        v_block = tl.advance(v_block, (BLOCK_N, 0))
+    m_i += tl.math.log2(l_i)
+    tl.store(LSE + off_bh * seq_len + offs_m, m_i, mask=offs_m < seq_len)
+    o_block = tl.make_block_ptr(O + base, shape=(seq_len, HEAD_DIM), strides=(stride_m, 1),
+                                offsets=(start_m * BLOCK_M, 0), block_shape=(BLOCK_M, HEAD_DIM),
+                                order=(1, 0))
+    tl.store(o_block, (acc / l_i[:, None]).to(O.dtype.element_ty), boundary_check=(0,))
+
+
+# ---------------------------------------------------------------------------
 # The spellings
 # ---------------------------------------------------------------------------
 
@@ -317,6 +372,13 @@ def _launch_bh_layout(kernel, t, tiles):
     args = (q, t["k"], t["v"], t["o"], t["lse"], t["sm_scale"], q.shape[2], q.stride(1),
             q.stride(2))
     return grid, args, dict(tiles, HEAD_DIM=q.shape[3])
+
+
+def _launch_block_ptr(causal):
+    def launch(kernel, t, tiles):
+        grid, args, kwargs = _launch_bh_layout(kernel, t, tiles)
+        return grid, args, dict(kwargs, CAUSAL=causal)
+    return launch
 
 
 def _launch_fa2(causal, store_lse):
@@ -385,6 +447,9 @@ SPELLINGS = [
              _launch_gqa(False, True)),
     Spelling("gqa_causal_no_lse", "gqa, causal in one loop, no logsumexp saved",
              gqa_attention_fwd, True, True, None, _WITHOUT_LSE, _launch_gqa(True, False)),
+    Spelling("block_ptr_causal", "the tutorial's way: block pointers (K transposed), "
+             "tl.advance, boundary checks, exp2, l starting at 1; causal in one loop",
+             block_ptr_attention_fwd, True, False, "log2", _WITH_LSE, _launch_block_ptr(True)),
     Spelling("folded_grid_causal", "causal, batch*heads folded into grid axis 0 "
              "(pid // query blocks), pointers advanced per iteration, tl.exp",
              folded_grid_attention_fwd, True, False, "ln", _WITH_LSE, _launch_folded),
