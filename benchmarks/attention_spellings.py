@@ -77,13 +77,16 @@ def smoke_rows():
 # --describe (CPU)
 # ---------------------------------------------------------------------------
 
-def describe(names) -> int:
-    """Prints each spelling's schedule, default and deterministic, derived on the
-    CPU for sm_90 as a GPU launch of tritonad.grad(kernel) derives it (the
-    launch path's hidden arguments present), at DESCRIBE_ROW with the GPU tiles."""
+def describe(opts) -> int:
+    """Prints each spelling's schedule (opts.spellings: the chosen ones), default
+    and deterministic, derived on the CPU for sm_90 as a GPU launch of
+    tritonad.grad(kernel) derives it (the launch path's hidden arguments
+    present), at DESCRIBE_ROW with the GPU tiles."""
     import torch
 
     import tritonad
+
+    names = opts.spellings.split(",") if opts.spellings else None
 
     dtype, L, D, heads, group = DESCRIBE_ROW
     tiles = spellings.GPU_TILES[D]
@@ -267,27 +270,16 @@ def run_row(spelling, dtype, L, D, heads, group, opts, failures):
             compiled(*compiled_leaves, scale), compiled_leaves, dout)))
 
     failures += [f"{label} {who}: {why}" for who, why in untimed.items()]
-    times, kernels = {}, {}
-    for who, fn in calls:
-        if opts.smoke:  # (the code path only)
+    if opts.smoke:  # (the code path only)
+        for _, fn in calls + steps:
             fn()
-            times[who], kernels[who] = (float("nan"), float("nan")), {}
-            continue
-        gpu, kernels[who] = loops.gpu_time_us(fn)
-        times[who] = (gpu, loops.wall_us(fn))
-    step_wall = {}
-    for who, fn in steps:
-        if opts.smoke:
-            fn()
-            step_wall[who] = float("nan")
-        else:
-            step_wall[who] = loops.wall_us(fn)
-    print("  GPU us: " + ", ".join(f"{k} {v[0]:.1f}" for k, v in times.items())
-          + "; step wall us: " + ", ".join(f"{k} {v:.1f}" for k, v in step_wall.items()),
-          flush=True)
-    for who in ("tritonad", "deterministic"):
-        if kernels.get(who):
-            print(f"    {who}: {loops.top(kernels[who])}")
+        times = {who: (float("nan"),) * 2 for who, _ in calls}
+        kernels, step_wall = {}, {who: float("nan") for who, _ in steps}
+    else:
+        times, kernels = loops.time_calls(calls)
+        step_wall = {who: loops.wall_us(fn) for who, fn in steps}
+        print("  step wall us: " + ", ".join(f"{k} {v:.1f}" for k, v in step_wall.items()),
+              flush=True)
     # dQ, dK, dV and the score products: 2.5x the forward's 2 products (causal: half)
     flops = 2 * 2 * heads * L * L * D * 2.5 * (0.5 if spelling.causal else 1.0)
     return dict(label=label, spelling=spelling.name, dtype=dtype, L=L, D=D, heads=heads,
@@ -455,14 +447,8 @@ def measure(opts):
 
 
 def main():
-    opts = build_parser().parse_args()
-    if opts.describe:
-        return describe(opts.spellings.split(",") if opts.spellings else None)
-    start = time.perf_counter()
-    results, failures = measure(opts)
     import user_level
-    return user_level.finish(report(results, failures, opts, time.perf_counter() - start),
-                             opts.out, failures, start)
+    return user_level.run_spellings(build_parser(), describe, measure, report)
 
 
 if __name__ == "__main__":
