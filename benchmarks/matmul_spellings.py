@@ -450,14 +450,8 @@ def measure(opts):
 
 
 def main():
-    opts = build_parser().parse_args()
-    if opts.describe:
-        return describe()
-    start = time.perf_counter()
-    results, failures = measure(opts)
     import user_level
-    return user_level.finish(report(results, failures, opts, time.perf_counter() - start),
-                             opts.out, failures, start)
+    return user_level.run_spellings(build_parser(), lambda opts: describe(), measure, report)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ Sections (each reuses its benchmark module's checks and timing; --sections picks
                  included) at sizes where launches dominate
   matmul         matmul_spellings.py: the matmul backward on the ways people write it
   attention      loops.py: causal flash attention (online softmax over key tiles)
+  attention_spellings  attention_spellings.py: the attention backward on the ways people
+                 write attention (helpers, causal splits, grouped-query heads, grids)
   cross_entropy  loops.py: cross-entropy with an online logsumexp over the vocabulary
 
 Every section compares tritonad with a hand-written Triton backward, torch eager and
@@ -278,6 +280,13 @@ INFO = {  # key: (title, what is measured)
         "(`F.scaled_dot_product_attention`, 4-D) and torch.compile of the math written out. "
         "No hand-written Triton backward here: benchmarks/tutorial_attention.py compares "
         "with the Triton tutorial's, given a copy of it."),
+    "attention_spellings": ("Attention backward, as people write attention",
+        "attention_spellings.py: `tritonad.autograd` of attention forwards written the ways "
+        "people write them (the key loop in a helper or inline, causal in one loop or with "
+        "the diagonal split off, grouped-query heads, the batch x heads grid on axis 1 or "
+        "folded into axis 0, the logsumexp saved or not), default and `mode=\"deterministic\"`, "
+        "against torch's flash backward (SDPA, 4-D, enable_gqa where grouped) and "
+        "torch.compile of the math written out. Tiles 128x64, 2 stages."),
     "cross_entropy": ("Cross-entropy (online logsumexp)",
         "loops.py: cross-entropy over 32000 logits per row, fp32, one program per row with "
         "an online logsumexp over vocabulary blocks: `tritonad.autograd` and `tritonad.grad` "
@@ -399,6 +408,26 @@ def attention_section(quick: bool) -> Section:
     return section
 
 
+def attention_spellings_section(quick: bool) -> Section:
+    import attention_spellings
+    opts = attention_spellings.build_parser().parse_args(["--quick"] if quick else [])
+    results, failures = attention_spellings.measure(opts)
+    section = new_section(
+        "attention_spellings", methods=("tritonad", "deterministic", "flash", "sdpa", "compile"),
+        subjects=("tritonad", "deterministic"), baselines=("flash", "compile"),
+        failures=failures)
+    for r in results:
+        notes = r["notes"]
+        section.rows.append(Row(
+            r["label"], {k: v[0] for k, v in r["times"].items()},
+            {k: v[1] for k, v in r["times"].items()}, errors=dict(r["untimed"]),
+            note="max diff vs SDPA " + ", ".join(f"{k} {v:.1e}" for k, v in r["errors"].items())
+                 + f"; deterministic bitwise: {notes.get('deterministic', {}).get('same', '-')}"))
+    shown = [f"{r['label']} {who}" for r in results for who in r["untimed"]]
+    section.rows += failure_rows(failures, [r.workload for r in section.rows] + shown)
+    return section
+
+
 def cross_entropy_section(quick: bool) -> Section:
     import loops
     _, row, failures = loops.measure(loops_options("ce", quick))
@@ -419,7 +448,7 @@ def cross_entropy_section(quick: bool) -> Section:
 SECTIONS: Dict[str, Callable[[bool], Section]] = {
     "kernels": kernels_section, "user": user_section, "host": host_section,
     "matmul": matmul_section, "attention": attention_section,
-    "cross_entropy": cross_entropy_section,
+    "attention_spellings": attention_spellings_section, "cross_entropy": cross_entropy_section,
 }
 def pending(key: str) -> Section:
     return new_section(key, methods=(), subjects=(), baselines=())

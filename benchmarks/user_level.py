@@ -351,6 +351,20 @@ def finish(text, out_path, failures, start) -> int:
     return 0
 
 
+def run_spellings(parser, describe, measure, report) -> int:
+    """The command line of a benchmark of spellings (matmul_spellings.py,
+    attention_spellings.py): --describe (CPU) prints `describe(opts)`; otherwise
+    every row `measure(opts)` checks and times, reported by `report(results,
+    failures, opts, seconds)`; the exit code as finish's."""
+    opts = parser.parse_args()
+    if opts.describe:
+        return describe(opts)
+    start = time.perf_counter()
+    results, failures = measure(opts)
+    return finish(report(results, failures, opts, time.perf_counter() - start), opts.out,
+                  failures, start)
+
+
 def autograd_call(outputs, inputs, dy):
     def call():
         torch.autograd.grad(outputs, inputs, dy, retain_graph=True)

@@ -78,44 +78,11 @@ def test_the_forward_programs_keep_no_product():
 
 _INTERPRETED = r"""
 import json, sys
-import numpy as np
 import torch, triton, tritonad
-from triton.runtime import interpreter
 from corpus import matmul_spellings as spellings
 
-# Triton 3.6's interpreter multiplies bf16 tiles as their raw uint16 bits in
-# tl.dot (plain Triton, without tritonad): widen them to fp32 first (exact).
-_dot = interpreter.InterpreterBuilder.create_dot
-def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
-    def wide(x):
-        if x.dtype == triton.language.bfloat16:
-            bits = x.data.astype(np.uint32) << 16
-            return interpreter.TensorHandle(bits.view(np.float32), triton.language.float32)
-        return x
-    return _dot(self, wide(a), wide(b), d, input_precision, max_num_imprecise_acc)
-interpreter.InterpreterBuilder.create_dot = create_dot
-
-# Nor does it add bf16 atomically ("Unsupported data type", even where the
-# mask is false): add each masked element in fp32, rounded to nearest even.
-import ctypes
-_rmw = interpreter.InterpreterBuilder.create_atomic_rmw
-def create_atomic_rmw(self, op, ptr, val, mask, sem, scope):
-    if val.dtype != triton.language.bfloat16:
-        return _rmw(self, op, ptr, val, mask, sem, scope)
-    assert op == interpreter._ir.ATOMIC_OP.FADD, op
-    addresses = np.ascontiguousarray(ptr.data).reshape(-1)
-    values = np.ascontiguousarray(val.data).reshape(-1)
-    enabled = np.ascontiguousarray(mask.data).reshape(-1)
-    old = np.zeros_like(values)
-    for i in np.flatnonzero(enabled):
-        cell = ctypes.c_uint16.from_address(int(addresses[i]))
-        old[i] = cell.value
-        total = (np.array([cell.value], np.uint32) << 16).view(np.float32) + \
-            (np.array([values[i]], np.uint32) << 16).view(np.float32)
-        bits = int(total.view(np.uint32)[0])
-        cell.value = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    return interpreter.TensorHandle(old.reshape(val.data.shape), val.dtype.scalar)
-interpreter.InterpreterBuilder.create_atomic_rmw = create_atomic_rmw
+import interpreter_bf16
+interpreter_bf16.install()
 
 dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[sys.argv[1]]
 names = sys.argv[2].split(",")

@@ -151,6 +151,15 @@ def test_sections_make_rows_from_the_benchmarks(monkeypatch):
     attention = results.attention_section(quick=True)
     assert attention.rows[0].gpu_us == {"tritonad.grad": 3.0, "tritonad.autograd": 2.0,
                                         "flash": 1.0}
+    label = "gqa fp16 L=4096 D=64 heads=16 group=4"
+    fake(monkeypatch, "attention_spellings", ([dict(
+        label=label, times={"tritonad": (3.0, 4.0), "flash": (2.0, 3.0)},
+        errors={"tritonad": 1e-3}, notes={}, untimed={"deterministic": "RuntimeError: no"})],
+        [f"{label} deterministic: RuntimeError: no", "fa2_helper fp16 L=4096 D=64: KeyError"]))
+    rows = results.attention_spellings_section(quick=True).rows
+    assert [r.workload for r in rows] == [label, "fa2_helper fp16 L=4096 D=64"]
+    assert rows[0].gpu_us == {"tritonad": 3.0, "flash": 2.0}
+    assert rows[0].errors == {"deterministic": "RuntimeError: no"}
     fake(monkeypatch, "loops", ([], None, ["cross-entropy: RuntimeError: out of memory"]))
     (ce,) = results.cross_entropy_section(quick=True).rows
     assert ce.errors == {"": "RuntimeError: out of memory"}
@@ -170,7 +179,8 @@ def test_command_line(tmp_path):
     done = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "--quick" in done.stdout and ", ".join(results.SECTIONS) in done.stdout
+    words = " ".join(done.stdout.split())  # (argparse wraps the epilog's lines)
+    assert "--quick" in words and ", ".join(results.SECTIONS) in words
     done = subprocess.run([sys.executable, script, "--sections", "user,nope"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "unknown sections ['nope']" in done.stderr
