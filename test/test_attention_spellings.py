@@ -36,15 +36,7 @@ class Refusal(NamedTuple):
 
 
 # (spelling, mode): the refusal it gets today.
-REFUSED = {
-    # The folded grid's programs (pid // query blocks, pid % query blocks)
-    # write disjoint tiles of dQ, but where the length is not a multiple of
-    # BLOCK_M the launch's check does not prove it (the last query block's
-    # masked rows reach the next head's addresses); at multiples it passes.
-    ("folded_grid_causal", "deterministic"): Refusal(
-        r"mode='deterministic' writes the gradient 'dQ' without atomics.*programs write the "
-        r"same addresses", at_launch=True),
-}
+REFUSED = {}
 # FlashAttention-2's running logsumexp (m = max(rowmax, lse)) is not seen as
 # a stabilizer: the loop is reversed from a tape (non-causal) or by replaying
 # iterations (causal), and dK, dV get no parts.

@@ -22,6 +22,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <map>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::dataflow;
@@ -881,6 +882,10 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
   std::map<int, UniformExpr> rowsOfDim; // dim d -> the merged digit's extent
   std::map<int, Affine> rowsTerms;      // dim d -> its lane's and program's terms
   bool mergedAxis[3] = {false, false, false};
+  // (the same with a program id's remainder digit, `(pid % d) * P + lane`: the
+  // rows of one head whose blocks a folded grid's programs split; its extent
+  // min(d * P, bound))
+  std::set<Variable> mergedRemainders;
   for (const MaskConjunct &range : conjuncts) {
     if (range.kind != MaskConjunct::Kind::Bound || range.lhs.hasUniform ||
         range.lhs.terms.size() != 2)
@@ -890,8 +895,10 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
       std::swap(first, second);
     auto [axis, perProgram] = *first;
     auto [lane, perLane] = *second;
-    if (axis < 0 || axis > 2 || mergedAxis[axis] || !isLane(lane) || !perProgram.isConstant() ||
-        !perLane.isConstant() || perLane.constant != 1)
+    bool remainder = isProgramDigit(axis) && isRemainderDigit(axis);
+    if ((!remainder && (axis < 0 || axis > 2 || mergedAxis[axis])) ||
+        (remainder && mergedRemainders.count(axis)) || !isLane(lane) ||
+        !perProgram.isConstant() || !perLane.isConstant() || perLane.constant != 1)
       continue;
     int dim = lane - kFirstLane;
     if (dim >= static_cast<int>(shape.size()) || shape[dim] != perProgram.constant ||
@@ -907,11 +914,16 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     UniformExpr programs;
     programs.op = Op::NumPrograms;
     programs.value = axis;
+    if (remainder) // (pid % d < d)
+      programs = scalarExpr(access.vars().divisors[(axis - kFirstProgramDigit) / 6]);
     rowsOfDim[dim] =
         binaryExpr(Op::Min, binaryExpr(Op::Mul, programs, constantExpr(perProgram.constant)),
                    scalarExpr(range.bound));
     rowsTerms[dim].terms = {*laneTerm, *programTerm};
-    mergedAxis[axis] = true;
+    if (remainder)
+      mergedRemainders.insert(axis);
+    else
+      mergedAxis[axis] = true;
   }
   for (auto [dim, size] : llvm::enumerate(shape)) {
     auto it = offsets->terms.find(kFirstLane + dim);
@@ -1036,7 +1048,8 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
       digitsUsed = true;
       UniformExpr divisorExpr = scalarExpr(divisor);
       positiveDivisors.push_back(binaryExpr(Op::GreaterEqual, divisorExpr, constantExpr(1)));
-      digits.push_back(programDigit(r, binaryExpr(Op::Min, divisorExpr, programs), axis));
+      if (!mergedRemainders.count(quotient + 1)) // (else in its rows' digit)
+        digits.push_back(programDigit(r, binaryExpr(Op::Min, divisorExpr, programs), axis));
       digits.push_back(programDigit(q, programs, axis));
     }
     if (!usedAxes[axis] || mergedAxis[axis])
