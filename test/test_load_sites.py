@@ -55,13 +55,8 @@ _OVERLAP_INTERPRETED = """
 import json, torch
 from corpus import load_sites
 from interpreter_races import RaceCheck
-from triton.runtime import interpreter
-atomic_lanes = [0]
-rmw = interpreter.InterpreterBuilder.create_atomic_rmw
-def counting(self, op, ptr, val, mask, *rest):
-    atomic_lanes[0] += int(mask.data.sum())
-    return rmw(self, op, ptr, val, mask, *rest)
-interpreter.InterpreterBuilder.create_atomic_rmw = counting
+from interpreter_util import counting_atomic_lanes
+atomic_lanes = counting_atomic_lanes()
 results = {}
 for case in load_sites.OVERLAP_CASES:
     for mode in ("auto", "deterministic"):
