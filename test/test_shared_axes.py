@@ -3,6 +3,8 @@ axes other than 0 (fuzz seeds 48, 69, 122, 133, 136, 141, 142: launches refused
 before, "programs write the same addresses"): each shared input takes a partial buffer
 with a slot per program along the axes that share it, written at disjoint addresses by
 the programs along the others, summed after the kernel in a fixed order; no atomics.
+A transposed view's tiles (stride 1 along the rows; fuzz seeds 122, 134, 136, refused
+before) are proved disjoint at launch with the rows as the inner dim.
 Kernels: corpus/shared_axes.py. Schedules and PTX derived on the CPU for sm_90;
 interpreter (fp32, bf16, race-checked) and GPU (fp32, bf16, bitwise reproducible over
 two runs) against fp64 torch.autograd. Lit: AutoDiff/kernel-partial-axes.mlir."""
@@ -19,10 +21,11 @@ from gpu_util import requires_gpu  # noqa: E402
 from interpreter_util import run_interpreted  # noqa: E402
 
 TOLERANCE = {"float32": 1e-5, "bfloat16": 3e-2}
-CASES = ["row_col", "batched"]
+CASES = ["row_col", "batched", "transposed"]
 # (the shared inputs and the axes of their slots)
 SLOT_AXES = {"row_col": {"R": [1], "W": [0]},
-             "batched": {"R": [1, 2], "W": [0, 2], "U": [0, 1]}}
+             "batched": {"R": [1, 2], "W": [0, 2], "U": [0, 1]},
+             "transposed": {"R": [1]}}
 
 
 @pytest.mark.parametrize("case", CASES)

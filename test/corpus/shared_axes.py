@@ -5,7 +5,8 @@ a partial buffer with a slot per program along the axes that share it; the progr
 along the other axes write disjoint addresses of one slot, so the workspace holds a
 copy of the shadow per program of the sharing axes only. The slots are summed after
 the kernel in a fixed order, in fp32, and rounded once: no atomics, bitwise
-reproducible.
+reproducible. And a transposed view (stride 1 along a tile's rows), whose tiles the
+launch proves disjoint with its rows as the inner dim.
 
 ``check(name, dtype, device, mode)`` launches one kernel through ``tritonad.autograd``
 on fresh random inputs of odd sizes and returns the largest error of each gradient
@@ -57,6 +58,24 @@ def batched_scales_3d(Y, X, R, W, U, stride_b, stride_m, M, N, BM: tl.constexpr,
 
 
 @triton.jit
+def transposed_scale_2d(Y, X, R, stride_xm, stride_xn, M, N, BM: tl.constexpr,
+                        BN: tl.constexpr):
+    """y = exp(x * r[m]) * 0.5 with x read through strides (stride_xm, stride_xn), here a
+    transposed view (stride 1 along m): its tiles are disjoint only with dim 0 taken as
+    the inner one, which the launch checks; r is shared along axis 1."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    x = tl.load(X + rm[:, None] * stride_xm + rn[None, :] * stride_xn, mask=mask,
+                other=0.0).to(tl.float32)
+    r = tl.load(R + rm, mask=rm < M, other=0.0).to(tl.float32)
+    y = tl.exp(x * r[:, None]) * 0.5
+    tl.store(Y + rm[:, None] * N + rn[None, :], y.to(Y.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def _tanh(z):
     e = tl.exp(-2.0 * tl.abs(z))
     t = (1.0 - e) / (1.0 + e)
@@ -93,7 +112,21 @@ def _batched(dtype, device, mode, batches=3, rows=37, cols=51, bm=16, bn=16):
             ("u", u.grad, u64.grad)]
 
 
-_RUNS = {"row_col": _row_col, "batched": _batched}
+def _transposed(dtype, device, mode, rows=39, cols=45, bm=16, bn=16):
+    x = torch.randn(cols, rows, device=device).to(dtype).t().requires_grad_()
+    r = (torch.rand(rows, device=device) - 0.5).to(dtype).requires_grad_()
+    f = tritonad.autograd(transposed_scale_2d, outputs=("Y",), mode=mode)
+    y = f[(triton.cdiv(rows, bm), triton.cdiv(cols, bn))](
+        torch.empty(rows, cols, device=device, dtype=dtype), x, r, x.stride(0), x.stride(1),
+        rows, cols, BM=bm, BN=bn)
+    upstream = torch.randn(rows, cols, device=device).to(dtype)
+    y.backward(upstream)
+    x64, r64 = (t.detach().double().requires_grad_() for t in (x, r))
+    (torch.exp(x64 * r64[:, None]) * 0.5).backward(upstream.double())
+    return [("x", x.grad, x64.grad), ("r", r.grad, r64.grad)]
+
+
+_RUNS = {"row_col": _row_col, "batched": _batched, "transposed": _transposed}
 CASES = list(_RUNS)
 
 
@@ -118,6 +151,11 @@ def schedule_of(name, mode, dtype="fp32"):
         args = dict(Y=pointer, X=pointer, R=pointer, W=pointer, stride="i32", M="i32",
                     N="i32")
         return bwd, args, dict(BM=16, BN=32)
+    if name == "transposed":
+        bwd = tritonad.grad(transposed_scale_2d, mode=mode)
+        args = dict(Y=pointer, X=pointer, R=pointer, stride_xm="i32", stride_xn="i32",
+                    M="i32", N="i32")
+        return bwd, args, dict(BM=16, BN=16)
     bwd = tritonad.grad(batched_scales_3d, mode=mode)
     args = dict(Y=pointer, X=pointer, R=pointer, W=pointer, U=pointer, stride_b="i32",
                 stride_m="i32", M="i32", N="i32")
