@@ -39,6 +39,22 @@ def run_interpreted(script: str, *argv: str, timeout: int = 300):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def counting_atomic_lanes():
+    """From now on, counts the lanes of every atomic read-modify-write that Triton's
+    interpreter executes, into the one-element list returned (the caller resets it): a
+    schedule that claims no atomics is checked by what ran."""
+    from triton.runtime import interpreter
+    count = [0]
+    rmw = interpreter.InterpreterBuilder.create_atomic_rmw
+
+    def counting(self, op, ptr, val, mask, *rest):
+        count[0] += int(mask.data.sum())
+        return rmw(self, op, ptr, val, mask, *rest)
+
+    interpreter.InterpreterBuilder.create_atomic_rmw = counting
+    return count
+
+
 def jit_from_source(source, name, env):
     """A @triton.jit function from source (registered with linecache: Triton
     and its interpreter read functions through inspect)."""

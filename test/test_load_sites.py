@@ -55,13 +55,8 @@ _OVERLAP_INTERPRETED = """
 import json, torch
 from corpus import load_sites
 from interpreter_races import RaceCheck
-from triton.runtime import interpreter
-atomic_lanes = [0]
-rmw = interpreter.InterpreterBuilder.create_atomic_rmw
-def counting(self, op, ptr, val, mask, *rest):
-    atomic_lanes[0] += int(mask.data.sum())
-    return rmw(self, op, ptr, val, mask, *rest)
-interpreter.InterpreterBuilder.create_atomic_rmw = counting
+from interpreter_util import counting_atomic_lanes
+atomic_lanes = counting_atomic_lanes()
 results = {}
 for case in load_sites.OVERLAP_CASES:
     for mode in ("auto", "deterministic"):
@@ -132,14 +127,16 @@ def test_load_sites_schedule_plain(case, mode):
 def test_grid2d_shared_gradients_partial_buffers():
     """mode="deterministic" on a 2-D grid: the weight, bias and scale that programs along
     axis 0 share take partial buffers (refused at launch before: 2-D grids had none), a
-    slot per program of the grid; no atomics in the PTX."""
+    slot per program along the axes that share each (the weight and bias: axis 0, the
+    programs along axis 1 writing disjoint columns of a slot; the scale: axes 0 and 1);
+    no atomics in the PTX."""
     from compile_util import compile_on_cpu, parse_schedule
     from corpus import load_sites
     bwd, types_, constexprs = load_sites.schedule_of("grid2d", "deterministic")
     compiled = compile_on_cpu(bwd, types_, constexprs)
     schedule = parse_schedule(bwd.schedule())
-    for name in ("W", "B", "S"):
-        assert schedule[name].startswith("partial buffer ("), schedule
+    for name, axes in (("W", "0"), ("B", "0"), ("S", "0, 1")):
+        assert schedule[name].startswith(f"partial buffer across axes {axes} ("), schedule
     assert schedule["X"].startswith("plain ("), schedule
     assert not re.findall(r"\b(?:atom|red)\.global", compiled.asm["ptx"])
     # (the default mode keeps its schedule for 2-D grids: plain when disjoint, else atomic)

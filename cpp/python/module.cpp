@@ -287,6 +287,7 @@ PYBIND11_MODULE(_C, m) {
         record[TRITONAD_FIELD(declared, "schedule")] = scheduleToPython(result.schedule);
         record[TRITONAD_FIELD(declared, "written")] = result.writtenShadows;
         record[TRITONAD_FIELD(declared, "partial")] = result.partialShadows;
+        record[TRITONAD_FIELD(declared, "partial_slots")] = result.partialSlotAxes;
         record[TRITONAD_FIELD(declared, "coverage")] = coverageToPython(result.coverage);
         record[TRITONAD_FIELD(declared, "tapes")] = tapes;
         record[TRITONAD_FIELD(declared, "regrid")] = regridToPython(result.regrid);

@@ -358,7 +358,8 @@ class InterpretedBackward(_StandsForPlaceholder):
         recorded = {key: {name: value for name, value in metadata.get(key, {}).items()
                           if _BWD_MARKER in name}
                     for key in (*map(_contract.metadata_key,
-                                     ("tapes", "regrid", "requirements", "partial")),
+                                     ("tapes", "regrid", "requirements", "partial",
+                                      "partial_slots")),
                                 _masks.METADATA, _order.METADATA)}
         return kernel, params, recorded
 

@@ -53,8 +53,8 @@ _MAIN_ONLY, _PARTS_ONLY = (_contract.declared(n) for n in ("tritonad_main_only",
                                                            "tritonad_parts_only"))
 PROGRAM_SELECTORS = {_MAIN_ONLY: "main", _PARTS_ONLY: "parts"}
 # (the compiled kernel's metadata keys of the backward record's fields)
-_PARTIAL_KEY, _REQUIREMENTS_KEY, _TAPES_KEY, _COVERAGE_KEY = map(
-    _contract.metadata_key, ("partial", "requirements", "tapes", "coverage"))
+_PARTIAL_KEY, _SLOT_AXES_KEY, _REQUIREMENTS_KEY, _TAPES_KEY, _COVERAGE_KEY = map(
+    _contract.metadata_key, ("partial", "partial_slots", "requirements", "tapes", "coverage"))
 _WORKSPACE, _SLOT, _PROGRAMS, _REGRID, _TAPE, _TAPE_EVERY = (_contract.declared(n) for n in (
     "tritonad_workspace", "tritonad_slot", "tritonad_programs", "tritonad_regrid", "tritonad_tape",
     "tritonad_tape_every"))
@@ -295,8 +295,17 @@ def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
     placeholder = torch.empty(16, dtype=dtype, device=device)
     kwargs.update({_WORKSPACE: placeholder, _SLOT: 16, _PROGRAMS: programs})
     kernel = _residuals.checked(run, grid, run(grid=grid, warmup=True, **kwargs), kwargs)
-    recorded = getattr(getattr(kernel, "metadata", None), _PARTIAL_KEY, None) or {}
+    metadata = getattr(kernel, "metadata", None)
+    recorded = getattr(metadata, _PARTIAL_KEY, None) or {}
     partial = [name for names in recorded.values() for name in names]
+    # (the axes each partial shadow's slots span: the workspace has a slot per
+    # program along the union of them, in each group)
+    slot_axes = [axes for lists in (getattr(metadata, _SLOT_AXES_KEY, None) or {}).values()
+                 for axes in lists]
+    if len(slot_axes) != len(partial):
+        raise RuntimeError(f"tritonad: the compiled backward records the slot axes of "
+                           f"{len(slot_axes)} partial buffers for {len(partial)} ({partial}): "
+                           f"clear Triton's cache (~/.triton/cache) and launch again")
     if warmup:
         return kernel
     _check_requirements(kernel, kwargs, grid_now)
@@ -311,9 +320,10 @@ def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
                                      else torch.cuda.current_device())
                   if device.type == "cuda" else _INTERPRETED_WORKERS)
     launch_grid = (workers, *grid_now[1:])
-    # (a slot per program of the whole grid: where programs along the other axes
-    # write the shadows too, each has its own; the kernel indexes them so)
-    slots = math.prod(launch_grid)
+    # (a slot per program along the axes where programs read the same addresses
+    # of a shadow; programs along the others write disjoint addresses of one slot)
+    group_axes = {axis for axes in slot_axes for axis in axes}
+    slots = math.prod(n for axis, n in enumerate(launch_grid) if axis in group_axes)
     kwargs[_SLOT] = slot
     # A program stores only the addresses its loads touch: the slots need zeros
     # unless every slot's stores reach all of its shadow's elements (a grid of

@@ -3,7 +3,7 @@ through other lanes: the gradients of the loads go to one shadow, as plain
 read-add-writes ordered by a barrier where the union of the addresses is exclusive per
 program (no atomics, deterministic), in the default mode and mode="deterministic" alike;
 and a 2-D grid whose programs share a weight, a bias and a scale (mode="deterministic":
-partial buffers, a slot per program).
+partial buffers, a slot per program along the axes that share each).
 
 ``check(name, ...)`` launches one kernel through ``tritonad.autograd`` on fresh random
 inputs of odd sizes and returns the largest error of each gradient against fp64 torch,
@@ -97,7 +97,7 @@ def scale_shift_2d(Y, X, W, B, S, stride, M, N, BM: tl.constexpr, BN: tl.constex
     """A 2-D grid of tiles, y = s * sin(x) * w + b: the weight and bias indexed by the
     tile's columns (every program along axis 0 adds to their gradients), the scale s
     read by every program (deterministic mode: partial buffers with a slot per program
-    of the grid)."""
+    along the axes that share each)."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     rm = pid_m * BM + tl.arange(0, BM)

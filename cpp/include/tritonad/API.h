@@ -21,6 +21,7 @@ struct Result {
   Schedule schedule;       // kernel backward: what it chose, per shadow, loop and stabilizer
   std::vector<std::string> writtenShadows; // kernel backward: shadow arguments it stores into
   std::vector<std::string> partialShadows; // kernel backward: shadows left in workspace slots
+  std::vector<std::vector<int>> partialSlotAxes; // kernel backward: per partial shadow, its slots' axes
   std::vector<ShadowCoverage> coverage;     // kernel backward: shadows stored once per element
   std::vector<LaunchRequirement> requirements; // kernel backward: checked before each launch
   std::vector<LoopTape> tapes;              // kernel backward: scratch the launcher allocates

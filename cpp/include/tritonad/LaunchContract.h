@@ -83,6 +83,9 @@ inline constexpr RecordField kBackwardRecord[] = {
     {"schedule", "tritonad_schedule", "how each gradient is written, and why"},
     {"written", "tritonad_written", "the shadows the backward stores into"},
     {"partial", "tritonad_partial", "the shadows whose gradient lands in workspace slots"},
+    {"partial_slots", "tritonad_partial_slots",
+     "per partial shadow: the program axes its slots span (the workspace's slots per group: "
+     "the product of the launch grid over every partial shadow's axes)"},
     {"coverage", "tritonad_coverage", "per shadow stored once per element: what it covers"},
     {"tapes", "tritonad_tapes", "per loop with a tape: bytes per iteration and trips"},
     {"regrid", "tritonad_regrid", "the re-parallelized parts and their grouping keys"},

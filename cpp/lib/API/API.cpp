@@ -489,6 +489,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
   result.regrid = std::move(regrid);
   result.writtenShadows = report.writtenShadows;
   result.partialShadows = report.partialShadows;
+  result.partialSlotAxes = report.partialSlotAxes;
   result.coverage = report.coverage;
   result.requirements = report.requirements;
   result.tapes = report.tapes;

@@ -1182,6 +1182,34 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
                     ? Stacked{binaryExpr(Op::Or, stacked.ok, other.ok), false, ""}
                     : other;
   }
+  // Runtime strides with the outer dims innermost too: a tile's last dim need
+  // not have the smaller stride (a transposed view: stride 1 along dim 0, the
+  // row stride along dim 1). Either order proves distinct addresses where it
+  // stacks, so the launch may take either (as above, not with in-program
+  // iterations).
+  auto runtimeStride = [](const Digit &digit) {
+    return digit.order > kConstantStrides && digit.order <= kRuntimeStrides;
+  };
+  if (llvm::count_if(digits, runtimeStride) > 1 &&
+      llvm::none_of(digits, [](const Digit &digit) { return digit.sequential; })) {
+    // (kRuntimeStrides - dim becomes kRuntimeStrides / 2 + dim: still after
+    // the constant strides, before the programs)
+    auto outerFirstKey = [&](const Digit &digit) {
+      auto key = sortKey(digit);
+      if (runtimeStride(digit))
+        std::get<0>(key) = kRuntimeStrides / 2 + (kRuntimeStrides - digit.order);
+      return key;
+    };
+    SmallVector<Digit> outerFirst(digits.begin(), digits.end());
+    std::stable_sort(outerFirst.begin(), outerFirst.end(), [&](const Digit &a, const Digit &b) {
+      return outerFirstKey(a) < outerFirstKey(b);
+    });
+    Stacked other = stack(outerFirst);
+    if (other.overlap.empty())
+      stacked = stacked.overlap.empty()
+                    ? Stacked{binaryExpr(Op::Or, stacked.ok, other.ok), false, ""}
+                    : other;
+  }
   if (!stacked.overlap.empty()) {
     result.known = false;
     result.explanation = stacked.overlap;

@@ -50,9 +50,18 @@ struct PartialBuffers {
   Value workspace; // !tt.ptr<f32 or f64>: groups x programs x slot elements
   Value slot;      // elements per slot (>= every partial shadow's span)
   SmallVector<BlockArgument> shadowed; // primal pointer arguments, group order
-  // Programs along axes 1 and 2 too write the shadows: each program of the
-  // grid has its own slot, pid0 + n0 * (pid1 + n1 * pid2) (a 1-D grid: pid0).
+  // Programs along axes 1 and 2 too write the shadows (deterministic mode).
   bool acrossAxes = false;
+  // Per shadow, the program axes its slots span, ascending: a slot per
+  // program along them, pid_a + n_a * (pid_b + ...) (a 1-D grid: pid0). The
+  // programs that differ along the other axes share a slot: they write
+  // disjoint addresses of it (proved where the shadow was planned), so a
+  // slot holds what they reach together, and the slots of the other axes
+  // need not exist.
+  DenseMap<BlockArgument, SmallVector<int>> slotAxes;
+  // The union of every shadow's slot axes: the workspace's slots per group
+  // are the product of the grid over them (the launch path computes it the same way).
+  SmallVector<int> groupAxes;
   // Shadows every program along axis 0 adds to that took no partial buffer
   // where the grid has other axes, and why (for the schedule and a refusal).
   DenseMap<BlockArgument, std::string> declined;
@@ -843,14 +852,38 @@ FailureOr<LoadAdjointPlan> KernelBackwardBuilder::planLoadAdjoint(tt::LoadOp loa
     // program's slot holds its part of the shadow only: no coverage.)
     coverWhere(!partial.acrossAxes, false);
     plan.write = Write::Exclusive;
-    plan.scheduled = {Strategy::PartialBuffer,
-                      orderedLabel(std::string("partial buffer (every program adds to it: each "
-                                               "program of the backward handles several of the "
-                                               "forward's and ") +
-                                   (plan.storeOnly ? "stores" : "accumulates") +
-                                   " their sum in its own slot; the slots are summed after the "
-                                   "kernel: no atomics, deterministic") +
-                          ")"};
+    SmallVector<int> slotAxes = partial.slotAxes.lookup(base);
+    std::string summed = std::string(plan.storeOnly ? "stores" : "accumulates") +
+                         " their sum in its own slot; the slots are summed after the kernel: "
+                         "no atomics, deterministic";
+    if (!partial.acrossAxes || slotAxes.size() == 3) {
+      plan.scheduled = {Strategy::PartialBuffer,
+                        orderedLabel("partial buffer (every program adds to it: each program of "
+                                     "the backward handles several of the forward's and " +
+                                     summed) +
+                            ")"};
+      return planned();
+    }
+    // (programs along the slot's axes share the shadow's addresses; those
+    // along the others were proved apart when the buffer was planned)
+    std::string axes, shared;
+    for (int axis : slotAxes) {
+      axes += (axes.empty() ? "" : ", ") + std::to_string(axis);
+      shared += (shared.empty() ? "" : " and ") + std::string(axis == 0 ? "the programs of axis 0 "
+                                                                           "(each program of the "
+                                                                           "backward handles "
+                                                                           "several of the "
+                                                                           "forward's)"
+                                                                         : "the programs of axis " +
+                                                                               std::to_string(axis));
+    }
+    plan.scheduled = {
+        Strategy::PartialBuffer,
+        orderedLabel("partial buffer across axes " + axes + " (" + shared +
+                     " read the same addresses: each " + summed +
+                     "; programs along the other axes write disjoint addresses of a slot, "
+                     "so a slot is as wide as what they reach together") +
+            ")"};
     return planned();
   }
   ExclusiveAccess access = sites > 1
@@ -1028,30 +1061,46 @@ ExclusiveAccess KernelBackwardBuilder::exclusiveUnion(BlockArgument base) {
   return unionAccess[base] = analyzeExclusiveUnion(accesses, usedAxes);
 }
 
-// Slot k * programs + pid of the workspace (programs and pid over every axis
-// where programs along axes 1 and 2 write too) holds this program's part of the
-// k-th partial shadow, addressed like the shadow itself.
+// Slot k * programs + pid of the workspace holds this program's part of the
+// k-th partial shadow, addressed like the shadow itself: programs, the grid's
+// product over the axes of any shadow's slots; pid, the program's index over
+// the axes of this shadow's own.
 void KernelBackwardBuilder::placePartialShadows(OpBuilder &builder, Location loc) {
   if (partial.shadowed.empty())
     return;
   Type i64 = builder.getI64Type();
-  Value pid, count;
-  for (int axis = partial.acrossAxes ? 2 : 0; axis >= 0; --axis) {
+  Value ids[3], counts[3];
+  Value count;
+  for (int axis : llvm::reverse(partial.groupAxes)) {
     auto dim = tt::ProgramIDDimAttr::get(builder.getContext(), static_cast<tt::ProgramIDDim>(axis));
-    Value id = arith::ExtSIOp::create(
+    ids[axis] = arith::ExtSIOp::create(
         builder, loc, i64, tt::GetProgramIdOp::create(builder, loc, builder.getI32Type(), dim));
-    Value programs = arith::ExtSIOp::create(
+    counts[axis] = arith::ExtSIOp::create(
         builder, loc, i64, tt::GetNumProgramsOp::create(builder, loc, builder.getI32Type(), dim));
-    pid = pid ? arith::AddIOp::create(builder, loc, id,
-                                      arith::MulIOp::create(builder, loc, programs, pid))
-                    .getResult()
-              : id;
-    count = count ? arith::MulIOp::create(builder, loc, programs, count).getResult() : programs;
+    count = count ? arith::MulIOp::create(builder, loc, counts[axis], count).getResult()
+                  : counts[axis];
   }
+  // (this program's index over `axes`, the outermost axis first)
+  DenseMap<unsigned, Value> pidOver; // axes as a bit set -> index
+  auto pidOf = [&](ArrayRef<int> axes) {
+    unsigned bits = 0;
+    for (int axis : axes)
+      bits |= 1u << axis;
+    Value &pid = pidOver[bits];
+    if (!pid)
+      for (int axis : llvm::reverse(axes))
+        pid = pid ? arith::AddIOp::create(builder, loc, ids[axis],
+                                          arith::MulIOp::create(builder, loc, counts[axis], pid))
+                        .getResult()
+                  : ids[axis];
+    return pid;
+  };
+  pidOf(partial.groupAxes);
   Value slot = partial.slot;
   if (slot.getType() != i64)
     slot = arith::ExtSIOp::create(builder, loc, i64, slot);
   for (auto [group, arg] : llvm::enumerate(partial.shadowed)) {
+    Value pid = pidOf(partial.slotAxes.lookup(arg));
     Value first = arith::ConstantOp::create(builder, loc, builder.getI64IntegerAttr(group));
     Value index = arith::AddIOp::create(
         builder, loc, arith::MulIOp::create(builder, loc, first, count), pid);
@@ -1120,8 +1169,11 @@ LogicalResult KernelBackwardBuilder::build(tt::FuncOp bwd, ArrayRef<Value> prima
     return failure();
   for (auto &[arg, shadow] : shadows)
     shadowNames[arg] = argumentName(cast<BlockArgument>(shadow));
-  for (BlockArgument arg : partial.shadowed)
+  for (BlockArgument arg : partial.shadowed) {
     report.partialShadows.push_back(shadowNames.lookup(arg));
+    SmallVector<int> axes = partial.slotAxes.lookup(arg);
+    report.partialSlotAxes.emplace_back(axes.begin(), axes.end());
+  }
   primal.walk([&](tt::GetProgramIdOp pid) { usedAxes[static_cast<int>(pid.getAxis())] = true; });
   // Programs along an axis the kernel never reads repeat each other's
   // stores, but each of their atomic adds counts: they are not duplicates.
@@ -1267,10 +1319,9 @@ LogicalResult planPartialBuffers(tt::FuncOp scratch, tt::FuncOp into,
     return success();
   unsigned bufferWidth = cast<tt::PointerType>(workspace.getType()).getPointeeType()
                              .getIntOrFloatBitWidth();
-  bool otherAxes = false, axisZero = false;
-  scratch.walk([&](tt::GetProgramIdOp pid) {
-    (pid.getAxis() == tt::ProgramIDDim::X ? axisZero : otherAxes) = true;
-  });
+  bool usedAxes[3] = {false, false, false};
+  scratch.walk([&](tt::GetProgramIdOp pid) { usedAxes[static_cast<int>(pid.getAxis())] = true; });
+  bool axisZero = usedAxes[0], otherAxes = usedAxes[1] || usedAxes[2];
   if ((otherAxes && !acrossAxes) || !axisZero)
     return success();
   partial.acrossAxes = otherAxes;
@@ -1278,38 +1329,81 @@ LogicalResult planPartialBuffers(tt::FuncOp scratch, tt::FuncOp into,
   // Regrid's; a single tile's product leaves operands of a tile's size)
   bool contracts = false;
   scratch.walk([&](tt::DotOp dot) { contracts |= dot->getParentOfType<scf::ForOp>() != nullptr; });
-  DenseMap<BlockArgument, bool> shared;
+  // Per shadowed argument: loaded only (as floats the workspace holds), and
+  // the used axes along which every load's address and mask are the same.
+  struct Sharing {
+    bool loadsOnly = true;
+    bool along[3] = {true, true, true};
+    SmallVector<std::pair<Value, Value>> loads;
+  };
+  llvm::MapVector<BlockArgument, Sharing> sharing;
   scratch.walk([&](Operation *op) {
     if (!isa<tt::LoadOp, tt::StoreOp, tt::AtomicRMWOp, tt::AtomicCASOp>(op))
       return;
     BlockArgument base = baseArgument(op->getOperand(0));
     if (!base || !shadows.count(base))
       return;
+    Sharing &shared = sharing[base];
     auto load = dyn_cast<tt::LoadOp>(op);
     auto floatType = dyn_cast<FloatType>(getElementTypeOrSelf(
         load ? load.getType() : op->getOperand(1).getType()));
-    bool invariant = load && floatType && floatType.getWidth() <= bufferWidth &&
-                     !dependsOnProgramId(load.getPtr(), 0) &&
-                     !(load.getMask() && dependsOnProgramId(load.getMask(), 0));
-    if (invariant && partial.acrossAxes && contracts)
-      partial.declined[base] =
+    if (!load || !floatType || floatType.getWidth() > bufferWidth) {
+      shared.loadsOnly = false;
+      return;
+    }
+    shared.loads.push_back({load.getPtr(), load.getMask()});
+    for (int axis = 0; axis < 3; ++axis)
+      shared.along[axis] = shared.along[axis] && usedAxes[axis] &&
+                           !dependsOnProgramId(load.getPtr(), axis) &&
+                           !(load.getMask() && dependsOnProgramId(load.getMask(), axis));
+  });
+  for (auto &[arg, shared] : sharing) {
+    if (!shared.loadsOnly)
+      continue;
+    if (shared.along[0] && partial.acrossAxes && contracts) {
+      partial.declined[arg] =
           "the kernel contracts (tt.dot in a loop) on a grid of several axes: the "
           "re-parallelized schedule gives its operands' gradients programs of their own, "
           "where a partial buffer would hold a copy of the whole shadow per program";
-    auto [it, inserted] = shared.try_emplace(base, invariant);
-    it->second = it->second && invariant;
-  });
-  for (auto &[arg, isShared] : shared) {
-    if (!isShared)
-      partial.declined.erase(arg); // (not shared along axis 0: nothing declined)
-    else if (!partial.declined.count(arg))
-      partial.shadowed.push_back(arg);
+      continue;
+    }
+    SmallVector<int> axes;
+    for (int axis = 0; axis < 3; ++axis)
+      if (shared.along[axis])
+        axes.push_back(axis);
+    // (shared along axis 0 alone, or no axis: the plain schedules' case)
+    if (axes.empty() || (!shared.along[0] && (!partial.acrossAxes || contracts)))
+      continue;
+    if (partial.acrossAxes) {
+      // Programs that differ along the other axes share a slot: where their
+      // addresses (the union of the loads') are not proved disjoint, every
+      // program of the grid has a slot of its own (shared along axis 0), or
+      // none (shared along other axes only: the others' schedules decide).
+      bool apartAlong[3] = {false, false, false};
+      for (int axis = 0; axis < 3; ++axis)
+        apartAlong[axis] = usedAxes[axis] && !shared.along[axis];
+      ExclusiveAccess apart = shared.loads.size() == 1
+                                  ? analyzeExclusiveAccess(shared.loads[0].first,
+                                                           shared.loads[0].second, apartAlong)
+                                  : analyzeExclusiveUnion(shared.loads, apartAlong);
+      if (!apart.known || !*apart.known) {
+        if (!shared.along[0])
+          continue;
+        axes = {0, 1, 2};
+      }
+    }
+    partial.shadowed.push_back(arg);
+    partial.slotAxes[arg] = axes;
   }
   if (partial.shadowed.empty())
     return success();
   llvm::sort(partial.shadowed, [](BlockArgument a, BlockArgument b) {
     return a.getArgNumber() < b.getArgNumber();
   });
+  std::set<int> groupAxes;
+  for (BlockArgument arg : partial.shadowed)
+    groupAxes.insert(partial.slotAxes[arg].begin(), partial.slotAxes[arg].end());
+  partial.groupAxes.assign(groupAxes.begin(), groupAxes.end());
   partial.workspace = workspace;
   partial.slot = slot;
   unsigned index = scratch.getNumArguments();

@@ -40,6 +40,10 @@ struct KernelBackwardReport {
   /// workspace (group k of `tritonad_workspace` for the k-th name): the
   /// caller sums the slots of each group into the shadow after the kernel.
   std::vector<std::string> partialShadows;
+  /// Per partial shadow (in order): the program axes its slots span (axis 0:
+  /// the backward's programs along it, after coarsening). Programs that differ
+  /// along the other axes share a slot and write disjoint addresses of it.
+  std::vector<std::vector<int>> partialSlotAxes;
   /// Shadows whose every element the backward stores once (never adds to)
   /// under a condition: the caller may pass them uninitialized where the
   /// stores reach the whole tensor.

@@ -1900,7 +1900,11 @@ LogicalResult checkDeterministic(tt::FuncOp kernel, const std::vector<RegridNote
     for (const RegridNote &note : notes)
       if (base && note.shadow == argumentName(base) && !note.reparallelized)
         left += "; " + note.how;
-    atomic.emitError(why.getValue().str() + left);
+    atomic.emitError(why.getValue().str() + left +
+                     "; mode='deterministic' has no atomic-free schedule for it: use "
+                     "mode='auto' (atomics where the programs' addresses meet), or index the "
+                     "input so that each program loads addresses of its own (a shifted load "
+                     "such as x[i + 1] reads the next program's first element)");
     result = failure();
   });
   kernel.walk([](tt::AtomicRMWOp atomic) { atomic->removeAttr(kUnlessRegridded); });
