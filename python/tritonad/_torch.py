@@ -189,6 +189,14 @@ class _DifferentiableKernel:
                 raise ValueError(f"output {name!r} of {self.name}: its elements share memory "
                                  f"(strides {tensors[name].stride()}): pass a tensor that "
                                  "owns its elements, e.g. torch.empty(...)")
+            if tensors[name].requires_grad and torch.is_grad_enabled():
+                raise ValueError(
+                    f"output {name!r} of {self.name} already requires grad (torch wrote into "
+                    f"it from tensors that require grad, or it is a leaf that does): the "
+                    f"kernel's node would replace that history, and the gradient through the "
+                    f"elements the kernel does not store would be lost. Pass a tensor without "
+                    f"history (torch.empty(...)) and combine it with the other values after "
+                    f"the launch (torch.where, torch.cat), or store them in the kernel too")
         shadows = self.backward_kernel.shadows
         differentiable = [n for n, t in tensors.items() if n not in self.outputs and
                           (n in shadows or t.requires_grad)]
