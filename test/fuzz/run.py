@@ -244,6 +244,8 @@ def _types(meta):
         if p["kind"] == "ptr":
             types[p["name"]] = "*" + meta["dtype"]
             types["d" + p["name"]] = "*" + meta["dtype"]
+        elif p["kind"] == "table":   # (its shadow is passed as None: no gradient)
+            types[p["name"]] = "*i32"
         else:
             types[p["name"]] = p["kind"]
             values[p["name"]] = p["value"]
@@ -268,6 +270,9 @@ def compile_ptx(fn, meta, arg_names):
         if name in meta["constexprs"]:
             signature[inner] = "constexpr"
             consts[inner] = meta["constexprs"][name]
+        elif name not in types:   # an index table's shadow, launched as None
+            signature[inner] = "constexpr"
+            consts[inner] = None
         elif name in values and types[name] == "i32" and values[name] == 1:
             signature[inner] = "constexpr"
             consts[inner] = 1
@@ -847,6 +852,10 @@ def _launch_forward(case, module, values, device, forward=None):
         if p["kind"] == "ptr":
             fill = values[p["name"]] if p["role"] == "in" else torch.zeros(p["shape"])
             bufs[p["name"]] = Buffer(p["shape"], dt, device, fill, gen_)
+            args[p["name"]] = bufs[p["name"]].base
+        elif p["kind"] == "table":   # row_table's int32 rows (guarded, kept unchanged)
+            table = torch.tensor(p["value"], dtype=torch.int32)
+            bufs[p["name"]] = Buffer(table.shape, torch.int32, device, table, gen_)
             args[p["name"]] = bufs[p["name"]].base
         else:
             args[p["name"]] = p["value"]
