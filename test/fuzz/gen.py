@@ -10,11 +10,12 @@ writes the module to a cache directory and imports it (Triton reads kernel sourc
 A generated module holds:
   META        sizes, grid, constexprs and the runtime parameters in order; per pointer
               its role ("in": loaded, "out": stored), buffer shape, input domain and
-              `view` (how the logical tensor sits in the buffer, see fuzz_ref.view)
+              `view` (how the logical tensor sits in the buffer, see fuzz_ref.view); a
+              parameter of kind "table" (row_table) is an int32 buffer of its `value`
   kernel      the @triton.jit kernel (plus @triton.jit helpers)
   reference(T, S, ctx)
               T: name -> float64 buffer of every input pointer, S: name -> scalar
-              argument, ctx: fuzz_ref.Ctx recording selection margins. Returns
+              argument (a table's list of values), ctx: fuzz_ref.Ctx recording selection margins. Returns
               {output pointer: (logical value, written mask, id of the program that
               writes each element)}.
 
@@ -38,7 +39,8 @@ Random streams: `rng` draws the original grammar; the features added later (tile
 while, dot, dot_kloop) draw from `xrng` only, so a seed that does not use them generates
 the same kernel as before they existed. Issue 39's features (ISSUE39_FEATURES: what
 library kernels do and the grammar never produced) each draw from a stream of their own
-(`frng[feature]`), likewise: a seed that uses none of them is unchanged.
+(`frng[feature]`), likewise: a seed that uses none of them is unchanged; so do the
+features added after them (OWN_STREAM_FEATURES: reload_loop, row_table, pid_nested).
 
 Launch (issue 39): META may name `launch_constexprs` (those a user passes: not the ones
 an autotune config, a heuristic or a default sets), `autotune` (the index of the
@@ -1249,7 +1251,8 @@ class _Gen:
     def decode_pid(self, grid):
         """grid2d's (pid_m, pid_n): two program axes, or (pid_decode, drng) one axis of
         nbm * nbn programs decoded with // and % as real kernels do (batch and head,
-        row- or column-major tiles, the matmul tutorial's grouped order). Sets
+        row- or column-major tiles, the matmul tutorial's grouped order, or pid_nested's
+        digit of a digit, from its own stream). Sets
         self.grid and self.programs_n (the kernel's count of pid_n values)."""
         order = self.drng.choice(["row", "col", "grouped"])
         nested = self.fwant("pid_nested", 0.4)

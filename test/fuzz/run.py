@@ -244,7 +244,7 @@ def _types(meta):
         if p["kind"] == "ptr":
             types[p["name"]] = "*" + meta["dtype"]
             types["d" + p["name"]] = "*" + meta["dtype"]
-        elif p["kind"] == "table":   # (its shadow is passed as None: no gradient)
+        elif p["kind"] == "table":   # (not in _derive's pointers: no shadow)
             types[p["name"]] = "*i32"
         else:
             types[p["name"]] = p["kind"]
@@ -270,9 +270,6 @@ def compile_ptx(fn, meta, arg_names):
         if name in meta["constexprs"]:
             signature[inner] = "constexpr"
             consts[inner] = meta["constexprs"][name]
-        elif name not in types:   # an index table's shadow, launched as None
-            signature[inner] = "constexpr"
-            consts[inner] = None
         elif name in values and types[name] == "i32" and values[name] == 1:
             signature[inner] = "constexpr"
             consts[inner] = 1
