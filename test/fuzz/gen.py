@@ -456,7 +456,9 @@ class _Gen:
         self.stages_used = False
         rt = self.frng["row_table"]
         self.row_table = self.fwant("row_table", 0.4) and layout in ("rows", "loop", "tileloop")
-        self.row_table_wide = rt.random() < 0.5    # the loaded row cast to int64
+        # the loaded row cast to int64 (not a row block: tileloop's block pointers take
+        # 32-bit offsets)
+        self.row_table_wide = rt.random() < 0.5 and layout != "tileloop"
 
     def choose_dtype(self):
         r = self.rng.random()
