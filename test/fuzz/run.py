@@ -67,7 +67,8 @@ gradients uniform in [-1, 1] everywhere in each output buffer (gaps and never-wr
 rows too: the backward must ignore them); input shadows are fp32 (for fp16 / bf16 inputs
 too, unless --lowp-shadows native: see TOL_FP32_SHADOW) and pre-filled with random
 values (the gradient must be ADDED); every buffer sits between guard bands (a write
-outside is a mismatch), and the backward must leave the forward's buffers untouched.
+outside is a mismatch), and the backward must leave the forward's buffers untouched
+(row_table's int32 table of rows too: a parameter of kind "table", not differentiated).
 """
 
 from __future__ import annotations
