@@ -15,7 +15,8 @@ A generated module holds:
   kernel      the @triton.jit kernel (plus @triton.jit helpers)
   reference(T, S, ctx)
               T: name -> float64 buffer of every input pointer, S: name -> scalar
-              argument (a table's list of values), ctx: fuzz_ref.Ctx recording selection margins. Returns
+              argument (a table's list of values), ctx: fuzz_ref.Ctx recording
+              selection margins. Returns
               {output pointer: (logical value, written mask, id of the program that
               writes each element)}.
 

@@ -48,16 +48,20 @@ CPU_SEEDS = range(10_000, 10_030)
 INTERPRET_SEEDS = range(20_000, 20_020)
 NEW_FEATURES = ("dot", "dot_kloop", "while", "tileloop", "pid_decode")
 ISSUE39 = gen.ISSUE39_FEATURES
+# Features added after the seeds below were chosen (each from its own stream): a seed
+# that draws none of them generates the kernel it did before they existed.
+LATER_FEATURES = {"row_table", "pid_nested"}
 
 
 def _seeds_using(features, per_feature, start, accept=lambda case: True):
     """The first `per_feature` seeds from `start` whose cases use each of `features`
-    (and pass `accept`)."""
+    (and pass `accept`), passing over those that draw a LATER_FEATURES one not asked
+    for (so that each class keeps the kernels chosen for it)."""
     found, seed = {f: [] for f in features}, start
     while any(len(v) < per_feature for v in found.values()):
         case = gen.generate(seed)
         used = set(case.features)
-        if used & set(features) and accept(case):
+        if used & set(features) and accept(case) and not (used & LATER_FEATURES) - set(features):
             for f in features:
                 if f in used and len(found[f]) < per_feature:
                     found[f].append(seed)
@@ -373,7 +377,7 @@ def test_gradient_summed_in_bf16_across_programs_is_a_mismatch():
     the same sum accumulated in bf16 (each program's contribution rounded into a bf16
     sum, as a bf16 atomic does) is a mismatch -- which the per-addition model of native
     bf16 shadows accepts."""
-    case = gen.generate(96)
+    case = gen.generate(96, sorted(gen.ALL_FEATURES - LATER_FEATURES))
     assert {"shared_weight", "bf16", "rows"} <= set(case.features)
     assert case.meta["grid"][0] > 200 and any(p["name"] == "w0_ptr" for p in case.meta["params"])
     module = case.load()
