@@ -1345,11 +1345,7 @@ class _Gen:
             self.add_int("N", s["N"])
             grid = (-(-s["M"] // s["BM"]),)
             self.constexprs = {"BLOCK_M": s["BM"], "BLOCK_N": s["BN"]}
-            if self.row_table:
-                self.kl(f"pid_m = {self.table_row('tl.program_id(0)')}")
-            else:
-                self.kl("pid_m = tl.program_id(0)")
-            pid = "pid_m"
+            pid = self.program_id("pid_m")
         else:
             self.add_int("M", s["M"])
             self.add_int("N", s["N"])
@@ -1417,10 +1413,8 @@ class _Gen:
         if self.persistent:
             self.kl("prog = tl.program_id(0)")
             return "prog"
-        if self.row_table:
-            self.kl(f"{var} = {self.table_row('tl.program_id(0)')}")
-        else:
-            self.kl(f"{var} = tl.program_id(0)")
+        slot = "tl.program_id(0)"
+        self.kl(f"{var} = {self.table_row(slot) if self.row_table else slot}")
         return var
 
     def table_row(self, slot):
