@@ -202,6 +202,18 @@ def pids(shape, bs, like):
     return (index(shape, 0, like) // bs[0]) * nbn + index(shape, 1, like) // bs[1]
 
 
+def by_table(index, table):
+    """The table slot (program) handling each row (row block) `index`, where slot p
+    handles row table[p] (row_table); entries past the last row are sentinels."""
+    count = int(index.max()) + 1
+    t = torch.as_tensor(table, device=index.device)
+    assert sorted(t[t < count].tolist()) == list(range(count)), "not a permutation"
+    slot = torch.empty(count, dtype=torch.long, device=index.device)
+    valid = t < count
+    slot[t[valid]] = torch.arange(len(table), device=index.device)[valid]
+    return slot[index]
+
+
 def ones(shape, like):
     return torch.ones(shape, dtype=torch.bool, device=like.device)
 

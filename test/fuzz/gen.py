@@ -10,11 +10,13 @@ writes the module to a cache directory and imports it (Triton reads kernel sourc
 A generated module holds:
   META        sizes, grid, constexprs and the runtime parameters in order; per pointer
               its role ("in": loaded, "out": stored), buffer shape, input domain and
-              `view` (how the logical tensor sits in the buffer, see fuzz_ref.view)
+              `view` (how the logical tensor sits in the buffer, see fuzz_ref.view); a
+              parameter of kind "table" (row_table) is an int32 buffer of its `value`
   kernel      the @triton.jit kernel (plus @triton.jit helpers)
   reference(T, S, ctx)
               T: name -> float64 buffer of every input pointer, S: name -> scalar
-              argument, ctx: fuzz_ref.Ctx recording selection margins. Returns
+              argument (a table's list of values), ctx: fuzz_ref.Ctx recording
+              selection margins. Returns
               {output pointer: (logical value, written mask, id of the program that
               writes each element)}.
 
@@ -38,7 +40,8 @@ Random streams: `rng` draws the original grammar; the features added later (tile
 while, dot, dot_kloop) draw from `xrng` only, so a seed that does not use them generates
 the same kernel as before they existed. Issue 39's features (ISSUE39_FEATURES: what
 library kernels do and the grammar never produced) each draw from a stream of their own
-(`frng[feature]`), likewise: a seed that uses none of them is unchanged.
+(`frng[feature]`), likewise: a seed that uses none of them is unchanged; so do the
+features added after them (OWN_STREAM_FEATURES: reload_loop, row_table, pid_nested).
 
 Launch (issue 39): META may name `launch_constexprs` (those a user passes: not the ones
 an autotune config, a heuristic or a default sets), `autotune` (the index of the
@@ -166,6 +169,15 @@ FEATURES = {
                "., 0) as attention drops masked scores, and its adjoint meets the padding",
     "custom_combiner": "pad_inf's reductions over padded lanes through a user's combine_fn "
                        "(tl.reduce with a @triton.jit sum, or a max / min by tl.where)",
+    "row_table": "the program's row (tileloop: row block) read from an int32 table "
+                 "argument, row = tl.load(row_order + tl.program_id(0)), as gather / "
+                 "scatter kernels (MoE token permutation, embedding rows) read it: a random "
+                 "permutation of the rows (and, with a bound early exit, sentinel rows past "
+                 "the end); everything indexed by row uses it (rows, loop, tileloop and "
+                 "persistent rows: the grid-stride loop reads the table per iteration)",
+    "pid_nested": "pid_decode's digit of a digit: rest = pid // num_pid_n, pid_n = pid % "
+                  "num_pid_n, pid_m = rest % num_pid_m (flash-linear-attention's (tile, "
+                  "batch, head) decode)",
 }
 ALL_FEATURES = frozenset(FEATURES)
 # Issue 39's features, in the order of their streams (each draws from its own, so turning
@@ -175,7 +187,7 @@ ISSUE39_FEATURES = ("pad_inf", "shared_weight", "autotune", "heuristics", "early
                     "persistent", "constexpr_default", "launch_kw_name", "pad_dot",
                     "custom_combiner")
 # Features added later that draw from streams of their own too (after issue 39's).
-OWN_STREAM_FEATURES = ("reload_loop",)
+OWN_STREAM_FEATURES = ("reload_loop", "row_table", "pid_nested")
 LAYOUTS = ("flat", "rows", "grid2d", "loop", "tileloop")
 DTYPES = {"fp32": "tl.float32", "fp16": "tl.float16", "bf16": "tl.bfloat16"}
 DOMAINS = {"any": (-2.0, 2.0), "pos": (0.5, 2.0)}
@@ -443,6 +455,11 @@ class _Gen:
             and not self.autotune
         self.kw_value = kw.choice([1, 2, 3]) if self.stages_param else kw.choice([2, 4, 8])
         self.stages_used = False
+        rt = self.frng["row_table"]
+        self.row_table = self.fwant("row_table", 0.4) and layout in ("rows", "loop", "tileloop")
+        # the loaded row cast to int64 (not a row block: tileloop's block pointers take
+        # 32-bit offsets)
+        self.row_table_wide = rt.random() < 0.5 and layout != "tileloop"
 
     def choose_dtype(self):
         r = self.rng.random()
@@ -1237,9 +1254,11 @@ class _Gen:
     def decode_pid(self, grid):
         """grid2d's (pid_m, pid_n): two program axes, or (pid_decode, drng) one axis of
         nbm * nbn programs decoded with // and % as real kernels do (batch and head,
-        row- or column-major tiles, the matmul tutorial's grouped order). Sets
+        row- or column-major tiles, the matmul tutorial's grouped order, or pid_nested's
+        digit of a digit, from its own stream). Sets
         self.grid and self.programs_n (the kernel's count of pid_n values)."""
         order = self.drng.choice(["row", "col", "grouped"])
+        nested = self.fwant("pid_nested", 0.4)
         if not (self.drng.random() < 0.35 and "pid_decode" in self.enabled):
             self.kl("pid_m = tl.program_id(0)")
             self.kl("pid_n = tl.program_id(1)")
@@ -1251,7 +1270,12 @@ class _Gen:
         self.kl("pid = tl.program_id(0)")
         self.kl("num_pid_m = tl.cdiv(M, BM)")
         self.kl("num_pid_n = tl.cdiv(N, BN)")
-        if order == "row":
+        if nested:   # (pid_nested, its own stream)
+            self.use("pid_nested")
+            self.kl("rest = pid // num_pid_n")
+            self.kl("pid_n = pid % num_pid_n")
+            self.kl("pid_m = rest % num_pid_m")
+        elif order == "row":
             self.kl("pid_m = pid // num_pid_n")
             self.kl("pid_n = pid % num_pid_n")
         elif order == "col":
@@ -1321,8 +1345,7 @@ class _Gen:
             self.add_int("N", s["N"])
             grid = (-(-s["M"] // s["BM"]),)
             self.constexprs = {"BLOCK_M": s["BM"], "BLOCK_N": s["BN"]}
-            self.kl("pid_m = tl.program_id(0)")
-            pid = "pid_m"
+            pid = self.program_id("pid_m")
         else:
             self.add_int("M", s["M"])
             self.add_int("N", s["N"])
@@ -1350,7 +1373,8 @@ class _Gen:
             self.kl(f"if {pid} >= limit:")
             self.kl("    return")
             if self.persistent:   # programs >= limit skip their rows p, p + G, ...
-                self.tl_(f"W = R.index({shape}, 0, _like) // {per} % {grid[0]} < {limit}")
+                slot = self.table_slot(f"R.index({shape}, 0, _like) // {per}")
+                self.tl_(f"W = {slot} % {grid[0]} < {limit}")
             else:
                 self.tl_(f"W = R.lt({shape}, 0, {limit * per}, _like)")
         else:
@@ -1359,8 +1383,8 @@ class _Gen:
         block = {"flat": (s.get("BLOCK"),), "grid2d": (s.get("BM"), s.get("BN")),
                  "tileloop": (s.get("BM"), s.get("N"))}.get(lay, (1, s.get("N")))
         program = f" % {self.programs}" if self.persistent else ""
-        self.tl_(f"P = R.pids({shape}, {block}, _like){program}   # which program writes "
-                 f"each element")
+        pids = self.table_slot(f"R.pids({shape}, {block}, _like)")
+        self.tl_(f"P = {pids}{program}   # which program writes each element")
         # reference leaves: one R.load per load site (torch side the same for every layout)
         for p in self.params:
             self.tl_(f"{p['name'][:-4]} = {self.torch_load(p['name'])}")
@@ -1383,11 +1407,36 @@ class _Gen:
         return self.finish()
 
     def program_id(self, var):
-        """`var = tl.program_id(0)`; persistent: `prog = ...` (build_block then loops
-        `for var in range(prog, ..., tl.num_programs(0))`). Returns the program's name."""
-        name = "prog" if self.persistent else var
-        self.kl(f"{name} = tl.program_id(0)")
-        return name
+        """`var = tl.program_id(0)` (row_table: `var = tl.load(row_order + ...)`);
+        persistent: `prog = ...` (build_block then loops `for var in range(prog, ...,
+        tl.num_programs(0))`). Returns the program's name."""
+        if self.persistent:
+            self.kl("prog = tl.program_id(0)")
+            return "prog"
+        slot = "tl.program_id(0)"
+        self.kl(f"{var} = {self.table_row(slot) if self.row_table else slot}")
+        return var
+
+    def table_row(self, slot):
+        """row_table: the row (row block) that slot `slot` of the table names."""
+        self.use("row_table")
+        wide = ".to(tl.int64)" if self.row_table_wide else ""
+        return f"tl.load(row_order + {slot}){wide}"
+
+    def table_slot(self, index):
+        """The reference's expression of the table slot (the program, before a persistent
+        modulo) handling row (row block) `index`: `index` itself without row_table."""
+        return f"R.by_table({index}, S['row_order'])" if self.row_table else index
+
+    def row_table_param(self):
+        """row_table's argument: slot p of the grid handles row (row block) table[p], a
+        random permutation; a bound early exit's extra programs read sentinels past the
+        last row (block), which make them return."""
+        s, f = self.sizes, self.frng["row_table"]
+        count = -(-s["M"] // s["BM"]) if self.layout == "tileloop" else s["M"]
+        table = list(range(count)) + [count + f.randrange(3) for _ in range(self.grid_extra)]
+        f.shuffle(table)
+        return dict(name="row_order", kind="table", value=table)
 
     def early_exit(self, pid, per, shape):
         """early_exit (its own stream): `if <pid beyond the data>: return` with extra
@@ -1462,7 +1511,11 @@ class _Gen:
             vectors = {k: v for k, v in vectors.items() if k not in shared}
             var, stop = ("row", "M") if lay == "rows" else ("pid", "tl.cdiv(n, BLOCK)")
             loop = self.frng["persistent"].choice(["range", "tl.range"])
-            self.kl(f"for {var} in {loop}(prog, {stop}, tl.num_programs(0)):")
+            if self.row_table:   # (rows only: the row of each iteration's table slot)
+                self.kl(f"for slot in {loop}(prog, {stop}, tl.num_programs(0)):")
+                self.kl(f"    {var} = {self.table_row('slot')}")
+            else:
+                self.kl(f"for {var} in {loop}(prog, {stop}, tl.num_programs(0)):")
             self.ki += 1
         if lay == "flat":
             self.kl("offs = pid * BLOCK + tl.arange(0, BLOCK)")
@@ -2133,6 +2186,8 @@ class _Gen:
         # parameters: pointers (shuffled), ints, floats, constexprs
         ptrs = list(self.params)
         self.rng.shuffle(ptrs)
+        if self.row_table:
+            ptrs.insert(self.frng["row_table"].randint(0, len(ptrs)), self.row_table_param())
         ints = list(self.int_params)
         if self.persistent and self.const_sizes:
             sizes = [p for p in ints if p["name"] in ("n", "N") or p["name"].startswith("stride")]

@@ -67,7 +67,8 @@ gradients uniform in [-1, 1] everywhere in each output buffer (gaps and never-wr
 rows too: the backward must ignore them); input shadows are fp32 (for fp16 / bf16 inputs
 too, unless --lowp-shadows native: see TOL_FP32_SHADOW) and pre-filled with random
 values (the gradient must be ADDED); every buffer sits between guard bands (a write
-outside is a mismatch), and the backward must leave the forward's buffers untouched.
+outside is a mismatch), and the backward must leave the forward's buffers untouched
+(row_table's int32 table of rows too: a parameter of kind "table", not differentiated).
 """
 
 from __future__ import annotations
@@ -244,6 +245,8 @@ def _types(meta):
         if p["kind"] == "ptr":
             types[p["name"]] = "*" + meta["dtype"]
             types["d" + p["name"]] = "*" + meta["dtype"]
+        elif p["kind"] == "table":   # (not in _derive's pointers: no shadow)
+            types[p["name"]] = "*i32"
         else:
             types[p["name"]] = p["kind"]
             values[p["name"]] = p["value"]
@@ -847,6 +850,10 @@ def _launch_forward(case, module, values, device, forward=None):
         if p["kind"] == "ptr":
             fill = values[p["name"]] if p["role"] == "in" else torch.zeros(p["shape"])
             bufs[p["name"]] = Buffer(p["shape"], dt, device, fill, gen_)
+            args[p["name"]] = bufs[p["name"]].base
+        elif p["kind"] == "table":   # row_table's int32 rows (guarded, kept unchanged)
+            table = torch.tensor(p["value"], dtype=torch.int32)
+            bufs[p["name"]] = Buffer(table.shape, torch.int32, device, table, gen_)
             args[p["name"]] = bufs[p["name"]].base
         else:
             args[p["name"]] = p["value"]

@@ -48,16 +48,20 @@ CPU_SEEDS = range(10_000, 10_030)
 INTERPRET_SEEDS = range(20_000, 20_020)
 NEW_FEATURES = ("dot", "dot_kloop", "while", "tileloop", "pid_decode")
 ISSUE39 = gen.ISSUE39_FEATURES
+# Features added after the seeds below were chosen (each from its own stream): a seed
+# that draws none of them generates the kernel it did before they existed.
+LATER_FEATURES = {"row_table", "pid_nested"}
 
 
 def _seeds_using(features, per_feature, start, accept=lambda case: True):
     """The first `per_feature` seeds from `start` whose cases use each of `features`
-    (and pass `accept`)."""
+    (and pass `accept`), passing over those that draw a LATER_FEATURES one not asked
+    for (so that each class keeps the kernels chosen for it)."""
     found, seed = {f: [] for f in features}, start
     while any(len(v) < per_feature for v in found.values()):
         case = gen.generate(seed)
         used = set(case.features)
-        if used & set(features) and accept(case):
+        if used & set(features) and accept(case) and not (used & LATER_FEATURES) - set(features):
             for f in features:
                 if f in used and len(found[f]) < per_feature:
                     found[f].append(seed)
@@ -116,13 +120,43 @@ def test_issue39_features_are_switchable_and_leave_other_seeds_unchanged():
             assert feature not in case.features, (feature, seed)
 
 
-def test_reload_loop_is_switchable_and_leaves_other_seeds_unchanged():
-    for seed in range(40):
+# What each feature drawing from a stream of its own writes into a kernel.
+OWN_STREAM_MARKS = {"reload_loop": "for _rl in", "row_table": "tl.load(row_order + ",
+                    "pid_nested": "pid_m = rest % num_pid_m"}
+
+
+@pytest.mark.parametrize("feature", gen.OWN_STREAM_FEATURES)
+def test_own_stream_feature_is_drawn_switchable_and_leaves_other_seeds_unchanged(feature):
+    mark, drawn = OWN_STREAM_MARKS[feature], 0
+    for seed in range(60):
         full = gen.generate(seed)
-        without = gen.generate(seed, sorted(gen.ALL_FEATURES - {"reload_loop"}))
-        assert "reload_loop" not in without.features and "_rl in" not in without.source
-        if "reload_loop" not in full.features:
+        without = gen.generate(seed, sorted(gen.ALL_FEATURES - {feature}))
+        assert feature not in without.features and mark not in without.source, seed
+        if feature in full.features:
+            drawn += 1
+            assert mark in full.source, seed
+        else:
             assert full.source == without.source, seed
+    assert drawn >= 3, (feature, drawn)
+
+
+def test_row_table_reaches_every_row_layout():
+    """row_table in rows, loop, tileloop and persistent rows; the table is a permutation
+    of the rows (row blocks), with a sentinel per extra program of a bound early exit."""
+    layouts = set()
+    for seed in range(300):
+        case = gen.generate(seed)
+        if "row_table" not in case.features:
+            continue
+        layouts.add(case.meta["layout"] + ("+persistent" if "persistent" in case.features
+                                           else ""))
+        (table,) = [p["value"] for p in case.meta["params"] if p["kind"] == "table"]
+        s = case.sizes
+        rows = -(-s["M"] // s["BM"]) if case.meta["layout"] == "tileloop" else s["M"]
+        assert sorted(t for t in table if t < rows) == list(range(rows)), seed
+        slots = rows if "persistent" in case.features else case.meta["grid"][0]
+        assert len(table) == slots and min(table) >= 0, seed
+    assert layouts == {"rows", "loop", "tileloop", "rows+persistent"}, layouts
 
 
 def _plain_reload(case):
@@ -288,21 +322,29 @@ RACED_ON_A_GPU = (62, 252, 60_007)
 RACED_UNDER = ({}, {"mode": "deterministic"}, {"mode": "deterministic", "accumulate": False})
 
 
+# A row_table kernel (fp32, 13 rows, row = tl.load(row_order + pid).to(tl.int64)) whose
+# second column loop stores each chunk at row * stride + cols: the loop's addresses start
+# at the loaded row, fixed through its iterations.
+ROW_TABLE_LOOP_STORE_SEED = 93
+
+
 @pytest.fixture(scope="module")
 def interpreted_gradients():
     """Forward and backward in the interpreter, in one pool of workers, the backward's
     launches checked for data races (run.py --race-check: a race is the outcome `race`):
     (results of the issue-39 classes' cases, {name: result} of the regression cases,
-    results of RACED_ON_A_GPU's cases under each schedule they raced in)."""
+    results of RACED_ON_A_GPU's cases under each schedule they raced in, the result of
+    ROW_TABLE_LOOP_STORE_SEED)."""
     names = sorted(regressions.CASES)
     tasks = _interpreted_tasks(("fp32", "fp16"))
     raced = [dict(seed=s, grad_options=o) for s in RACED_ON_A_GPU for o in RACED_UNDER]
     results = run.run_tasks(tasks + [dict(source=regressions.CASES[n], name=n) for n in names]
-                            + raced, "interpret-grad", _workers(2), timeout=300,
+                            + raced + [dict(seed=ROW_TABLE_LOOP_STORE_SEED)],
+                            "interpret-grad", _workers(2), timeout=300,
                             env={run.RACE_CHECK_ENV: "1"})
     named = len(tasks) + len(names)
     return (results[:len(tasks)], dict(zip(names, results[len(tasks):named])),
-            results[named:])
+            results[named:-1], results[-1])
 
 
 def test_issue39_classes_gradients_match_in_interpreter(interpreted_gradients):
@@ -323,13 +365,19 @@ def test_backwards_that_raced_on_a_gpu_do_not_race_in_interpreter(interpreted_gr
     assert not bad, text
 
 
+def test_row_table_loop_store_gradients_match_in_interpreter(interpreted_gradients):
+    res = interpreted_gradients[3]
+    assert "row_table" in res["features"] and "loop_store" in res["features"], res["features"]
+    assert res["outcome"] == "match", f"{res['outcome']}: {res['cause']}\n{res['detail']}"
+
+
 def test_gradient_summed_in_bf16_across_programs_is_a_mismatch():
     """The fp32-shadow tolerance (run.TOL_FP32_SHADOW): a shared weight's gradient,
     summed over 251 programs, emulated with fp32 accumulation (the contract) matches;
     the same sum accumulated in bf16 (each program's contribution rounded into a bf16
     sum, as a bf16 atomic does) is a mismatch -- which the per-addition model of native
     bf16 shadows accepts."""
-    case = gen.generate(96)
+    case = gen.generate(96, sorted(gen.ALL_FEATURES - LATER_FEATURES))
     assert {"shared_weight", "bf16", "rows"} <= set(case.features)
     assert case.meta["grid"][0] > 200 and any(p["name"] == "w0_ptr" for p in case.meta["params"])
     module = case.load()
