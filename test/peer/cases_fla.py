@@ -268,3 +268,217 @@ case(name="fla.chunk_simple_gla", module="fla.ops.simple_gla.chunk",
      forward=_chunk_simple_gla_forward,
      library=_chunk_simple_gla_library,
      reference=lambda t: _linear_attention_reference(t, t["g"]))
+
+
+# -- fused recurrent forwards (one program per state tile, a loop over time) ----------
+
+
+class _Context:
+    """Stands for torch's ctx where a case runs an autograd.Function's forward
+    itself (the library launches its kernels there): saving is not needed."""
+
+    def save_for_backward(self, *tensors):
+        pass
+
+
+def _function_forward(function, *args):
+    """`function.forward`'s launches, with a stand-in ctx, outside autograd's
+    Function (whose forward would run with gradients off)."""
+    return function.forward(_Context(), *args)
+
+
+def _hgrn_reference(t):
+    """h_t = exp(g_t) h_{t-1} + x_t; the output is every h_t."""
+    torch = _torch()
+    x, g = t["x"], t["g"]
+    h = torch.zeros_like(x[:, 0])
+    states = []
+    for step in range(x.shape[1]):
+        h = g[:, step].exp() * h + x[:, step]
+        states.append(h)
+    return torch.stack(states, 1)
+
+
+def _hgrn_inputs(dt, dev):
+    return dict(x=randn((B, T, 100), dt, dev), g=log_gates((B, T, 100), dt, dev))
+
+
+case(name="fla.fused_recurrent_hgrn", module="fla.ops.hgrn.fused_recurrent",
+     kernels={"fused_recurrent_hgrn_fwd_kernel": ("o", "ht")}, launcher="fused_recurrent_hgrn_fwd",
+     make=_hgrn_inputs,
+     forward=lambda m, t: m.fused_recurrent_hgrn_fwd(t["x"], t["g"])[0],
+     library=lambda m, t: m.fused_recurrent_hgrn(t["x"], t["g"])[0],
+     reference=_hgrn_reference,
+     interpret=True)
+
+case(name="fla.chunk_hgrn", module="fla.ops.hgrn.chunk",
+     # (per chunk: the local scan and the gates' running sum; then each chunk adds
+     # the previous chunk's last state, read from and written to o in place)
+     kernels={"chunk_hgrn_fwd_kernel_h": ("gc", "o"), "chunk_hgrn_fwd_kernel_o": ("o",)},
+     launcher=None,
+     make=_hgrn_inputs,
+     forward=lambda m, t: _function_forward(m.ChunkHGRNFunction, t["x"], t["g"])[0],
+     library=lambda m, t: m.chunk_hgrn(t["x"], t["g"])[0],
+     reference=_hgrn_reference)
+
+
+def _recurrent_reference(t, key_decay=None, head_decay=None, bonus=None):
+    """The linear recurrence h_t = decay_t * h_{t-1} + k_t v_t^T (per head, K x V),
+    o_t = scale q_t^T h_t; `bonus` (rwkv6's u) reads o_t = scale q_t^T (h_{t-1} +
+    diag(u) k_t v_t^T) before the update instead."""
+    torch = _torch()
+    q, k, v = t["q"] * K ** -0.5, t["k"], t["v"]
+    h = q.new_zeros(B, H, K, V)
+    outputs = []
+    for step in range(q.shape[1]):
+        kv = k[:, step, :, :, None] * v[:, step, :, None, :]
+        decay = 1.0
+        if key_decay is not None:
+            decay = key_decay[:, step].exp()[..., None]
+        elif head_decay is not None:
+            decay = head_decay.exp()[None, :, None, None]
+        if bonus is not None:
+            outputs.append(torch.einsum("bhk,bhkv->bhv", q[:, step],
+                                        h + bonus[None, :, :, None] * kv))
+            h = decay * h + kv
+        else:
+            h = decay * h + kv
+            outputs.append(torch.einsum("bhk,bhkv->bhv", q[:, step], h))
+    return torch.stack(outputs, 1)
+
+
+case(name="fla.fused_recurrent_gla", module="fla.ops.common.fused_recurrent",
+     kernels={"fused_recurrent_fwd_kernel": ("o", "ht")}, launcher="fused_recurrent_fwd",
+     make=lambda dt, dev: dict(**_qkv(dt, dev), gk=log_gates((B, T, H, K), dt, dev)),
+     forward=lambda m, t: m.fused_recurrent_fwd(t["q"], t["k"], t["v"], gk=t["gk"],
+                                                scale=K ** -0.5)[0],
+     library=lambda m, t: importlib_module("fla.ops.gla").fused_recurrent_gla(
+         t["q"], t["k"], t["v"], gk=t["gk"], scale=K ** -0.5)[0],
+     reference=lambda t: _recurrent_reference(t, key_decay=t["gk"]),
+     interpret=True)
+
+case(name="fla.fused_recurrent_retention", module="fla.ops.common.fused_recurrent",
+     kernels={"fused_recurrent_fwd_kernel": ("o", "ht")}, launcher="fused_recurrent_fwd",
+     make=lambda dt, dev: dict(**_qkv(dt, dev)),
+     # (fused_recurrent_retention's launch: the decay of each head as g_gamma)
+     forward=lambda m, t: m.fused_recurrent_fwd(t["q"], t["k"], t["v"],
+                                                g_gamma=_retention_decay(_torch().float32, t["q"].device),
+                                                scale=K ** -0.5)[0],
+     library=lambda m, t: importlib_module("fla.ops.retention").fused_recurrent_retention(
+         t["q"], t["k"], t["v"], scale=K ** -0.5)[0],
+     reference=lambda t: _recurrent_reference(
+         t, head_decay=_retention_decay(_torch().float64, t["q"].device)),
+     interpret=True)
+
+case(name="fla.fused_recurrent_rwkv6", module="fla.ops.rwkv6.fused_recurrent",
+     kernels={"fused_recurrent_rwkv6_fwd_kernel": ("o", "ht")}, launcher="fused_recurrent_rwkv6_fwd",
+     make=lambda dt, dev: dict(**_qkv(dt, dev), w=log_gates((B, T, H, K), dt, dev),
+                               u=randn((H, K), dt, dev, scale=0.5)),
+     forward=lambda m, t: m.fused_recurrent_rwkv6_fwd(t["q"], t["k"], t["v"], t["w"], t["u"],
+                                                      scale=K ** -0.5)[0],
+     library=lambda m, t: m.fused_recurrent_rwkv6(t["q"], t["k"], t["v"], t["w"], t["u"],
+                                                  scale=K ** -0.5)[0],
+     reference=lambda t: _recurrent_reference(t, key_decay=t["w"], bonus=t["u"]),
+     interpret=True)
+
+
+def _delta_rule_inputs(dt, dev):
+    torch = _torch()
+    inputs = _qkv(dt, dev)
+    # (unit keys keep the delta rule's state bounded, as its users' l2norm does)
+    keys = torch.nn.functional.normalize(torch.randn((B, T, H, K), device=dev), dim=-1)
+    inputs["k"] = keys.to(dt).requires_grad_(True)
+    inputs["beta"] = torch.rand((B, T, H), device=dev).to(dt).requires_grad_(True)
+    return inputs
+
+
+def _delta_rule_reference(t):
+    """S_t = S_{t-1} + beta_t (v_t - S_{t-1} k_t) k_t^T (V x K); o_t = scale S_t q_t."""
+    torch = _torch()
+    q, k, v, beta = t["q"] * K ** -0.5, t["k"], t["v"], t["beta"]
+    state = q.new_zeros(B, H, V, K)
+    outputs = []
+    for step in range(q.shape[1]):
+        error = v[:, step] - torch.einsum("bhvk,bhk->bhv", state, k[:, step])
+        state = state + (beta[:, step, :, None] * error)[..., None] * k[:, step, :, None, :]
+        outputs.append(torch.einsum("bhvk,bhk->bhv", state, q[:, step]))
+    return torch.stack(outputs, 1)
+
+
+case(name="fla.fused_recurrent_delta_rule", module="fla.ops.delta_rule.fused_recurrent",
+     kernels={"fused_recurrent_delta_rule_fwd_kernel": ("u", "o", "ht")},
+     launcher="fused_recurrent_delta_rule_fwd",
+     make=_delta_rule_inputs,
+     forward=lambda m, t: m.fused_recurrent_delta_rule_fwd(t["q"], t["k"], t["v"], t["beta"],
+                                                           K ** -0.5, None, False)[0],
+     library=lambda m, t: m.fused_recurrent_delta_rule(t["q"], t["k"], t["v"], t["beta"],
+                                                       scale=K ** -0.5)[0],
+     reference=_delta_rule_reference,
+     interpret=True)
+
+# -- parallel (quadratic) based attention --------------------------------------------
+
+
+def _based_reference(t):
+    """Based's Taylor feature map: o_t = sum_{s <= t} (1 + a + a^2 / 2) v_s with
+    a = scale q_t . k_s, normalized by the weights' sum."""
+    torch = _torch()
+    q, k, v = t["q"], t["k"], t["v"]
+    scores = torch.einsum("bthk,bshk->bhts", q * K ** -0.5, k)
+    causal = torch.ones(q.shape[1], q.shape[1], dtype=torch.bool, device=q.device).tril()
+    weights = (1 + scores + 0.5 * scores ** 2).masked_fill(~causal, 0.0)
+    o = torch.einsum("bhts,bshv->bthv", weights, v)
+    return o / (weights.sum(-1).transpose(1, 2)[..., None] + 1e-6)
+
+
+def _based_forward(m, t):
+    """parallel_based's own code around its Function: heads first, then o / z."""
+    q, k, v = (x.transpose(1, 2) for x in (t["q"], t["k"], t["v"]))
+    o, z = _function_forward(m.ParallelBasedFunction, q, k, v, K ** -0.5)
+    return (o / (z[..., None] + 1e-6)).transpose(1, 2)
+
+
+case(name="fla.parallel_based", module="fla.ops.based.parallel",
+     kernels={"parallel_based_fwd_kernel": ("o", "z")}, launcher=None,
+     make=_qkv,
+     forward=_based_forward,
+     library=lambda m, t: m.parallel_based(t["q"], t["k"], t["v"], K ** -0.5),
+     reference=_based_reference)
+
+# -- fla.modules: token shift, short convolution ---------------------------------------
+
+
+case(name="fla.token_shift", module="fla.modules.token_shift",
+     kernels={"token_shift_fwd_kernel_short": ("y", "cache_out")}, launcher="token_shift_fwd",
+     make=lambda dt, dev: dict(x=randn((B, T, 100), dt, dev)),
+     forward=lambda m, t: m.token_shift_fwd(t["x"])[0],
+     library=lambda m, t: m.token_shift(t["x"]),
+     reference=lambda t: _torch().nn.functional.pad(t["x"], (0, 0, 1, -1)) - t["x"],
+     interpret=True)
+
+
+def _short_convolution_reference(t):
+    """Depthwise causal convolution over time, then SiLU."""
+    torch = _torch()
+    x, w = t["x"], t["w"]
+    y = torch.nn.functional.conv1d(x.transpose(1, 2), w[:, None, :], t["b"],
+                                   padding=w.shape[1] - 1, groups=w.shape[0])
+    return torch.nn.functional.silu(y[..., :x.shape[1]].transpose(1, 2))
+
+
+case(name="fla.causal_conv1d", module="fla.modules.causal_conv1d.ops",
+     kernels={"causal_conv1d_fwd_kernel": ("y",)}, launcher="causal_conv1d_fwd",
+     make=lambda dt, dev: dict(x=randn((B, T, 100), dt, dev),
+                               w=randn((100, 4), dt, dev, scale=0.5),
+                               b=randn((100,), dt, dev, scale=0.5)),
+     forward=lambda m, t: m.causal_conv1d_fwd(t["x"], t["w"], t["b"], None,
+                                              activation="silu")[0],
+     library=lambda m, t: m.causal_conv1d(t["x"], weight=t["w"], bias=t["b"],
+                                          activation="silu")[0],
+     reference=_short_convolution_reference,
+     interpret=True)
+
+
+def importlib_module(name):
+    import importlib
+    return importlib.import_module(name)
