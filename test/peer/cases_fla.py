@@ -9,7 +9,7 @@ which launches the kernel; the fp64 references are plain torch.
 
 from __future__ import annotations
 
-from oracle import Case
+from oracle import Case, function_forward
 
 ROWS = 37
 # linear attention: batch, time (3 chunks of 64, the last partial), heads, key and value width
@@ -271,20 +271,8 @@ case(name="fla.chunk_simple_gla", module="fla.ops.simple_gla.chunk",
 
 
 # -- fused recurrent forwards (one program per state tile, a loop over time) ----------
-
-
-class _Context:
-    """Stands for torch's ctx where a case runs an autograd.Function's forward
-    itself (the library launches its kernels there): saving is not needed."""
-
-    def save_for_backward(self, *tensors):
-        pass
-
-
-def _function_forward(function, *args):
-    """`function.forward`'s launches, with a stand-in ctx, outside autograd's
-    Function (whose forward would run with gradients off)."""
-    return function.forward(_Context(), *args)
+# (not in Triton's interpreter: the library's own forward fails there, at its
+# `for _ in range(0, T)`)
 
 
 def _hgrn_reference(t):
@@ -308,8 +296,7 @@ case(name="fla.fused_recurrent_hgrn", module="fla.ops.hgrn.fused_recurrent",
      make=_hgrn_inputs,
      forward=lambda m, t: m.fused_recurrent_hgrn_fwd(t["x"], t["g"])[0],
      library=lambda m, t: m.fused_recurrent_hgrn(t["x"], t["g"])[0],
-     reference=_hgrn_reference,
-     interpret=True)
+     reference=_hgrn_reference)
 
 case(name="fla.chunk_hgrn", module="fla.ops.hgrn.chunk",
      # (per chunk: the local scan and the gates' running sum; then each chunk adds
@@ -317,7 +304,7 @@ case(name="fla.chunk_hgrn", module="fla.ops.hgrn.chunk",
      kernels={"chunk_hgrn_fwd_kernel_h": ("gc", "o"), "chunk_hgrn_fwd_kernel_o": ("o",)},
      launcher=None,
      make=_hgrn_inputs,
-     forward=lambda m, t: _function_forward(m.ChunkHGRNFunction, t["x"], t["g"])[0],
+     forward=lambda m, t: function_forward(m.ChunkHGRNFunction, t["x"], t["g"])[0],
      library=lambda m, t: m.chunk_hgrn(t["x"], t["g"])[0],
      reference=_hgrn_reference)
 
@@ -354,8 +341,7 @@ case(name="fla.fused_recurrent_gla", module="fla.ops.common.fused_recurrent",
                                                 scale=K ** -0.5)[0],
      library=lambda m, t: importlib_module("fla.ops.gla").fused_recurrent_gla(
          t["q"], t["k"], t["v"], gk=t["gk"], scale=K ** -0.5)[0],
-     reference=lambda t: _recurrent_reference(t, key_decay=t["gk"]),
-     interpret=True)
+     reference=lambda t: _recurrent_reference(t, key_decay=t["gk"]))
 
 case(name="fla.fused_recurrent_retention", module="fla.ops.common.fused_recurrent",
      kernels={"fused_recurrent_fwd_kernel": ("o", "ht")}, launcher="fused_recurrent_fwd",
@@ -367,8 +353,7 @@ case(name="fla.fused_recurrent_retention", module="fla.ops.common.fused_recurren
      library=lambda m, t: importlib_module("fla.ops.retention").fused_recurrent_retention(
          t["q"], t["k"], t["v"], scale=K ** -0.5)[0],
      reference=lambda t: _recurrent_reference(
-         t, head_decay=_retention_decay(_torch().float64, t["q"].device)),
-     interpret=True)
+         t, head_decay=_retention_decay(_torch().float64, t["q"].device)))
 
 case(name="fla.fused_recurrent_rwkv6", module="fla.ops.rwkv6.fused_recurrent",
      kernels={"fused_recurrent_rwkv6_fwd_kernel": ("o", "ht")}, launcher="fused_recurrent_rwkv6_fwd",
@@ -378,8 +363,7 @@ case(name="fla.fused_recurrent_rwkv6", module="fla.ops.rwkv6.fused_recurrent",
                                                       scale=K ** -0.5)[0],
      library=lambda m, t: m.fused_recurrent_rwkv6(t["q"], t["k"], t["v"], t["w"], t["u"],
                                                   scale=K ** -0.5)[0],
-     reference=lambda t: _recurrent_reference(t, key_decay=t["w"], bonus=t["u"]),
-     interpret=True)
+     reference=lambda t: _recurrent_reference(t, key_decay=t["w"], bonus=t["u"]))
 
 
 def _delta_rule_inputs(dt, dev):
@@ -413,8 +397,7 @@ case(name="fla.fused_recurrent_delta_rule", module="fla.ops.delta_rule.fused_rec
                                                            K ** -0.5, None, False)[0],
      library=lambda m, t: m.fused_recurrent_delta_rule(t["q"], t["k"], t["v"], t["beta"],
                                                        scale=K ** -0.5)[0],
-     reference=_delta_rule_reference,
-     interpret=True)
+     reference=_delta_rule_reference)
 
 # -- parallel (quadratic) based attention --------------------------------------------
 
@@ -434,7 +417,7 @@ def _based_reference(t):
 def _based_forward(m, t):
     """parallel_based's own code around its Function: heads first, then o / z."""
     q, k, v = (x.transpose(1, 2) for x in (t["q"], t["k"], t["v"]))
-    o, z = _function_forward(m.ParallelBasedFunction, q, k, v, K ** -0.5)
+    o, z = function_forward(m.ParallelBasedFunction, q, k, v, K ** -0.5)
     return (o / (z[..., None] + 1e-6)).transpose(1, 2)
 
 

@@ -209,6 +209,20 @@ def replacements_for(case: Case, variant: str) -> Dict[tuple, object]:
     return {resolve(case, n): _launcher_wrapper(case, n) for n in case.launchers()}
 
 
+class _Context:
+    """Stands for torch's ctx where a case runs an autograd.Function's forward
+    itself (the library launches its kernels there); what it saves is not needed."""
+
+    def save_for_backward(self, *tensors):
+        pass
+
+
+def function_forward(function, *args, **kwargs):
+    """`function.forward(ctx, ...)`: the library's launches, outside autograd's
+    Function (whose forward would run with gradients off), with a stand-in ctx."""
+    return function.forward(_Context(), *args, **kwargs)
+
+
 def _as_tuple(outputs) -> tuple:
     return tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs,)
 
