@@ -600,7 +600,8 @@ def _grpo_arguments(t):
 
 def _grpo_reference(t):
     """The clipped surrogate plus beta times the k3 estimate of KL, per token,
-    masked (the library's reduce=False outputs: loss and KL)."""
+    masked (the library's reduce=False loss; its KL output is a metric, without
+    a gradient in the library's backward)."""
     torch = _torch()
     scaled = t["logits"][:, :-1] / _GRPO["temperature"]
     logp = scaled.log_softmax(-1).gather(-1, t["ids"][..., None])[..., 0]
@@ -610,16 +611,16 @@ def _grpo_reference(t):
     kl = (t["ref_logp"] - logp).exp() - (t["ref_logp"] - logp) - 1
     loss = -torch.minimum(ratio * advantages, clipped * advantages) + _GRPO["beta"] * kl
     mask = t["mask"].to(loss.dtype)
-    return loss * mask, kl * mask
+    return loss * mask
 
 
 case(name="liger.grpo_loss", module="liger_kernel.ops.grpo_loss",
      kernels={"_grpo_loss_fwd_kernel": ("LOSS", "LSE", "KL", "IS_CLIPPED")}, launcher=None,
      make=_grpo_inputs,
      forward=lambda m, t: function_forward(m.GrpoLossFunction, *_grpo_arguments(t),
-                                           reduce=False)[:2],
+                                           reduce=False)[0],
      library=lambda m, t: m.GrpoLossFunction.apply(*_grpo_arguments(t), "grpo", None,
-                                                   False)[:2],
+                                                   False)[0],
      reference=_grpo_reference,
      interpret=True)
 
