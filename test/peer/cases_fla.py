@@ -462,6 +462,35 @@ case(name="fla.causal_conv1d", module="fla.modules.causal_conv1d.ops",
      interpret=True)
 
 
+# -- rotary embedding: the first 2R of each head's D features rotated, the rest copied --
+
+_ROTARY_HALF = 24  # R: 2R = 48 of the 64 features
+
+
+def _rotary_inputs(dt, dev):
+    torch = _torch()
+    inverse = 1.0 / (10000 ** (torch.arange(0, _ROTARY_HALF, device=dev) / _ROTARY_HALF))
+    angles = torch.outer(torch.arange(T + 7, device=dev, dtype=torch.float32), inverse)
+    return dict(x=randn((B, T, H, 64), dt, dev), cos=angles.cos().to(dt),
+                sin=angles.sin().to(dt))
+
+
+def _rotary_reference(t):
+    x, half = t["x"], _ROTARY_HALF
+    cos, sin = (c[:x.shape[1], None, :] for c in (t["cos"], t["sin"]))
+    x1, x2 = x[..., :half], x[..., half:2 * half]
+    return _torch().cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos, x[..., 2 * half:]), -1)
+
+
+case(name="fla.rotary_embedding", module="fla.modules.rotary.ops",
+     # (y is zeros, its last D - 2R features copied from x by torch before the launch)
+     kernels={"rotary_embedding_kernel": ("y",)}, launcher="rotary_embedding_fwdbwd",
+     make=_rotary_inputs,
+     forward=lambda m, t: m.rotary_embedding_fwdbwd(t["x"], t["cos"], t["sin"]),
+     library=lambda m, t: m.rotary_embedding(t["x"], t["cos"], t["sin"]),
+     reference=_rotary_reference,
+     interpret=True)
+
 def importlib_module(name):
     import importlib
     return importlib.import_module(name)
