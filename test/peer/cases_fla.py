@@ -462,6 +462,70 @@ case(name="fla.causal_conv1d", module="fla.modules.causal_conv1d.ops",
      interpret=True)
 
 
+# -- parallel (quadratic) attention: softmax with grouped heads, and simple GLA ----------
+
+HQ = 2 * H  # query heads: two share each key/value head
+
+
+def _softmax_attention_reference(t):
+    torch = _torch()
+    q = t["q"]
+    k, v = (x.repeat_interleave(HQ // H, dim=2) for x in (t["k"], t["v"]))
+    scores = torch.einsum("bthk,bshk->bhts", q, k) * K ** -0.5
+    causal = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
+    weights = scores.masked_fill(~causal, float("-inf")).softmax(-1)
+    return torch.einsum("bhts,bshv->bthv", weights, v)
+
+
+case(name="fla.parallel_attn", module="fla.ops.attn.parallel",
+     kernels={"parallel_attn_fwd_kernel": ("o", "lse")}, launcher="parallel_attn_fwd",
+     make=lambda dt, dev: dict(q=randn((B, T, HQ, K), dt, dev), k=randn((B, T, H, K), dt, dev),
+                               v=randn((B, T, H, V), dt, dev)),
+     forward=lambda m, t: m.parallel_attn_fwd(t["q"], t["k"], t["v"], None, None, K ** -0.5)[0],
+     library=lambda m, t: m.parallel_attn(t["q"], t["k"], t["v"], scale=K ** -0.5),
+     reference=_softmax_attention_reference)
+
+case(name="fla.parallel_simple_gla", module="fla.ops.simple_gla.parallel",
+     kernels={"fla.ops.utils.cumsum:chunk_local_cumsum_scalar_kernel": ("o",),
+              "parallel_simple_gla_fwd_kernel": ("o", "attn")},
+     launcher="parallel_simple_gla_fwd",
+     make=lambda dt, dev: dict(**_qkv(dt, dev), g=log_gates((B, T, H), dt, dev)),
+     forward=lambda m, t: m.parallel_simple_gla_fwd(t["q"], t["k"], t["v"], t["g"],
+                                                    K ** -0.5)[0],
+     library=lambda m, t: m.parallel_simple_gla(t["q"], t["k"], t["v"], t["g"],
+                                                scale=K ** -0.5)[0],
+     reference=lambda t: _linear_attention_reference(t, t["g"]))
+
+# -- chunked GLA: a gate per key feature ---------------------------------------------
+
+
+def _gla_reference(t):
+    """o_t = scale sum_{s <= t} sum_k q_tk k_sk exp(G_tk - G_sk) v_s, G the running sum
+    of the per-feature log gates."""
+    torch = _torch()
+    running = t["g"].cumsum(1)
+    causal = torch.ones(T, T, dtype=torch.bool, device=running.device).tril()
+    decay = (running[:, :, None] - running[:, None, :])  # (B, T, S, H, K)
+    decay = decay.masked_fill(~causal[None, :, :, None, None], float("-inf")).exp()
+    weights = torch.einsum("bthk,bshk,btshk->bhts", t["q"], t["k"], decay) * K ** -0.5
+    return torch.einsum("bhts,bshv->bthv", weights, t["v"])
+
+
+case(name="fla.chunk_gla", module="fla.ops.gla.chunk",
+     # (per chunk: the gates' local cumsum, the states h, the intra-chunk scores A
+     # (blocks below the diagonal, then the diagonal blocks, into one A), the outputs)
+     kernels={"fla.ops.utils.cumsum:chunk_local_cumsum_vector_kernel": ("o",),
+              "fla.ops.common.chunk_h:chunk_fwd_kernel_h": ("h", "ht"),
+              "chunk_gla_fwd_A_kernel_intra_sub_inter": ("A",),
+              "chunk_gla_fwd_A_kernel_intra_sub_intra": ("A",),
+              "chunk_gla_fwd_kernel_o": ("o",)},
+     launcher="chunk_gla_fwd",
+     make=lambda dt, dev: dict(**_qkv(dt, dev), g=log_gates((B, T, H, K), dt, dev)),
+     forward=lambda m, t: m.chunk_gla_fwd(t["q"], t["k"], t["v"], t["g"], None, K ** -0.5,
+                                          None, False)[-1],
+     library=lambda m, t: m.chunk_gla(t["q"], t["k"], t["v"], t["g"], scale=K ** -0.5)[0],
+     reference=_gla_reference)
+
 # -- rotary embedding: the first 2R of each head's D features rotated, the rest copied --
 
 _ROTARY_HALF = 24  # R: 2R = 48 of the 64 features
