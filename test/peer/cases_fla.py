@@ -555,6 +555,52 @@ case(name="fla.rotary_embedding", module="fla.modules.rotary.ops",
      reference=_rotary_reference,
      interpret=True)
 
+# -- cross entropy: soft-capped logits, label smoothing, z-loss, ignored rows ----------
+
+_CROSS_ENTROPY = dict(label_smoothing=0.1, logit_scale=1.0, lse_square_scale=1e-3)
+_SOFTCAP = 20.0
+
+
+def _cross_entropy_inputs(dt, dev):
+    torch = _torch()
+    target = torch.randint(0, 1000, (ROWS,), device=dev)
+    target[::7] = -100
+    return dict(x=randn((ROWS, 1000), dt, dev, scale=8.0), target=target)
+
+
+def _cross_entropy_reference(t, cap=None):
+    """Per row: lse - (1 - s) c_target - s mean(c) + z lse^2 (c the logits,
+    soft-capped by `cap`); 0 for an ignored row."""
+    torch = _torch()
+    smoothing = _CROSS_ENTROPY["label_smoothing"]
+    capped = t["x"] if cap is None else cap * torch.tanh(t["x"] / cap)
+    lse = capped.logsumexp(-1)
+    kept = t["target"] != -100
+    picked = capped.gather(-1, t["target"].clamp(min=0)[:, None])[:, 0]
+    loss = (lse - (1 - smoothing) * picked - smoothing * capped.mean(-1) +
+            _CROSS_ENTROPY["lse_square_scale"] * lse ** 2)
+    return torch.where(kept, loss, torch.zeros_like(loss))
+
+
+case(name="fla.cross_entropy", module="fla.modules.fused_cross_entropy.ops",
+     kernels={"cross_entropy_fwd_kernel": ("loss", "z_loss", "lse")}, launcher="cross_entropy_fwd",
+     make=_cross_entropy_inputs,
+     forward=lambda m, t: m.cross_entropy_fwd(t["x"], t["target"], **_CROSS_ENTROPY)[0],
+     library=lambda m, t: m.cross_entropy_loss(t["x"], t["target"], **_CROSS_ENTROPY)[0],
+     reference=_cross_entropy_reference,
+     interpret=True)
+
+case(name="fla.cross_entropy_softcap", module="fla.modules.fused_cross_entropy.ops",
+     # (not in the interpreter: fla's tanh, a libdevice call, is None there)
+     kernels={"cross_entropy_fwd_kernel": ("loss", "z_loss", "lse")}, launcher="cross_entropy_fwd",
+     make=_cross_entropy_inputs,
+     forward=lambda m, t: m.cross_entropy_fwd(t["x"], t["target"], **_CROSS_ENTROPY,
+                                              logit_softcapping=_SOFTCAP)[0],
+     library=lambda m, t: m.cross_entropy_loss(t["x"], t["target"], **_CROSS_ENTROPY,
+                                               logit_softcapping=_SOFTCAP)[0],
+     reference=lambda t: _cross_entropy_reference(t, _SOFTCAP))
+
+
 def importlib_module(name):
     import importlib
     return importlib.import_module(name)
