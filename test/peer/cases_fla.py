@@ -399,6 +399,23 @@ case(name="fla.fused_recurrent_delta_rule", module="fla.ops.delta_rule.fused_rec
                                                        scale=K ** -0.5)[0],
      reference=_delta_rule_reference)
 
+case(name="fla.chunk_delta_rule", module="fla.ops.delta_rule.chunk",
+     # (per chunk: beta K K^T, its unit-lower-triangular inverse (16x16 blocks merged),
+     # the WY factors w, u, the states with the corrected values, the outputs)
+     kernels={"fla.ops.common.chunk_scaled_dot_kkt:chunk_scaled_dot_kkt_fwd_kernel": ("A",),
+              "fla.ops.utils.solve_tril:merge_16x16_to_64x64_inverse_kernel": ("Ai",),
+              "fla.ops.delta_rule.wy_fast:recompute_w_u_fwd_kernel": ("w", "u"),
+              "fla.ops.common.chunk_delta_h:chunk_gated_delta_rule_fwd_kernel_h_blockdim64": (
+                  "h", "v_new", "ht"),
+              "fla.ops.common.chunk_o:chunk_fwd_kernel_o": ("o",)},
+     launcher="chunk_delta_rule_fwd",
+     make=_delta_rule_inputs,
+     forward=lambda m, t: m.chunk_delta_rule_fwd(t["q"], t["k"], t["v"], t["beta"], K ** -0.5,
+                                                 None, False)[0],
+     library=lambda m, t: m.chunk_delta_rule(t["q"], t["k"], t["v"], t["beta"],
+                                             scale=K ** -0.5)[0],
+     reference=_delta_rule_reference)
+
 # -- parallel (quadratic) based attention --------------------------------------------
 
 
