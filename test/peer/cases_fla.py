@@ -414,7 +414,8 @@ case(name="fla.chunk_delta_rule", module="fla.ops.delta_rule.chunk",
                                                  None, False)[0],
      library=lambda m, t: m.chunk_delta_rule(t["q"], t["k"], t["v"], t["beta"],
                                              scale=K ** -0.5)[0],
-     reference=_delta_rule_reference)
+     reference=_delta_rule_reference,
+     dtypes=("bfloat16",))  # (the library's Function refuses float32)
 
 # -- parallel (quadratic) based attention --------------------------------------------
 
@@ -542,6 +543,21 @@ case(name="fla.chunk_gla", module="fla.ops.gla.chunk",
                                           None, False)[-1],
      library=lambda m, t: m.chunk_gla(t["q"], t["k"], t["v"], t["g"], scale=K ** -0.5)[0],
      reference=_gla_reference)
+
+# -- mean pooling per chunk (the last chunk partial) -------------------------------------
+
+
+def _mean_pooling_reference(t):
+    return _torch().stack([chunk.mean(1) for chunk in t["x"].split(CHUNK, 1)], 1)
+
+
+case(name="fla.mean_pooling", module="fla.ops.utils.pooling",
+     kernels={"mean_pooling_fwd_kernel": ("o",)}, launcher="mean_pooling_fwd",
+     make=lambda dt, dev: dict(x=randn((B, T, H, 100), dt, dev)),
+     forward=lambda m, t: m.mean_pooling_fwd(t["x"], CHUNK),
+     library=lambda m, t: m.mean_pooling(t["x"], CHUNK),
+     reference=_mean_pooling_reference,
+     interpret=True)
 
 # -- rotary embedding: the first 2R of each head's D features rotated, the rest copied --
 
