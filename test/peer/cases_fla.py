@@ -514,6 +514,80 @@ case(name="fla.parallel_simple_gla", module="fla.ops.simple_gla.parallel",
                                                 scale=K ** -0.5)[0],
      reference=lambda t: _linear_attention_reference(t, t["g"]))
 
+
+
+def _stick_breaking_reference(t):
+    """Query t gives key s < t the weight sigmoid(z_ts) prod_{s < l < t} (1 -
+    sigmoid(z_tl)), z = scale q_t . k_s: the nearest key breaks the stick first."""
+    torch = _torch()
+    q = t["q"]
+    k, v = (x.repeat_interleave(HQ // H, dim=2) for x in (t["k"], t["v"]))
+    z = torch.einsum("bthk,bshk->bhts", q, k) * K ** -0.5
+    visible = torch.ones(T, T, dtype=torch.bool, device=q.device).tril(-1)
+    remaining = torch.where(visible, -torch.nn.functional.softplus(z), 0.0)
+    after = remaining.flip(-1).cumsum(-1).flip(-1) - remaining  # sum over s < l
+    log_weights = torch.nn.functional.logsigmoid(z) + after
+    weights = log_weights.masked_fill(~visible, float("-inf")).exp()
+    return torch.einsum("bhts,bshv->bthv", weights, v)
+
+
+case(name="fla.parallel_stickbreaking_attn", module="fla.ops.stickbreaking_attn.parallel",
+     # (the log of the remaining stick carried from the nearer key blocks to the
+     # farther ones; a reversed cumsum within each block)
+     kernels={"parallel_stickbreaking_attn_fwd_kernel": ("o", "rem")},
+     launcher="parallel_stickbreaking_attn_fwd",
+     make=lambda dt, dev: dict(q=randn((B, T, HQ, K), dt, dev), k=randn((B, T, H, K), dt, dev),
+                               v=randn((B, T, H, V), dt, dev)),
+     forward=lambda m, t: m.parallel_stickbreaking_attn_fwd(t["q"], t["k"], t["v"],
+                                                           K ** -0.5)[0],
+     library=lambda m, t: m.parallel_stickbreaking_attn(t["q"], t["k"], t["v"],
+                                                       scale=K ** -0.5)[0],
+     reference=_stick_breaking_reference)
+
+# -- native sparse attention: each query attends to the key blocks it selected --------
+
+NSA_GROUP, NSA_BLOCK, NSA_SELECTED = 16, 32, 3  # query heads per key head, block, blocks
+
+
+def _nsa_inputs(dt, dev):
+    """One key/value head, 16 query heads; per query 3 distinct blocks among those
+    at or before it (fewer, padded with -1, where fewer exist)."""
+    torch = _torch()
+    blocks = -(-T // NSA_BLOCK)
+    reachable = torch.arange(blocks, device=dev) <= (torch.arange(T, device=dev) //
+                                                      NSA_BLOCK)[:, None]
+    scores = torch.rand((B, T, 1, blocks), device=dev).masked_fill(~reachable[:, None],
+                                                                    float("-inf"))
+    best, chosen = scores.topk(NSA_SELECTED, -1)
+    chosen = chosen.masked_fill(best == float("-inf"), -1)
+    return dict(q=randn((B, T, NSA_GROUP, K), dt, dev), k=randn((B, T, 1, K), dt, dev),
+                v=randn((B, T, 1, V), dt, dev), blocks=chosen)
+
+
+def _nsa_reference(t):
+    torch = _torch()
+    q, k, v, chosen = t["q"], t["k"], t["v"], t["blocks"]
+    blocks = -(-T // NSA_BLOCK)
+    selected = torch.zeros((B, T, blocks + 1), dtype=torch.bool, device=q.device)
+    selected.scatter_(-1, chosen[:, :, 0].clamp(min=-1) % (blocks + 1), True)
+    selected = selected[..., :blocks]  # (-1 went to the extra column)
+    keys = torch.arange(T, device=q.device)
+    visible = selected[..., keys // NSA_BLOCK] & (keys[None, :] <= keys[:, None])  # (B, T, S)
+    scores = torch.einsum("btgk,bsk->bgts", q, k[:, :, 0]) * K ** -0.5
+    weights = scores.masked_fill(~visible[:, None], float("-inf")).softmax(-1)
+    return torch.einsum("bgts,bsv->btgv", weights, v[:, :, 0])
+
+
+case(name="fla.parallel_nsa", module="fla.ops.nsa.parallel",
+     # (a loop over the selected blocks, their starts loaded; an online softmax)
+     kernels={"parallel_nsa_fwd_kernel": ("o", "lse")}, launcher="parallel_nsa_fwd",
+     make=_nsa_inputs,
+     forward=lambda m, t: m.parallel_nsa_fwd(t["q"], t["k"], t["v"], t["blocks"], NSA_SELECTED,
+                                             NSA_BLOCK, K ** -0.5)[0],
+     library=lambda m, t: m.ParallelNSAFunction.apply(t["q"], t["k"], t["v"], t["blocks"],
+                                                      NSA_SELECTED, NSA_BLOCK, K ** -0.5, None),
+     reference=_nsa_reference)
+
 # -- chunked GLA: a gate per key feature ---------------------------------------------
 
 
