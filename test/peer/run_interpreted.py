@@ -38,9 +38,7 @@ if __name__ == "__main__":
     if os.environ.get("TRITON_INTERPRET") != "1":
         sys.exit("set TRITON_INTERPRET=1 (before Python starts)")
     first_config_only()
-    # (tritonad mends Triton's interpreter when imported: the libraries' kernels run
-    # with the same mends as tritonad's, before tritonad is first used for a case)
-    import tritonad  # noqa: F401
+    import tritonad  # noqa: F401  (its interpreter mends, for the libraries too)
     import oracle
     from cases import interpreted_cases
 
