@@ -665,7 +665,9 @@ UNCOVERED = {
     "liger_kernel.ops.fused_moe_kernels:_token_gather_weighted_sum_kernel": (
         _NOT_YET + "the weighted gather of LigerFusedMoEFunction"),
     "liger_kernel.ops.grpo_loss:_grpo_loss_fwd_kernel_seq": (
-        _NOT_YET + "GrpoLossFunction, sequence-level importance sampling"),
+        _NOT_YET + "GrpoLossFunction, sequence-level importance sampling: its coefficients "
+        "come from _selective_log_softmax_kernel under torch.no_grad (constants through the "
+        "kernels alone), which the library's backward differentiates"),
     "liger_kernel.ops.grpo_loss:_selective_log_softmax_kernel": (
         "the library has no backward for it (reference log-probabilities, under no_grad)"),
     "liger_kernel.ops.mhc:_mhc_mm_norm_fwd_kernel": (
