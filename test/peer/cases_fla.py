@@ -348,7 +348,8 @@ case(name="fla.fused_recurrent_retention", module="fla.ops.common.fused_recurren
      make=lambda dt, dev: dict(**_qkv(dt, dev)),
      # (fused_recurrent_retention's launch: the decay of each head as g_gamma)
      forward=lambda m, t: m.fused_recurrent_fwd(t["q"], t["k"], t["v"],
-                                                g_gamma=_retention_decay(_torch().float32, t["q"].device),
+                                                g_gamma=_retention_decay(_torch().float32,
+                                                                         t["q"].device),
                                                 scale=K ** -0.5)[0],
      library=lambda m, t: importlib_module("fla.ops.retention").fused_recurrent_retention(
          t["q"], t["k"], t["v"], scale=K ** -0.5)[0],
@@ -356,7 +357,8 @@ case(name="fla.fused_recurrent_retention", module="fla.ops.common.fused_recurren
          t, head_decay=_retention_decay(_torch().float64, t["q"].device)))
 
 case(name="fla.fused_recurrent_rwkv6", module="fla.ops.rwkv6.fused_recurrent",
-     kernels={"fused_recurrent_rwkv6_fwd_kernel": ("o", "ht")}, launcher="fused_recurrent_rwkv6_fwd",
+     kernels={"fused_recurrent_rwkv6_fwd_kernel": ("o", "ht")},
+     launcher="fused_recurrent_rwkv6_fwd",
      make=lambda dt, dev: dict(**_qkv(dt, dev), w=log_gates((B, T, H, K), dt, dev),
                                u=randn((H, K), dt, dev, scale=0.5)),
      forward=lambda m, t: m.fused_recurrent_rwkv6_fwd(t["q"], t["k"], t["v"], t["w"], t["u"],

@@ -583,7 +583,8 @@ def _grpo_inputs(dt, dev):
     torch = _torch()
     logits = torch.randn((3, 38, _GRPO_VOCAB), device=dev)
     ids = torch.randint(0, _GRPO_VOCAB, (3, 37), device=dev)
-    logp = (logits[:, :-1] / _GRPO["temperature"]).log_softmax(-1).gather(-1, ids[..., None])[..., 0]
+    scaled = logits[:, :-1] / _GRPO["temperature"]
+    logp = scaled.log_softmax(-1).gather(-1, ids[..., None])[..., 0]
     mask = torch.ones((3, 37), dtype=torch.int32, device=dev)
     mask[1, 30:] = 0
     mask[2, ::5] = 0
