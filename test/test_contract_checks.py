@@ -553,6 +553,26 @@ def test_pointers_loaded_in_a_helper_are_found():
                                                             "y_ptr": {"store"}}
 
 
+
+@triton.jit
+def reused_pointer_name_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    mask = offsets < n
+    pointers = x_ptr + offsets
+    values = tl.load(pointers, mask=mask)
+    pointers = y_ptr + offsets  # (the name reused: fla's chunk_delta_h does so with p_v)
+    tl.store(pointers, 2.0 * values, mask=mask)
+
+
+@pytest.mark.xfail(strict=True, reason="false refusal: the source's pointer roles are "
+                   "flow-insensitive: a local name assigned x_ptr + ... (loaded), then "
+                   "y_ptr + ... (stored) makes both 'loaded and stored' (in place); fla's "
+                   "chunk_gated_delta_rule_fwd_kernel_h_blockdim64 is refused for v_new")
+def test_a_pointer_name_reassigned_from_an_input_to_an_output_is_not_in_place():
+    assert pointer_roles(unwrap(reused_pointer_name_kernel)[0]) == {"x_ptr": {"load"},
+                                                                    "y_ptr": {"store"}}
+    tritonad.autograd(reused_pointer_name_kernel, outputs=("y_ptr",))
+
 # ---------------------------------------------------------------------------
 # CPU interpreter (TRITON_INTERPRET=1): this file run as a script in a fresh Python
 # ---------------------------------------------------------------------------

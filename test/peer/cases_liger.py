@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from oracle import Case
+from oracle import Case, function_forward
 
 ROWS, HIDDEN = 37, 1000
 
@@ -531,6 +531,100 @@ case(name="liger.mhc_post_res", module="liger_kernel.ops.mhc",
      interpret=True)
 
 
+# -- Qwen2-VL's multimodal rotary embedding ------------------------------------------
+
+_MROPE_SECTION = (8, 12, 12)  # time, height, width: half of head_dim 64
+
+
+def _mrope_inputs(dt, dev):
+    """q, k (batch, heads, seq, head_dim); cos, sin of three position ids each
+    (time, height, width: 3, batch, seq, head_dim)."""
+    torch = _torch()
+    positions = torch.randint(0, 50, (3, 2, 37), device=dev).float()
+    inverse = 1.0 / (10000 ** (torch.arange(0, 64, 2, device=dev, dtype=torch.float32) / 64))
+    angles = positions[..., None] * inverse
+    angles = torch.cat((angles, angles), -1)
+    return dict(q=randn((2, 5, 37, 64), dt, dev), k=randn((2, 3, 37, 64), dt, dev),
+                cos=angles.cos().to(dt), sin=angles.sin().to(dt))
+
+
+def _mrope_reference(t):
+    """Each section of the rotated half takes its angles from its own position id."""
+    torch = _torch()
+
+    def sections(table):
+        parts = table.split(list(_MROPE_SECTION) * 2, dim=-1)
+        return torch.cat([part[i % 3] for i, part in enumerate(parts)], -1)[:, None]
+
+    cos, sin = sections(t["cos"]), sections(t["sin"])
+    return (t["q"] * cos + _rotate_half(t["q"]) * sin,
+            t["k"] * cos + _rotate_half(t["k"]) * sin)
+
+
+case(name="liger.qwen2vl_mrope", module="liger_kernel.ops.qwen2vl_mrope",
+     kernels={"_triton_qwen2vl_mrope": ("q_ptr", "k_ptr")}, launcher="qwen2vl_mrope_forward",
+     make=_mrope_inputs,
+     forward=lambda m, t: m.qwen2vl_mrope_forward(t["q"], t["k"], t["cos"], t["sin"],
+                                                  _MROPE_SECTION)[:2],
+     library=lambda m, t: m.LigerQwen2VLMRopeFunction.apply(t["q"], t["k"], t["cos"], t["sin"],
+                                                            _MROPE_SECTION),
+     reference=_mrope_reference,
+     interpret=True)
+
+# -- GRPO's per-token loss ---------------------------------------------------------
+
+_GRPO = dict(temperature=0.9, beta=0.04, eps_low=0.2, eps_high=0.2)
+_GRPO_VOCAB = 3000  # (two of the kernel's 2048-wide blocks in its online log-sum-exp)
+
+
+def _grpo_inputs(dt, dev):
+    """Logits (batch, completion + 1, vocab); the old policy's and the reference
+    policy's log-probabilities near the current ones; padding in the mask."""
+    torch = _torch()
+    logits = torch.randn((3, 38, _GRPO_VOCAB), device=dev)
+    ids = torch.randint(0, _GRPO_VOCAB, (3, 37), device=dev)
+    scaled = logits[:, :-1] / _GRPO["temperature"]
+    logp = scaled.log_softmax(-1).gather(-1, ids[..., None])[..., 0]
+    mask = torch.ones((3, 37), dtype=torch.int32, device=dev)
+    mask[1, 30:] = 0
+    mask[2, ::5] = 0
+    return dict(logits=logits.to(dt).requires_grad_(True), ids=ids, mask=mask,
+                old_logp=(logp + 0.3 * torch.randn_like(logp)),
+                ref_logp=(logp + 0.3 * torch.randn_like(logp)),
+                advantages=torch.randn((3,), device=dev))
+
+
+def _grpo_arguments(t):
+    return (t["logits"], t["old_logp"], t["ref_logp"], t["ids"], t["advantages"], t["mask"],
+            *_GRPO.values(), False)
+
+
+def _grpo_reference(t):
+    """The clipped surrogate plus beta times the k3 estimate of KL, per token,
+    masked (the library's reduce=False loss; its KL output is a metric, without
+    a gradient in the library's backward)."""
+    torch = _torch()
+    scaled = t["logits"][:, :-1] / _GRPO["temperature"]
+    logp = scaled.log_softmax(-1).gather(-1, t["ids"][..., None])[..., 0]
+    ratio = (logp - t["old_logp"]).exp()
+    clipped = ratio.clamp(1 - _GRPO["eps_low"], 1 + _GRPO["eps_high"])
+    advantages = t["advantages"][:, None]
+    kl = (t["ref_logp"] - logp).exp() - (t["ref_logp"] - logp) - 1
+    loss = -torch.minimum(ratio * advantages, clipped * advantages) + _GRPO["beta"] * kl
+    mask = t["mask"].to(loss.dtype)
+    return loss * mask
+
+
+case(name="liger.grpo_loss", module="liger_kernel.ops.grpo_loss",
+     kernels={"_grpo_loss_fwd_kernel": ("LOSS", "LSE", "KL", "IS_CLIPPED")}, launcher=None,
+     make=_grpo_inputs,
+     forward=lambda m, t: function_forward(m.GrpoLossFunction, *_grpo_arguments(t),
+                                           reduce=False)[0],
+     library=lambda m, t: m.GrpoLossFunction.apply(*_grpo_arguments(t), "grpo", None,
+                                                   False)[0],
+     reference=_grpo_reference,
+     interpret=True)
+
 def importlib_module(name):
     import importlib
     return importlib.import_module(name)
@@ -546,8 +640,6 @@ UNCOVERED = {
         _NOT_YET + "writes dL/dlogits in place into the logits chunk (X_ptr loaded and "
         "stored), the pattern liger.cross_entropy and liger.fused_linear_cross_entropy are "
         "refused for"),
-    "liger_kernel.ops.qwen2vl_mrope:_triton_qwen2vl_mrope": (
-        _NOT_YET + "rotates q and k in place, as liger.rope and liger.llama4_rope do"),
     "liger_kernel.ops.softmax:_softmax_multi_block_forward_kernel": (
         "never launched by the library: _softmax_forward takes the single-block kernel "
         "whenever n_cols <= next_power_of_2(n_cols), that is always"),
@@ -573,11 +665,10 @@ UNCOVERED = {
         _NOT_YET + "grouped expert matmuls over routed tokens (LigerFusedMoEFunction)"),
     "liger_kernel.ops.fused_moe_kernels:_token_gather_weighted_sum_kernel": (
         _NOT_YET + "the weighted gather of LigerFusedMoEFunction"),
-    "liger_kernel.ops.grpo_loss:_grpo_loss_fwd_kernel": (
-        _NOT_YET + "GrpoLossFunction (about twenty parameters: clipping, KL, importance "
-        "sampling levels)"),
     "liger_kernel.ops.grpo_loss:_grpo_loss_fwd_kernel_seq": (
-        _NOT_YET + "GrpoLossFunction, sequence-level importance sampling"),
+        _NOT_YET + "GrpoLossFunction, sequence-level importance sampling: its coefficients "
+        "come from _selective_log_softmax_kernel under torch.no_grad (constants through the "
+        "kernels alone), which the library's backward differentiates"),
     "liger_kernel.ops.grpo_loss:_selective_log_softmax_kernel": (
         "the library has no backward for it (reference log-probabilities, under no_grad)"),
     "liger_kernel.ops.mhc:_mhc_mm_norm_fwd_kernel": (

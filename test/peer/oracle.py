@@ -209,6 +209,20 @@ def replacements_for(case: Case, variant: str) -> Dict[tuple, object]:
     return {resolve(case, n): _launcher_wrapper(case, n) for n in case.launchers()}
 
 
+class _Context:
+    """Stands for torch's ctx where a case runs an autograd.Function's forward
+    itself (the library launches its kernels there); what it saves is not needed."""
+
+    def save_for_backward(self, *tensors):
+        pass
+
+
+def function_forward(function, *args, **kwargs):
+    """`function.forward(ctx, ...)`: the library's launches, outside autograd's
+    Function (whose forward would run with gradients off), with a stand-in ctx."""
+    return function.forward(_Context(), *args, **kwargs)
+
+
 def _as_tuple(outputs) -> tuple:
     return tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs,)
 
@@ -468,7 +482,12 @@ def format_table(results: Sequence[Result]) -> str:
 # Defects of tritonad this suite found, by (case, device): the failure is then
 # an xfail naming the defect, as long as its message holds the needle; a case
 # that passes again fails until its entry is removed (the fix is noticed).
+_OUTPUT_HISTORY = ("an output that already carries autograd history (torch copied part of x "
+                   "into y before the launch) loses it: that part's gradient is silently zero "
+                   "(test/test_output_history.py)")
 KNOWN_DEFECTS: Dict[Tuple[str, str], Tuple[str, str]] = {
+    ("fla.rotary_embedding", "interpreter"): ("gradient of x outside", _OUTPUT_HISTORY),
+    ("fla.rotary_embedding", "cuda"): ("gradient of x outside", _OUTPUT_HISTORY),
 }
 
 

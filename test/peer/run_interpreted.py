@@ -6,6 +6,10 @@ Writes {case: result} as JSON (oracle.Result fields) and prints one line per
 case. test_peer_interpret.py runs it in a fresh Python (Triton reads
 TRITON_INTERPRET when the libraries' kernels are defined, at import).
 
+tritonad is imported first: its mends to Triton's interpreter (a runtime loop
+bound, `range(0, T)`, fails there under numpy 2.4) apply to the libraries' own
+forward kernels too.
+
 The interpreter cannot benchmark, so an autotuned kernel keeps only the first
 of the configs its library lists (set before the libraries are imported; the
 derived backward, wrapped in the same autotuner, gets the same).
@@ -34,6 +38,7 @@ if __name__ == "__main__":
     if os.environ.get("TRITON_INTERPRET") != "1":
         sys.exit("set TRITON_INTERPRET=1 (before Python starts)")
     first_config_only()
+    import tritonad  # noqa: F401  (its interpreter mends, for the libraries too)
     import oracle
     from cases import interpreted_cases
 
