@@ -482,13 +482,7 @@ def format_table(results: Sequence[Result]) -> str:
 # Defects of tritonad this suite found, by (case, device): the failure is then
 # an xfail naming the defect, as long as its message holds the needle; a case
 # that passes again fails until its entry is removed (the fix is noticed).
-_OUTPUT_HISTORY = ("an output that already carries autograd history (torch copied part of x "
-                   "into y before the launch) loses it: that part's gradient is silently zero "
-                   "(test/test_output_history.py)")
-KNOWN_DEFECTS: Dict[Tuple[str, str], Tuple[str, str]] = {
-    ("fla.rotary_embedding", "interpreter"): ("gradient of x outside", _OUTPUT_HISTORY),
-    ("fla.rotary_embedding", "cuda"): ("gradient of x outside", _OUTPUT_HISTORY),
-}
+KNOWN_DEFECTS: Dict[Tuple[str, str], Tuple[str, str]] = {}
 
 
 def report(result: Result, passing: str = "match") -> None:

@@ -7,9 +7,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/OperationSupport.h"
-#include "llvm/ADT/Hashing.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
 
 using namespace mlir;
 namespace tt = mlir::triton;
@@ -68,7 +68,10 @@ std::string forwardFingerprint(tt::FuncOp prepared) {
   std::string text;
   llvm::raw_string_ostream os(text);
   prepared->print(os, OpPrintingFlags().useLocalScope());
-  return llvm::utohexstr(static_cast<uint64_t>(llvm::hash_value(text)));
+  // (xxh3: the same in every process; llvm::hash_value is seeded per process
+  // where LLVM's ABI-breaking checks are on, and a forward in Triton's cache
+  // may come from another process than its backward)
+  return llvm::utohexstr(llvm::xxh3_64bits(text));
 }
 
 SmallVector<Operation *> residualCandidates(tt::FuncOp prepared) {
