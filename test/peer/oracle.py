@@ -484,6 +484,18 @@ def format_table(results: Sequence[Result]) -> str:
 # that passes again fails until its entry is removed (the fix is noticed).
 KNOWN_DEFECTS: Dict[Tuple[str, str], Tuple[str, str]] = {}
 
+# Cases without a fair peer on a device and dtype: the library's backward does not
+# run there, and torch's autograd in that dtype computes at another precision than
+# the library's kernels, so a mismatch against it is no evidence either way: an
+# xfail saying why, as long as the peer is torch's.
+NO_FAIR_PEER: Dict[Tuple[str, str, str], str] = {
+    ("fla.chunk_simple_gla", "cuda", "float32"): (
+        "fla disables this backward on Triton 3.6 on Hopper (its #640); the forward's fp32 "
+        "tl.dot products run in TF32, which puts any backward of it at ~1.5e-3 against fp64 "
+        "(tritonad's here: 1.3-1.9e-3; on fla.fused_chunk_simple_gla, whose backward runs, "
+        "tritonad 1.6e-3 against fla's own 2.1e-3), while torch fp32 is at 1e-6"),
+}
+
 
 def report(result: Result, passing: str = "match") -> None:
     """Records the result and ends the test by its status (`passing`: the status
@@ -501,6 +513,9 @@ def report(result: Result, passing: str = "match") -> None:
                         f"from oracle.KNOWN_DEFECTS ({defect})", pytrace=False)
     if result.status == passing:
         return
+    unfair = NO_FAIR_PEER.get((result.kernel, result.device, result.dtype))
+    if unfair and result.status == "mismatch" and result.peer.startswith("torch"):
+        pytest.xfail(reason=f"no fair peer: {unfair}. Seen: {result.message}")
     if result.status == "refused":
         pytest.xfail(reason=f"tritonad refuses: {result.message}")
     if result.status == "library-error":
