@@ -106,6 +106,28 @@ struct LoadAdjointPlan {
   bool keepsEarlier = false;
 };
 
+// How a store's or an atomic add's adjoint reads its shadow (the upstream
+// gradient), decided before anything of it is emitted (planWriteAdjoint);
+// emission follows it (emitWriteAdjoint). out[ptr] = v (a store) or
+// out[ptr] += v (an atomic add)  =>  dv += dout[ptr], masked lanes 0.
+struct WriteAdjointPlan {
+  enum class Read {
+    // dout is left as it is: an atomic add (the value out held before the
+    // add reaches the result unchanged), or a store no later store
+    // overwrites.
+    Kept,
+    // A later store through the same pointer overwrites this one at the
+    // same address: once that store has taken the upstream gradient, this
+    // one must see zero there: after the read, dout is zeroed, between
+    // barriers (the read may be another thread's).
+    Consumed,
+  };
+  Read read = Read::Kept;
+  // Loops each of whose iterations rewrites the store's addresses: only the
+  // last iteration's value survives, so only it reads the upstream.
+  SmallVector<scf::ForOp, 2> lastIterationOf;
+};
+
 // The gradient `g` in the element type of the shadow it goes to (a partial
 // buffer may be wider): an upcast of a value that was just rounded down
 // takes the unrounded value instead.
@@ -219,14 +241,15 @@ private:
   LogicalResult validate();
   LogicalResult validateProvenance(Operation *access, Value ptr, bool carriesFloats);
   LogicalResult classifyStoreInLoops(tt::StoreOp store);
-  Value lastIterationMask(OpBuilder &builder, tt::StoreOp store, const IRMapping &forward,
-                          Value mask);
+  Value lastIterationMask(OpBuilder &builder, Location loc, ArrayRef<scf::ForOp> loops,
+                          Value ptr, const IRMapping &forward, Value mask);
   bool writtenOncePerProgram(tt::LoadOp load);
   Operation *loopRevisitingThroughOtherLanes(tt::LoadOp load,
                                              SmallVectorImpl<UniformExpr> &apartWhere);
   FailureOr<Value> shadowPointer(OpBuilder &builder, Value ptr, const IRMapping &forward);
   Value shadowRoot(Value ptr) const;
   FailureOr<LoadAdjointPlan> planLoadAdjoint(tt::LoadOp load, const IRMapping &forward);
+  FailureOr<WriteAdjointPlan> planWriteAdjoint(Operation *write);
   LogicalResult emitWriteAdjoint(OpBuilder &builder, Operation *write, GradientUtils &state);
   LogicalResult emitLoadAdjoint(OpBuilder &builder, tt::LoadOp load, GradientUtils &state);
   // i1: this program is the first along every axis the kernel never reads
@@ -635,23 +658,22 @@ Operation *KernelBackwardBuilder::loopRevisitingThroughOtherLanes(
   return nullptr;
 }
 
-// `mask` restricted to the last iteration of every loop that rewrites the
-// store's addresses in each iteration.
-Value KernelBackwardBuilder::lastIterationMask(OpBuilder &builder, tt::StoreOp store,
+// `mask` (of the accesses through `ptr`) restricted to the last iteration of
+// each of `loops`, which rewrite those addresses in every iteration.
+Value KernelBackwardBuilder::lastIterationMask(OpBuilder &builder, Location loc,
+                                               ArrayRef<scf::ForOp> loops, Value ptr,
                                                const IRMapping &forward, Value mask) {
-  auto it = lastIterationOnly.find(store);
-  if (it == lastIterationOnly.end())
+  if (loops.empty())
     return mask;
-  Location loc = store.getLoc();
   Value isLast;
-  for (scf::ForOp loop : it->second) {
+  for (scf::ForOp loop : loops) {
     Value iv = forward.lookupOrDefault(loop.getInductionVar());
     Value next = arith::AddIOp::create(builder, loc, iv, forward.lookupOrDefault(loop.getStep()));
     Value last = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::sge, next,
                                        forward.lookupOrDefault(loop.getUpperBound()));
     isLast = isLast ? arith::AndIOp::create(builder, loc, isLast, last).getResult() : last;
   }
-  if (auto tensor = dyn_cast<RankedTensorType>(store.getPtr().getType()))
+  if (auto tensor = dyn_cast<RankedTensorType>(ptr.getType()))
     isLast = tt::SplatOp::create(builder, loc, tensor.clone(builder.getI1Type()), isLast);
   return mask ? arith::AndIOp::create(builder, loc, mask, isLast).getResult() : isLast;
 }
@@ -687,11 +709,28 @@ FailureOr<Value> KernelBackwardBuilder::shadowPointer(OpBuilder &builder, Value 
   return result;
 }
 
+// How the adjoint of a store or an atomic add reads its shadow: left as it
+// is or consumed, on the last iteration of the loops that rewrite its
+// addresses; or the located refusal. Emits no IR.
+FailureOr<WriteAdjointPlan> KernelBackwardBuilder::planWriteAdjoint(Operation *write) {
+  using Read = WriteAdjointPlan::Read;
+  WriteAdjointPlan plan;
+  auto store = dyn_cast<tt::StoreOp>(write);
+  Value ptr = store ? store.getPtr() : cast<tt::AtomicRMWOp>(write).getPtr();
+  if (!shadowRoot(ptr))
+    return write->emitError("cannot form the shadow address of this ")
+           << (store ? "store" : "atomic add");
+  if (!store)
+    return plan;
+  if (auto it = lastIterationOnly.find(store); it != lastIterationOnly.end())
+    plan.lastIterationOf.assign(it->second.begin(), it->second.end());
+  if (storeSites.lookup(baseArgument(ptr)) > 1 && !firstStore.lookup(store))
+    plan.read = Read::Consumed;
+  return plan;
+}
+
 LogicalResult KernelBackwardBuilder::emitWriteAdjoint(OpBuilder &builder, Operation *write,
                                                       GradientUtils &state) {
-  // out[ptr] = v (a store) or out[ptr] += v (an atomic add)  =>  dv += dout[ptr]
-  // (masked lanes: 0). An add leaves dout as it is: the value out held before
-  // the add reaches the result unchanged.
   auto store = dyn_cast<tt::StoreOp>(write);
   auto add = dyn_cast<tt::AtomicRMWOp>(write);
   Value ptr = store ? store.getPtr() : add.getPtr();
@@ -699,35 +738,31 @@ LogicalResult KernelBackwardBuilder::emitWriteAdjoint(OpBuilder &builder, Operat
   Value primalMask = store ? store.getMask() : add.getMask();
   if (!state.isActive(value))
     return success();
+  FailureOr<WriteAdjointPlan> plan = planWriteAdjoint(write);
+  if (failed(plan))
+    return failure();
   const IRMapping &forward = state.mapping();
-  FailureOr<Value> shadow = shadowPointer(builder, ptr, forward);
-  if (failed(shadow))
-    return write->emitError("cannot form the shadow address of this ")
-           << (store ? "store" : "atomic add");
+  Value shadow = *shadowPointer(builder, ptr, forward);
   Location loc = write->getLoc();
   Value mask = primalMask ? forward.lookupOrDefault(primalMask) : Value();
-  if (store)
-    mask = lastIterationMask(builder, store, forward, mask);
+  mask = lastIterationMask(builder, loc, plan->lastIterationOf, ptr, forward, mask);
   // (an f32 shadow of an f16/bf16 tensor: read wide, taken in the value's type)
   Type shadowElement =
-      cast<tt::PointerType>(getElementTypeOrSelf(shadow->getType())).getPointeeType();
+      cast<tt::PointerType>(getElementTypeOrSelf(shadow.getType())).getPointeeType();
   Type shadowValueType = shadowElement;
   if (auto tensor = dyn_cast<RankedTensorType>(value.getType()))
     shadowValueType = tensor.clone(shadowElement);
   Value other = mask ? createZero(builder, loc, shadowValueType) : Value();
-  Value upstream = castFloat(builder, loc, createLoad(builder, loc, *shadow, mask, other),
+  Value upstream = castFloat(builder, loc, createLoad(builder, loc, shadow, mask, other),
                              getElementTypeOrSelf(value.getType()));
   state.accumulate(builder, value, upstream);
-  // Several stores through one pointer: a later store overwrites an earlier
-  // one at the same address, so once a store has taken the upstream
-  // gradient, earlier stores must see zero there (the shadow is consumed).
-  if (store && storeSites.lookup(baseArgument(ptr)) > 1 && !firstStore.lookup(store)) {
+  if (plan->read == WriteAdjointPlan::Read::Consumed) {
     // Every thread reads the upstream gradient before any thread zeroes it (a
     // scalar's store is one thread's: without this barrier the other warps of
     // the program could read the zero, a race seen on a cross-entropy whose
     // ignored rows return early).
     gpu::BarrierOp::create(builder, loc);
-    createStore(builder, loc, *shadow, createZero(builder, loc, shadowValueType), mask);
+    createStore(builder, loc, shadow, createZero(builder, loc, shadowValueType), mask);
     // The earlier store's read may happen in another thread (another layout):
     // the barrier makes the zeros visible to every thread of the program.
     gpu::BarrierOp::create(builder, loc);

@@ -1785,7 +1785,7 @@ tt::ReduceOp sumAlongAxis(Value contribution) {
 void joinReductions(Block &entry, std::vector<Part> &parts, ArrayRef<std::string> shadows,
                     Stager &stager, const DenseMap<BlockArgument, int> &written,
                     const DenseSet<BlockArgument> &plain, const DenseSet<BlockArgument> &twinned,
-                    const std::string &unknownWrite, RegridReport &report) {
+                    const std::string &unknownWrite, std::vector<RegridNote> &refused) {
   SmallVector<tt::AtomicRMWOp> atomics(entry.getOps<tt::AtomicRMWOp>());
   std::vector<Part> ownParts; // (appended last: `parts` is searched meanwhile)
   for (tt::AtomicRMWOp atomic : atomics) {
@@ -1796,7 +1796,7 @@ void joinReductions(Block &entry, std::vector<Part> &parts, ArrayRef<std::string
         !isa<RankedTensorType>(atomic.getVal().getType()) || !sumAlongAxis(atomic.getVal()))
       continue;
     auto refuse = [&](std::string reason) {
-      report.notes.push_back({name, false, "not re-parallelized: " + reason});
+      refused.push_back({name, false, "not re-parallelized: " + reason});
     };
     if (!unknownWrite.empty()) {
       refuse(unknownWrite);
@@ -1919,18 +1919,90 @@ BlockArgument hiddenArgument(tt::FuncOp kernel, StringRef name, unsigned width) 
   return BlockArgument();
 }
 
-void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool overwrite,
-                         bool deterministic, RegridReport &report) {
-  Value table = hiddenArgument(kernel, kRegridArgument, 64);
-  if (!table || !llvm::hasSingleElement(kernel.getBody()))
-    return;
-  Block &entry = kernel.getBody().front();
-  // (a backward with a loop tape is not re-parallelized: the tape is free)
-  BlockArgument tape = hiddenArgument(kernel, "tritonad_tape", 8);
-  Stager stager(tape && tape.use_empty() ? tape : Value(), table);
+namespace {
 
-  // Candidates: atomic adds of a dot product into a shadow, in a top-level loop.
+// Whether and how the atomic accumulations of a derived backward are
+// re-parallelized, decided before any part's IR is built (planRegrid); the
+// emission (emitRegrid) follows it and decides nothing.
+struct RegridPlan {
+  // The parts, final: their members (reduction members joined), keys, loop
+  // bounds, frontier and coarsening; each accumulation's phase and how it
+  // writes (its coverage, store or read-add-write), and the exclusive twin
+  // it takes with it.
   std::vector<Part> parts;
+  // The accumulations left as they are, each with why (the report's notes).
+  std::vector<RegridNote> refused;
+};
+
+// Each accumulation's launch (its phase) and how it writes: see below.
+// `written`: the writes into each argument, the twins the parts take counted.
+void planWrites(std::vector<Part> &parts, const DenseMap<BlockArgument, int> &written,
+                bool overwrite) {
+  // (the twins go with their parts: they no longer write)
+  DenseMap<BlockArgument, int> writers = written;
+  for (Part &part : parts)
+    for (Accumulation &sum : part.sums)
+      if (sum.twin)
+        --writers[baseArgument(sum.atomic.getPtr())];
+
+  // Phases: a part adding into a shadow that an earlier part (another loop:
+  // the tutorial's off-band and diagonal key blocks) adds into runs in a later
+  // launch. Plain writes need the part to be its shadow's only writer in its
+  // launch: every write into the shadow is a part's, and no other
+  // accumulation of its own part adds into it; stores, the first writer too.
+  DenseMap<BlockArgument, int> regridded, lastPhase;
+  for (Part &part : parts)
+    for (Accumulation &sum : part.sums)
+      ++regridded[baseArgument(sum.atomic.getPtr())];
+  for (Part &part : parts) {
+    int phase = 0;
+    for (Accumulation &sum : part.sums)
+      if (auto it = lastPhase.find(baseArgument(sum.atomic.getPtr())); it != lastPhase.end())
+        phase = std::max(phase, it->second + 1);
+    part.data.phase = phase;
+    for (Accumulation &sum : part.sums) {
+      RegridPart &data = sum.data;
+      data = part.data;
+      data.shadow = sum.shadow;
+      BlockArgument base = baseArgument(sum.atomic.getPtr());
+      int inPart = llvm::count_if(part.sums, [&](Accumulation &other) {
+        return baseArgument(other.atomic.getPtr()) == base;
+      });
+      bool soleWriter = writers.lookup(base) == regridded.lookup(base) && inPart == 1;
+      bool firstWriter = !lastPhase.contains(base);
+      KeyedDigits keyed;
+      keyed.allowWraps = true; // (_regrid._reaches_each_once checks them)
+      if (std::optional<ShadowCoverage> reached =
+              soleWriter && !part.data.tripsVary
+                  ? analyzeCoverage(sum.atomic, sum.atomic.getPtr(), sum.mask,
+                                    part.key, &keyed)
+                  : std::nullopt) {
+        data.hasCoverage = true;
+        data.coverage = std::move(*reached);
+        data.coverage.shadow = sum.shadow;
+        data.coverage.condition.value = 1;
+        data.keyDigits = keyed.digitOfKey;
+        data.conditionKeys = keyed.conditionKeys;
+      }
+      data.storeOnly = overwrite && soleWriter && firstWriter;
+    }
+    for (Accumulation &sum : part.sums)
+      lastPhase[baseArgument(sum.atomic.getPtr())] = phase;
+  }
+}
+
+// The re-parallelization of the candidates of `kernel` (atomic adds of a dot
+// product into `shadows`, in a top-level loop, and the sums along an axis
+// that join their parts), or why each stays atomic. Builds no part's IR; the
+// Stager stages values the parts would read from scratch as it goes (a
+// part's slice is what remains to compute after staging), which its
+// `finish` undoes where no part reads them.
+RegridPlan planRegrid(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool overwrite,
+                      bool deterministic, Stager &stager) {
+  Block &entry = kernel.getBody().front();
+  RegridPlan plan;
+  std::vector<Part> &parts = plan.parts;
+  // Candidates: atomic adds of a dot product into a shadow, in a top-level loop.
   DenseMap<BlockArgument, int> written;
   DenseSet<BlockArgument> plain, twinned;
   std::string unknownWrite;
@@ -1966,7 +2038,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       if (llvm::none_of(valueSlice, [](Operation *op) { return isa<tt::DotOp>(op); }))
         continue; // not a product of tiles: partial buffers or atomics suit it
       auto refuse = [&](std::string reason) {
-        report.notes.push_back({name, false, "not re-parallelized: " + reason});
+        plan.refused.push_back({name, false, "not re-parallelized: " + reason});
       };
       if (!ok) {
         refuse(why);
@@ -2090,7 +2162,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
           int products =
               llvm::count_if(sum.valueOps, [](Operation *op) { return isa<tt::DotOp>(op); });
           if (products > 1)
-            report.notes.push_back(
+            plan.refused.push_back(
                 {sum.shadow, false,
                  "not re-parallelized: its contribution takes " + std::to_string(products) +
                      " products of tiles per forward program (programs of their own measured "
@@ -2112,7 +2184,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       std::string why;
       auto refuse = [&](std::string reason) {
         for (Accumulation &sum : part.sums)
-          report.notes.push_back({sum.shadow, false, "not re-parallelized: " + reason});
+          plan.refused.push_back({sum.shadow, false, "not re-parallelized: " + reason});
       };
       // The fast path needs every value the contributions take from the
       // program to be computable on the host.
@@ -2231,7 +2303,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
         BlockArgument base = baseArgument(sum.atomic.getPtr());
         bool refused = mixing.contains(base) && loopsOf[base].size() > 1;
         if (refused)
-          report.notes.push_back(
+          plan.refused.push_back(
               {sum.shadow, false,
                "not re-parallelized: " + std::to_string(loopsOf[base].size()) +
                    " loops add into it and their products mix fewer than 64 rows with 64 or "
@@ -2241,18 +2313,25 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       });
     llvm::erase_if(parts, [](Part &part) { return part.sums.empty(); });
   }
-  if (!parts.empty())
-    joinReductions(entry, parts, shadows, stager, written, plain, twinned,
-                   writesKnown ? std::string() : unknownWrite, report);
-  if (parts.empty()) {
-    stager.finish({});
-    return;
-  }
-  // The parts are final: each takes its accumulation whole, twin included.
+  if (parts.empty())
+    return plan;
+  joinReductions(entry, parts, shadows, stager, written, plain, twinned,
+                 writesKnown ? std::string() : unknownWrite, plan.refused);
+  planWrites(parts, written, overwrite);
+  return plan;
+}
+
+// Builds the parts `plan` decided: the table's words, the branch between the
+// forward's programs and the parts', each part's programs; takes each part's
+// accumulations (and exclusive twins) out of the forward's programs. Returns
+// the bytes per forward program each part reads from scratch.
+SmallVector<int64_t> emitRegrid(tt::FuncOp kernel, Value table, RegridPlan &plan, Stager &stager,
+                                RegridReport &report) {
+  Block &entry = kernel.getBody().front();
+  std::vector<Part> &parts = plan.parts;
   for (Part &part : parts)
     for (Accumulation &sum : part.sums)
       if (sum.twin) {
-        --written[baseArgument(sum.atomic.getPtr())];
         sum.twin->store.erase();
         for (Operation *op : {sum.twin->sum.getOperation(), sum.twin->read.getOperation()})
           if (op && op->use_empty())
@@ -2260,51 +2339,6 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
         sum.twin.reset();
         report.untwinned.push_back(sum.shadow);
       }
-
-  // Phases: a part adding into a shadow that an earlier part (another loop:
-  // the tutorial's off-band and diagonal key blocks) adds into runs in a later
-  // launch. Plain writes need the part to be its shadow's only writer in its
-  // launch: every write into the shadow is a part's, and no other
-  // accumulation of its own part adds into it; stores, the first writer too.
-  DenseMap<BlockArgument, int> regridded, lastPhase;
-  for (Part &part : parts)
-    for (Accumulation &sum : part.sums)
-      ++regridded[baseArgument(sum.atomic.getPtr())];
-  for (Part &part : parts) {
-    int phase = 0;
-    for (Accumulation &sum : part.sums)
-      if (auto it = lastPhase.find(baseArgument(sum.atomic.getPtr())); it != lastPhase.end())
-        phase = std::max(phase, it->second + 1);
-    part.data.phase = phase;
-    for (Accumulation &sum : part.sums) {
-      RegridPart &data = sum.data;
-      data = part.data;
-      data.shadow = sum.shadow;
-      BlockArgument base = baseArgument(sum.atomic.getPtr());
-      int inPart = llvm::count_if(part.sums, [&](Accumulation &other) {
-        return baseArgument(other.atomic.getPtr()) == base;
-      });
-      bool soleWriter = written.lookup(base) == regridded.lookup(base) && inPart == 1;
-      bool firstWriter = !lastPhase.contains(base);
-      KeyedDigits keyed;
-      keyed.allowWraps = true; // (_regrid._reaches_each_once checks them)
-      if (std::optional<ShadowCoverage> reached =
-              soleWriter && !part.data.tripsVary
-                  ? analyzeCoverage(sum.atomic, sum.atomic.getPtr(), sum.mask,
-                                    part.key, &keyed)
-                  : std::nullopt) {
-        data.hasCoverage = true;
-        data.coverage = std::move(*reached);
-        data.coverage.shadow = sum.shadow;
-        data.coverage.condition.value = 1;
-        data.keyDigits = keyed.digitOfKey;
-        data.conditionKeys = keyed.conditionKeys;
-      }
-      data.storeOnly = overwrite && soleWriter && firstWriter;
-    }
-    for (Accumulation &sum : part.sums)
-      lastPhase[baseArgument(sum.atomic.getPtr())] = phase;
-  }
 
   // The launch: programs [0, mainPrograms) run the forward's schedule with
   // their ids decoded from the linear id; the rest run the parts.
@@ -2376,6 +2410,13 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
                                             : WalkResult::interrupt();
                                })
                                .wasInterrupted();
+  return stagedPerPart;
+}
+
+// The report's note of each re-parallelized accumulation, and its record.
+void reportParts(RegridPlan &plan, ArrayRef<int64_t> stagedPerPart, OpBuilder &b,
+                 RegridReport &report) {
+  std::vector<Part> &parts = plan.parts;
   for (auto [index, part] : llvm::enumerate(parts)) {
     int leader = report.regrid.parts.size();
     for (Accumulation &sum : part.sums) {
@@ -2452,6 +2493,27 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
       report.regrid.parts.push_back(std::move(sum.data));
     }
   }
+}
+
+} // namespace
+
+void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool overwrite,
+                         bool deterministic, RegridReport &report) {
+  Value table = hiddenArgument(kernel, kRegridArgument, 64);
+  if (!table || !llvm::hasSingleElement(kernel.getBody()))
+    return;
+  // (a backward with a loop tape is not re-parallelized: the tape is free)
+  BlockArgument tape = hiddenArgument(kernel, "tritonad_tape", 8);
+  Stager stager(tape && tape.use_empty() ? tape : Value(), table);
+  RegridPlan plan = planRegrid(kernel, shadows, overwrite, deterministic, stager);
+  report.notes.insert(report.notes.end(), plan.refused.begin(), plan.refused.end());
+  if (plan.parts.empty()) {
+    stager.finish({});
+    return;
+  }
+  SmallVector<int64_t> stagedPerPart = emitRegrid(kernel, table, plan, stager, report);
+  OpBuilder b(kernel.getContext());
+  reportParts(plan, stagedPerPart, b, report);
 }
 
 } // namespace tritonad
