@@ -55,7 +55,9 @@ def test_shared_axes_schedule(case):
 
 _INTERPRETED = """
 import json, torch
+import interpreter_bf16
 from corpus import shared_axes
+interpreter_bf16.install()  # (bf16 rounded to nearest, as on a GPU: not on its raw bits)
 from interpreter_races import RaceCheck
 from interpreter_util import counting_atomic_lanes
 atomic_lanes = counting_atomic_lanes()
