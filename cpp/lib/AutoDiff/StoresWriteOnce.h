@@ -12,12 +12,12 @@
 
 namespace tritonad {
 
-/// Checks each differentiated store that every program and lane of the
-/// forward reaches (no enclosing branch; a mask, if any, the same for all of
-/// them): lanes or programs proven to share an address are a located error;
-/// where the launch decides (a grid axis the address ignores, a row stride
-/// that is an argument), a LaunchRequirement whose refusal names the store.
-/// Addresses the access analysis cannot read are taken as written once.
+/// Checks each differentiated store outside branches (scf.for only) whose
+/// address and mask read no memory or loop-carried value: lanes or programs
+/// proven to share an address, under a mask that reads neither lanes nor
+/// program ids, are a located error; a grid axis the kernel reads but the
+/// address and the mask do not is a LaunchRequirement (one program along it)
+/// whose refusal names the store. Anything else is taken as written once.
 mlir::LogicalResult
 checkStoresWriteOnce(mlir::triton::FuncOp primal, llvm::ArrayRef<bool> usedAxes,
                      llvm::function_ref<bool(mlir::triton::StoreOp)> differentiated,
