@@ -580,8 +580,13 @@ SmallVector<Stabilizer> candidatesOf(Operation *function) {
       for (auto [j, arg] : llvm::enumerate(loop.getRegionIterArgs())) {
         Value next = terminator->getOperand(j);
         Operation *def = next.getDefiningOp();
+        // The max taken with its previous value, or with another running value of
+        // the loop (FlashAttention-2's max with the running logsumexp).
+        auto isCarried = [&](Value operand) {
+          return llvm::is_contained(loop.getRegionIterArgs(), operand);
+        };
         if (isa<FloatType>(getElementTypeOrSelf(arg.getType())) && isExtremumOp(def) &&
-            def->getBlock() == loop.getBody() && llvm::is_contained(def->getOperands(), arg))
+            def->getBlock() == loop.getBody() && llvm::any_of(def->getOperands(), isCarried))
           candidates.push_back({next, loop, static_cast<unsigned>(j)});
       }
     }

@@ -12,6 +12,7 @@
 #include "tritonad/Dialect/Triton/Dialect.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -415,21 +416,53 @@ FailureOr<bool> reverseForByTape(scf::ForOp loop, OpBuilder &builder, GradientUt
   return true;
 }
 
+// A carried value that holding a stabilizer at its final value F turns into a
+// running logsumexp, c' = F + log(exp(c - F) + s) (FlashAttention-2 carries the
+// logsumexp where others carry the sum): carried as E = exp(c - F) it is the
+// accumulation E' = E + s, with c = F + log(E).
+struct ExpDomainCarried {
+  unsigned index;
+  Value stabilizer; // F
+  bool base2;       // log2 and exp2
+};
+
 // Reverses `loop`, whose active carried values are pure accumulations, in
 // forward order: each iteration recomputes its forward and adds its
 // contributions; the inactive carried values are recomputed alongside. The
 // adjoints come from, and go to, `original`'s results and inits (`loop` may be
 // a rewritten clone of it); `active` says which values of `loop` carry
-// gradients.
+// gradients; `expDomain` which of them the clone carries as exp(c - F).
 LogicalResult reverseAccumulatingFor(scf::ForOp loop, scf::ForOp original,
                                      const DenseSet<Value> &active, OpBuilder &builder,
-                                     GradientUtils &state) {
+                                     GradientUtils &state,
+                                     ArrayRef<ExpDomainCarried> expDomain = {}) {
   Location loc = loop.getLoc();
   unsigned n = loop.getNumRegionIterArgs();
   SmallVector<bool> isActive(n);
   for (unsigned j = 0; j < n; ++j)
     isActive[j] = active.contains(loop.getRegionIterArgs()[j]) ||
                   active.contains(loop.getResult(j));
+  // Each iteration's term of E = exp(c - F) gets the adjoint of E's final
+  // value: dc/dE = 1/E = exp(F - c) (base 2: exp2(F - c) / ln 2).
+  SmallVector<Value> seeds(n);
+  for (unsigned j = 0; j < n; ++j)
+    if (isActive[j])
+      seeds[j] = state.adjoint(original.getResult(j));
+  for (const ExpDomainCarried &carried : expDomain) {
+    Value g = seeds[carried.index];
+    if (!g)
+      continue;
+    Value exponent = arith::SubFOp::create(builder, loc, state.forward(carried.stabilizer),
+                                           state.forward(original.getResult(carried.index)));
+    Value inverse = carried.base2 ? math::Exp2Op::create(builder, loc, exponent).getResult()
+                                  : math::ExpOp::create(builder, loc, exponent).getResult();
+    if (carried.base2)
+      inverse = arith::MulFOp::create(
+          builder, loc, inverse,
+          createFloatConstant(builder, loc, inverse.getType(), 1.0 / std::log(2.0)));
+    seeds[carried.index] = arith::MulFOp::create(
+        builder, loc, g, castFloat(builder, loc, inverse, getElementTypeOrSelf(g)));
+  }
 
   SmallVector<Value> captured = capturedActiveValues(loop, active);
   SmallVector<Value> inits;
@@ -449,7 +482,6 @@ LogicalResult reverseAccumulatingFor(scf::ForOp loop, scf::ForOp original,
   OpBuilder bodyBuilder = OpBuilder::atBlockEnd(body);
   IRMapping mapping = state.mapping();
   mapping.map(loop.getInductionVar(), reverse.getInductionVar());
-  SmallVector<Value> seeds(n);
   unsigned next = 0;
   for (unsigned j = 0; j < n; ++j) {
     BlockArgument arg = loop.getRegionIterArgs()[j];
@@ -457,7 +489,6 @@ LogicalResult reverseAccumulatingFor(scf::ForOp loop, scf::ForOp original,
       // Its value is never needed (only accumulated into); its adjoint is the
       // loop result's, the same in every iteration.
       mapping.map(arg, createZero(bodyBuilder, loc, arg.getType()));
-      seeds[j] = state.adjoint(original.getResult(j));
     } else {
       mapping.map(arg, reverse.getRegionIterArgs()[next++]);
     }
@@ -469,6 +500,9 @@ LogicalResult reverseAccumulatingFor(scf::ForOp loop, scf::ForOp original,
     return failure();
   yieldForwardReplay(bodyBuilder, loc, isActive, recomputed, *deltas,
                      reverse.getRegionIterArgs().drop_front(numRecomputed));
+  // (an exp-domain value's start is inactive: the caller checked)
+  for (const ExpDomainCarried &carried : expDomain)
+    isActive[carried.index] = false;
   accumulateForwardReplay(builder, state, isActive, captured,
                           reverse.getResults().drop_front(numRecomputed), original.getResults(),
                           original.getInitArgs());
@@ -532,6 +566,73 @@ void foldSubstitutedBody(Block &body, DenseMap<Value, Value> &origin) {
   }
 }
 
+// Erases the ops of `body` whose results nothing reads (the stabilizer's own
+// update once it is held at its final value reads the other carried values).
+void eraseDeadOps(Block &body, DenseMap<Value, Value> &origin) {
+  for (bool erased = true; erased;) {
+    erased = false;
+    SmallVector<Operation *> ops;
+    for (Operation &op : body.without_terminator())
+      ops.push_back(&op);
+    for (Operation *op : llvm::reverse(ops))
+      if (isOpTriviallyDead(op)) {
+        for (Value result : op->getResults())
+          origin.erase(result);
+        op->erase();
+        erased = true;
+      }
+  }
+}
+
+// Carried value #j of `clone` (stabilizers held at `finals`) as a running
+// logsumexp: its update is F + log(S) and its every read exp(c - F).
+std::optional<ExpDomainCarried> runningLogSumExp(scf::ForOp clone, unsigned j,
+                                                 ArrayRef<Value> finals) {
+  BlockArgument carried = clone.getRegionIterArgs()[j];
+  auto add = clone.getBody()->getTerminator()->getOperand(j).getDefiningOp<arith::AddFOp>();
+  if (!add || add->getBlock() != clone.getBody() || carried.use_empty())
+    return std::nullopt;
+  for (unsigned side = 0; side < 2; ++side) {
+    Value stabilizer = add->getOperand(side);
+    Operation *log = add->getOperand(1 - side).getDefiningOp();
+    if (!llvm::is_contained(finals, stabilizer) || !isa_and_nonnull<math::LogOp, math::Log2Op>(log))
+      continue;
+    bool base2 = isa<math::Log2Op>(log);
+    bool readAsExp = llvm::all_of(carried.getUsers(), [&](Operation *user) {
+      auto sub = dyn_cast<arith::SubFOp>(user);
+      if (!sub || sub.getLhs() != carried || sub.getRhs() != stabilizer || !sub->hasOneUse())
+        return false;
+      Operation *exp = *sub->getUsers().begin();
+      return base2 ? isa<math::Exp2Op>(exp) : isa<math::ExpOp>(exp);
+    });
+    if (readAsExp)
+      return ExpDomainCarried{j, stabilizer, base2};
+  }
+  return std::nullopt;
+}
+
+// Carries `carried` of `clone` as E = exp(c - F): its reads exp(c - F) become
+// E and its update the sum S inside F + log(S). Its starting value is never
+// read: the forward-order reverse maps active carried values to zeros.
+void carryInExpDomain(scf::ForOp clone, const ExpDomainCarried &carried,
+                      DenseMap<Value, Value> &origin) {
+  BlockArgument arg = clone.getRegionIterArgs()[carried.index];
+  Operation *terminator = clone.getBody()->getTerminator();
+  auto add = terminator->getOperand(carried.index).getDefiningOp<arith::AddFOp>();
+  Operation *log = add.getLhs() == carried.stabilizer ? add.getRhs().getDefiningOp()
+                                                      : add.getLhs().getDefiningOp();
+  for (Operation *sub : llvm::make_early_inc_range(arg.getUsers())) {
+    Operation *exp = *sub->getUsers().begin();
+    exp->getResult(0).replaceAllUsesWith(Value(arg));
+    origin.erase(exp->getResult(0));
+    origin.erase(sub->getResult(0));
+    exp->erase();
+    sub->erase();
+  }
+  terminator->setOperand(carried.index, log->getOperand(0));
+  eraseDeadOps(*clone.getBody(), origin);
+}
+
 // A loop that carries stabilizers (Analysis/ShiftInvariance.h): what it
 // computes does not change with their values, so its reverse runs the body
 // with every stabilizer at its final value. The rescaling factors
@@ -584,6 +685,17 @@ FailureOr<bool> reverseForWithFinalStabilizers(scf::ForOp loop, OpBuilder &build
     update.replaceAllUsesWith(final);
   }
   foldSubstitutedBody(*clone.getBody(), origin);
+  eraseDeadOps(*clone.getBody(), origin);
+  SmallVector<Value> finals;
+  for (const Stabilizer *stabilizer : stabilizers)
+    finals.push_back(stabilizer->finalValue);
+  SmallVector<ExpDomainCarried> expDomain;
+  for (unsigned j = 0; j < clone.getNumRegionIterArgs(); ++j)
+    if (!llvm::is_contained(held, j) && !state.isActive(loop.getInitArgs()[j]))
+      if (std::optional<ExpDomainCarried> carried = runningLogSumExp(clone, j, finals)) {
+        carryInExpDomain(clone, *carried, origin);
+        expDomain.push_back(*carried);
+      }
 
   DenseSet<Value> active = state.activeSet();
   auto addIfActive = [&](Value value) {
@@ -606,18 +718,30 @@ FailureOr<bool> reverseForWithFinalStabilizers(scf::ForOp loop, OpBuilder &build
   if (!carriedGradients(clone, active).accumulateOnly)
     return false;
 
-  if (failed(reverseAccumulatingFor(clone, loop, active, builder, state)))
+  if (failed(reverseAccumulatingFor(clone, loop, active, builder, state, expDomain)))
     return failure();
   {
+    auto numbered = [](ArrayRef<unsigned> indices) {
+      std::string list;
+      for (auto [k, j] : llvm::enumerate(indices))
+        list += (k ? ", #" : "#") + std::to_string(j);
+      return list;
+    };
     std::string how = "reversed in forward order: carried value";
     how += held.size() > 1 ? "s " : " ";
-    for (auto [k, j] : llvm::enumerate(held))
-      how += (k ? ", #" : "#") + std::to_string(j);
+    how += numbered(held);
     how += " only stabilize" + std::string(held.size() > 1 ? "" : "s") +
            " exponentials (a stabilizer: the results do not change with its value, shift "
            "invariance checked on the IR), so it carries no gradient and the reverse uses its "
            "final value; the other carried gradients are then pure accumulations (no cache, "
            "no recomputation)";
+    if (!expDomain.empty()) {
+      SmallVector<unsigned> indices;
+      for (const ExpDomainCarried &carried : expDomain)
+        indices.push_back(carried.index);
+      how += "; carried value" + std::string(indices.size() > 1 ? "s " : " ") +
+             numbered(indices) + ", a running logsumexp, accumulated as exp(value - final max)";
+    }
     noteLoop(state, loop, Strategy::FinalStabilizers, how);
   }
   return true;
