@@ -1614,6 +1614,38 @@ bool iterationsProvablyDisjoint(const Affine &offsets, const Coefficient &move,
 
 } // namespace
 
+// A constant the value is at most (a constant, widened, or the min of one and
+// anything: `min(BC, n - start)`); nullopt where none is known.
+static std::optional<int64_t> constantUpperBound(Value value) {
+  if (std::optional<int64_t> known = constantInt(value))
+    return known;
+  Operation *def = value.getDefiningOp();
+  if (auto cast = dyn_cast_or_null<arith::BitcastOp>(def))
+    if (cast.getIn().getType() == cast.getType())
+      return constantUpperBound(cast.getIn());
+  if (isa_and_nonnull<arith::ExtSIOp>(def))
+    return constantUpperBound(def->getOperand(0));
+  if (isa_and_nonnull<arith::MinSIOp>(def)) {
+    std::optional<int64_t> lhs = constantUpperBound(def->getOperand(0));
+    std::optional<int64_t> rhs = constantUpperBound(def->getOperand(1));
+    if (lhs && rhs)
+      return std::min(*lhs, *rhs);
+    return lhs ? lhs : rhs;
+  }
+  return std::nullopt;
+}
+
+// A constant the trip count of `loop` is at most (a constant start and step,
+// an end at most a constant); nullopt where none is known.
+static std::optional<int64_t> tripCountBound(scf::ForOp loop) {
+  std::optional<int64_t> lower = constantInt(loop.getLowerBound());
+  std::optional<int64_t> upper = constantUpperBound(loop.getUpperBound());
+  std::optional<int64_t> step = constantInt(loop.getStep());
+  if (!lower || !upper || !step || *step <= 0)
+    return std::nullopt;
+  return *upper <= *lower ? 0 : (*upper - *lower + *step - 1) / *step;
+}
+
 // Scalars defined outside `loop` that the addresses or mask of an access in it
 // depend on and that the analysis cannot express (a digit of a program id's
 // digit, `(pid // n) % h`; a loaded index): whatever they are, they stay the
@@ -1682,6 +1714,8 @@ static IterationDisjointness iterationDisjointnessIn(const AffineAccess &access,
   // The strides of the lane dims of more than one lane, for the interleaved
   // alternative below.
   SmallVector<std::optional<SymbolicInt>> spreadStrides;
+  // (and their constant strides, 0 for a runtime one)
+  SmallVector<int64_t> spreadConstants;
   for (auto &[var, coefficient] : offsets->terms) {
     if (var < kFirstLane || isProgramDigit(var))
       continue; // program ids and their digits: fixed within a program
@@ -1713,8 +1747,10 @@ static IterationDisjointness iterationDisjointnessIn(const AffineAccess &access,
     }
     span += std::abs(coefficient.constant) * (extent - 1);
     std::optional<SymbolicInt> laneStride = symbolicCoefficient(coefficient);
-    if (size > 1) // (a constant stride: a sliding window, left to the error)
+    if (size > 1) { // (a constant stride: a sliding window, left to the error)
       spreadStrides.push_back(coefficient.isConstant() ? std::nullopt : laneStride);
+      spreadConstants.push_back(coefficient.isConstant() ? std::abs(coefficient.constant) : 0);
+    }
     if (!laneStride || !spanAtLaunch) {
       spanAtLaunch = std::nullopt;
       continue;
@@ -1732,6 +1768,14 @@ static IterationDisjointness iterationDisjointnessIn(const AffineAccess &access,
   if (!move)
     return result;
   result.proven = iterationsProvablyDisjoint(*offsets, *move, constantLanes, span, type);
+  // Or the iterations interleave inside the one dim of lanes at a constant
+  // stride, in a loop whose trip count a constant bounds (column j of each row
+  // in iteration j of `for j in range(0, min(BC, n))`): that stride at least
+  // what the iterations span, |move| * (trips - 1) + 1. Within one program.
+  std::optional<int64_t> trips = tripCountBound(loop);
+  if (!result.proven && spreadConstants.size() == 1 && spreadConstants[0] > 0 &&
+      move->isConstant() && trips && step)
+    result.proven = spreadConstants[0] >= std::abs(move->constant) * (*trips - 1) + 1;
   if (result.proven)
     return result;
   // Otherwise the launch decides, where the arguments give the move and the

@@ -234,6 +234,10 @@ private:
                                  GradientUtils &gutils) override {
     return emitWriteAdjoint(builder, store, gutils);
   }
+  bool overwritesEarlierStore(Operation *store) const override {
+    return storeSites.lookup(baseArgument(store->getOperand(0))) > 1 &&
+           !firstStore.lookup(store);
+  }
   Value tapeRegion(OpBuilder &builder, scf::ForOp loop, int64_t bytesPerState,
                    function_ref<Value(OpBuilder &, Value)> bytesPerProgram,
                    Value &every) override;
@@ -724,7 +728,7 @@ FailureOr<WriteAdjointPlan> KernelBackwardBuilder::planWriteAdjoint(Operation *w
     return plan;
   if (auto it = lastIterationOnly.find(store); it != lastIterationOnly.end())
     plan.lastIterationOf.assign(it->second.begin(), it->second.end());
-  if (storeSites.lookup(baseArgument(ptr)) > 1 && !firstStore.lookup(store))
+  if (overwritesEarlierStore(store))
     plan.read = Read::Consumed;
   return plan;
 }
@@ -736,7 +740,10 @@ LogicalResult KernelBackwardBuilder::emitWriteAdjoint(OpBuilder &builder, Operat
   Value ptr = store ? store.getPtr() : add.getPtr();
   Value value = store ? store.getValue() : add.getVal();
   Value primalMask = store ? store.getMask() : add.getMask();
-  if (!state.isActive(value))
+  // (a value that carries no gradient still takes the upstream away from an
+  // earlier store it overwrites)
+  bool active = state.isActive(value);
+  if (!active && !(store && overwritesEarlierStore(store)))
     return success();
   FailureOr<WriteAdjointPlan> plan = planWriteAdjoint(write);
   if (failed(plan))
@@ -752,10 +759,12 @@ LogicalResult KernelBackwardBuilder::emitWriteAdjoint(OpBuilder &builder, Operat
   Type shadowValueType = shadowElement;
   if (auto tensor = dyn_cast<RankedTensorType>(value.getType()))
     shadowValueType = tensor.clone(shadowElement);
-  Value other = mask ? createZero(builder, loc, shadowValueType) : Value();
-  Value upstream = castFloat(builder, loc, createLoad(builder, loc, shadow, mask, other),
-                             getElementTypeOrSelf(value.getType()));
-  state.accumulate(builder, value, upstream);
+  if (active) {
+    Value other = mask ? createZero(builder, loc, shadowValueType) : Value();
+    Value upstream = castFloat(builder, loc, createLoad(builder, loc, shadow, mask, other),
+                               getElementTypeOrSelf(value.getType()));
+    state.accumulate(builder, value, upstream);
+  }
   if (plan->read == WriteAdjointPlan::Read::Consumed) {
     // Every thread reads the upstream gradient before any thread zeroes it (a
     // scalar's store is one thread's: without this barrier the other warps of

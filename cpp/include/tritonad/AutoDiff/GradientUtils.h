@@ -48,6 +48,11 @@ public:
   /// the stored (added) value's adjoint is read from the shadow.
   virtual llvm::LogicalResult emitStoreAdjoint(mlir::OpBuilder &builder, mlir::Operation *store,
                                                GradientUtils &gutils) = 0;
+  /// Whether `store` overwrites an earlier store through the same pointer:
+  /// its adjoint then takes the upstream gradient away from that store's
+  /// (zeroes it at its addresses), even where the value it stores carries
+  /// no gradient (a constant: `tl.store(y, 0.0, mask=...)` after `y = f(x)`).
+  virtual bool overwritesEarlierStore(mlir::Operation *store) const { return false; }
   /// Scratch memory for a loop's carried state (a tape): emits (at the
   /// builder) the byte pointer of this program's region, given the bytes the
   /// loop needs per program as a function of the kept-state interval (the

@@ -725,7 +725,8 @@ struct StoreModel : public ReverseModeOpInterface::ExternalModel<StoreModel, tt:
     return gutils.driver() && gutils.driver()->isShadowed(cast<tt::StoreOp>(op).getPtr());
   }
   bool passesGradientWithoutResults(Operation *op, const GradientUtils &gutils) const {
-    return gutils.isActive(cast<tt::StoreOp>(op).getValue());
+    return gutils.isActive(cast<tt::StoreOp>(op).getValue()) ||
+           (gutils.driver() && gutils.driver()->overwritesEarlierStore(op));
   }
   LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, GradientUtils &gutils) const {
     return gutils.driver()->emitStoreAdjoint(builder, op, gutils);
