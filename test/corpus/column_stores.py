@@ -81,7 +81,10 @@ def _overwritten_by_constant(place):
         f = tritonad.autograd(overwritten_by_constant, outputs=("Y",), mode=mode)
         y = f[(triton.cdiv(n, block),)](x, torch.empty_like(x), n, PLACE=place, BLOCK=block)
         upstream = torch.randn(n, device=device).to(dtype)
+        saved = upstream.clone()
         y.backward(upstream)
+        # (the backward consumes its copy of the upstream, not the caller's)
+        assert torch.equal(upstream, saved), "the upstream gradient was modified"
         x64 = x.detach().double().requires_grad_()
         kept = (torch.arange(n, device=device) % 3 != 0).double()
         (x64 * x64 * kept + 0.5 * (1 - kept)).backward(upstream.double())
