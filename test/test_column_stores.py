@@ -7,8 +7,9 @@
   still is. Lit: AutoDiff/kernel-store-columns.mlir.
 - a later store of a constant over part of an output (that kernel zeroes its upper
   triangle so): the constant carries no gradient, and it takes the upstream gradient
-  away from the elements it overwrites, after the first store, under a branch, or in a
-  loop. Before, the constant's store was skipped and the first store took the whole
+  away from the elements it overwrites, after the first store, under a branch, in a
+  loop, in every iteration of a loop that rewrites its addresses, or over a band that
+  spans several tiles of a storing loop. Before, the constant's store was skipped and the first store took the whole
   upstream: a silently wrong gradient (error ~1 relative).
 
 Interpreter (fp32, bf16 with interpreter_bf16, both modes) and GPU (fp32, bf16) against

@@ -75,6 +75,59 @@ def overwritten_by_constant(X, Y, n, PLACE: tl.constexpr, BLOCK: tl.constexpr):
             tl.store(Y + offs, fill, mask=third)
 
 
+@triton.jit
+def rewritten_each_iteration(X, Y, n, K: tl.constexpr, BLOCK: tl.constexpr):
+    """Every iteration stores y = x * (k + 1), then a constant over every third
+    element: only the last iteration's values survive, and of them the constant's."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(X + offs, mask=mask, other=0.0).to(tl.float32)
+    for k in range(K):
+        tl.store(Y + offs, (x * (k + 1.0)).to(Y.dtype.element_ty), mask=mask)
+        tl.store(Y + offs, (tl.zeros_like(x) + 0.5).to(Y.dtype.element_ty),
+                 mask=mask & (offs % 3 == 0))
+
+
+@triton.jit
+def band_after_tiles(X, Y, N, BLOCK: tl.constexpr):
+    """A row stored tile by tile (y = exp(x)), then -1 over the columns c < 2 * BLOCK
+    with c % 5 == row % 5: a constant store spanning several tiles of the loop."""
+    row = tl.program_id(0)
+    for k in range(0, N, BLOCK):
+        cols = k + tl.arange(0, BLOCK)
+        x = tl.load(X + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
+        tl.store(Y + row * N + cols, tl.exp(x).to(Y.dtype.element_ty), mask=cols < N)
+    band = tl.arange(0, 2 * BLOCK)
+    minus_one = tl.zeros([2 * BLOCK], tl.float32) - 1.0
+    tl.store(Y + row * N + band, minus_one.to(Y.dtype.element_ty),
+             mask=(band < N) & (band % 5 == row % 5))
+
+
+def _rewritten_each_iteration(dtype, device, mode, n=301, block=64, k=3):
+    x = torch.randn(n, device=device).to(dtype).requires_grad_()
+    f = tritonad.autograd(rewritten_each_iteration, outputs=("Y",), mode=mode)
+    y = f[(triton.cdiv(n, block),)](x, torch.empty_like(x), n, K=k, BLOCK=block)
+    upstream = torch.randn(n, device=device).to(dtype)
+    y.backward(upstream)
+    x64 = x.detach().double().requires_grad_()
+    kept = (torch.arange(n, device=device) % 3 != 0).double()
+    (x64 * k * kept + 0.5 * (1 - kept)).backward(upstream.double())
+    return [("x", x.grad, x64.grad)]
+
+
+def _band_after_tiles(dtype, device, mode, rows=7, cols=100, block=16):
+    x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
+    f = tritonad.autograd(band_after_tiles, outputs=("Y",), mode=mode)
+    y = f[(rows,)](x, torch.empty_like(x), cols, BLOCK=block)
+    upstream = torch.randn(rows, cols, device=device).to(dtype)
+    y.backward(upstream)
+    x64 = x.detach().double().requires_grad_()
+    c = torch.arange(cols, device=device)
+    band = torch.stack([(c < 2 * block) & (c % 5 == r % 5) for r in range(rows)]).double()
+    (torch.exp(x64) * (1 - band) - band).backward(upstream.double())
+    return [("x", x.grad, x64.grad)]
+
+
 def _overwritten_by_constant(place):
     def run(dtype, device, mode, n=301, block=64):
         x = torch.randn(n, device=device).to(dtype).requires_grad_()
@@ -111,7 +164,9 @@ def _causal_block_scores(dtype, device, mode, rows=45, d=16, bc=16):
 _RUNS = {"causal_block_scores": _causal_block_scores,
          "overwritten_after": _overwritten_by_constant(0),
          "overwritten_in_branch": _overwritten_by_constant(1),
-         "overwritten_in_loop": _overwritten_by_constant(2)}
+         "overwritten_in_loop": _overwritten_by_constant(2),
+         "rewritten_each_iteration": _rewritten_each_iteration,
+         "band_after_tiles": _band_after_tiles}
 CASES = list(_RUNS)
 
 
