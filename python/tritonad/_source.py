@@ -228,6 +228,8 @@ class _Analysis:
             return [n for e in node.elts for n in self._terms(e)]
         if isinstance(node, ast.IfExp):
             return self._terms(node.body) + self._terms(node.orelse)
+        if isinstance(node, ast.NamedExpr):  # load(p := x + offs)
+            return self._terms(node.value)
         if isinstance(node, ast.Call):
             if _call_name(node) in _TRANSPARENT:
                 func = node.func
