@@ -334,3 +334,23 @@ CASES = {
 @pytest.mark.parametrize("kernel", list(CASES), ids=lambda k: k.__name__)
 def test_pointer_roles(kernel):
     assert pointer_roles(kernel) == CASES[kernel]
+
+
+@triton.jit
+def _address_by_case(base, offsets, kind):
+    match kind:
+        case 0:
+            return base + offsets
+        case _:
+            return base + 2 * offsets
+
+
+@triton.jit
+def address_returned_from_a_match(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    tl.store(y_ptr + o, tl.load(_address_by_case(x_ptr, o, 0)))
+
+
+def test_an_address_returned_from_an_unfollowed_statement_is_found():
+    # (a statement the walk does not follow: every name flow-insensitive, its returns kept)
+    assert pointer_roles(address_returned_from_a_match) == {"x_ptr": L, "y_ptr": S}

@@ -387,6 +387,8 @@ class _Walk:
         if not isinstance(s, _SIMPLE):  # (all names are flow-insensitive: see __init__)
             for inner in ast.walk(s):
                 self._bind_all(env, inner)
+                if isinstance(inner, ast.Return) and inner.value is not None:
+                    self.returned |= self._bases(env, inner.value)  # (a match case's)
         # Expr, Assert, Raise, Pass, Delete (a name deleted is not used again)
         self._visit_calls(env, [s])
         return env
