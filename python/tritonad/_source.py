@@ -282,7 +282,7 @@ class _Walk:
     (before the loop, joined with the body's end and its `continue`s) no longer
     grows, and what follows the loop sees that entry and the `break`s. `with` and
     `try` bodies only add to a name's set (an exception may leave them anywhere).
-    Names bound where the order is not clear (comprehensions, walrus, `del`) are
+    Names bound where the order is not clear (comprehension and walrus targets) are
     flow-insensitive: every use sees every assignment of the name; all names are
     where the body has a statement the walk does not follow (a nested def, global,
     nonlocal, match), as before this walk existed."""
@@ -473,7 +473,8 @@ def _join(*envs):
 def pointer_roles(fn) -> Dict[str, set]:
     """{parameter: {"load", "store"} subset} for the parameters used as pointers: the
     bases of the addresses given to tl.load / tl.store / atomics, followed through
-    local assignments and into the @triton.jit helpers the function calls.
+    the local assignments that may reach each access (`_Walk`) and into the
+    @triton.jit helpers the function calls.
     Constexprs and names used as integers (factors, range bounds) are left out;
     a runtime integer added into an address stays (the core ignores a binding
     whose argument turns out not to be a pointer)."""
