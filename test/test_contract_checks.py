@@ -564,14 +564,115 @@ def reused_pointer_name_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(pointers, 2.0 * values, mask=mask)
 
 
-@pytest.mark.xfail(strict=True, reason="false refusal: the source's pointer roles are "
-                   "flow-insensitive: a local name assigned x_ptr + ... (loaded), then "
-                   "y_ptr + ... (stored) makes both 'loaded and stored' (in place); fla's "
-                   "chunk_gated_delta_rule_fwd_kernel_h_blockdim64 is refused for v_new")
+@triton.jit
+def reused_pointer_name_recurrence_kernel(x_ptr, w_ptr, y_ptr, n_cols, stride,
+                                          SAVE: tl.constexpr, BLOCK: tl.constexpr):
+    """Per row, over column blocks: h = decay * h + x * w, y = h; `p` addresses
+    x, then (under a constexpr) y in the same iteration, as fla's state kernels do."""
+    row = tl.program_id(0)
+    h = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        offsets = start + tl.arange(0, BLOCK)
+        mask = offsets < n_cols
+        p = x_ptr + row * stride + offsets
+        x = tl.load(p, mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+        h = 0.5 * h + x * w
+        if SAVE:
+            p = y_ptr + row * stride + offsets
+            tl.store(p, h.to(p.dtype.element_ty), mask=mask)
+
+
+def recurrence_reference(x, w, block):
+    """reused_pointer_name_recurrence_kernel in torch (columns padded to blocks)."""
+    rows, cols = x.shape
+    blocks = -(-cols // block)
+    pad = blocks * block - cols
+    xw = torch.nn.functional.pad(x * w, (0, pad)).reshape(rows, blocks, block)
+    h, out = torch.zeros_like(xw[:, 0]), []
+    for j in range(blocks):
+        h = 0.5 * h + xw[:, j]
+        out.append(h)
+    return torch.stack(out, 1).reshape(rows, blocks * block)[:, :cols]
+
+
+# Look-alikes of the reused name that ARE in place: still refused.
+
+@triton.jit
+def pointer_name_carried_to_the_next_iteration_kernel(x_ptr, y_ptr, n, iters,
+                                                      BLOCK: tl.constexpr):
+    # From the second iteration on, the load reads what the last one stored into y.
+    offsets = tl.arange(0, BLOCK)
+    mask = offsets < n
+    p = x_ptr + offsets
+    for _ in range(iters):
+        values = tl.load(p, mask=mask)
+        p = y_ptr + offsets
+        tl.store(p, 2.0 * values, mask=mask)
+
+
+@triton.jit
+def pointer_name_reassigned_in_one_branch_kernel(x_ptr, y_ptr, n, from_x,
+                                                 BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    mask = offsets < n
+    p = y_ptr + offsets
+    if from_x > 0:
+        p = x_ptr + offsets
+    values = tl.load(p, mask=mask)  # (y's own values where from_x <= 0)
+    tl.store(y_ptr + offsets, 2.0 * values, mask=mask)
+
+
+@triton.jit
+def _store_doubled(pointers, values, mask):
+    tl.store(pointers, 2.0 * values, mask=mask)
+
+
+@triton.jit
+def pointer_name_stored_through_by_a_helper_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    mask = offsets < n
+    p = x_ptr + offsets
+    values = tl.load(p, mask=mask)
+    _store_doubled(p, values, mask)  # (x overwritten)
+    p = y_ptr + offsets
+    tl.store(p, values, mask=mask)
+
+
 def test_a_pointer_name_reassigned_from_an_input_to_an_output_is_not_in_place():
     assert pointer_roles(unwrap(reused_pointer_name_kernel)[0]) == {"x_ptr": {"load"},
                                                                     "y_ptr": {"store"}}
     tritonad.autograd(reused_pointer_name_kernel, outputs=("y_ptr",))
+    assert pointer_roles(reused_pointer_name_recurrence_kernel) == {
+        "x_ptr": {"load"}, "w_ptr": {"load"}, "y_ptr": {"store"}}
+    tritonad.autograd(reused_pointer_name_recurrence_kernel, outputs=("y_ptr",))
+
+
+@pytest.mark.parametrize("kernel, in_place, roles", [
+    (pointer_name_carried_to_the_next_iteration_kernel, "y_ptr",
+     {"x_ptr": {"load"}, "y_ptr": {"load", "store"}}),
+    (pointer_name_reassigned_in_one_branch_kernel, "y_ptr",
+     {"x_ptr": {"load"}, "y_ptr": {"load", "store"}}),
+    (pointer_name_stored_through_by_a_helper_kernel, "x_ptr",
+     {"x_ptr": {"load", "store"}, "y_ptr": {"store"}}),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_a_reused_pointer_name_that_is_in_place_is_still_refused(kernel, in_place, roles):
+    assert pointer_roles(kernel) == roles
+    name = kernel.__name__
+    with pytest.raises(ValueError, match=rf"{name} loads and stores through '{in_place}' "
+                                         r"\(in place\)"):
+        tritonad.autograd(kernel, outputs=(in_place,))
+
+
+def test_an_input_a_helper_stores_through_is_refused_at_the_launch():
+    kernel = pointer_name_stored_through_by_a_helper_kernel
+    op = tritonad.autograd(kernel, outputs=("y_ptr",))
+    op.kernel = _StandIn(lambda a: None)
+    with pytest.raises(ValueError, match=r"'x_ptr' of pointer_name_stored_through_by_a_helper_"
+                                         r"kernel requires grad: .* loads and stores through "
+                                         r"'x_ptr' \(in place\)"):
+        op[(1,)](torch.randn(13, requires_grad=True), torch.empty(13), 13, BLOCK=16)
+    assert op.kernel.calls == 0
 
 # ---------------------------------------------------------------------------
 # CPU interpreter (TRITON_INTERPRET=1): this file run as a script in a fresh Python
@@ -613,6 +714,31 @@ def interpret_launcher_gradients_match_torch():
         ((y * c).sum() + (x * x).sum()).backward()
         xr, wr = (t.detach().double().requires_grad_() for t in (x, w))
         ((1.5 * xr * wr * c.double()).sum() + (xr * xr).sum()).backward()
+        near("x", x.grad, xr.grad, tol)
+        near("w", w.grad, wr.grad, tol)
+
+
+@interpret_check
+def interpret_reused_pointer_name_gradients_match_torch():
+    """A pointer name reused for an input, then an output (fla's chunk_delta_h): no
+    in-place refusal, and tritonad.autograd's gradients are torch's."""
+    ic = _ic()
+    import interpreter_bf16
+    interpreter_bf16.install()  # (bf16 rounded as a GPU does: see interpreter_bf16.py)
+    op = tritonad.autograd(reused_pointer_name_recurrence_kernel, outputs=("y_ptr",))
+    block = 16
+    for dtype, tol in ((torch.float32, 1e-5), (torch.bfloat16, 2e-2)):
+        rows, cols = 5, 53
+        x = ic.randn(rows, cols, dtype=dtype).requires_grad_()
+        w = ic.randn(cols, dtype=dtype).requires_grad_()
+        y = torch.empty(rows, cols, dtype=dtype)
+        out = op[(rows,)](x, w, y, cols, x.stride(0), SAVE=True, BLOCK=block)
+        upstream = ic.randn(rows, cols)
+        (out.float() * upstream).sum().backward()
+        xr, wr = (t.detach().double().requires_grad_() for t in (x, w))
+        want = recurrence_reference(xr, wr, block)
+        near("y", out.detach(), want.detach(), tol)
+        (want * upstream.double()).sum().backward()
         near("x", x.grad, xr.grad, tol)
         near("w", w.grad, wr.grad, tol)
 

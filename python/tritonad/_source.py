@@ -179,45 +179,30 @@ class _Analysis:
 
     roles: {parameter: roles} with roles a subset of {"load", "store"} (empty: a
     pointer whose use tritonad cannot classify). returned: parameters that are
-    additive terms of a returned value (a helper that builds addresses)."""
+    additive terms of a returned value (a helper that builds addresses).
+
+    Flow-sensitive and may-reach, so that a local name reused for another pointer
+    (`p = x + offs; load(p); p = y + offs; store(p)`) does not make both pointers
+    loaded and stored (in place). At each use a name denotes the parameters of the
+    assignments that may reach it (`_Walk`); a superset of the true roles on every
+    path, as a missed role would let an in-place kernel through."""
 
     def __init__(self, fn, stack=(), memo=None):
         self.fn, self.stack, self.memo = fn, stack + (fn,), {} if memo is None else memo
         node = function_def(fn)
         self.params = [a.arg for a in node.args.args]
         self.constexprs = set(constexpr_names(fn))
-        assigned, integers, roots, returns = {}, set(), [], []
+        integers = set()
         for inner in ast.walk(node):
-            if isinstance(inner, ast.Assign):
-                for target in inner.targets:
-                    for name, value in _unpack(target, inner.value):
-                        assigned.setdefault(name, []).append(value)
-            elif isinstance(inner, ast.Return) and inner.value is not None:
-                returns.append(inner.value)
-            elif isinstance(inner, ast.BinOp) and isinstance(inner.op, _INTEGER_OPS):
+            if isinstance(inner, ast.BinOp) and isinstance(inner.op, _INTEGER_OPS):
                 integers.update(x.id for x in (inner.left, inner.right) if isinstance(x, ast.Name))
-            elif isinstance(inner, ast.Call):
-                kind = _call_name(inner)
-                if kind in _INTEGER_CALLS:
-                    integers.update(x.id for a in inner.args for x in ast.walk(a)
-                                    if isinstance(x, ast.Name))
-                if kind in _LOADS or kind in _STORES:
-                    pointer = inner.args[0] if inner.args else next(
-                        (k.value for k in inner.keywords if k.arg == "pointer"), None)
-                    if pointer is not None:
-                        roots.append((pointer, "load" if kind in _LOADS else "store"))
-                elif kind == "make_block_ptr":  # a pointer even where its use is unclear
-                    roots.append((inner, None))
-                callee = self._callee(inner)
-                if callee is not None:  # pointers handed to a helper: the helper's roles
-                    roles = self._sub(callee).roles
-                    for param, argument in _bind_call(callee, inner):
-                        if param in roles:
-                            roots.extend((argument, role) for role in roles[param] or {None})
-        self.assigned, self.integers = assigned, integers
-        self.roles = self._follow([(n, r) for expr, r in roots for n in self._terms(expr)])
-        returned = self._follow([(n, None) for expr in returns for n in self._terms(expr)])
-        self.returned = set(returned)
+            elif isinstance(inner, ast.Call) and _call_name(inner) in _INTEGER_CALLS:
+                integers.update(x.id for a in inner.args for x in ast.walk(a)
+                                if isinstance(x, ast.Name))
+        walk = _Walk(self, node)
+        pointers = [p for p in self.params if p not in self.constexprs and p not in integers]
+        self.roles = {p: walk.roles[p] for p in pointers if p in walk.roles}
+        self.returned = {p for p in walk.returned if p in pointers}
 
     def _callee(self, call):
         if len(self.stack) > _MAX_CALL_DEPTH:
@@ -241,6 +226,10 @@ class _Analysis:
             return self._terms(node.value)
         if isinstance(node, ast.Tuple):
             return [n for e in node.elts for n in self._terms(e)]
+        if isinstance(node, ast.IfExp):
+            return self._terms(node.body) + self._terms(node.orelse)
+        if isinstance(node, ast.NamedExpr):  # load(p := x + offs)
+            return self._terms(node.value)
         if isinstance(node, ast.Call):
             if _call_name(node) in _TRANSPARENT:
                 func = node.func
@@ -255,21 +244,208 @@ class _Analysis:
                 returned = self._sub(callee).returned
                 return [n for p, a in _bind_call(callee, node) if p in returned
                         for n in self._terms(a)]
+            if _call_name(node) == "where":  # tl.where(mask, p, q): either pointer
+                return [n for a in node.args[1:3] for n in self._terms(a)]
         return []
 
-    def _follow(self, roots) -> Dict[str, set]:
-        found, seen = {}, set()
-        while roots:
-            name, role = roots.pop()
-            if (name, role) in seen:
-                continue
-            seen.add((name, role))
-            if name in self.params and name not in self.constexprs and \
-                    name not in self.integers:
-                found.setdefault(name, set()).update({role} - {None})
-            for value in self.assigned.get(name, []):
-                roots.extend((n, role) for n in self._terms(value))
-        return {p: found[p] for p in self.params if p in found}
+    def uses(self, call: ast.Call):
+        """(address expression, role) pairs of one call: role "load" / "store", or
+        None for a pointer whose use is unclear."""
+        kind = _call_name(call)
+        if kind in _LOADS or kind in _STORES:
+            pointer = call.args[0] if call.args else next(
+                (k.value for k in call.keywords if k.arg == "pointer"), None)
+            if pointer is not None:
+                yield pointer, "load" if kind in _LOADS else "store"
+        elif kind == "make_block_ptr":  # a pointer even where its use is unclear
+            yield call, None
+        callee = self._callee(call)
+        if callee is not None:  # pointers handed to a helper: the helper's roles
+            roles = self._sub(callee).roles
+            for param, argument in _bind_call(callee, call):
+                if param in roles:
+                    yield from ((argument, role) for role in roles[param] or {None})
+
+
+# Statements the may-reach walk follows; any other (a nested def, global,
+# nonlocal, match, ...) makes every name flow-insensitive.
+_SIMPLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Pass,
+           ast.Assert, ast.Raise, ast.Delete, ast.Break, ast.Continue)
+_COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try)
+
+
+class _Walk:
+    """The may-reach walk of one function's body: an environment maps each local
+    name to the parameters its value may be an address into (a parameter not yet
+    assigned denotes itself). Straight-line assignments replace a name's set;
+    `if` branches are joined; a loop body is walked until its entry environment
+    (before the loop, joined with the body's end and its `continue`s) no longer
+    grows, and what follows the loop sees that entry and the `break`s. `with` and
+    `try` bodies only add to a name's set (an exception may leave them anywhere).
+    Names bound where the order is not clear (comprehension and walrus targets) are
+    flow-insensitive: every use sees every assignment of the name; all names are
+    where the body has a statement the walk does not follow (a nested def, global,
+    nonlocal, match), as before this walk existed."""
+
+    def __init__(self, analysis: _Analysis, node: ast.FunctionDef):
+        self.analysis, self.params = analysis, set(analysis.params)
+        self.roles: Dict[str, set] = {}
+        self.returned: set = set()
+        self.anywhere: Dict[str, set] = {}  # the flow-insensitive names' assignments
+        self.loops: List[tuple] = []  # (continue environments, break environments)
+        self.weak = False
+        self.insensitive = _unordered_names(node)
+        if any(not isinstance(s, _SIMPLE + _COMPOUND) for s in _statements(node.body)):
+            self.insensitive = None  # all names
+        while True:  # (a flow-insensitive name's set may grow after a use)
+            before = {n: set(v) for n, v in self.anywhere.items()}
+            self._block(node.body, {p: {p} for p in self.params})
+            if self.anywhere == before:
+                break
+
+    def _flow_insensitive(self, name) -> bool:
+        return self.insensitive is None or name in self.insensitive
+
+    def _read(self, env, name) -> set:
+        if self._flow_insensitive(name):
+            return self.anywhere.get(name, set()) | ({name} & self.params)
+        return env.get(name, set())
+
+    def _bases(self, env, expr) -> set:
+        return {p for n in self.analysis._terms(expr) for p in self._read(env, n)}
+
+    def _bind(self, env, name, bases):
+        if self._flow_insensitive(name):
+            self.anywhere.setdefault(name, set()).update(bases)
+        elif self.weak:
+            env[name] = env.get(name, set()) | bases
+        else:
+            env[name] = set(bases)
+
+    def _visit_calls(self, env, nodes):
+        for node in nodes:
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Call):
+                    for address, role in self.analysis.uses(inner):
+                        for p in self._bases(env, address):
+                            self.roles.setdefault(p, set()).update({role} - {None})
+                elif isinstance(inner, _UNORDERED):
+                    self._bind_all(env, inner)
+
+    def _bind_all(self, env, node):
+        """Binds the names a binding node (`_bindings`) assigns."""
+        bound = [(name, self._bases(env, part)) for target, value in _bindings(node)
+                 for name, part in _unpack(target, value)]
+        for name, bases in bound:  # (every value is read first: p, q = q, p)
+            self._bind(env, name, bases)
+
+    def _block(self, statements, env):
+        for statement in statements:
+            env = self._statement(statement, env)
+        return env
+
+    def _statement(self, s, env):
+        if isinstance(s, (ast.Assign, ast.AnnAssign)):
+            if s.value is not None:
+                self._visit_calls(env, [s.value])
+                self._bind_all(env, s)
+            return env
+        if isinstance(s, ast.AugAssign):
+            # p += offs: p keeps the pointers it addressed (the increment is an offset)
+            self._visit_calls(env, [s.target, s.value])
+            return env
+        if isinstance(s, ast.Return):
+            if s.value is not None:
+                self._visit_calls(env, [s.value])
+                self.returned |= self._bases(env, s.value)
+            return env  # (the walk goes on as if it did not return: a superset)
+        if isinstance(s, (ast.Break, ast.Continue)):  # (Triton refuses both today)
+            if self.loops:
+                self.loops[-1][isinstance(s, ast.Break)].append(_copy(env))
+            return env
+        if isinstance(s, ast.If):
+            self._visit_calls(env, [s.test])
+            return _join(self._block(s.body, _copy(env)), self._block(s.orelse, _copy(env)))
+        if isinstance(s, (ast.For, ast.While)):
+            return self._loop(s, env)
+        if isinstance(s, (ast.With, ast.Try)):
+            weak, self.weak = self.weak, True
+            if isinstance(s, ast.With):
+                for item in s.items:
+                    self._visit_calls(env, [item.context_expr])
+                    self._bind_all(env, item)
+                env = self._block(s.body, env)
+            else:  # body, handlers, else, finally in turn: each sees all before it
+                env = self._block(s.body, env)
+                for handler in s.handlers:
+                    if handler.name:
+                        self._bind(env, handler.name, set())
+                    env = self._block(handler.body, env)
+                env = self._block(s.finalbody, self._block(s.orelse, env))
+            self.weak = weak
+            return env
+        if not isinstance(s, _SIMPLE):  # (all names are flow-insensitive: see __init__)
+            for inner in ast.walk(s):
+                self._bind_all(env, inner)
+                if isinstance(inner, ast.Return) and inner.value is not None:
+                    self.returned |= self._bases(env, inner.value)  # (a match case's)
+        # Expr, Assert, Raise, Pass, Delete (a name deleted is not used again)
+        self._visit_calls(env, [s])
+        return env
+
+    def _loop(self, s, env):
+        if isinstance(s, ast.For):
+            self._visit_calls(env, [s.iter])
+        entry = _copy(env)
+        while True:
+            self.loops.append(([], []))
+            inside = _copy(entry)
+            if isinstance(s, ast.While):
+                self._visit_calls(inside, [s.test])
+            else:
+                self._bind_all(inside, s)
+            end = self._block(s.body, inside)
+            continues, breaks = self.loops.pop()
+            grown = _join(entry, end, *continues)
+            if grown == entry:
+                break
+            entry = grown
+        return _join(self._block(s.orelse, _copy(entry)), *breaks)
+
+
+def _statements(body):
+    """The statements of a body and of the blocks nested in it (not into nested defs)."""
+    for s in body:
+        yield s
+        if isinstance(s, _COMPOUND):
+            for field in ("body", "orelse", "finalbody"):
+                yield from _statements(getattr(s, field, []))
+            for handler in getattr(s, "handlers", []):
+                yield from _statements(handler.body)
+
+
+# Bindings inside expressions: their order with the uses is not followed.
+_UNORDERED = (ast.comprehension, ast.NamedExpr)
+
+
+def _bindings(node):
+    """(target, value) pairs a node binds: assignments, loop and comprehension
+    targets (to the iterable), walrus, `with ... as`."""
+    if isinstance(node, ast.Assign):
+        return [(target, node.value) for target in node.targets]
+    if isinstance(node, (ast.AnnAssign, ast.NamedExpr)):
+        return [(node.target, node.value)] if node.value is not None else []
+    if isinstance(node, (ast.For, ast.comprehension)):
+        return [(node.target, node.iter)]
+    if isinstance(node, ast.withitem) and node.optional_vars is not None:
+        return [(node.optional_vars, node.context_expr)]
+    return []
+
+
+def _unordered_names(node) -> set:
+    return {x.id for inner in ast.walk(node) if isinstance(inner, _UNORDERED)
+            for target, _ in _bindings(inner) for x in ast.walk(target)
+            if isinstance(x, ast.Name)}
 
 
 def _unpack(target, value):
@@ -282,10 +458,23 @@ def _unpack(target, value):
     return []
 
 
+def _copy(env):
+    return {name: set(bases) for name, bases in env.items()}
+
+
+def _join(*envs):
+    joined = {}
+    for env in envs:
+        for name, bases in env.items():
+            joined.setdefault(name, set()).update(bases)
+    return joined
+
+
 def pointer_roles(fn) -> Dict[str, set]:
     """{parameter: {"load", "store"} subset} for the parameters used as pointers: the
     bases of the addresses given to tl.load / tl.store / atomics, followed through
-    local assignments and into the @triton.jit helpers the function calls.
+    the local assignments that may reach each access (`_Walk`) and into the
+    @triton.jit helpers the function calls.
     Constexprs and names used as integers (factors, range bounds) are left out;
     a runtime integer added into an address stays (the core ignores a binding
     whose argument turns out not to be a pointer)."""

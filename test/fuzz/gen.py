@@ -41,7 +41,8 @@ while, dot, dot_kloop) draw from `xrng` only, so a seed that does not use them g
 the same kernel as before they existed. Issue 39's features (ISSUE39_FEATURES: what
 library kernels do and the grammar never produced) each draw from a stream of their own
 (`frng[feature]`), likewise: a seed that uses none of them is unchanged; so do the
-features added after them (OWN_STREAM_FEATURES: reload_loop, row_table, pid_nested).
+features added after them (OWN_STREAM_FEATURES: reload_loop, row_table, pid_nested,
+reused_pointer_name).
 
 Launch (issue 39): META may name `launch_constexprs` (those a user passes: not the ones
 an autotune config, a heuristic or a default sets), `autotune` (the index of the
@@ -178,6 +179,10 @@ FEATURES = {
     "pid_nested": "pid_decode's digit of a digit: rest = pid // num_pid_n, pid_n = pid % "
                   "num_pid_n, pid_m = rest % num_pid_m (flash-linear-attention's (tile, "
                   "batch, head) decode)",
+    "reused_pointer_name": "one local name for the addresses of the full-shape loads and "
+                           "stores: p = x_ptr + offs; x = tl.load(p, ...); p = y_ptr + "
+                           "offs; tl.store(p, ...) (fla's chunk_delta_h reuses p_v so): "
+                           "not in place",
 }
 ALL_FEATURES = frozenset(FEATURES)
 # Issue 39's features, in the order of their streams (each draws from its own, so turning
@@ -187,7 +192,7 @@ ISSUE39_FEATURES = ("pad_inf", "shared_weight", "autotune", "heuristics", "early
                     "persistent", "constexpr_default", "launch_kw_name", "pad_dot",
                     "custom_combiner")
 # Features added later that draw from streams of their own too (after issue 39's).
-OWN_STREAM_FEATURES = ("reload_loop", "row_table", "pid_nested")
+OWN_STREAM_FEATURES = ("reload_loop", "row_table", "pid_nested", "reused_pointer_name")
 LAYOUTS = ("flat", "rows", "grid2d", "loop", "tileloop")
 DTYPES = {"fp32": "tl.float32", "fp16": "tl.float16", "bf16": "tl.bfloat16"}
 DOMAINS = {"any": (-2.0, 2.0), "pos": (0.5, 2.0)}
@@ -329,6 +334,9 @@ class _Gen:
         self.index_ok = False               # cols / offs / rm / rn defined here
         self.seen = {}                      # (kernel expression, indent) -> V
         self.atomic_ptrs = set()            # outputs written by tl.atomic_add
+        # (every full-shape address has one type in a kernel: the name may be reused
+        # across loops and branches)
+        self.reused_pointer_name = self.fwant("reused_pointer_name", 0.25)
 
     # -- bookkeeping ----------------------------------------------------------
     def want(self, feat, p):
@@ -350,14 +358,15 @@ class _Gen:
     def use(self, feat):
         self.used.add(feat)
 
-    def write(self, args):
+    def write(self, args, ptr=None):
         """The statement writing an output: tl.store(args), or (atomic_out, its own
         stream wrng) tl.atomic_add(args) into the zeroed buffer, the same values. (Not
-        in bf16: Triton's interpreter, which checks the generator, has no bf16 atomics.)"""
+        in bf16: Triton's interpreter, which checks the generator, has no bf16 atomics.)
+        `ptr`: the output's parameter where args does not start with it."""
         if (self.wrng.random() < 0.25 and "atomic_out" in self.enabled
                 and self.dtype != "bf16"):
             self.use("atomic_out")
-            self.atomic_ptrs.add(args.split(" ", 1)[0])
+            self.atomic_ptrs.add(ptr or args.split(" ", 1)[0])
             return f"tl.atomic_add({args})"
         return f"tl.store({args})"
 
@@ -710,7 +719,17 @@ class _Gen:
                 f"    return tl.load(ptr + offs, mask=mask, other={OTHER}).to(tl.float32)\n")
             self.kl(f"{name} = _load_f32({ptr}, {offs}, mask)")
         else:
-            self.kl(f"{name} = tl.load({ptr} + {offs}, mask=mask, other={OTHER}).to(tl.float32)")
+            self.kl(f"{name} = tl.load({self.address(ptr, offs)}, mask=mask, "
+                    f"other={OTHER}).to(tl.float32)")
+
+    def address(self, ptr, offs):
+        """`ptr + offs` as a plain load's or store's address: with reused_pointer_name,
+        the name p_reused assigned it first (only the spelling differs)."""
+        if not self.reused_pointer_name:
+            return f"{ptr} + {offs}"
+        self.use("reused_pointer_name")
+        self.kl(f"p_reused = {ptr} + {offs}")
+        return "p_reused"
 
     # -- op emission ---------------------------------------------------------
     def pick(self, pool, pred=lambda v: True, rng=None):
@@ -1203,7 +1222,7 @@ class _Gen:
             offs = {"flat": "offs", "rows": f"row * {st} + cols", "loop": f"row * {st} + cols",
                     "grid2d": f"rm[:, None] * {st} + rn[None, :]",
                     "tileloop": f"rm[:, None] * {st} + rn[None, :]"}[lay]
-            self.kl(self.write(f"{ptr} + {offs}, {val}, mask=mask"))
+            self.kl(self.write(f"{self.address(ptr, offs)}, {val}, mask=mask", ptr))
         self.outputs[ptr] = f"({v.name}, W, P)"
 
     def out_reduced(self, name, v):

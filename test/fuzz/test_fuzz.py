@@ -50,6 +50,7 @@ NEW_FEATURES = ("dot", "dot_kloop", "while", "tileloop", "pid_decode")
 ISSUE39 = gen.ISSUE39_FEATURES
 # Features added after the seeds below were chosen (each from its own stream): a seed
 # that draws none of them generates the kernel it did before they existed.
+# (reused_pointer_name is not one: it respells addresses, the kernels compute the same.)
 LATER_FEATURES = {"row_table", "pid_nested"}
 
 
@@ -122,7 +123,8 @@ def test_issue39_features_are_switchable_and_leave_other_seeds_unchanged():
 
 # What each feature drawing from a stream of its own writes into a kernel.
 OWN_STREAM_MARKS = {"reload_loop": "for _rl in", "row_table": "tl.load(row_order + ",
-                    "pid_nested": "pid_m = rest % num_pid_m"}
+                    "pid_nested": "pid_m = rest % num_pid_m",
+                    "reused_pointer_name": "p_reused = "}
 
 
 @pytest.mark.parametrize("feature", gen.OWN_STREAM_FEATURES)
@@ -157,6 +159,32 @@ def test_row_table_reaches_every_row_layout():
         slots = rows if "persistent" in case.features else case.meta["grid"][0]
         assert len(table) == slots and min(table) >= 0, seed
     assert layouts == {"rows", "loop", "tileloop", "rows+persistent"}, layouts
+
+
+def test_reused_pointer_name_is_not_in_place():
+    """reused_pointer_name: the loads and the stores of a kernel go through one name
+    (p_reused), assigned each input's and each output's address in turn, also across
+    loops and branches; tritonad's pointer roles still tell inputs (loaded) from outputs
+    (stored), so tritonad.autograd takes the outputs (no false in-place refusal)."""
+    import tritonad
+    from tritonad._source import pointer_roles
+
+    both = 0
+    for seed in range(120):
+        case = gen.generate(seed)
+        if "reused_pointer_name" not in case.features:
+            continue
+        kernel = case.load().kernel
+        roles = {p["name"]: {"in": {"load"}, "out": {"store"}}[p["role"]]
+                 for p in case.meta["params"] if p["kind"] == "ptr"}
+        found = pointer_roles(tritonad._kernel_grad.unwrap(kernel)[0])
+        assert {n: found.get(n) for n in roles} == roles, seed
+        through = {role for line in case.source.splitlines() if "p_reused = " in line
+                   for role in roles[line.split("= ", 1)[1].split(" ")[0]]}
+        if through == {"load", "store"}:
+            both += 1
+            tritonad.autograd(kernel, outputs=[n for n, r in roles.items() if r == {"store"}])
+    assert both >= 5, both
 
 
 def _plain_reload(case):
