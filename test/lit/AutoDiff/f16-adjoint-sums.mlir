@@ -1,7 +1,9 @@
 // A reversed loop carries the running sum of a captured f16 (or bf16) value's
 // adjoint in f32 and rounds it once after the loop (ScfRules.cpp, summedType
 // in GradientUtils): in f16 every iteration would round it. Each iteration's
-// delta keeps its own rounding to f16 (extended, then added).
+// delta keeps its own rounding to f16 (extended, then added). An operand
+// rounded to f16 for a product alone keeps its adjoint in f32 (TritonRules.cpp,
+// DotModel).
 
 // RUN: tritonad-opt %s --tritonad-differentiate="function=f wrt=0,2" --canonicalize --cse | FileCheck %s
 
@@ -11,14 +13,18 @@
 // CHECK: %[[G16:.+]] = arith.truncf %[[G]] : tensor<16x16xf32> to tensor<16x16xf16>
 // CHECK: %[[BT:.+]] = tt.trans %[[B]]
 // CHECK: %[[GB:.+]] = tt.dot %[[G16]], %[[BT]], %[[ZERO]] : tensor<16x16xf16> * tensor<16x16xf16> -> tensor<16x16xf32>
-// CHECK: %[[GB16:.+]] = arith.truncf %[[GB]] : tensor<16x16xf32> to tensor<16x16xf16>
-// CHECK: %[[DELTA:.+]] = arith.extf %[[GB16]] : tensor<16x16xf16> to tensor<16x16xf32>
+// x's adjoint: h = f16(x * x) is rounded for the product alone, so its adjoint
+// stays f32 (no round trip through f16): 2 x g b^T.
+// CHECK: %[[XG:.+]] = arith.mulf %[[GB]], %[[X]] : tensor<16x16xf32>
+// CHECK: %[[DX:.+]] = arith.addf %[[XG]], %[[XG]] : tensor<16x16xf32>
 // a's adjoint: n times the rounded g b^T, summed in f32, rounded once.
 // CHECK: %[[SUM:.+]] = scf.for %{{.+}} = %{{.+}} to %[[N]] step %{{.+}} iter_args(%[[RSUM:.+]] = %[[ZERO]]) -> (tensor<16x16xf32>)
+// CHECK:   %[[GB16:.+]] = arith.truncf %[[GB]] : tensor<16x16xf32> to tensor<16x16xf16>
+// CHECK:   %[[DELTA:.+]] = arith.extf %[[GB16]] : tensor<16x16xf16> to tensor<16x16xf32>
 // CHECK:   %[[NEXT:.+]] = arith.addf %[[RSUM]], %[[DELTA]] : tensor<16x16xf32>
 // CHECK:   scf.yield %[[NEXT]] : tensor<16x16xf32>
 // CHECK: %[[DA:.+]] = arith.truncf %[[SUM]] : tensor<16x16xf32> to tensor<16x16xf16>
-// CHECK: tt.return %[[DA]], %{{.+}} : tensor<16x16xf16>, tensor<16x16xf32>
+// CHECK: tt.return %[[DA]], %[[DX]] : tensor<16x16xf16>, tensor<16x16xf32>
 module {
   tt.func private @f(%a: tensor<16x16xf16>, %b: tensor<16x16xf16>, %x: tensor<16x16xf32>, %n: i32) -> tensor<16x16xf32> {
     %c0 = arith.constant 0 : i32

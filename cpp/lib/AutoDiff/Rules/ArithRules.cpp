@@ -77,8 +77,12 @@ struct FloatCastModel
     Value source = op->getOperand(0);
     if (!g || !state.isActive(source))
       return success();
+    // (g may already have the source's precision: a product's adjoint kept wide)
     state.accumulate(builder, source,
-                     InverseOpT::create(builder, op->getLoc(), source.getType(), g));
+                     getElementTypeOrSelf(g.getType()) == getElementTypeOrSelf(source.getType())
+                         ? g
+                         : InverseOpT::create(builder, op->getLoc(), source.getType(), g)
+                               .getResult());
     return success();
   }
 };
