@@ -24,7 +24,7 @@ tritonad = pytest.importorskip("tritonad")
 
 from corpus import attention_spellings as spellings  # noqa: E402
 from gpu_util import requires_gpu  # noqa: E402
-from interpreter_util import run_interpreted  # noqa: E402
+from interpreter_util import replayable_seed, run_interpreted  # noqa: E402
 
 ALL = [s.name for s in spellings.SPELLINGS]
 MODES = ("auto", "deterministic")
@@ -113,7 +113,7 @@ def _interpreted(dtype):
     if not _results:
         from concurrent.futures import ThreadPoolExecutor
 
-        seed = int(torch.randint(0, 2**31 - 1, (1,)).item())
+        seed = replayable_seed()
         cases = ",".join(f"{name}:{mode}" for name in ALL for mode in MODES)
         with ThreadPoolExecutor(len(_FLOOR)) as pool:
             runs = {d: pool.submit(run_interpreted, _INTERPRETED, d, cases, str(LENGTH),
@@ -146,8 +146,8 @@ def test_gradients_in_the_interpreter(name, mode, dtype):
     for grad, error, theirs in zip(("dQ", "dK", "dV"), result["errors"],
                                    result["torch_errors"]):
         bound = max(2 * theirs, _FLOOR[dtype])
-        assert error <= bound, (f"{name} {mode} {grad} ({dtype}, seed {seed}): error "
-                                f"{error:.2e}, torch's in {dtype} {theirs:.2e}")
+        assert error <= bound, (f"{name} {mode} {grad} ({dtype}, TRITONAD_TEST_SEED={seed}): "
+                                f"error {error:.2e}, torch's in {dtype} {theirs:.2e}")
     if mode == "deterministic":
         assert result["same"], f"{name}: a second backward differs"
         for operand in ("K", "V"):
