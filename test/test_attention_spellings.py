@@ -104,6 +104,8 @@ print(json.dumps(results))
 # written by hand keeps dP in fp32 (1.0e-2). At 1.5e-2, 1 run in 11 failed
 # (fa2_helper_causal dQ 1.57e-2, torch's 6.5e-3 on that draw).
 _FLOOR = {"fp32": 1e-5, "bf16": 2.5e-2}
+# The forward's output: P rounded to bf16 for P V, the output once (measured up to 4.1e-3).
+_OUT_FLOOR = {"fp32": 1e-5, "bf16": 1e-2}
 _results = {}
 
 
@@ -142,7 +144,7 @@ def test_gradients_in_the_interpreter(name, mode, dtype):
     if _check_refusal(name, mode, result):
         return
     assert result["finite"], name
-    assert result["out"] <= _FLOOR[dtype], f"{name}: forward off by {result['out']:.2e}"
+    assert result["out"] <= _OUT_FLOOR[dtype], f"{name}: forward off by {result['out']:.2e}"
     for grad, error, theirs in zip(("dQ", "dK", "dV"), result["errors"],
                                    result["torch_errors"]):
         bound = max(2 * theirs, _FLOOR[dtype])
