@@ -28,6 +28,13 @@ import tritonad
 GEN = torch.Generator()
 
 
+def replayable_seed() -> int:
+    """TRITONAD_TEST_SEED, or a fresh random seed: a test's failure prints it, and
+    TRITONAD_TEST_SEED=<seed> replays it."""
+    given = os.environ.get("TRITONAD_TEST_SEED")
+    return int(given) if given else int.from_bytes(os.urandom(4), "little")
+
+
 def run_interpreted(script: str, *argv: str, timeout: int = 300):
     """Runs `script` (Python source; test/ and this process's paths importable) under
     TRITON_INTERPRET=1 with `argv`, and returns the JSON its last printed line holds."""
@@ -119,7 +126,7 @@ def run_in_interpreter(script, out):
     fixtures of test_interpret.py, test_loops.py and test_contract_checks.py."""
     import pytest
 
-    seed = os.environ.get("TRITONAD_TEST_SEED") or str(int.from_bytes(os.urandom(4), "little"))
+    seed = str(replayable_seed())
     env = {k: v for k, v in os.environ.items() if k not in ("TRITONAD_DUMP",)}
     env["TRITON_INTERPRET"] = "1"
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)

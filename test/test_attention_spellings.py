@@ -24,7 +24,7 @@ tritonad = pytest.importorskip("tritonad")
 
 from corpus import attention_spellings as spellings  # noqa: E402
 from gpu_util import requires_gpu  # noqa: E402
-from interpreter_util import run_interpreted  # noqa: E402
+from interpreter_util import replayable_seed, run_interpreted  # noqa: E402
 
 ALL = [s.name for s in spellings.SPELLINGS]
 MODES = ("auto", "deterministic")
@@ -89,9 +89,16 @@ print(json.dumps(results))
 """
 
 # Relative to the largest gradient: fp32, the interpreter's products are
-# exact fp32 (measured 1-6e-7); bf16, a few roundings of the result, as
-# torch's own error in bf16 (measured 3-8e-3), or twice torch's.
-_FLOOR = {"fp32": 1e-5, "bf16": 1.5e-2}
+# exact fp32 (measured 1-6e-7); bf16, twice torch's own bf16 error on the same
+# inputs, or at least the floor. torch's bf16 autograd reaches 2.2e-2 on these
+# sizes (fa2_helper_causal over 2000 draws, mean 5.7e-3; emulated in torch,
+# 1.8e-2 for tritonad's roundings): both round dP = dO V^T to bf16 (the adjoint
+# of p.to(bf16)) before subtracting the row's dO.O, which cancels; a backward
+# written by hand keeps dP in fp32 (1.0e-2). At 1.5e-2, 1 run in 11 failed
+# (fa2_helper_causal dQ 1.57e-2, torch's 6.5e-3 on that draw).
+_FLOOR = {"fp32": 1e-5, "bf16": 2.5e-2}
+# The forward's output: P rounded to bf16 for P V, the output once (measured up to 4.1e-3).
+_OUT_FLOOR = {"fp32": 1e-5, "bf16": 1e-2}
 _results = {}
 
 
@@ -101,7 +108,7 @@ def _interpreted(dtype):
     if not _results:
         from concurrent.futures import ThreadPoolExecutor
 
-        seed = int(torch.randint(0, 2**31 - 1, (1,)).item())
+        seed = replayable_seed()
         cases = ",".join(f"{name}:{mode}" for name in ALL for mode in MODES)
         with ThreadPoolExecutor(len(_FLOOR)) as pool:
             runs = {d: pool.submit(run_interpreted, _INTERPRETED, d, cases, str(LENGTH),
@@ -130,12 +137,12 @@ def test_gradients_in_the_interpreter(name, mode, dtype):
     if _check_refusal(name, mode, result):
         return
     assert result["finite"], name
-    assert result["out"] <= _FLOOR[dtype], f"{name}: forward off by {result['out']:.2e}"
+    assert result["out"] <= _OUT_FLOOR[dtype], f"{name}: forward off by {result['out']:.2e}"
     for grad, error, theirs in zip(("dQ", "dK", "dV"), result["errors"],
                                    result["torch_errors"]):
         bound = max(2 * theirs, _FLOOR[dtype])
-        assert error <= bound, (f"{name} {mode} {grad} ({dtype}, seed {seed}): error "
-                                f"{error:.2e}, torch's in {dtype} {theirs:.2e}")
+        assert error <= bound, (f"{name} {mode} {grad} ({dtype}, TRITONAD_TEST_SEED={seed}): "
+                                f"error {error:.2e}, torch's in {dtype} {theirs:.2e}")
     if mode == "deterministic":
         assert result["same"], f"{name}: a second backward differs"
         for operand in ("K", "V"):

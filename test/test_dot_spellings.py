@@ -24,7 +24,7 @@ tritonad = pytest.importorskip("tritonad")
 
 from corpus import matmul_spellings as spellings  # noqa: E402
 from gpu_util import requires_gpu  # noqa: E402
-from interpreter_util import run_interpreted  # noqa: E402
+from interpreter_util import replayable_seed, run_interpreted  # noqa: E402
 
 # The re-parallelized schedule does not take these yet: why.
 NOT_YET = {}
@@ -129,7 +129,7 @@ _FLOOR = {"fp32": 1e-6, "fp16": 1e-3, "bf16": 1.2e-2}
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
 def test_gradients_in_the_interpreter(dtype):
-    seed = int(torch.randint(0, 2**31 - 1, (1,)).item())
+    seed = replayable_seed()
     names = ALL if dtype != "fp16" else ["grid_2d", "plain_1d", "block_ptr_2d", "batched_3d"]
     results = run_interpreted(_INTERPRETED, dtype, ",".join(names), str(seed), timeout=900)
     for name in names:
@@ -138,8 +138,9 @@ def test_gradients_in_the_interpreter(dtype):
         assert result["strategies"] == ["re-parallelized"] * 2, (name, result["strategies"])
         for grad, error in result["errors"].items():
             bound = max(2 * result["torch_errors"][grad], _FLOOR[dtype])
-            assert error <= bound, (f"{name} d{grad} ({dtype}, seed {seed}): error {error:.2e}, "
-                                    f"torch's in {dtype} {result['torch_errors'][grad]:.2e}")
+            assert error <= bound, (f"{name} d{grad} ({dtype}, TRITONAD_TEST_SEED={seed}): "
+                                    f"error {error:.2e}, torch's in {dtype} "
+                                    f"{result['torch_errors'][grad]:.2e}")
 
 
 # ---------------------------------------------------------------------------
@@ -206,7 +207,7 @@ print(json.dumps(results))
 
 
 def test_bias_gradients_in_the_interpreter():
-    seed = int(torch.randint(0, 2**31 - 1, (1,)).item())
+    seed = replayable_seed()
     results = run_interpreted(_BIAS_INTERPRETED, str(seed), ",".join(BIASED), timeout=600)
     assert len(results) == 4 * len(BIASED), list(results)
     for case, result in results.items():
@@ -214,7 +215,7 @@ def test_bias_gradients_in_the_interpreter():
         assert result["plain"] and all(result["plain"]), (case, result)
         assert result["same"], case
         for grad, error in result["errors"].items():
-            assert error <= 1e-6, f"{case} d{grad} (seed {seed}): error {error:.2e}"
+            assert error <= 1e-6, f"{case} d{grad} (TRITONAD_TEST_SEED={seed}): error {error:.2e}"
 
 
 # ---------------------------------------------------------------------------

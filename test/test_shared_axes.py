@@ -18,7 +18,7 @@ pytest.importorskip("triton")
 pytest.importorskip("tritonad")
 
 from gpu_util import requires_gpu  # noqa: E402
-from interpreter_util import run_interpreted  # noqa: E402
+from interpreter_util import replayable_seed, run_interpreted  # noqa: E402
 
 TOLERANCE = {"float32": 1e-5, "bfloat16": 3e-2}
 CASES = ["row_col", "batched", "transposed"]
@@ -54,13 +54,14 @@ def test_shared_axes_schedule(case):
 
 
 _INTERPRETED = """
-import json, torch
+import json, sys, torch
 import interpreter_bf16
 from corpus import shared_axes
 interpreter_bf16.install()  # (bf16 rounded to nearest, as on a GPU: not on its raw bits)
 from interpreter_races import RaceCheck
 from interpreter_util import counting_atomic_lanes
 atomic_lanes = counting_atomic_lanes()
+torch.manual_seed(int(sys.argv[1]))
 results = {}
 for case in shared_axes.CASES:
     for dtype in ("float32", "bfloat16"):
@@ -75,16 +76,20 @@ print(json.dumps(results))
 
 @pytest.fixture(scope="module")
 def interpreted():
-    return run_interpreted(_INTERPRETED)
+    """(seed, results) of the interpreter script."""
+    seed = replayable_seed()
+    return seed, run_interpreted(_INTERPRETED, str(seed))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("case", CASES)
 def test_shared_axes_interpreted(interpreted, case, dtype):
-    result = interpreted[f"{case}/{dtype}"]
+    seed, results = interpreted
+    result = results[f"{case}/{dtype}"]
     assert not result["races"], result["races"]
     assert result["atomic_lanes"] == 0, result
-    assert max(result["errors"].values()) <= TOLERANCE[dtype], result
+    assert max(result["errors"].values()) <= TOLERANCE[dtype], \
+        f"(TRITONAD_TEST_SEED={seed}) {result}"
 
 
 @pytest.mark.gpu
