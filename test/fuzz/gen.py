@@ -23,7 +23,8 @@ A generated module holds:
 Grammar (each feature switchable, see FEATURES): a layout (flat 1-D blocks, one program
 per row, 2-D tiles, a row loop over column chunks, or a row-block loop over 2-D column
 tiles), loaded inputs (full tensors, row / column vectors, a one-element scalar, the
-operands of a tl.dot), a chain of ops over them, outputs stored in the case's dtype.
+operands of a tl.dot), a chain of ops over them, outputs stored in the case's dtype
+(overwrite_const: some columns of an output stored again, as a constant).
 Well-conditioning is by construction: every value carries an interval, and an op whose
 operand could leave its domain (log / sqrt / div / pow near 0, exp of large values) first
 gets a smooth adapter (a*a*c + 0.5, sigmoid(a) + 0.5, a * c, ...); masked lanes load an

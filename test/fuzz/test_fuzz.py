@@ -16,6 +16,10 @@
   races there (test/interpreter_races.py: the interpreter's serial order hides them),
   also for the seeds whose backwards raced on a GPU (RACED_ON_A_GPU); and the fp32-shadow
   tolerance reports an emulated bf16 sum across programs as a mismatch.
+* Features drawn from streams of their own (gen.OWN_STREAM_FEATURES): each is drawn,
+  switchable, and leaves the seeds that do not draw it unchanged; gradients compared in
+  the interpreter for a row_table seed and three overwrite_const seeds (a later store of
+  a constant over some columns of an output: wrong before it took their gradient away).
 * GPU (marked gpu): ~130 random kernels (every issue-39 class at least 4 times); forward
   + derived backward against torch.autograd; zero mismatches (silently wrong gradients)
   and zero crashes. Plus every minimized case kept in regressions.py.
