@@ -23,7 +23,8 @@ A generated module holds:
 Grammar (each feature switchable, see FEATURES): a layout (flat 1-D blocks, one program
 per row, 2-D tiles, a row loop over column chunks, or a row-block loop over 2-D column
 tiles), loaded inputs (full tensors, row / column vectors, a one-element scalar, the
-operands of a tl.dot), a chain of ops over them, outputs stored in the case's dtype.
+operands of a tl.dot), a chain of ops over them, outputs stored in the case's dtype
+(overwrite_const: some columns of an output stored again, as a constant).
 Well-conditioning is by construction: every value carries an interval, and an op whose
 operand could leave its domain (log / sqrt / div / pow near 0, exp of large values) first
 gets a smooth adapter (a*a*c + 0.5, sigmoid(a) + 0.5, a * c, ...); masked lanes load an
@@ -42,7 +43,7 @@ the same kernel as before they existed. Issue 39's features (ISSUE39_FEATURES: w
 library kernels do and the grammar never produced) each draw from a stream of their own
 (`frng[feature]`), likewise: a seed that uses none of them is unchanged; so do the
 features added after them (OWN_STREAM_FEATURES: reload_loop, row_table, pid_nested,
-reused_pointer_name).
+overwrite_const, reused_pointer_name).
 
 Launch (issue 39): META may name `launch_constexprs` (those a user passes: not the ones
 an autotune config, a heuristic or a default sets), `autotune` (the index of the
@@ -179,6 +180,13 @@ FEATURES = {
     "pid_nested": "pid_decode's digit of a digit: rest = pid // num_pid_n, pid_n = pid % "
                   "num_pid_n, pid_m = rest % num_pid_m (flash-linear-attention's (tile, "
                   "batch, head) decode)",
+    "overwrite_const": "after a full-shape output's store, a second store of a constant "
+                       "(exact in fp16 / bf16) over the columns with index % k == r, under "
+                       "mask & (...) (as flash-linear-attention's chunk_gla zeroes the upper "
+                       "triangle of its scores): right after it, under a branch (always "
+                       "true, on the program's row, on a runtime flag) or in a loop; the "
+                       "constant takes the upstream gradient away from those elements "
+                       "(not for block-pointer or atomic_add outputs)",
     "reused_pointer_name": "one local name for the addresses of the full-shape loads and "
                            "stores: p = x_ptr + offs; x = tl.load(p, ...); p = y_ptr + "
                            "offs; tl.store(p, ...) (fla's chunk_delta_h reuses p_v so): "
@@ -192,7 +200,8 @@ ISSUE39_FEATURES = ("pad_inf", "shared_weight", "autotune", "heuristics", "early
                     "persistent", "constexpr_default", "launch_kw_name", "pad_dot",
                     "custom_combiner")
 # Features added later that draw from streams of their own too (after issue 39's).
-OWN_STREAM_FEATURES = ("reload_loop", "row_table", "pid_nested", "reused_pointer_name")
+OWN_STREAM_FEATURES = ("reload_loop", "row_table", "pid_nested", "overwrite_const",
+                       "reused_pointer_name")
 LAYOUTS = ("flat", "rows", "grid2d", "loop", "tileloop")
 DTYPES = {"fp32": "tl.float32", "fp16": "tl.float16", "bf16": "tl.bfloat16"}
 DOMAINS = {"any": (-2.0, 2.0), "pos": (0.5, 2.0)}
@@ -1223,7 +1232,65 @@ class _Gen:
                     "grid2d": f"rm[:, None] * {st} + rn[None, :]",
                     "tileloop": f"rm[:, None] * {st} + rn[None, :]"}[lay]
             self.kl(self.write(f"{self.address(ptr, offs)}, {val}, mask=mask", ptr))
+            if ptr not in self.atomic_ptrs and self.fwant("overwrite_const", 0.3):
+                self.outputs[ptr] = f"({self.overwrite_const(ptr, offs, v)}, W, P)"
+                return
         self.outputs[ptr] = f"({v.name}, W, P)"
+
+    # (constants exact in fp16 and bf16)
+    OVERWRITE_CONSTANTS = (0.0, 0.5, -1.25, 1.5, -0.75, 2.0)
+
+    def overwrite_const(self, ptr, offs, v):
+        """overwrite_const (its own stream): after full-shape output `ptr`'s store of v, a
+        second store of a constant over the columns with index % k == r (as
+        flash-linear-attention's chunk_gla zeroes the upper triangle of its scores),
+        right after it, under a branch (always true, on the program's row (block), or on
+        the runtime flag) or in a two-iteration loop. The constant carries no gradient
+        and takes the upstream gradient away from those elements. Returns the reference's
+        name of the stored value."""
+        f, lay = self.frng["overwrite_const"], self.layout
+        self.use("overwrite_const")
+        k = f.choice([2, 3, 4, 5])
+        rem, const = f.randrange(k), f.choice(self.OVERWRITE_CONSTANTS)
+        col = {"flat": "offs", "rows": "cols", "loop": "cols"}.get(lay, "rn[None, :]")
+        block = {"flat": "[BLOCK]", "rows": "[BLOCK_N]", "loop": "[BLOCK]",
+                 "grid2d": "[BM, BN]", "tileloop": "[BLOCK_M, BLOCK_N]"}[lay]
+        form = f.choice(["zeros_like", "full", "scalar"])
+        fill = {"zeros_like": f"(tl.zeros_like({v.name}) {'-' if const < 0 else '+'} "
+                              f"{abs(const)!r}).to({self.DT})",
+                "full": f"tl.full({block}, {const!r}, tl.float32).to({self.DT})",
+                "scalar": repr(const)}[form]
+        store = f"tl.store({ptr} + {offs}, {fill}, mask=mask & ({col} % {k} == {rem}))"
+        shape = self.SHAPE
+        where = f"R.index({shape}, {len(shape) - 1}, _like) % {k} == {rem}"
+        place = f.choice(["after", "after", "always", "program", "flag", "loop"])
+        # the program's row (row block): the same variable in every layout's program
+        pid = {"flat": "pid", "rows": "row", "loop": "row"}.get(lay, "pid_m")
+        per = {"flat": "BLOCK", "grid2d": "BM", "tileloop": "BM"}.get(lay)
+        if place == "after":
+            self.kl(store)
+        else:
+            if place == "always":
+                head = f"if {pid} >= 0:"
+            elif place == "program":
+                k2 = f.choice([2, 3])
+                rem2 = f.randrange(k2)
+                head = f"if {pid} % {k2} == {rem2}:"
+                row = f"R.index({shape}, 0, _like)" + (f" // {self.sizes[per]}" if per else "")
+                where = f"({where}) & ({row} % {k2} == {rem2})"
+            elif place == "flag":
+                self.need_flag = True
+                head = "if flag > 0:"
+            else:
+                head = "for _oc in range(2):"
+            self.kl(head)
+            self.kl("    " + store)
+        name = f"{v.name}_oc"
+        over = f"torch.where({where}, {const!r}, {v.name})"
+        if place == "flag":
+            over = f"({over}) if S['flag'] > 0 else {v.name}"
+        self.tl_(f"{name} = {over}")
+        return name
 
     def out_reduced(self, name, v):
         """Stores a per-program (reduced) value; returns nothing (records the output)."""

@@ -16,6 +16,10 @@
   races there (test/interpreter_races.py: the interpreter's serial order hides them),
   also for the seeds whose backwards raced on a GPU (RACED_ON_A_GPU); and the fp32-shadow
   tolerance reports an emulated bf16 sum across programs as a mismatch.
+* Features drawn from streams of their own (gen.OWN_STREAM_FEATURES): each is drawn,
+  switchable, and leaves the seeds that do not draw it unchanged; gradients compared in
+  the interpreter for a row_table seed and three overwrite_const seeds (a later store of
+  a constant over some columns of an output: wrong before it took their gradient away).
 * GPU (marked gpu): ~130 random kernels (every issue-39 class at least 4 times); forward
   + derived backward against torch.autograd; zero mismatches (silently wrong gradients)
   and zero crashes. Plus every minimized case kept in regressions.py.
@@ -51,7 +55,7 @@ ISSUE39 = gen.ISSUE39_FEATURES
 # Features added after the seeds below were chosen (each from its own stream): a seed
 # that draws none of them generates the kernel it did before they existed.
 # (reused_pointer_name is not one: it respells addresses, the kernels compute the same.)
-LATER_FEATURES = {"row_table", "pid_nested"}
+LATER_FEATURES = {"row_table", "pid_nested", "overwrite_const"}
 
 
 def _seeds_using(features, per_feature, start, accept=lambda case: True):
@@ -123,7 +127,7 @@ def test_issue39_features_are_switchable_and_leave_other_seeds_unchanged():
 
 # What each feature drawing from a stream of its own writes into a kernel.
 OWN_STREAM_MARKS = {"reload_loop": "for _rl in", "row_table": "tl.load(row_order + ",
-                    "pid_nested": "pid_m = rest % num_pid_m",
+                    "pid_nested": "pid_m = rest % num_pid_m", "overwrite_const": "mask=mask & (",
                     "reused_pointer_name": "p_reused = "}
 
 
@@ -355,6 +359,13 @@ RACED_UNDER = ({}, {"mode": "deterministic"}, {"mode": "deterministic", "accumul
 # at the loaded row, fixed through its iterations.
 ROW_TABLE_LOOP_STORE_SEED = 93
 
+# overwrite_const kernels whose gradients were silently wrong before the constant's store
+# took the upstream gradient away from the elements it overwrites: 35 (grid2d fp16, a
+# tl.full constant under `if pid_m % 2 == 1:`), 22 (a column loop, a store of
+# tl.zeros_like(t) + 0.5 under `if flag > 0:` in each iteration after the chunk's own),
+# 65 (rows fp32, a scalar constant stored twice by a loop).
+OVERWRITE_CONST_SEEDS = (35, 22, 65)
+
 
 @pytest.fixture(scope="module")
 def interpreted_gradients():
@@ -362,17 +373,18 @@ def interpreted_gradients():
     launches checked for data races (run.py --race-check: a race is the outcome `race`):
     (results of the issue-39 classes' cases, {name: result} of the regression cases,
     results of RACED_ON_A_GPU's cases under each schedule they raced in, the result of
-    ROW_TABLE_LOOP_STORE_SEED)."""
+    ROW_TABLE_LOOP_STORE_SEED, results of OVERWRITE_CONST_SEEDS)."""
     names = sorted(regressions.CASES)
     tasks = _interpreted_tasks(("fp32", "fp16"))
     raced = [dict(seed=s, grad_options=o) for s in RACED_ON_A_GPU for o in RACED_UNDER]
     results = run.run_tasks(tasks + [dict(source=regressions.CASES[n], name=n) for n in names]
-                            + raced + [dict(seed=ROW_TABLE_LOOP_STORE_SEED)],
+                            + raced + [dict(seed=ROW_TABLE_LOOP_STORE_SEED)]
+                            + [dict(seed=s) for s in OVERWRITE_CONST_SEEDS],
                             "interpret-grad", _workers(2), timeout=300,
                             env={run.RACE_CHECK_ENV: "1"})
-    named = len(tasks) + len(names)
+    named, table = len(tasks) + len(names), -1 - len(OVERWRITE_CONST_SEEDS)
     return (results[:len(tasks)], dict(zip(names, results[len(tasks):named])),
-            results[named:-1], results[-1])
+            results[named:table], results[table], results[table + 1:])
 
 
 def test_issue39_classes_gradients_match_in_interpreter(interpreted_gradients):
@@ -397,6 +409,18 @@ def test_row_table_loop_store_gradients_match_in_interpreter(interpreted_gradien
     res = interpreted_gradients[3]
     assert "row_table" in res["features"] and "loop_store" in res["features"], res["features"]
     assert res["outcome"] == "match", f"{res['outcome']}: {res['cause']}\n{res['detail']}"
+
+
+def test_overwrite_const_gradients_match_in_interpreter(interpreted_gradients):
+    """A later store of a constant over some columns of an output (under a branch on the
+    program, in a column loop under a runtime flag, twice by a loop): no gradient flows
+    from the overwritten elements; right and race-free in the interpreter."""
+    results = interpreted_gradients[4]
+    assert [r["seed"] for r in results] == list(OVERWRITE_CONST_SEEDS)
+    for res in results:
+        assert "overwrite_const" in res["features"], (res["seed"], res["features"])
+        assert res["outcome"] == "match", \
+            f"seed {res['seed']}: {res['outcome']}: {res['cause']}\n{res['detail']}"
 
 
 def test_gradient_summed_in_bf16_across_programs_is_a_mismatch():
