@@ -16,6 +16,7 @@ import triton
 import triton.language as tl
 
 import tritonad
+from corpus import fixed_offsets
 
 
 @triton.jit
@@ -172,8 +173,4 @@ CASES = list(_RUNS)
 
 def check(name, dtype, device, mode="auto"):
     """The largest error of each gradient of case `name`, relative to its magnitude."""
-    errors = {}
-    for grad_name, got, want in _RUNS[name](dtype, device, mode):
-        scale = want.abs().max().item() or 1.0
-        errors[grad_name] = (got.double() - want).abs().max().item() / scale
-    return errors
+    return fixed_offsets.relative_errors(_RUNS[name](dtype, device, mode))

@@ -112,10 +112,16 @@ _RUNS = {"decayed_chunk_state": _decayed, "gathered_row_blocks": _gathered}
 CASES = list(_RUNS)
 
 
-def check(name, dtype, device, mode="auto"):
-    """The largest error of each gradient of case `name`, relative to its magnitude."""
+def relative_errors(runs):
+    """{gradient: its largest error relative to its magnitude} of (name, got, want)
+    triples."""
     errors = {}
-    for grad_name, got, want in _RUNS[name](dtype, device, mode):
+    for grad_name, got, want in runs:
         scale = want.abs().max().item() or 1.0
         errors[grad_name] = (got.double() - want).abs().max().item() / scale
     return errors
+
+
+def check(name, dtype, device, mode="auto"):
+    """The largest error of each gradient of case `name`, relative to its magnitude."""
+    return relative_errors(_RUNS[name](dtype, device, mode))
