@@ -713,10 +713,29 @@ struct ScanModel : public ReverseModeOpInterface::ExternalModel<ScanModel, tt::S
 /// into the shadow, at the same addresses under the same mask.
 struct LoadModel : public ReverseModeOpInterface::ExternalModel<LoadModel, tt::LoadOp> {
   bool needsAdjoint(Operation *op, const GradientUtils &gutils) const {
-    return gutils.driver() && gutils.driver()->isShadowed(cast<tt::LoadOp>(op).getPtr());
+    auto load = cast<tt::LoadOp>(op);
+    return (gutils.driver() && gutils.driver()->isShadowed(load.getPtr())) ||
+           readsDifferentiatedOther(load, gutils);
   }
   LogicalResult emitAdjoint(Operation *op, OpBuilder &builder, GradientUtils &gutils) const {
-    return gutils.driver()->emitLoadAdjoint(builder, op, gutils);
+    auto load = cast<tt::LoadOp>(op);
+    // The lanes the mask turns off read `other`: theirs is its adjoint
+    // (`tl.load(x + offs, mask=m, other=w)` pads with a differentiated w).
+    if (readsDifferentiatedOther(load, gutils))
+      if (Value g = gutils.adjoint(load.getResult())) {
+        Location loc = op->getLoc();
+        Value off = gutils.forward(load.getMask());
+        gutils.accumulate(builder, load.getOther(),
+                          arith::SelectOp::create(builder, loc, off,
+                                                  createZero(builder, loc, g.getType()), g));
+      }
+    if (gutils.driver() && gutils.driver()->isShadowed(load.getPtr()))
+      return gutils.driver()->emitLoadAdjoint(builder, op, gutils);
+    return success();
+  }
+  // (without a mask every lane reads memory: `other` is never read)
+  static bool readsDifferentiatedOther(tt::LoadOp load, const GradientUtils &gutils) {
+    return load.getMask() && load.getOther() && gutils.isActive(load.getOther());
   }
   LogicalResult verifyDifferentiable(Operation *op, const GradientUtils &gutils) const {
     if (gutils.driver())
