@@ -1,4 +1,4 @@
-"""Loops: a while loop, programs whose trip counts vary (longest first), loops
+"""Loops: while loops (one advancing a pointer beside its counter), programs whose trip counts vary (longest first), loops
 whose carried state is taped (a nonlinear recurrence, a stored running max, a
 count and a flag; a taped loop inside a loop inside a branch).
 """
@@ -18,6 +18,23 @@ def while_accumulate_kernel(x_ptr, y_ptr, n_blocks, n, BLOCK: tl.constexpr):
         acc += tl.exp(tl.load(x_ptr + row * n + cols, mask=cols < n, other=float("-inf")))
         i += 1
     tl.store(y_ptr + row * BLOCK + tl.arange(0, BLOCK), acc)
+
+
+@triton.jit
+def while_pointer_advance_kernel(x_ptr, y_ptr, stride, n, BLOCK: tl.constexpr):
+    # y[row] = sum(exp(x[row])): the pointer advanced beside the counter in a
+    # while loop (`p += BLOCK; k += BLOCK`), as fuzz seeds 0, 6, 84 write it.
+    row = tl.program_id(0)
+    p = x_ptr + row * stride + tl.arange(0, BLOCK)
+    acc = tl.zeros([], dtype=x_ptr.dtype.element_ty)
+    k = 0
+    while k < n:
+        cols = k + tl.arange(0, BLOCK)
+        x = tl.load(p, mask=cols < n, other=float("-inf"))
+        acc += tl.sum(tl.exp(x), axis=0)
+        p += BLOCK
+        k += BLOCK
+    tl.store(y_ptr + row, acc)
 
 
 @triton.jit

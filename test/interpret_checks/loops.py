@@ -12,7 +12,7 @@ from interpret_checks import check, check_both, tolerance
 from interpreter_util import assert_close, kernel_gradients, randn
 from corpus.loops import (prefix_blocks_kernel, prefix_blocks_reference, tape_nested,
                           tape_recurrence, tape_recurrence_reference,
-                          while_accumulate_kernel)
+                          while_accumulate_kernel, while_pointer_advance_kernel)
 
 
 @check_both("while_loop_accumulation")
@@ -29,6 +29,22 @@ def _(dtype):
                            {"y_ptr": torch.empty(rows, block, dtype=dtype)},
                            {"n_blocks": blocks, "n": n}, {"BLOCK": block}, reference,
                            **tolerance(dtype))
+    assert "while " in bwd.source(), bwd.source()
+
+
+@check_both("while_loop_pointer_advance")
+def _(dtype):
+    # A pointer advanced in a while loop beside its counter (`p += BLOCK; k +=
+    # BLOCK`) is init + (k / BLOCK) * BLOCK inside the loop (pointer induction):
+    # refused before ("a pointer carried by a while loop").
+    rows, n, block = 3, 45, 16
+    x = randn(rows, n, dtype=dtype)
+
+    def reference(x_ptr):
+        return {"y_ptr": torch.exp(x_ptr).sum(1)}
+    bwd = kernel_gradients(while_pointer_advance_kernel, (rows,), {"x_ptr": x},
+                           {"y_ptr": torch.empty(rows, dtype=dtype)}, {"stride": n, "n": n},
+                           {"BLOCK": block}, reference, **tolerance(dtype))
     assert "while " in bwd.source(), bwd.source()
 
 

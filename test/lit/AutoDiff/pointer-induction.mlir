@@ -119,3 +119,42 @@ module {
     tt.return
   }
 }
+
+// -----
+
+// `while k < n: ... p += 32; k += 32`: inside the after region the pointer is
+// init + ((k - k0) / 32) * 32 (the steps, computed in the body, hoisted first),
+// as for a for loop; the carried pointer only feeds its own advance.
+// CHECK-LABEL: tt.func @while_advance
+// CHECK: %[[P0:.+]] = tt.addptr %{{.+}}, %{{.+}} : !tt.ptr<f32>, i32
+// CHECK: scf.while
+// CHECK: } do {
+// CHECK-NEXT: ^bb0(%[[P:[^:]+]]: !tt.ptr<f32>, %{{[^:]+}}: f32, %[[K:[^:]+]]: i32):
+// CHECK: %[[KK:.+]] = arith.extsi %[[K]] : i32 to i64
+// CHECK: %[[TRAVEL:.+]] = arith.subi %[[KK]], %{{.+}} : i64
+// CHECK: %[[ITER:.+]] = arith.divsi %[[TRAVEL]], %{{.+}} : i64
+// CHECK: %[[OFF:.+]] = arith.muli %[[ITER]], %{{.+}} : i64
+// CHECK: %[[CUR:.+]] = tt.addptr %[[P0]], %[[OFF]] : !tt.ptr<f32>, i64
+// CHECK: tt.load %[[CUR]]
+// CHECK: tt.addptr %[[P]], %{{.+}} : !tt.ptr<f32>, i32
+module {
+  tt.func @while_advance(%x: !tt.ptr<f32>, %out: !tt.ptr<f32>, %n: i32, %row: i32) {
+    %c0 = arith.constant 0 : i32
+    %zero = arith.constant 0.0 : f32
+    %p0 = tt.addptr %x, %row : !tt.ptr<f32>, i32
+    %r:3 = scf.while (%p = %p0, %a = %zero, %k = %c0) : (!tt.ptr<f32>, f32, i32) -> (!tt.ptr<f32>, f32, i32) {
+      %c = arith.cmpi slt, %k, %n : i32
+      scf.condition(%c) %p, %a, %k : !tt.ptr<f32>, f32, i32
+    } do {
+    ^bb0(%p1: !tt.ptr<f32>, %a1: f32, %k1: i32):
+      %v = tt.load %p1 : !tt.ptr<f32>
+      %a2 = arith.addf %a1, %v : f32
+      %step = arith.constant 32 : i32
+      %p2 = tt.addptr %p1, %step : !tt.ptr<f32>, i32
+      %k2 = arith.addi %k1, %step : i32
+      scf.yield %p2, %a2, %k2 : !tt.ptr<f32>, f32, i32
+    }
+    tt.store %out, %r#1 : !tt.ptr<f32>
+    tt.return
+  }
+}

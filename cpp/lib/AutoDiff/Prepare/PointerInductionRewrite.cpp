@@ -114,11 +114,99 @@ unsigned rewriteLoop(scf::ForOp loop) {
   return rewritten;
 }
 
+// A while loop's value carried unchanged from its before region to its
+// after region (`scf.condition(%c) %a, %b`: the after region's j-th argument
+// is the before region's j-th): the index among the before region's
+// arguments, or nullopt.
+std::optional<unsigned> forwardedIndex(scf::WhileOp loop, unsigned afterIndex) {
+  auto condition = cast<scf::ConditionOp>(loop.getBefore().front().getTerminator());
+  auto arg = dyn_cast<BlockArgument>(condition.getArgs()[afterIndex]);
+  if (!arg || arg.getOwner() != &loop.getBefore().front())
+    return std::nullopt;
+  return arg.getArgNumber();
+}
+
+// The after region's yield of `loop`'s carried value `carried` (an after
+// region argument): the value yielded for the before argument it came from.
+Value yieldedFor(scf::WhileOp loop, unsigned beforeIndex) {
+  return loop.getAfter().front().getTerminator()->getOperand(beforeIndex);
+}
+
+// `while k < n: ... p += BLOCK; k += BLOCK`: a pointer advanced in a while
+// loop beside a counter advanced by a loop-invariant step. The iteration is
+// (k - k0) / step_k, so the pointer inside the after region is
+// init + iteration * step_p, as for a for loop (a pointer carried by a while
+// loop has no provenance the backward can follow).
+unsigned rewriteWhileLoop(scf::WhileOp loop) {
+  Block &after = loop.getAfter().front();
+  auto advancesPointer = [&](BlockArgument carried) {
+    std::optional<unsigned> index = forwardedIndex(loop, carried.getArgNumber());
+    auto advance = index ? yieldedFor(loop, *index).getDefiningOp<tt::AddPtrOp>() : nullptr;
+    return advance && advance.getPtr() == carried;
+  };
+  if (llvm::none_of(after.getArguments(), advancesPointer))
+    return 0;
+  // (`p += BLOCK` and `k += BLOCK` compute their steps inside the body)
+  moveLoopInvariantCode(cast<LoopLikeOpInterface>(loop.getOperation()));
+  auto definedOutside = [&](Value value) {
+    return !loop->isAncestor(value.getParentRegion()->getParentOp());
+  };
+  // (the after argument, the before index) of a counter `k = k + step`
+  std::optional<std::pair<BlockArgument, unsigned>> counter;
+  Value counterStep;
+  for (BlockArgument arg : after.getArguments()) {
+    std::optional<unsigned> index = forwardedIndex(loop, arg.getArgNumber());
+    if (!index || !isa<IntegerType>(arg.getType()))
+      continue;
+    auto add = yieldedFor(loop, *index).getDefiningOp<arith::AddIOp>();
+    if (!add || add->getBlock() != &after)
+      continue;
+    Value step = add.getLhs() == arg ? add.getRhs() : add.getRhs() == arg ? add.getLhs() : Value();
+    if (step && definedOutside(step) && !isConstantInt(step, 0)) {
+      counter = {arg, *index};
+      counterStep = step;
+      break;
+    }
+  }
+  if (!counter)
+    return 0;
+  unsigned rewritten = 0;
+  Value iteration;
+  OpBuilder builder = OpBuilder::atBlockBegin(&after);
+  for (BlockArgument carried : after.getArguments()) {
+    std::optional<unsigned> index = forwardedIndex(loop, carried.getArgNumber());
+    if (!index || !isa<tt::PointerType>(getElementTypeOrSelf(carried.getType())))
+      continue;
+    auto advance = yieldedFor(loop, *index).getDefiningOp<tt::AddPtrOp>();
+    if (!advance || advance->getBlock() != &after || advance.getPtr() != carried ||
+        !definedOutside(advance.getOffset()))
+      continue;
+    Location loc = advance.getLoc();
+    if (!iteration) {
+      Value k0 = toI64(builder, loc, loop.getInits()[counter->second]);
+      Value travelled =
+          arith::SubIOp::create(builder, loc, toI64(builder, loc, counter->first), k0);
+      iteration = isConstantInt(counterStep, 1)
+                      ? travelled
+                      : arith::DivSIOp::create(builder, loc, travelled,
+                                               toI64(builder, loc, counterStep))
+                            .getResult();
+    }
+    Value offset = scaledStep(builder, loc, iteration, advance.getOffset());
+    Value current = tt::AddPtrOp::create(builder, loc, carried.getType(),
+                                         loop.getInits()[*index], offset);
+    carried.replaceUsesWithIf(current, [&](OpOperand &use) { return use.getOwner() != advance; });
+    ++rewritten;
+  }
+  return rewritten;
+}
+
 } // namespace
 
 unsigned rewritePointerInductions(tt::FuncOp function) {
   unsigned rewritten = 0;
   function.walk([&](scf::ForOp loop) { rewritten += rewriteLoop(loop); });
+  function.walk([&](scf::WhileOp loop) { rewritten += rewriteWhileLoop(loop); });
   return rewritten;
 }
 
