@@ -126,8 +126,8 @@ std::optional<unsigned> forwardedIndex(scf::WhileOp loop, unsigned afterIndex) {
   return arg.getArgNumber();
 }
 
-// The after region's yield of `loop`'s carried value `carried` (an after
-// region argument): the value yielded for the before argument it came from.
+// The value the after region yields for the before region's argument
+// `beforeIndex`: the next iteration's.
 Value yieldedFor(scf::WhileOp loop, unsigned beforeIndex) {
   return loop.getAfter().front().getTerminator()->getOperand(beforeIndex);
 }
