@@ -423,28 +423,28 @@ def test_row_table_loop_store_gradients_match_in_interpreter(interpreted_gradien
     assert res["outcome"] == "match", f"{res['outcome']}: {res['cause']}\n{res['detail']}"
 
 
+def _assert_feature_seeds_match(results, seeds, feature):
+    """The results of `seeds` (in order) each use `feature` and match."""
+    assert [r["seed"] for r in results] == list(seeds)
+    for res in results:
+        assert feature in res["features"], (res["seed"], res["features"])
+        assert res["outcome"] == "match", \
+            f"seed {res['seed']}: {res['outcome']}: {res['cause']}\n{res['detail']}"
+
+
 def test_overwrite_const_gradients_match_in_interpreter(interpreted_gradients):
     """A later store of a constant over some columns of an output (under a branch on the
     program, in a column loop under a runtime flag, twice by a loop): no gradient flows
     from the overwritten elements; right and race-free in the interpreter."""
-    results = interpreted_gradients[4]
-    assert [r["seed"] for r in results] == list(OVERWRITE_CONST_SEEDS)
-    for res in results:
-        assert "overwrite_const" in res["features"], (res["seed"], res["features"])
-        assert res["outcome"] == "match", \
-            f"seed {res['seed']}: {res['outcome']}: {res['cause']}\n{res['detail']}"
+    _assert_feature_seeds_match(interpreted_gradients[4], OVERWRITE_CONST_SEEDS,
+                                "overwrite_const")
 
 
 def test_other_active_gradients_match_in_interpreter(interpreted_gradients):
     """A masked load padded with a differentiated value (a per-row input, values computed
     from the inputs) and reduced over its padding lanes: the value gets the gradient of
     the lanes the mask turns off; right and race-free in the interpreter."""
-    results = interpreted_gradients[5]
-    assert [r["seed"] for r in results] == list(OTHER_ACTIVE_SEEDS)
-    for res in results:
-        assert "other_active" in res["features"], (res["seed"], res["features"])
-        assert res["outcome"] == "match", \
-            f"seed {res['seed']}: {res['outcome']}: {res['cause']}\n{res['detail']}"
+    _assert_feature_seeds_match(interpreted_gradients[5], OTHER_ACTIVE_SEEDS, "other_active")
 
 
 def test_gradient_summed_in_bf16_across_programs_is_a_mismatch():
