@@ -160,7 +160,43 @@ def _first_extremum(t, inner, largest):
 
 def reduce(v, bs, dims, op, ctx=None, label="reduce"):
     """Reduction over `dims` (logical dims) inside each block of shape bs, expanded back."""
-    t = _tile(v, bs, NEUTRAL[op])
+    return _reduce_tiles(_tile(v, bs, NEUTRAL[op]), v.shape, dims, op, ctx, label)
+
+
+def reduce_filled(v, fill, bs, dims, op, ctx=None, label="reduce"):
+    """`reduce` where the lanes past the logical shape hold `fill` (a masked load's
+    differentiated `other`) instead of the neutral element. fill: its value on the
+    logical elements, constant along each direction the padding extends in (a value per
+    program, per row, per column), so replicating the edge fills the padding."""
+    fill = fill.expand(v.shape)
+    valid = _tile(torch.ones_like(v), bs, 0.0) > 0
+    t = torch.where(valid, _tile(v, bs, 0.0), _tile_replicated(fill, bs))
+    if ctx is not None and op in ("max", "min"):
+        # (all padding lanes are equal: the tie among them is exact and not recorded, so
+        # record how far the real lanes' extremum is from the padding's)
+        sign = 1.0 if op == "max" else -1.0
+        real = _tile(sign * v, bs, -math.inf).amax(_inner(dims))
+        pad = torch.where(valid, -math.inf, sign * t).amax(_inner(dims))
+        both = torch.isfinite(real) & torch.isfinite(pad)
+        ctx.gap(label, (real - pad).abs()[both])
+    return _reduce_tiles(t, v.shape, dims, op, ctx, label)
+
+
+def _tile_replicated(v, bs):
+    """`_tile` padding with each row's (column's) last element."""
+    if v.dim() == 1:
+        (b,) = bs
+        n = v.shape[0]
+        nb = cdiv(n, b)
+        return F.pad(v[None, None], (0, nb * b - n), mode="replicate").reshape(nb, b)
+    m, n = v.shape
+    bm, bn = bs
+    nbm, nbn = cdiv(m, bm), cdiv(n, bn)
+    padded = F.pad(v[None, None], (0, nbn * bn - n, 0, nbm * bm - m), mode="replicate")
+    return padded.reshape(nbm, bm, nbn, bn)
+
+
+def _reduce_tiles(t, shape, dims, op, ctx, label):
     inner = _inner(dims)
     if op == "sum":
         r = t.sum(inner, keepdim=True)
@@ -172,7 +208,7 @@ def reduce(v, bs, dims, op, ctx=None, label="reduce"):
         raise ValueError(op)
     if ctx is not None and op in ("max", "min"):
         ctx.gap(label, _top2_gap(t if op == "max" else -t, inner), exact_ok=True)
-    return _untile(r.expand(t.shape), v.shape)
+    return _untile(r.expand(t.shape), shape)
 
 
 def cumsum(v, bs, dim):

@@ -24,7 +24,8 @@ Grammar (each feature switchable, see FEATURES): a layout (flat 1-D blocks, one 
 per row, 2-D tiles, a row loop over column chunks, or a row-block loop over 2-D column
 tiles), loaded inputs (full tensors, row / column vectors, a one-element scalar, the
 operands of a tl.dot), a chain of ops over them, outputs stored in the case's dtype
-(overwrite_const: some columns of an output stored again, as a constant).
+(overwrite_const: some columns of an output stored again, as a constant; other_active: a
+masked load padded with a differentiated value, reduced over its padding lanes).
 Well-conditioning is by construction: every value carries an interval, and an op whose
 operand could leave its domain (log / sqrt / div / pow near 0, exp of large values) first
 gets a smooth adapter (a*a*c + 0.5, sigmoid(a) + 0.5, a * c, ...); masked lanes load an
@@ -43,7 +44,7 @@ the same kernel as before they existed. Issue 39's features (ISSUE39_FEATURES: w
 library kernels do and the grammar never produced) each draw from a stream of their own
 (`frng[feature]`), likewise: a seed that uses none of them is unchanged; so do the
 features added after them (OWN_STREAM_FEATURES: reload_loop, row_table, pid_nested,
-overwrite_const, reused_pointer_name).
+overwrite_const, reused_pointer_name, other_active).
 
 Launch (issue 39): META may name `launch_constexprs` (those a user passes: not the ones
 an autotune config, a heuristic or a default sets), `autotune` (the index of the
@@ -191,6 +192,14 @@ FEATURES = {
                            "stores: p = x_ptr + offs; x = tl.load(p, ...); p = y_ptr + "
                            "offs; tl.store(p, ...) (fla's chunk_delta_h reuses p_v so): "
                            "not in place",
+    "other_active": "a masked load of an input padded with a differentiated value, "
+                    "tl.load(x + offs, mask=mask, other=v) (v a one-element input, a "
+                    "per-row / per-column vector, a per-program value computed from the "
+                    "inputs, maybe scaled), reduced over the padded axis without a tl.where "
+                    "(sum, sum of squares, sum of exp, max / min): the lanes the mask turns "
+                    "off reach the result, their gradient is v's (block layouts with "
+                    "padding lanes; computed values in fp32 only: loaded ones are exact in "
+                    "the buffer's dtype, which `other` is cast to)",
 }
 ALL_FEATURES = frozenset(FEATURES)
 # Issue 39's features, in the order of their streams (each draws from its own, so turning
@@ -201,7 +210,7 @@ ISSUE39_FEATURES = ("pad_inf", "shared_weight", "autotune", "heuristics", "early
                     "custom_combiner")
 # Features added later that draw from streams of their own too (after issue 39's).
 OWN_STREAM_FEATURES = ("reload_loop", "row_table", "pid_nested", "overwrite_const",
-                       "reused_pointer_name")
+                       "reused_pointer_name", "other_active")
 LAYOUTS = ("flat", "rows", "grid2d", "loop", "tileloop")
 DTYPES = {"fp32": "tl.float32", "fp16": "tl.float16", "bf16": "tl.bfloat16"}
 DOMAINS = {"any": (-2.0, 2.0), "pos": (0.5, 2.0)}
@@ -1641,6 +1650,8 @@ class _Gen:
             self.kl("    return")
         first = n_ops // 2 if reload_ else n_ops
         self.emit_ops(pool, first)
+        if self.fwant("other_active", 0.3):
+            self.emit_other_active(mats, pool)
         if reload_:
             self.use("reload")
             m = mats[0]
@@ -1680,6 +1691,79 @@ class _Gen:
         if self.want("multi_out", 0.7) and reduced:
             self.use("multi_out")
             self.out_reduced("r0", reduced[-1])
+
+    OTHER_PATTERNS = ("sum", "sumsq", "exp", "max")
+
+    def emit_other_active(self, mats, pool):
+        """other_active (its own stream): an input loaded again with its masked lanes
+        padded by a differentiated value v of the pool, tl.load(x + offs, mask=mask,
+        other=v) (maybe v * 0.5, -v, v * 2), then reduced over a padded axis without a
+        tl.where (a sum, a sum of squares or of exp, a max / min), so the padding lanes
+        reach the result and their gradient is v's. v is constant along that axis (a
+        per-program value, a one-element input; grid2d: a vector along the other axis),
+        as the reference's R.reduce_filled replicates it into the padding; in fp16 / bf16
+        only a loaded v (exact in the buffer's dtype, which `other` is cast to). Nothing
+        is emitted where the blocks have no padding lanes or no such v exists."""
+        f, lay, s = self.frng["other_active"], self.layout, self.sizes
+        m = mats[f.randrange(len(mats))]
+        pattern, scale = f.choice(self.OTHER_PATTERNS), f.choice([1.0, 1.0, 0.5, -1.0, 2.0])
+        sigma = f.choice([1, -1])
+        if lay == "flat":
+            axes = [0] if s["n"] % s["BLOCK"] else []
+        elif lay == "rows":
+            axes = [0] if s["N"] < s["BLOCK_N"] else []
+        else:
+            axes = [a for a, (size, block) in enumerate(((s["M"], s["BM"]), (s["N"], s["BN"])))
+                    if size % block]
+        if not axes:
+            return
+        axis = f.choice(axes)
+        fills = [v for v in pool if not (v.shape[axis] if lay == "grid2d" else any(v.shape))
+                 and (v.leaf or self.dtype == "fp32")]
+        if not fills:
+            return
+        v = fills[f.randrange(len(fills))]
+        self.use("other_active")
+        v.used = True
+        fill = v.name if scale == 1.0 else f"{v.name} * {scale!r}"
+        x = m["name"] + "o"
+        self.kl(f"{x} = tl.load({m['ptr']} + {self.plain_offsets(m)}, mask=mask, "
+                f"other={fill}).to(tl.float32)")
+        self.tl_(f"{x} = {self.torch_load(m['ptr'])}")
+        xlo, xhi = DOMAINS[m["domain"]]
+        flo, fhi = sorted((v.lo * scale, v.hi * scale))
+        lo, hi = min(xlo, flo), max(xhi, fhi)
+        mag = max(abs(lo), abs(hi))
+        bs, dims, count = self.bs_dims(axis)
+        keep = ", keep_dims=True" if lay == "grid2d" else ""
+        rshape = ((False, True) if axis == 0 else (True, False)) if lay == "grid2d" \
+            else self.scalar_shape()
+
+        def reduced(fn, op, g, interval, lib="tl"):
+            """fn over the axis of g(x) (padding lanes g(fill)); sums scaled by 1/count.
+            g(e, lib): the elementwise expression, lib: tl (kernel) or torch."""
+            c = "" if op != "sum" else f" * {1.0 / count!r}"
+            k = f"{fn}({g(x, 'tl')}, axis={axis}{keep}){c}"
+            t = (f"R.reduce_filled({g(x, 'torch')}, {g(f'({fill})', 'torch')}, {bs}, "
+                 f"{dims}, {op!r}, ctx, 'other {op}'){c}")
+            return self.assign(k, t, rshape, *interval)
+        if pattern == "sum":
+            out = reduced("tl.sum", "sum", lambda e, lib: e, (lo, hi))
+        elif pattern == "sumsq":
+            out = reduced("tl.sum", "sum", lambda e, lib: f"{e} * {e}", (0.0, mag * mag))
+        elif pattern == "exp":   # (an argument within [-1, 1])
+            c = _c(1.0 / max(1.0, mag))
+            out = reduced("tl.sum", "sum", lambda e, lib: f"{lib}.exp({e} * {c!r})",
+                          (math.exp(-1.01), math.exp(1.01)))
+        else:
+            op = "max" if sigma > 0 else "min"
+            out = reduced(f"tl.{op}", op, lambda e, lib: e, (lo, hi))
+            out.sel |= v.sel
+        out.root = True   # (folded into an output always)
+        pool.append(out)
+        if f.random() < 0.5:   # the padded value itself flows through later ops
+            leaf = next(u for u in pool if u.name == m["name"])
+            pool.append(V(x, self.full_shape(), xlo, xhi, leaf=True, sel=leaf.sel))
 
     PAD_PATTERNS = ("max", "softmax", "softmax_x", "lse", "entropy", "expected",
                     "scaled_sum", "hinge")

@@ -18,8 +18,10 @@
   tolerance reports an emulated bf16 sum across programs as a mismatch.
 * Features drawn from streams of their own (gen.OWN_STREAM_FEATURES): each is drawn,
   switchable, and leaves the seeds that do not draw it unchanged; gradients compared in
-  the interpreter for a row_table seed and three overwrite_const seeds (a later store of
-  a constant over some columns of an output: wrong before it took their gradient away).
+  the interpreter for a row_table seed, three overwrite_const seeds (a later store of
+  a constant over some columns of an output: wrong before it took their gradient away)
+  and three other_active seeds (a masked load padded with a differentiated value, summed
+  over its padding lanes: the value's gradient was dropped before).
 * GPU (marked gpu): ~130 random kernels (every issue-39 class at least 4 times); forward
   + derived backward against torch.autograd; zero mismatches (silently wrong gradients)
   and zero crashes. Plus every minimized case kept in regressions.py.
@@ -55,7 +57,7 @@ ISSUE39 = gen.ISSUE39_FEATURES
 # Features added after the seeds below were chosen (each from its own stream): a seed
 # that draws none of them generates the kernel it did before they existed.
 # (reused_pointer_name is not one: it respells addresses, the kernels compute the same.)
-LATER_FEATURES = {"row_table", "pid_nested", "overwrite_const"}
+LATER_FEATURES = {"row_table", "pid_nested", "overwrite_const", "other_active"}
 
 
 def _seeds_using(features, per_feature, start, accept=lambda case: True):
@@ -128,7 +130,7 @@ def test_issue39_features_are_switchable_and_leave_other_seeds_unchanged():
 # What each feature drawing from a stream of its own writes into a kernel.
 OWN_STREAM_MARKS = {"reload_loop": "for _rl in", "row_table": "tl.load(row_order + ",
                     "pid_nested": "pid_m = rest % num_pid_m", "overwrite_const": "mask=mask & (",
-                    "reused_pointer_name": "p_reused = "}
+                    "reused_pointer_name": "p_reused = ", "other_active": "o = tl.load("}
 
 
 @pytest.mark.parametrize("feature", gen.OWN_STREAM_FEATURES)
@@ -366,6 +368,13 @@ ROW_TABLE_LOOP_STORE_SEED = 93
 # 65 (rows fp32, a scalar constant stored twice by a loop).
 OVERWRITE_CONST_SEEDS = (35, 22, 65)
 
+# other_active kernels whose gradients were silently wrong before a masked load's
+# differentiated `other` got the adjoint of the lanes the mask turns off: 7 (rows fp32,
+# other=c0 * -1.0, a per-row value, under a sum of squares), 126 (grid2d fp32, other=t3,
+# a [BM, 1] value computed from the inputs, under a sum of exp over axis 1), 213 (flat
+# fp32, other=t9, a per-program sum, under a plain sum of the padded block).
+OTHER_ACTIVE_SEEDS = (7, 126, 213)
+
 
 @pytest.fixture(scope="module")
 def interpreted_gradients():
@@ -373,18 +382,21 @@ def interpreted_gradients():
     launches checked for data races (run.py --race-check: a race is the outcome `race`):
     (results of the issue-39 classes' cases, {name: result} of the regression cases,
     results of RACED_ON_A_GPU's cases under each schedule they raced in, the result of
-    ROW_TABLE_LOOP_STORE_SEED, results of OVERWRITE_CONST_SEEDS)."""
+    ROW_TABLE_LOOP_STORE_SEED, results of OVERWRITE_CONST_SEEDS, results of
+    OTHER_ACTIVE_SEEDS)."""
     names = sorted(regressions.CASES)
     tasks = _interpreted_tasks(("fp32", "fp16"))
     raced = [dict(seed=s, grad_options=o) for s in RACED_ON_A_GPU for o in RACED_UNDER]
     results = run.run_tasks(tasks + [dict(source=regressions.CASES[n], name=n) for n in names]
                             + raced + [dict(seed=ROW_TABLE_LOOP_STORE_SEED)]
-                            + [dict(seed=s) for s in OVERWRITE_CONST_SEEDS],
+                            + [dict(seed=s) for s in OVERWRITE_CONST_SEEDS + OTHER_ACTIVE_SEEDS],
                             "interpret-grad", _workers(2), timeout=300,
                             env={run.RACE_CHECK_ENV: "1"})
-    named, table = len(tasks) + len(names), -1 - len(OVERWRITE_CONST_SEEDS)
+    named = len(tasks) + len(names)
+    table = -1 - len(OVERWRITE_CONST_SEEDS) - len(OTHER_ACTIVE_SEEDS)
+    other = -len(OTHER_ACTIVE_SEEDS)
     return (results[:len(tasks)], dict(zip(names, results[len(tasks):named])),
-            results[named:table], results[table], results[table + 1:])
+            results[named:table], results[table], results[table + 1:other], results[other:])
 
 
 def test_issue39_classes_gradients_match_in_interpreter(interpreted_gradients):
@@ -411,16 +423,28 @@ def test_row_table_loop_store_gradients_match_in_interpreter(interpreted_gradien
     assert res["outcome"] == "match", f"{res['outcome']}: {res['cause']}\n{res['detail']}"
 
 
+def _assert_feature_seeds_match(results, seeds, feature):
+    """The results of `seeds` (in order) each use `feature` and match."""
+    assert [r["seed"] for r in results] == list(seeds)
+    for res in results:
+        assert feature in res["features"], (res["seed"], res["features"])
+        assert res["outcome"] == "match", \
+            f"seed {res['seed']}: {res['outcome']}: {res['cause']}\n{res['detail']}"
+
+
 def test_overwrite_const_gradients_match_in_interpreter(interpreted_gradients):
     """A later store of a constant over some columns of an output (under a branch on the
     program, in a column loop under a runtime flag, twice by a loop): no gradient flows
     from the overwritten elements; right and race-free in the interpreter."""
-    results = interpreted_gradients[4]
-    assert [r["seed"] for r in results] == list(OVERWRITE_CONST_SEEDS)
-    for res in results:
-        assert "overwrite_const" in res["features"], (res["seed"], res["features"])
-        assert res["outcome"] == "match", \
-            f"seed {res['seed']}: {res['outcome']}: {res['cause']}\n{res['detail']}"
+    _assert_feature_seeds_match(interpreted_gradients[4], OVERWRITE_CONST_SEEDS,
+                                "overwrite_const")
+
+
+def test_other_active_gradients_match_in_interpreter(interpreted_gradients):
+    """A masked load padded with a differentiated value (a per-row input, values computed
+    from the inputs) and reduced over its padding lanes: the value gets the gradient of
+    the lanes the mask turns off; right and race-free in the interpreter."""
+    _assert_feature_seeds_match(interpreted_gradients[5], OTHER_ACTIVE_SEEDS, "other_active")
 
 
 def test_gradient_summed_in_bf16_across_programs_is_a_mismatch():
