@@ -77,12 +77,18 @@ struct FloatCastModel
     Value source = op->getOperand(0);
     if (!g || !state.isActive(source))
       return success();
-    // (g may already have the source's precision: a product's adjoint kept wide)
-    state.accumulate(builder, source,
-                     getElementTypeOrSelf(g.getType()) == getElementTypeOrSelf(source.getType())
-                         ? g
-                         : InverseOpT::create(builder, op->getLoc(), source.getType(), g)
-                               .getResult());
+    // (g may already have the source's precision: a product's adjoint kept
+    // wide; or be a rounding of a value of it, whose round trip loses what a
+    // hand-written backward keeps: the unrounded value is taken instead)
+    Value delta;
+    if (getElementTypeOrSelf(g.getType()) == getElementTypeOrSelf(source.getType()))
+      delta = g;
+    else if (auto rounded = g.getDefiningOp<arith::TruncFOp>();
+             rounded && rounded.getIn().getType() == source.getType())
+      delta = rounded.getIn();
+    else
+      delta = InverseOpT::create(builder, op->getLoc(), source.getType(), g);
+    state.accumulate(builder, source, delta);
     return success();
   }
 };

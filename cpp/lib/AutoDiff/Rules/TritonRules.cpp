@@ -725,9 +725,16 @@ struct LoadModel : public ReverseModeOpInterface::ExternalModel<LoadModel, tt::L
       if (Value g = gutils.adjoint(load.getResult())) {
         Location loc = op->getLoc();
         Value off = gutils.forward(load.getMask());
-        gutils.accumulate(builder, load.getOther(),
-                          arith::SelectOp::create(builder, loc, off,
-                                                  createZero(builder, loc, g.getType()), g));
+        // (an adjoint just rounded down from f32, a half-precision load widened
+        // for the math, is selected unrounded and rounded after: the rounding
+        // of `other` to the load's type takes the unrounded lanes back)
+        auto rounded = g.getDefiningOp<arith::TruncFOp>();
+        Value lanes = rounded ? rounded.getIn() : g;
+        Value padding = arith::SelectOp::create(builder, loc, off,
+                                                createZero(builder, loc, lanes.getType()), lanes);
+        if (rounded)
+          padding = arith::TruncFOp::create(builder, loc, g.getType(), padding);
+        gutils.accumulate(builder, load.getOther(), padding);
       }
     if (gutils.driver() && gutils.driver()->isShadowed(load.getPtr()))
       return gutils.driver()->emitLoadAdjoint(builder, op, gutils);
