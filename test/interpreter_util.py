@@ -46,6 +46,34 @@ def run_interpreted(script: str, *argv: str, timeout: int = 300):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+_CORPUS_CASES = """
+import json, sys, torch
+import interpreter_bf16
+interpreter_bf16.install()
+corpus = __import__("corpus." + sys.argv[1], fromlist=["CASES"])
+torch.manual_seed(int(sys.argv[2]))
+results = {}
+for name in corpus.CASES:
+    for dtype in ("float32", "bfloat16"):
+        for mode in ("auto", "deterministic"):
+            try:
+                results[f"{name}/{dtype}/{mode}"] = corpus.check(
+                    name, getattr(torch, dtype), "cpu", mode)
+            except Exception as error:
+                results[f"{name}/{dtype}/{mode}"] = f"{type(error).__name__}: {error}"
+print(json.dumps(results))
+"""
+
+
+def corpus_cases_interpreted(module: str):
+    """Every case of test/corpus/<module>.py (its CASES and `check(name, dtype, device,
+    mode)`: the largest error of each gradient) in the interpreter, in float32 and
+    bfloat16 (interpreter_bf16 installed) and both modes, on inputs drawn from
+    replayable_seed(): (seed, {"case/dtype/mode": errors, or the refusal's text})."""
+    seed = replayable_seed()
+    return seed, run_interpreted(_CORPUS_CASES, module, str(seed))
+
+
 def counting_atomic_lanes():
     """From now on, counts the lanes of every atomic read-modify-write that Triton's
     interpreter executes, into the one-element list returned (the caller resets it): a

@@ -23,26 +23,9 @@ pytest.importorskip("tritonad")
 
 from corpus import column_stores  # noqa: E402
 from gpu_util import requires_gpu  # noqa: E402
-from interpreter_util import run_interpreted  # noqa: E402
+from interpreter_util import corpus_cases_interpreted  # noqa: E402
 
 TOLERANCE = {"float32": 1e-5, "bfloat16": 2e-2}
-
-_INTERPRETED = """
-import json, torch
-import interpreter_bf16
-from corpus import column_stores
-interpreter_bf16.install()
-results = {}
-for name in column_stores.CASES:
-    for dtype in ("float32", "bfloat16"):
-        for mode in ("auto", "deterministic"):
-            try:
-                results[f"{name}/{dtype}/{mode}"] = column_stores.check(
-                    name, getattr(torch, dtype), "cpu", mode)
-            except Exception as error:
-                results[f"{name}/{dtype}/{mode}"] = f"{type(error).__name__}: {error}"
-print(json.dumps(results))
-"""
 
 # (the block scores' W rows are shared by the lanes of one program only, but the
 # loop moves their addresses by a runtime row count: deterministic mode refuses)
@@ -51,20 +34,22 @@ DETERMINISTIC_REFUSED = {"causal_block_scores"}
 
 @pytest.fixture(scope="module")
 def interpreted():
-    return run_interpreted(_INTERPRETED)
+    return corpus_cases_interpreted("column_stores")
 
 
 @pytest.mark.parametrize("mode", ["auto", "deterministic"])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("case", column_stores.CASES)
 def test_column_stores_interpreted(interpreted, case, dtype, mode):
-    result = interpreted[f"{case}/{dtype}/{mode}"]
+    seed, results = interpreted
+    result = results[f"{case}/{dtype}/{mode}"]
     if mode == "deterministic" and case in DETERMINISTIC_REFUSED:
         assert isinstance(result, str) and "deterministic mode" in result, result
         assert "corpus/column_stores.py:" in result, result
         return
-    assert isinstance(result, dict), result
-    assert max(result.values()) <= TOLERANCE[dtype], (case, dtype, mode, result)
+    assert isinstance(result, dict), f"(TRITONAD_TEST_SEED={seed}) {result}"
+    assert max(result.values()) <= TOLERANCE[dtype], \
+        f"(TRITONAD_TEST_SEED={seed}) {case} {dtype} {mode}: {result}"
 
 
 def test_columns_past_the_row_stride_are_refused():

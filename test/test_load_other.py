@@ -12,36 +12,24 @@ pytest.importorskip("tritonad")
 
 from corpus import load_other  # noqa: E402
 from gpu_util import requires_gpu  # noqa: E402
-from interpreter_util import run_interpreted  # noqa: E402
+from interpreter_util import corpus_cases_interpreted  # noqa: E402
 
 TOLERANCE = {"float32": 1e-5, "bfloat16": 2e-2}
 
-_INTERPRETED = """
-import json, torch
-import interpreter_bf16
-from corpus import load_other
-interpreter_bf16.install()
-results = {}
-for name in load_other.CASES:
-    for dtype in ("float32", "bfloat16"):
-        for mode in ("auto", "deterministic"):
-            results[f"{name}/{dtype}/{mode}"] = load_other.check(
-                name, getattr(torch, dtype), "cpu", mode)
-print(json.dumps(results))
-"""
-
-
 @pytest.fixture(scope="module")
 def interpreted():
-    return run_interpreted(_INTERPRETED)
+    return corpus_cases_interpreted("load_other")
 
 
 @pytest.mark.parametrize("mode", ["auto", "deterministic"])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("case", load_other.CASES)
 def test_load_other_interpreted(interpreted, case, dtype, mode):
-    errors = interpreted[f"{case}/{dtype}/{mode}"]
-    assert max(errors.values()) <= TOLERANCE[dtype], (case, dtype, mode, errors)
+    seed, results = interpreted
+    errors = results[f"{case}/{dtype}/{mode}"]
+    assert isinstance(errors, dict), f"(TRITONAD_TEST_SEED={seed}) {errors}"
+    assert max(errors.values()) <= TOLERANCE[dtype], \
+        f"(TRITONAD_TEST_SEED={seed}) {case} {dtype} {mode}: {errors}"
 
 
 @pytest.mark.gpu
