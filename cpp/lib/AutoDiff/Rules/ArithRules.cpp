@@ -77,14 +77,12 @@ struct FloatCastModel
     Value source = op->getOperand(0);
     if (!g || !state.isActive(source))
       return success();
-    // (g may already have the source's precision: a product's adjoint kept
-    // wide; or be a rounding of a value of it, whose round trip loses what a
-    // hand-written backward keeps: the unrounded value is taken instead)
+    // (g may be a rounding of a value of the source's precision, a product's
+    // adjoint: its round trip would lose what a hand-written backward keeps, so
+    // the unrounded value is taken)
     Value delta;
-    if (getElementTypeOrSelf(g.getType()) == getElementTypeOrSelf(source.getType()))
-      delta = g;
-    else if (auto rounded = g.getDefiningOp<arith::TruncFOp>();
-             rounded && rounded.getIn().getType() == source.getType())
+    if (auto rounded = g.getDefiningOp<arith::TruncFOp>();
+        rounded && rounded.getIn().getType() == source.getType())
       delta = rounded.getIn();
     else
       delta = InverseOpT::create(builder, op->getLoc(), source.getType(), g);

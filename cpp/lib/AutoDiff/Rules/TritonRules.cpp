@@ -281,21 +281,15 @@ struct DotModel : public ReverseModeOpInterface::ExternalModel<DotModel, tt::Dot
     Location loc = op->getLoc();
     Value a = state.forward(dot.getA()), b = state.forward(dot.getB());
     Type accElement = getElementTypeOrSelf(g.getType());
-    auto product = [&](Value lhs, Value rhs, Value operand) -> Value {
-      auto operandType = cast<RankedTensorType>(operand.getType());
+    auto product = [&](Value lhs, Value rhs, RankedTensorType operandType) -> Value {
       auto accType = operandType.clone(accElement);
       Value zero = createZero(builder, loc, accType);
       Value result = tt::DotOp::create(
           builder, loc, TypeRange{accType}, ValueRange{lhs, rhs, zero},
           {builder.getNamedAttr("inputPrecision", dot.getInputPrecisionAttr()),
            builder.getNamedAttr("maxNumImpreciseAcc", dot.getMaxNumImpreciseAccAttr())});
-      // An operand rounded down for the product alone (attention's
-      // p.to(v.dtype)): its adjoint stays in the accumulator's precision, which
-      // the rounding's own adjoint widens to (no round trip through bf16).
-      auto rounded = operand.getDefiningOp<arith::TruncFOp>();
-      if (rounded && operand.hasOneUse() && rounded->getBlock() == dot->getBlock() &&
-          getElementTypeOrSelf(rounded.getIn().getType()) == accElement)
-        return result;
+      // (an operand rounded down for the product, attention's p.to(v.dtype):
+      // the rounding's own adjoint takes this product unrounded)
       return castFloat(builder, loc, result, operandType.getElementType());
     };
     int rank = cast<RankedTensorType>(g.getType()).getRank();
@@ -303,13 +297,13 @@ struct DotModel : public ReverseModeOpInterface::ExternalModel<DotModel, tt::Dot
       Value gInB = castFloat(builder, loc, g, dot.getB().getType().getElementType());
       Value bLive = withoutPaddingOfDeadLines(builder, loc, dot.getB(), b, gInB, rank - 2);
       state.accumulate(builder, dot.getA(),
-                       product(gInB, transposeLastTwo(builder, loc, bLive), dot.getA()));
+                       product(gInB, transposeLastTwo(builder, loc, bLive), dot.getA().getType()));
     }
     if (state.isActive(dot.getB())) {
       Value gInA = castFloat(builder, loc, g, dot.getA().getType().getElementType());
       Value aLive = withoutPaddingOfDeadLines(builder, loc, dot.getA(), a, gInA, rank - 1);
       state.accumulate(builder, dot.getB(),
-                       product(transposeLastTwo(builder, loc, aLive), gInA, dot.getB()));
+                       product(transposeLastTwo(builder, loc, aLive), gInA, dot.getB().getType()));
     }
     state.accumulate(builder, dot.getC(), g);
     return success();
