@@ -2,8 +2,9 @@
 // adjoint in f32 and rounds it once after the loop (ScfRules.cpp, summedType
 // in GradientUtils): in f16 every iteration would round it. Each iteration's
 // delta keeps its own rounding to f16 (extended, then added). An operand
-// rounded to f16 for a product alone keeps its adjoint in f32 (TritonRules.cpp,
-// DotModel).
+// rounded to f16 for a product gets the product unrounded: the rounding's rule
+// takes an adjoint that is a rounding of an f32 value unrounded (ArithRules.cpp,
+// FloatCastModel).
 
 // RUN: tritonad-opt %s --tritonad-differentiate="function=f wrt=0,2" --canonicalize --cse | FileCheck %s
 
