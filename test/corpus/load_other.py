@@ -41,7 +41,12 @@ def _padded_by_weight(dtype, device, mode, n=101, block=64):
     f = tritonad.autograd(padded_by_weight, outputs=("Y",), mode=mode)
     y = f[(triton.cdiv(n + 7, block),)](x, w, torch.empty(n + 7, device=device, dtype=dtype),
                                         n, BLOCK=block)
-    upstream = torch.randn(n + 7, device=device).to(dtype)
+    upstream = torch.randn(n + 7, device=device)
+    # (w's gradient, a single sum of 7 terms, is measured against itself: positive
+    # terms keep it from cancelling to near 0, where fp32's rounding of the terms
+    # would be a large fraction of it)
+    upstream[n:] = upstream[n:].abs() + 0.5
+    upstream = upstream.to(dtype)
     y.backward(upstream)
     x64, w64 = (t.detach().double().requires_grad_() for t in (x, w))
     (torch.cat([x64, w64.expand(7)]) ** 2).backward(upstream.double())
