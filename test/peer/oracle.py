@@ -35,6 +35,7 @@ import contextlib
 import dataclasses
 import importlib
 import os
+import random
 import re
 import sys
 import traceback
@@ -133,6 +134,7 @@ class Result:
     message: str = ""
     seed: int = 0
     peer: str = "library"
+    configs: str = ""  # the autotuned kernels' configs this run took (see choose_configs)
 
     def describe(self) -> str:
         pairs = ", ".join(f"{name}: {self.errors.get(name, float('nan')):.2e} vs library "
@@ -145,6 +147,8 @@ class Result:
             text += f" [peer: {self.peer}]"
         if self.message:
             text += f": {self.message}"
+        if self.configs:
+            text += f" [autotuned: {self.configs}]"
         return text + f" (TRITONAD_TEST_SEED={self.seed})"
 
     def as_dict(self) -> dict:
@@ -155,6 +159,55 @@ def seed() -> int:
     """Fresh per test; TRITONAD_TEST_SEED=<seed> replays one."""
     given = os.environ.get("TRITONAD_TEST_SEED")
     return int(given) if given else int.from_bytes(os.urandom(4), "little")
+
+
+# An autotuned kernel's config is a choice its autotuner makes by timing, and a
+# backward must be right for every config. The suite's autotuners therefore choose
+# at random (each config still compiled and run once), from a stream seeded by the
+# case's seed: runs sweep the configs, and TRITONAD_TEST_SEED replays a choice.
+# TRITONAD_PEER_AUTOTUNE=bench keeps Triton's timing.
+_CONFIG_CHOICE = random.Random(0)
+
+
+def _chosen_by_seed(kernel_call, quantiles=None, **_):
+    kernel_call()
+    time = _CONFIG_CHOICE.random()
+    return [time, time, time] if quantiles else time
+
+
+def choose_configs() -> None:
+    """Installs the seeded choice as the GPU driver's benchmarker (autotuners
+    made before this keep theirs if they already timed a config)."""
+    import torch
+
+    if os.environ.get("TRITONAD_PEER_AUTOTUNE") == "bench" or not torch.cuda.is_available():
+        return
+    from triton.runtime import driver
+
+    try:
+        driver.active.get_benchmarker = lambda: _chosen_by_seed
+    except Exception:  # noqa: BLE001  (no GPU driver here: nothing is timed)
+        pass
+
+
+def _autotuners(case: Case) -> Dict[str, object]:
+    """{kernel name: its autotuner} of the case's kernels that have one."""
+    from triton.runtime.autotuner import Autotuner
+
+    found = {}
+    for name in case.kernels:
+        wrapper = getattr(*resolve(case, name))
+        while wrapper is not None and not isinstance(wrapper, Autotuner):
+            wrapper = getattr(wrapper, "fn", None)
+        if wrapper is not None:
+            found[name.rpartition(":")[2]] = wrapper
+    return found
+
+
+def _configs_taken(case: Case) -> str:
+    """'kernel: config; ...' of the case's autotuned kernels that chose one."""
+    return "; ".join(f"{name}: {tuner.best_config}" for name, tuner in _autotuners(case).items()
+                     if len(tuner.configs) > 1 and getattr(tuner, "best_config", None))
 
 
 # ---------------------------------------------------------------------------
@@ -388,6 +441,18 @@ def run_case(case: Case, dtype: str, device: str, variant: str,
     result = Result(case.name, variant, dtype, "interpreter" if device == "cpu" else device,
                     "crash", seed=case_seed)
     torch.manual_seed(case_seed)
+    _CONFIG_CHOICE.seed(case_seed)
+    for tuner in _autotuners(case).values():  # (each case chooses afresh: the seed replays it)
+        tuner.cache.clear()
+    try:
+        return _run_case(case, dtype, device, variant, result)
+    finally:
+        result.configs = _configs_taken(case)
+
+
+def _run_case(case: Case, dtype: str, device: str, variant: str, result: Result) -> Result:
+    import torch
+
     module = importlib.import_module(case.module)
     inputs = case.make(getattr(torch, dtype), device)
     leaves = _leaves(inputs)
