@@ -210,6 +210,33 @@ def _autotuners(case: Case) -> Dict[str, object]:
     return found
 
 
+def config_variants(case: Case) -> List[Tuple[str, int]]:
+    """(kernel, config index) per distinct block sizes and num_warps of each of the
+    case's autotuned kernels (the first config of each; num_stages aside)."""
+    variants = []
+    for name, tuner in _autotuners(case).items():
+        seen = {}
+        for index, config in enumerate(tuner.configs):
+            seen.setdefault((tuple(sorted(config.kwargs.items())), config.num_warps), index)
+        if len(seen) > 1:
+            variants += [(name, index) for index in seen.values()]
+    return variants
+
+
+@contextlib.contextmanager
+def pinned_config(case: Case, kernel: str, index: int):
+    """Within the block, the autotuned `kernel` of `case` has its config `index` only."""
+    tuner = _autotuners(case)[kernel]
+    saved = tuner.configs
+    tuner.configs = [saved[index]]
+    tuner.cache.clear()
+    try:
+        yield saved[index]
+    finally:
+        tuner.configs = saved
+        tuner.cache.clear()
+
+
 def _configs_taken(case: Case) -> str:
     """'kernel: config; ...' of the case's autotuned kernels that chose one."""
     return "; ".join(f"{name}: {tuner.best_config}" for name, tuner in _autotuners(case).items()

@@ -32,3 +32,16 @@ def test_the_seeded_choice_runs_every_config_and_replays():
     # (the autotuner takes the least: over seeds, every config gets chosen)
     chosen = {min(range(16), key=timings(seed).__getitem__) for seed in range(200)}
     assert chosen == set(range(16))
+
+
+def test_a_pinned_config_is_the_only_one_within_the_block():
+    cases, _ = gpu_params("fla")
+    case = cases["fla.chunk_delta_rule"]
+    variants = oracle.config_variants(case)
+    kernel, index = variants[-1]
+    tuner = oracle._autotuners(case)[kernel]
+    configs = list(tuner.configs)
+    assert len({(k, i) for k, i in variants}) == len(variants) > 1
+    with oracle.pinned_config(case, kernel, index) as config:
+        assert tuner.configs == [configs[index]] == [config]
+    assert tuner.configs == configs
