@@ -14,12 +14,6 @@ if _PEER_DIR not in sys.path:
     sys.path.insert(0, _PEER_DIR)
 
 
-def pytest_configure(config):
-    import oracle
-
-    oracle.choose_configs()
-
-
 def pytest_sessionfinish(session, exitstatus):
     path = os.environ.get("TRITONAD_PEER_TABLE")
     if not path:

@@ -134,7 +134,7 @@ class Result:
     message: str = ""
     seed: int = 0
     peer: str = "library"
-    configs: str = ""  # the autotuned kernels' configs this run took (see choose_configs)
+    configs: str = ""  # the autotuned kernels' configs this run took (_configs_chosen_by_seed)
 
     def describe(self) -> str:
         pairs = ", ".join(f"{name}: {self.errors.get(name, float('nan')):.2e} vs library "
@@ -175,25 +175,27 @@ def _chosen_by_seed(kernel_call, quantiles=None, **_):
     return [time, time, time] if quantiles else time
 
 
-def choose_configs() -> None:
-    """Installs the seeded choice as the GPU driver's benchmarker (autotuners
-    made before this keep theirs if they already timed a config)."""
-    import torch
-
-    if os.environ.get("TRITONAD_PEER_AUTOTUNE") == "bench" or not torch.cuda.is_available():
+@contextlib.contextmanager
+def _configs_chosen_by_seed(device: str):
+    """Within the block, autotuners choose by the seeded stream instead of timing,
+    and not from their disk cache (fla keeps one by default): scoped to a case, so
+    the other GPU tests of a session keep Triton's own tuning."""
+    if device != "cuda" or os.environ.get("TRITONAD_PEER_AUTOTUNE") == "bench":
+        yield
         return
     from triton.runtime import autotuner, driver
 
-    try:
-        driver.active.get_benchmarker = lambda: _chosen_by_seed
-    except Exception:  # noqa: BLE001  (no GPU driver here: nothing is timed)
-        return
-
     def choose_again(self, tuning_key, configs, bench_fn):
-        bench_fn()  # (not an earlier process's choice from the disk cache: fla keeps one)
+        bench_fn()
         return False
 
+    saved = driver.active.get_benchmarker, autotuner.Autotuner.check_disk_cache
+    driver.active.get_benchmarker = lambda: _chosen_by_seed
     autotuner.Autotuner.check_disk_cache = choose_again
+    try:
+        yield
+    finally:
+        driver.active.get_benchmarker, autotuner.Autotuner.check_disk_cache = saved
 
 
 def _autotuners(case: Case) -> Dict[str, object]:
@@ -478,7 +480,8 @@ def run_case(case: Case, dtype: str, device: str, variant: str,
     for tuner in _autotuners(case).values():  # (each case chooses afresh: the seed replays it)
         tuner.cache.clear()
     try:
-        return _run_case(case, dtype, device, variant, result)
+        with _configs_chosen_by_seed(device):
+            return _run_case(case, dtype, device, variant, result)
     finally:
         result.configs = _configs_taken(case)
 
