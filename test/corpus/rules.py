@@ -51,6 +51,9 @@ _SAMPLERS = {
     # wider values for fmod / floor / ceil (several periods; the jumps themselves
     # are hit with probability ~0 and both sides compute them in fp32)
     "wide": lambda s, g: 4.0 * torch.randn(s, generator=g),
+    # where exp(-x) and exp(x) overflow fp32 (|x| > 88) in about half the lanes:
+    # sigmoid and softplus saturate, their gradients must not
+    "saturating": lambda s, g: 120.0 * torch.randn(s, generator=g),
 }
 
 _TL_DTYPE = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
@@ -234,6 +237,21 @@ def f_ceil(x, y):
 @triton.jit
 def f_sigmoid(x):
     return tl.sigmoid(x)
+
+
+@triton.jit
+def f_silu(x):
+    return x * tl.sigmoid(x)
+
+
+@triton.jit
+def f_sigmoid_by_hand(x):
+    return 1.0 / (1.0 + tl.exp(-x))
+
+
+@triton.jit
+def f_softplus_thresholded(x):
+    return tl.where(x > 20.0, x, tl.log(1.0 + tl.exp(x)))
 
 
 @triton.jit
@@ -620,6 +638,16 @@ CASES = [
     Case("ceil", f_ceil, [T(M, N, domain="wide"), X2], lambda x, y: torch.ceil(x) * y,
          ["math.ceil", "dense<0.000000e+00>"]),
     Case("sigmoid", f_sigmoid, [X2], torch.sigmoid, ["math.exp", "arith.divf", NEG]),
+    # exp overflows to inf where the adjoint reaching it underflows to 0: the
+    # gradient is 0 (or the selected branch's), not 0 * inf = NaN
+    Case("sigmoid_saturating", f_sigmoid, [T(M, N, domain="saturating")], torch.sigmoid,
+         ["math.exp", "arith.select"]),
+    Case("silu_saturating", f_silu, [T(M, N, domain="saturating")],
+         lambda x: x * torch.sigmoid(x), ["math.exp", "arith.select"]),
+    Case("sigmoid_by_hand_saturating", f_sigmoid_by_hand, [T(M, N, domain="saturating")],
+         torch.sigmoid, ["math.exp", "arith.select"]),
+    Case("softplus_thresholded", f_softplus_thresholded, [T(M, N, domain="saturating")],
+         lambda x: torch.nn.functional.softplus(x, threshold=20.0), ["math.exp", "arith.divf"]),
     Case("precise_sqrt", f_sqrt_rn, [T(M, N, domain="pos")], torch.sqrt,
          ["tt.precise_sqrt", "arith.divf"]),
     Case("precise_divf", f_div_rn, [X2, T(M, N, domain="nonzero")], lambda x, y: x / y,

@@ -200,6 +200,12 @@ FEATURES = {
                     "off reach the result, their gradient is v's (block layouts with "
                     "padding lanes; computed values in fp32 only: loaded ones are exact in "
                     "the buffer's dtype, which `other` is cast to)",
+    "saturating": "a sigmoid-family function of a value scaled so that exp overflows fp32 "
+                  "in part of the lanes (|argument| up to 200): tl.sigmoid, a hand-written "
+                  "1 / (1 + tl.exp(-x)), x * tl.sigmoid(c x), a softplus thresholded with "
+                  "tl.where(x > 20, x, tl.log(1 + tl.exp(x))): where exp overflows, the "
+                  "adjoint reaching it underflows to 0, and the gradient there is 0 or the "
+                  "selected branch's, not 0 * inf = NaN",
 }
 ALL_FEATURES = frozenset(FEATURES)
 # Issue 39's features, in the order of their streams (each draws from its own, so turning
@@ -210,7 +216,7 @@ ISSUE39_FEATURES = ("pad_inf", "shared_weight", "autotune", "heuristics", "early
                     "custom_combiner")
 # Features added later that draw from streams of their own too (after issue 39's).
 OWN_STREAM_FEATURES = ("reload_loop", "row_table", "pid_nested", "overwrite_const",
-                       "reused_pointer_name", "other_active")
+                       "reused_pointer_name", "other_active", "saturating")
 LAYOUTS = ("flat", "rows", "grid2d", "loop", "tileloop")
 DTYPES = {"fp32": "tl.float32", "fp16": "tl.float16", "bf16": "tl.bfloat16"}
 DOMAINS = {"any": (-2.0, 2.0), "pos": (0.5, 2.0)}
@@ -1652,6 +1658,8 @@ class _Gen:
         self.emit_ops(pool, first)
         if self.fwant("other_active", 0.3):
             self.emit_other_active(mats, pool)
+        if self.fwant("saturating", 0.25):
+            self.emit_saturating(pool)
         if reload_:
             self.use("reload")
             m = mats[0]
@@ -1691,6 +1699,44 @@ class _Gen:
         if self.want("multi_out", 0.7) and reduced:
             self.use("multi_out")
             self.out_reduced("r0", reduced[-1])
+
+    SATURATING = ("sigmoid", "by_hand", "silu", "softplus")
+
+    def emit_saturating(self, pool):
+        """saturating (its own stream): a sigmoid-family function of a full-shape value v
+        scaled by c so that |c v| reaches 200 at v's largest magnitude: exp(-c v) or
+        exp(c v) overflows fp32 in part of the lanes. The reference takes torch's own
+        stable functions (torch.sigmoid, softplus with the same threshold)."""
+        f = self.frng["saturating"]
+        values = [v for v in pool if all(v.shape)]
+        if not values:
+            return
+        v = values[f.randrange(len(values))]
+        mag = max(abs(v.lo), abs(v.hi))
+        if mag < 0.05:
+            return
+        self.use("saturating")
+        v.used = True
+        c = _c(200.0 / mag)
+        x = f"({v.name} * {c!r})"
+        kind = f.choice(self.SATURATING)
+        name = dict(prefix="saturated")
+        if kind == "sigmoid":
+            out = self.assign(f"tl.sigmoid({x})", f"torch.sigmoid({x})", v.shape, 0.0, 1.0,
+                              **name)
+        elif kind == "by_hand":
+            out = self.assign(f"1.0 / (1.0 + tl.exp(-{x}))", f"torch.sigmoid({x})", v.shape,
+                              0.0, 1.0, **name)
+        elif kind == "silu":
+            out = self.assign(f"{v.name} * tl.sigmoid({x})", f"{v.name} * torch.sigmoid({x})",
+                              v.shape, min(v.lo, 0.0) - 0.3 / c, max(v.hi, 0.0), **name)
+        else:
+            out = self.assign(f"tl.where({x} > 20.0, {x}, tl.log(1.0 + tl.exp({x}))) * "
+                              f"{_c(1.0 / c)!r}",
+                              f"torch.nn.functional.softplus({x}, threshold=20.0) * "
+                              f"{_c(1.0 / c)!r}", v.shape, 0.0, max(v.hi, 0.0) + 0.7 / c,
+                              **name)
+        pool.append(out)
 
     OTHER_PATTERNS = ("sum", "sumsq", "exp", "max")
 

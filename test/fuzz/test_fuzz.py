@@ -20,8 +20,9 @@
   switchable, and leaves the seeds that do not draw it unchanged; gradients compared in
   the interpreter for a row_table seed, three overwrite_const seeds (a later store of
   a constant over some columns of an output: wrong before it took their gradient away)
-  and three other_active seeds (a masked load padded with a differentiated value, summed
-  over its padding lanes: the value's gradient was dropped before).
+  three other_active seeds (a masked load padded with a differentiated value, summed
+  over its padding lanes: the value's gradient was dropped before) and four saturating
+  seeds (sigmoid-family functions whose exp overflows: NaN before).
 * GPU (marked gpu): ~130 random kernels (every issue-39 class at least 4 times); forward
   + derived backward against torch.autograd; zero mismatches (silently wrong gradients)
   and zero crashes. Plus every minimized case kept in regressions.py.
@@ -57,7 +58,7 @@ ISSUE39 = gen.ISSUE39_FEATURES
 # Features added after the seeds below were chosen (each from its own stream): a seed
 # that draws none of them generates the kernel it did before they existed.
 # (reused_pointer_name is not one: it respells addresses, the kernels compute the same.)
-LATER_FEATURES = {"row_table", "pid_nested", "overwrite_const", "other_active"}
+LATER_FEATURES = {"row_table", "pid_nested", "overwrite_const", "other_active", "saturating"}
 
 
 def _seeds_using(features, per_feature, start, accept=lambda case: True):
@@ -130,7 +131,8 @@ def test_issue39_features_are_switchable_and_leave_other_seeds_unchanged():
 # What each feature drawing from a stream of its own writes into a kernel.
 OWN_STREAM_MARKS = {"reload_loop": "for _rl in", "row_table": "tl.load(row_order + ",
                     "pid_nested": "pid_m = rest % num_pid_m", "overwrite_const": "mask=mask & (",
-                    "reused_pointer_name": "p_reused = ", "other_active": "o = tl.load("}
+                    "reused_pointer_name": "p_reused = ", "other_active": "o = tl.load(",
+                    "saturating": "saturated"}
 
 
 @pytest.mark.parametrize("feature", gen.OWN_STREAM_FEATURES)
@@ -375,6 +377,13 @@ OVERWRITE_CONST_SEEDS = (35, 22, 65)
 # fp32, other=t9, a per-program sum, under a plain sum of the padded block).
 OTHER_ACTIVE_SEEDS = (7, 126, 213)
 
+# saturating kernels (a sigmoid-family function whose exp overflows fp32 in part of the
+# lanes), NaN before exp's partial became exactly 0 where its adjoint is: 4 (rows fp32,
+# tl.sigmoid), 30 (grid2d fp32, x * tl.sigmoid(c x)), 60 (rows fp32, a thresholded
+# softplus: the unselected branch's log(1 + exp(x)) overflows), 118 (grid2d fp32, a
+# hand-written 1 / (1 + tl.exp(-x))).
+SATURATING_SEEDS = (4, 30, 60, 118)
+
 
 @pytest.fixture(scope="module")
 def interpreted_gradients():
@@ -383,20 +392,23 @@ def interpreted_gradients():
     (results of the issue-39 classes' cases, {name: result} of the regression cases,
     results of RACED_ON_A_GPU's cases under each schedule they raced in, the result of
     ROW_TABLE_LOOP_STORE_SEED, results of OVERWRITE_CONST_SEEDS, results of
-    OTHER_ACTIVE_SEEDS)."""
+    OTHER_ACTIVE_SEEDS, results of SATURATING_SEEDS)."""
     names = sorted(regressions.CASES)
     tasks = _interpreted_tasks(("fp32", "fp16"))
     raced = [dict(seed=s, grad_options=o) for s in RACED_ON_A_GPU for o in RACED_UNDER]
     results = run.run_tasks(tasks + [dict(source=regressions.CASES[n], name=n) for n in names]
                             + raced + [dict(seed=ROW_TABLE_LOOP_STORE_SEED)]
-                            + [dict(seed=s) for s in OVERWRITE_CONST_SEEDS + OTHER_ACTIVE_SEEDS],
+                            + [dict(seed=s) for s in OVERWRITE_CONST_SEEDS + OTHER_ACTIVE_SEEDS
+                               + SATURATING_SEEDS],
                             "interpret-grad", _workers(2), timeout=300,
                             env={run.RACE_CHECK_ENV: "1"})
     named = len(tasks) + len(names)
-    table = -1 - len(OVERWRITE_CONST_SEEDS) - len(OTHER_ACTIVE_SEEDS)
-    other = -len(OTHER_ACTIVE_SEEDS)
+    saturating = -len(SATURATING_SEEDS)
+    other = saturating - len(OTHER_ACTIVE_SEEDS)
+    table = other - len(OVERWRITE_CONST_SEEDS) - 1
     return (results[:len(tasks)], dict(zip(names, results[len(tasks):named])),
-            results[named:table], results[table], results[table + 1:other], results[other:])
+            results[named:table], results[table], results[table + 1:other],
+            results[other:saturating], results[saturating:])
 
 
 def test_issue39_classes_gradients_match_in_interpreter(interpreted_gradients):
@@ -445,6 +457,13 @@ def test_other_active_gradients_match_in_interpreter(interpreted_gradients):
     from the inputs) and reduced over its padding lanes: the value gets the gradient of
     the lanes the mask turns off; right and race-free in the interpreter."""
     _assert_feature_seeds_match(interpreted_gradients[5], OTHER_ACTIVE_SEEDS, "other_active")
+
+
+def test_saturating_gradients_match_in_interpreter(interpreted_gradients):
+    """sigmoid, x * sigmoid(c x), a thresholded softplus and a hand-written sigmoid of
+    values whose exp overflows fp32: the gradient is 0 (or the selected branch's) where
+    the adjoint reaching exp underflows, not 0 * inf = NaN."""
+    _assert_feature_seeds_match(interpreted_gradients[6], SATURATING_SEEDS, "saturating")
 
 
 def test_gradient_summed_in_bf16_across_programs_is_a_mismatch():

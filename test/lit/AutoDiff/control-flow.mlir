@@ -9,7 +9,9 @@
 // CHECK-NEXT: %[[KS:.+]] = tt.splat %[[KF]]
 // CHECK-NEXT: %[[XK:.+]] = arith.mulf %arg0, %[[KS]]
 // CHECK-NEXT: %[[E:.+]] = math.exp %[[XK]]
-// CHECK-NEXT: %[[D:.+]] = arith.mulf %arg2, %[[E]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.cmpf oeq, %arg2
+// CHECK-NEXT: %[[GE:.+]] = arith.mulf %arg2, %[[E]]
+// CHECK-NEXT: %[[D:.+]] = arith.select %[[ZERO]], %{{.+}}, %[[GE]]
 // CHECK-NEXT: %[[DX:.+]] = arith.mulf %[[D]], %[[KS]]
 // CHECK-NEXT: %[[SUM:.+]] = arith.addf %[[ACC]], %[[DX]]
 // CHECK-NEXT: scf.yield %[[SUM]]
@@ -74,7 +76,9 @@ module {
 // CHECK-LABEL: tt.func private @f_vjp(%arg0: tensor<16xf32>, %arg1: i1, %arg2: tensor<16xf32>)
 // CHECK: %[[R:.+]] = scf.if %arg1 -> (tensor<16xf32>) {
 // CHECK-NEXT: %[[E:.+]] = math.exp %arg0
-// CHECK-NEXT: %[[T:.+]] = arith.mulf %arg2, %[[E]]
+// CHECK-NEXT: %[[ZERO:.+]] = arith.cmpf oeq, %arg2
+// CHECK-NEXT: %[[GE:.+]] = arith.mulf %arg2, %[[E]]
+// CHECK-NEXT: %[[T:.+]] = arith.select %[[ZERO]], %{{.+}}, %[[GE]]
 // CHECK-NEXT: scf.yield %[[T]]
 // CHECK-NEXT: } else {
 // CHECK-NEXT: %[[M:.+]] = arith.mulf %arg2, %arg0

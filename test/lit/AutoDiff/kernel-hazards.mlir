@@ -49,6 +49,7 @@ module {
 // CHECK: %[[E:.+]] = math.exp
 // CHECK-NOT: i1 -> tensor<64xi1>
 // CHECK: %[[UP:.+]] = tt.load %{{.+}} : tensor<64x!tt.ptr<f32>>
+// CHECK-NEXT: arith.cmpf oeq, %[[UP]]
 // CHECK-NEXT: arith.mulf %[[UP]], %[[E]]
 module {
   tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %n: i32 loc("n")) {

@@ -9,7 +9,8 @@
 // CHECK: %[[SUM:.+]] = scf.for {{.*}} iter_args(%[[ACC:.+]] = {{.+}}) -> (f32)
 // CHECK:   %[[UP:.+]] = tt.load
 // CHECK:   arith.addf %[[ACC]], %[[UP]]
-// CHECK: %[[G:.+]] = arith.mulf %[[SUM]]
+// CHECK: %[[GE:.+]] = arith.mulf %[[SUM]]
+// CHECK: %[[G:.+]] = arith.select %{{.+}}, %{{.+}}, %[[GE]]
 // CHECK: %[[NEW:.+]] = arith.addf %{{.+}}, %[[G]]
 // CHECK-NEXT: tt.store %{{.+}}, %[[NEW]]
 module {

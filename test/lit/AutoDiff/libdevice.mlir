@@ -5,11 +5,12 @@
 
 // RUN: tritonad-opt %s --split-input-file --tritonad-differentiate="function=f" | FileCheck %s
 
-// exp: g * y
+// exp: g * y, exactly 0 where g is 0 (an overflow to inf: math.mlir)
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y:.+]] = tt.extern_elementwise %[[X]] {{.*}}symbol = "__nv_expf"{{.*}} : (tensor<16x32xf32>) -> tensor<16x32xf32>
-// CHECK: %[[DX:.+]] = arith.mulf %[[G]], %[[Y]]
+// CHECK: %[[GY:.+]] = arith.mulf %[[G]], %[[Y]]
+// CHECK: %[[DX:.+]] = arith.select %{{.+}}, %{{.+}}, %[[GY]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = tt.extern_elementwise %x {libname = "", libpath = "", pure = true, symbol = "__nv_expf"} : (tensor<16x32xf32>) -> tensor<16x32xf32>
@@ -22,7 +23,8 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y:.+]] = tt.extern_elementwise %[[X]] {{.*}}symbol = "__nv_fast_expf"{{.*}} : (tensor<16x32xf32>) -> tensor<16x32xf32>
-// CHECK: %[[DX:.+]] = arith.mulf %[[G]], %[[Y]]
+// CHECK: %[[GY:.+]] = arith.mulf %[[G]], %[[Y]]
+// CHECK: %[[DX:.+]] = arith.select %{{.+}}, %{{.+}}, %[[GY]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = tt.extern_elementwise %x {libname = "", libpath = "", pure = true, symbol = "__nv_fast_expf"} : (tensor<16x32xf32>) -> tensor<16x32xf32>
@@ -37,7 +39,8 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 // CHECK: %[[Y:.+]] = tt.extern_elementwise %[[X]] {{.*}}symbol = "__nv_exp2f"{{.*}} : (tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[GY:.+]] = arith.mulf %[[G]], %[[Y]]
 // CHECK: %[[C:.+]] = arith.constant dense<0.693147182>
-// CHECK: %[[DX:.+]] = arith.mulf %[[GY]], %[[C]]
+// CHECK: %[[GYC:.+]] = arith.mulf %[[GY]], %[[C]]
+// CHECK: %[[DX:.+]] = arith.select %{{.+}}, %{{.+}}, %[[GYC]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = tt.extern_elementwise %x {libname = "", libpath = "", pure = true, symbol = "__nv_exp2f"} : (tensor<16x32xf32>) -> tensor<16x32xf32>
@@ -52,7 +55,8 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 // CHECK: %[[Y:.+]] = tt.extern_elementwise %[[X]] {{.*}}symbol = "__nv_exp10f"{{.*}} : (tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[GY:.+]] = arith.mulf %[[G]], %[[Y]]
 // CHECK: %[[C:.+]] = arith.constant dense<2.30258512>
-// CHECK: %[[DX:.+]] = arith.mulf %[[GY]], %[[C]]
+// CHECK: %[[GYC:.+]] = arith.mulf %[[GY]], %[[C]]
+// CHECK: %[[DX:.+]] = arith.select %{{.+}}, %{{.+}}, %[[GYC]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = tt.extern_elementwise %x {libname = "", libpath = "", pure = true, symbol = "__nv_exp10f"} : (tensor<16x32xf32>) -> tensor<16x32xf32>
@@ -61,12 +65,13 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// expm1: g * (y + 1)
+// expm1: g * (y + 1), exactly 0 where g is 0
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y:.+]] = tt.extern_elementwise %[[X]] {{.*}}symbol = "__nv_expm1f"{{.*}} : (tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y1:.+]] = arith.addf %[[Y]], %{{.+}}
-// CHECK: %[[DX:.+]] = arith.mulf %[[G]], %[[Y1]]
+// CHECK: %[[GY1:.+]] = arith.mulf %[[G]], %[[Y1]]
+// CHECK: %[[DX:.+]] = arith.select %{{.+}}, %{{.+}}, %[[GY1]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = tt.extern_elementwise %x {libname = "", libpath = "", pure = true, symbol = "__nv_expm1f"} : (tensor<16x32xf32>) -> tensor<16x32xf32>

@@ -4,11 +4,15 @@
 
 // RUN: tritonad-opt %s --split-input-file --tritonad-differentiate="function=f" | FileCheck %s
 
-// exp: g * y (the recomputed result)
+// exp: g * y (the recomputed result), exactly 0 where g is 0: where exp
+// overflows to inf, the adjoint reaching it from 1 / (1 + exp(-x)) underflows
+// to 0, and 0 * inf would be NaN
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y:.+]] = math.exp %[[X]]
-// CHECK: %[[DX:.+]] = arith.mulf %[[G]], %[[Y]]
+// CHECK: %[[ZERO_G:.+]] = arith.cmpf oeq, %[[G]]
+// CHECK: %[[GY:.+]] = arith.mulf %[[G]], %[[Y]]
+// CHECK: %[[DX:.+]] = arith.select %[[ZERO_G]], %{{.+}}, %[[GY]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = math.exp %x : tensor<16x32xf32>
@@ -17,13 +21,37 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// exp2: g * y * ln 2
+// exp(x - max(x)) is at most 1: no guard (softmax, online softmax)
+// CHECK-LABEL: tt.func private @f_vjp
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
+// CHECK: %[[Y:.+]] = math.exp
+// CHECK-NEXT: %[[GY:.+]] = arith.mulf %[[G]], %[[Y]]
+// CHECK-NOT: arith.cmpf oeq, %[[G]]
+// CHECK: tt.return
+tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
+  %m = "tt.reduce"(%x) <{axis = 1 : i32}> ({
+  ^bb0(%a: f32, %b: f32):
+    %mx = arith.maxnumf %a, %b : f32
+    tt.reduce.return %mx : f32
+  }) : (tensor<16x32xf32>) -> tensor<16xf32>
+  %e = tt.expand_dims %m {axis = 1 : i32} : tensor<16xf32> -> tensor<16x1xf32>
+  %b = tt.broadcast %e : tensor<16x1xf32> -> tensor<16x32xf32>
+  %d = arith.subf %x, %b : tensor<16x32xf32>
+  %0 = math.exp %d : tensor<16x32xf32>
+  tt.return %0 : tensor<16x32xf32>
+}
+
+// -----
+
+// exp2: g * y * ln 2, exactly 0 where g is 0 (as exp)
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y:.+]] = math.exp2 %[[X]]
+// CHECK: %[[ZERO_G:.+]] = arith.cmpf oeq, %[[G]]
 // CHECK: %[[GY:.+]] = arith.mulf %[[G]], %[[Y]]
 // CHECK: %[[LN2:.+]] = arith.constant dense<0.693147182> : tensor<16x32xf32>
-// CHECK: %[[DX:.+]] = arith.mulf %[[GY]], %[[LN2]]
+// CHECK: %[[GYLN2:.+]] = arith.mulf %[[GY]], %[[LN2]]
+// CHECK: %[[DX:.+]] = arith.select %[[ZERO_G]], %{{.+}}, %[[GYLN2]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = math.exp2 %x : tensor<16x32xf32>
@@ -32,13 +60,15 @@ tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// expm1: g * (y + 1)
+// expm1: g * (y + 1), exactly 0 where g is 0 (as exp)
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf32>, %[[G:[^:]+]]: tensor<16x32xf32>) -> tensor<16x32xf32>
 // CHECK: %[[Y:.+]] = math.expm1 %[[X]]
+// CHECK: %[[ZERO_G:.+]] = arith.cmpf oeq, %[[G]]
 // CHECK: %[[ONE:.+]] = arith.constant dense<1.000000e+00>
 // CHECK: %[[Y1:.+]] = arith.addf %[[Y]], %[[ONE]]
-// CHECK: %[[DX:.+]] = arith.mulf %[[G]], %[[Y1]]
+// CHECK: %[[GY1:.+]] = arith.mulf %[[G]], %[[Y1]]
+// CHECK: %[[DX:.+]] = arith.select %[[ZERO_G]], %{{.+}}, %[[GY1]]
 // CHECK: tt.return %[[DX]]
 tt.func public @f(%x: tensor<16x32xf32>) -> tensor<16x32xf32> {
   %0 = math.expm1 %x : tensor<16x32xf32>
@@ -429,7 +459,8 @@ tt.func public @f(%x: tensor<16x32xf32>, %y: tensor<16x32xf32>, %z: tensor<16x32
 // CHECK-LABEL: tt.func private @f_vjp
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<16x32xf16>, %[[G:[^:]+]]: tensor<16x32xf16>) -> tensor<16x32xf16>
 // CHECK: %[[Y:.+]] = math.exp %[[X]] : tensor<16x32xf16>
-// CHECK: %[[DX:.+]] = arith.mulf %[[G]], %[[Y]] : tensor<16x32xf16>
+// CHECK: %[[GY:.+]] = arith.mulf %[[G]], %[[Y]] : tensor<16x32xf16>
+// CHECK: %[[DX:.+]] = arith.select %{{.+}}, %{{.+}}, %[[GY]] : tensor<16x32xi1>, tensor<16x32xf16>
 // CHECK: tt.return %[[DX]] : tensor<16x32xf16>
 tt.func public @f(%x: tensor<16x32xf16>) -> tensor<16x32xf16> {
   %0 = math.exp %x : tensor<16x32xf16>

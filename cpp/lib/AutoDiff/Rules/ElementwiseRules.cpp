@@ -1,5 +1,7 @@
 #include "ElementwiseRules.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
 using namespace mlir;
 
 namespace tritonad::rules {
@@ -11,6 +13,61 @@ bool readsNonFinitePadding(Env &env, unsigned reads) {
       return true;
   return (reads & Expr::kResult) && (mayHoldNonFinitePadding(env.op->getResult(0)) ||
                                       mayHoldNonFinitePadding(env.result));
+}
+
+// Through the ops that copy a value to other lanes or layouts.
+static Value throughCopies(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (!isa<triton::BroadcastOp, triton::ExpandDimsOp, triton::SplatOp>(def))
+      break;
+    value = def->getOperand(0);
+  }
+  return value;
+}
+
+// A maximum, or a loop's running maximum (the result of an scf.for whose
+// iterations yield one: the final max an online softmax's reverse reuses).
+static bool isMaximum(Value value, int depth = 0) {
+  value = throughCopies(value);
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return false;
+  if (auto loop = dyn_cast<scf::ForOp>(def))
+    return depth < 4 &&
+           isMaximum(loop.getYieldedValues()[cast<OpResult>(value).getResultNumber()], depth + 1);
+  if (isa<arith::MaxNumFOp, arith::MaximumFOp>(def))
+    return true;
+  auto reduce = dyn_cast<triton::ReduceOp>(def);
+  if (!reduce || reduce.getNumResults() != 1)
+    return false;
+  Block &combiner = reduce.getCombineOp().front();
+  return llvm::hasSingleElement(combiner.without_terminator()) &&
+         isa<arith::MaxNumFOp, arith::MaximumFOp>(combiner.front());
+}
+
+// x - m, or (x - m) * c with c > 0, for m a maximum.
+static bool isDifferenceWithMaximum(Value value) {
+  if (auto scaled = value.getDefiningOp<arith::MulFOp>()) {
+    for (Value factor : {scaled.getLhs(), scaled.getRhs()}) {
+      auto constant = throughCopies(factor).getDefiningOp<arith::ConstantOp>();
+      auto dense = constant ? dyn_cast<DenseFPElementsAttr>(constant.getValue()) : nullptr;
+      auto scalar = constant ? dyn_cast<FloatAttr>(constant.getValue()) : nullptr;
+      bool positive = (scalar && scalar.getValueAsDouble() > 0) ||
+                      (dense && dense.isSplat() &&
+                       dense.getSplatValue<APFloat>().convertToDouble() > 0);
+      if (positive)
+        return isDifferenceWithMaximum(factor == scaled.getLhs() ? scaled.getRhs()
+                                                                  : scaled.getLhs());
+    }
+    return false;
+  }
+  auto difference = value.getDefiningOp<arith::SubFOp>();
+  return difference && isMaximum(difference.getRhs());
+}
+
+bool mayOverflow(Env &env) {
+  return !isDifferenceWithMaximum(env.op->getOperand(0)) &&
+         !isDifferenceWithMaximum(env.operands[0]);
 }
 
 LogicalResult emitElementwiseAdjoint(Operation *op, OpBuilder &builder, GradientUtils &state,

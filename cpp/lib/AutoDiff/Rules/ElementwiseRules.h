@@ -158,6 +158,22 @@ inline Expr guardedAgainstPadding(Expr partial) {
     return partial;
   return guardedWhere(partial, [reads](Env &env) { return readsNonFinitePadding(env, reads); });
 }
+/// Whether exp(x) (exp2, exp10, expm1) of the op's operand may overflow to inf:
+/// false where x is a difference with a maximum (softmax's exp(x - max), online
+/// softmax's exp2(qk - m_ij)), which is at most 1.
+bool mayOverflow(Env &env);
+/// An exponential's partial, but exactly 0 where G is 0 unless its argument
+/// cannot overflow: where exp(v) overflows to inf, the adjoint that reaches it
+/// from a ratio or a log of 1 + exp(v) underflows to 0 (sigmoid's
+/// 1 / (1 + exp(-x)) at x < -88 in fp32; a thresholded softplus's unselected
+/// log(1 + exp(x))), and 0 * inf = NaN where the gradient is 0 to within the
+/// float range (a hand-written backward's s * (1 - s)).
+inline Expr saturating(Expr partial) {
+  unsigned reads = partial.reads();
+  return guardedWhere(partial, [reads](Env &env) {
+    return mayOverflow(env) || readsNonFinitePadding(env, reads);
+  });
+}
 /// `partial`, but exactly 0 where the upstream gradient G is 0. For partials
 /// that divide by operand `risky` or take its log: lanes the forward masked
 /// out hold arbitrary values (log(0), x / 0) and get G = 0, and 0 * inf = NaN
@@ -222,9 +238,9 @@ private:
 //===----------------------------------------------------------------------===//
 
 namespace formulas {
-inline Partials exp() { return {G * Y}; }
-inline Partials exp2() { return {G * Y * std::log(2.0)}; }
-inline Partials expm1() { return {G * (Y + 1.0)}; }
+inline Partials exp() { return {saturating(G * Y)}; }
+inline Partials exp2() { return {saturating(G * Y * std::log(2.0))}; }
+inline Partials expm1() { return {saturating(G * (Y + 1.0))}; }
 inline Partials log() { return {safe(G / X(0), 0)}; }
 inline Partials log2() { return {safe(G / (X(0) * std::log(2.0)), 0)}; }
 inline Partials log1p() { return {safe(G / (X(0) + 1.0), 0)}; }

@@ -45,7 +45,7 @@ const llvm::StringMap<Partials> &libdeviceRules() {
     for (StringRef name : {"exp", "fast_exp"})
       t[name] = formulas::exp();
     t["exp2"] = formulas::exp2();
-    t["exp10"] = {G * Y * ln10};
+    t["exp10"] = {saturating(G * Y * ln10)};
     t["expm1"] = formulas::expm1();
     for (StringRef name : {"log", "fast_log"})
       t[name] = formulas::log();
