@@ -226,17 +226,22 @@ def config_variants(case: Case) -> List[Tuple[str, int]]:
 
 
 @contextlib.contextmanager
-def pinned_config(case: Case, kernel: str, index: int):
-    """Within the block, the autotuned `kernel` of `case` has its config `index` only."""
-    tuner = _autotuners(case)[kernel]
-    saved = tuner.configs
-    tuner.configs = [saved[index]]
-    tuner.cache.clear()
+def pinned_config(case: Case, kernel: str, index: int, others: Optional[int] = None):
+    """Within the block, the autotuned `kernel` of `case` has its config `index` only
+    (and, `others` given, every other autotuned kernel its config `others`)."""
+    tuners = _autotuners(case)
+    pinned = {name: index if name == kernel else others for name in tuners
+              if name == kernel or others is not None}
+    saved = {name: tuners[name].configs for name in pinned}
+    for name, at in pinned.items():
+        tuners[name].configs = [saved[name][at]]
+        tuners[name].cache.clear()
     try:
-        yield saved[index]
+        yield saved[kernel][index]
     finally:
-        tuner.configs = saved
-        tuner.cache.clear()
+        for name, configs in saved.items():
+            tuners[name].configs = configs
+            tuners[name].cache.clear()
 
 
 def _configs_taken(case: Case) -> str:

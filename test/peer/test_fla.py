@@ -30,9 +30,17 @@ def test_fla(name, dtype, variant):
 
 
 # Cases whose autotuned kernels are also run at each of their configs in turn (block
-# sizes and num_warps; the others as the seeded choice takes them): a derived backward
-# must be right for every config (fla.chunk_delta_rule's was wrong at one).
+# sizes and num_warps; every other kernel at its first config): a derived backward
+# must be right for every config.
 SWEPT = ("fla.chunk_delta_rule",)
+
+# Configs whose derived backward Triton 3.6 miscompiles, not worked around yet: the
+# backward of chunk_delta_rule's h kernel at BV=32 and 4 warps gives NaN in dk, dv,
+# dbeta, the same NaN every run (no race), and matches with the same TTIR lowered
+# without wgmma (DISABLE_MMA_V3=1); a plain Triton kernel with the same register-A
+# wgmma fed by an accumulator of another instruction shape computes right.
+MISCOMPILED = {("fla.chunk_delta_rule", "chunk_gated_delta_rule_fwd_kernel_h_blockdim64"):
+               lambda config: config.kwargs.get("BV") == 32 and config.num_warps == 4}
 
 
 def _swept():
@@ -40,10 +48,15 @@ def _swept():
     for name in SWEPT:
         try:
             variants = oracle.config_variants(CASES[name])
+            tuners = oracle._autotuners(CASES[name])
         except Exception:  # noqa: BLE001  (the library does not import here)
             continue
-        params += [pytest.param(name, kernel, index, id=f"{name}-{kernel}-{index}")
-                   for kernel, index in variants]
+        for kernel, index in variants:
+            known = MISCOMPILED.get((name, kernel))
+            marks = [pytest.mark.xfail(strict=True, reason="Triton 3.6 wgmma miscompile")] \
+                if known and known(tuners[kernel].configs[index]) else []
+            params.append(pytest.param(name, kernel, index, marks=marks,
+                                       id=f"{name}-{kernel}-{index}"))
     return params
 
 
@@ -52,5 +65,5 @@ def _swept():
 @pytest.mark.parametrize("name, kernel, index", _swept())
 def test_fla_every_config(name, kernel, index):
     case = CASES[name]
-    with oracle.pinned_config(case, kernel, index):
+    with oracle.pinned_config(case, kernel, index, others=0):
         oracle.report(oracle.run_case(case, case.dtypes[0], "cuda", "kernel"))
