@@ -181,3 +181,29 @@ def _():
                     "from scratch" in lines[name], lines[name]
         if case != 3:
             assert int(_regrid.last_table[0]) > 0  # (the forward's programs staged the tiles)
+
+
+@check("regrid_staged_silu_saturating")
+def _():
+    """c = silu(a @ b) * gate with accumulators far past exp's fp32 range (|acc| up
+    to a few hundred): the forward's programs stage dC * d(silu * gate)/d(acc) for
+    the parts, and where exp(-acc) overflows the staged value is 0 (the adjoint
+    reaching the exp underflows), not 0 * inf = NaN; gradients against fp64 torch."""
+    from corpus.matmul_spellings import linear_epilogue_kernel
+
+    M, N, K = (int(v) for v in torch.randint(9, 40, (3,), generator=GEN))
+    a, b, gate = randn(M, K) * 40.0, randn(K, N), randn(M, N)
+    c, unused = torch.empty(M, N), torch.empty(1)
+    assert float((a @ b).min()) < -90.0  # (exp(-acc) overflows fp32 somewhere)
+
+    def reference(a_ptr, b_ptr, aux_ptr):
+        return {"c_ptr": torch.nn.functional.silu(a_ptr @ b_ptr) * aux_ptr}
+    bwd = kernel_gradients(
+        linear_epilogue_kernel, (triton.cdiv(M, 16), triton.cdiv(N, 16)),
+        {"a_ptr": a, "b_ptr": b, "aux_ptr": gate}, {"c_ptr": c},
+        dict(bias_ptr=unused, M=M, N=N, K=K, stride_am=a.stride(0), stride_ak=a.stride(1),
+             stride_bk=b.stride(0), stride_bn=b.stride(1), stride_cm=c.stride(0),
+             stride_cn=c.stride(1), stride_xm=gate.stride(0), stride_xn=gate.stride(1)),
+        dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, EPILOGUE="silu_gate"), reference,
+        rtol=1e-4, atol=1e-4)
+    _regridded(bwd.schedule(), "a_ptr", "b_ptr")
