@@ -499,11 +499,13 @@ def test_matmul_backward_compiles_with_pipelined_tf32_tiles(dtype):
     assert "scf.if" not in bwd.derived_ir()
 
 
-def test_while_loop_is_kept_and_replayed():
+def test_counted_while_loop_is_reversed_as_the_for_loop_it_spells():
+    # `while start < length: ...; start += BLOCK` (length loaded: a data-dependent
+    # trip count) is `for start in range(0, length, BLOCK)` (Prepare/CountedLoops.cpp)
     bwd, _ = derive("while_sum")
     ir = bwd.derived_ir()
-    assert ir.count("scf.while") == 1, ir   # one replay of the forward's loop
-    assert "scf.for" not in ir
+    assert "scf.while" not in ir, ir
+    assert ir.count("scf.for") == 1, ir   # the forward's loop, reversed as one
     assert set(store_roots(ir)) == {"dx_ptr"}
 
 

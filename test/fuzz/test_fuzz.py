@@ -466,6 +466,27 @@ def test_saturating_gradients_match_in_interpreter(interpreted_gradients):
     _assert_feature_seeds_match(interpreted_gradients[6], SATURATING_SEEDS, "saturating")
 
 
+# while-loop kernels (`k = 0; while k < N: ...; k += BLOCK`) that derive since a counted
+# while loop is the scf.for it spells: 152 stores inside its while loop (refused before:
+# "cannot tell which iteration's value survives"); 0, 27, 152 and 171 were all refused in
+# deterministic mode.
+COUNTED_WHILE_SEEDS = (0, 27, 152, 171)
+
+
+def test_counted_while_loops_derive_in_both_modes():
+    """Kernels with counted while loops: right and race-free in the interpreter in the
+    default mode and in deterministic mode (each uses the while feature)."""
+    for schedule in (None, "deterministic"):
+        env = dict(_schedule_env(schedule) if schedule else {"TRITON_ALWAYS_COMPILE": "1"},
+                   **{run.RACE_CHECK_ENV: "1"})
+        results = run.run_tasks([dict(seed=s) for s in COUNTED_WHILE_SEEDS], "interpret-grad",
+                                _workers(2), timeout=300, env=env)
+        for res in results:
+            assert "while" in res["features"], (res["seed"], res["features"])
+            assert res["outcome"] == "match", \
+                f"{schedule or 'default'} seed {res['seed']}: {res['outcome']}: {res['cause']}"
+
+
 def test_gradient_summed_in_bf16_across_programs_is_a_mismatch():
     """The fp32-shadow tolerance (run.TOL_FP32_SHADOW): a shared weight's gradient,
     summed over 251 programs, emulated with fp32 accumulation (the contract) matches;

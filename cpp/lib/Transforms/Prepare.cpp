@@ -9,6 +9,7 @@
 
 namespace tritonad {
 #define GEN_PASS_DEF_LIFTCONTROLFLOW
+#define GEN_PASS_DEF_UPLIFTCOUNTEDLOOPS
 #define GEN_PASS_DEF_LOWERBLOCKPOINTERS
 #define GEN_PASS_DEF_REWRITEFLIPS
 #include "tritonad/Transforms/Passes.h.inc"
@@ -20,6 +21,10 @@ struct LiftControlFlowPass : public impl::LiftControlFlowBase<LiftControlFlowPas
     if (mlir::failed(liftControlFlow(getOperation())))
       signalPassFailure();
   }
+};
+
+struct UpliftCountedLoopsPass : public impl::UpliftCountedLoopsBase<UpliftCountedLoopsPass> {
+  void runOnOperation() override { upliftCountedWhileLoops(getOperation()); }
 };
 
 struct LowerBlockPointersPass : public impl::LowerBlockPointersBase<LowerBlockPointersPass> {

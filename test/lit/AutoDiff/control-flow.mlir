@@ -39,17 +39,49 @@ module {
 // scf.while: replayed once in forward order. The condition is recomputed from
 // the inactive counter (the same trip count as the forward); the active sum is
 // dropped from the carried values and the gradient of %x accumulates instead.
+// (A loop counting down: one counting up by a constant is an scf.for, below.)
 // CHECK-LABEL: tt.func private @f_vjp(%arg0: tensor<16xf32>, %arg1: i32, %arg2: tensor<16xf32>)
-// CHECK: %[[W:.+]]:2 = scf.while (%[[K:.+]] = %c0_i32, %[[ACC:.+]] = %cst) : (i32, tensor<16xf32>) -> (i32, tensor<16xf32>)
-// CHECK-NEXT: %[[GO:.+]] = arith.cmpi slt, %[[K]], %arg1
+// CHECK: %[[W:.+]]:2 = scf.while (%[[K:.+]] = %arg1, %[[ACC:.+]] = %cst) : (i32, tensor<16xf32>) -> (i32, tensor<16xf32>)
+// CHECK-NEXT: %[[GO:.+]] = arith.cmpi sgt, %[[K]], %c0_i32
 // CHECK-NEXT: scf.condition(%[[GO]]) %[[K]], %[[ACC]]
 // CHECK: ^bb0(%[[K2:.+]]: i32, %[[ACC2:.+]]: tensor<16xf32>):
-// CHECK-NEXT: %[[NEXT:.+]] = arith.addi %[[K2]], %c1_i32
+// CHECK-NEXT: %[[NEXT:.+]] = arith.subi %[[K2]], %c1_i32
 // CHECK-NEXT: %[[COS:.+]] = math.cos %arg0
 // CHECK-NEXT: %[[D:.+]] = arith.mulf %arg2, %[[COS]]
 // CHECK-NEXT: %[[SUM:.+]] = arith.addf %[[ACC2]], %[[D]]
 // CHECK-NEXT: scf.yield %[[NEXT]], %[[SUM]]
 // CHECK: tt.return %[[W]]#1
+module {
+  tt.func @f(%x: tensor<16xf32>, %n: i32) -> tensor<16xf32> {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %zero = arith.constant dense<0.0> : tensor<16xf32>
+    %r:2 = scf.while (%acc = %zero, %k = %n) : (tensor<16xf32>, i32) -> (tensor<16xf32>, i32) {
+      %go = arith.cmpi sgt, %k, %c0 : i32
+      scf.condition(%go) %acc, %k : tensor<16xf32>, i32
+    } do {
+    ^bb0(%a: tensor<16xf32>, %i: i32):
+      %s = math.sin %x : tensor<16xf32>
+      %next = arith.addf %a, %s : tensor<16xf32>
+      %i2 = arith.subi %i, %c1 : i32
+      scf.yield %next, %i2 : tensor<16xf32>, i32
+    }
+    tt.return %r#0 : tensor<16xf32>
+  }
+}
+
+// -----
+
+// `while k < n: ...; k += 1` is the scf.for it spells (Prepare/CountedLoops.cpp:
+// the counter's final value unread), reversed as one: no while in the backward.
+// CHECK-LABEL: tt.func private @f_vjp(%arg0: tensor<16xf32>, %arg1: i32, %arg2: tensor<16xf32>)
+// CHECK-NOT: scf.while
+// CHECK: %[[G:.+]] = scf.for %{{.+}} = %c0_i32 to %arg1 step %c1_i32 iter_args(%[[ACC:.+]] = %cst) -> (tensor<16xf32>)
+// CHECK-NEXT: %[[COS:.+]] = math.cos %arg0
+// CHECK-NEXT: %[[D:.+]] = arith.mulf %arg2, %[[COS]]
+// CHECK-NEXT: %[[SUM:.+]] = arith.addf %[[ACC]], %[[D]]
+// CHECK-NEXT: scf.yield %[[SUM]]
+// CHECK: tt.return %[[G]]
 module {
   tt.func @f(%x: tensor<16xf32>, %n: i32) -> tensor<16xf32> {
     %c0 = arith.constant 0 : i32

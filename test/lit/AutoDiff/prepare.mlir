@@ -3,6 +3,7 @@
 
 // RUN: tritonad-opt %s --split-input-file --tritonad-lift-control-flow | FileCheck %s --check-prefix=LIFT
 // RUN: tritonad-opt %s --split-input-file --tritonad-pointer-induction --tritonad-lower-block-pointers --canonicalize | FileCheck %s --check-prefix=BLOCK
+// RUN: tritonad-opt %s --split-input-file --tritonad-uplift-counted-loops | FileCheck %s --check-prefix=UPLIFT
 
 // An early return (`if t == 0: store 0; return`) becomes one scf.if whose else
 // branch holds the rest of the kernel; one tt.return remains.
@@ -125,4 +126,68 @@ tt.func public @carried(%x: !tt.ptr<f32>, %M: i64, %N: i64, %s: i64, %n: i32) ->
     scf.yield %next, %np : f32, !tt.ptr<tensor<16x32xf32>>
   }
   tt.return %r#0 : f32
+}
+
+// -----
+
+// `while k < n: ...; k += 32` (CountedLoops.cpp) is the scf.for it spells; the
+// counter's increment goes with the while.
+// UPLIFT-LABEL: tt.func public @counted
+// UPLIFT-NOT: scf.while
+// UPLIFT: scf.for %[[K:.+]] = %c0_i32 to %arg2 step %c32_i32 iter_args(%{{.+}} = %cst) -> (f32)
+// UPLIFT: tt.addptr %arg0, %[[K]]
+// UPLIFT-NOT: arith.addi
+// UPLIFT: scf.yield
+tt.func public @counted(%x: !tt.ptr<f32>, %y: !tt.ptr<f32>, %n: i32) {
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %zero = arith.constant 0.0 : f32
+  %r:2 = scf.while (%k = %c0, %acc = %zero) : (i32, f32) -> (i32, f32) {
+    %go = arith.cmpi slt, %k, %n : i32
+    scf.condition(%go) %k, %acc : i32, f32
+  } do {
+  ^bb0(%k2: i32, %acc2: f32):
+    %p = tt.addptr %x, %k2 : !tt.ptr<f32>, i32
+    %v = tt.load %p : !tt.ptr<f32>
+    %s = arith.addf %acc2, %v : f32
+    %k3 = arith.addi %k2, %c32 : i32
+    scf.yield %k3, %s : i32, f32
+  }
+  tt.store %y, %r#1 : !tt.ptr<f32>
+  tt.return
+}
+
+// -----
+
+// Stays a while loop: the counter's final value is read after it (MLIR's
+// uplift would give the last iteration's value), or the step is a runtime
+// value (its sign unknown).
+// UPLIFT-LABEL: tt.func public @not_counted
+// UPLIFT: scf.while
+// UPLIFT: scf.while
+// UPLIFT-NOT: scf.for
+tt.func public @not_counted(%x: !tt.ptr<f32>, %y: !tt.ptr<i32>, %n: i32, %step: i32) {
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %r = scf.while (%k = %c0) : (i32) -> (i32) {
+    %go = arith.cmpi slt, %k, %n : i32
+    scf.condition(%go) %k : i32
+  } do {
+  ^bb0(%k2: i32):
+    %k3 = arith.addi %k2, %c32 : i32
+    scf.yield %k3 : i32
+  }
+  tt.store %y, %r : !tt.ptr<i32>
+  %s = scf.while (%k = %c0) : (i32) -> (i32) {
+    %go = arith.cmpi slt, %k, %n : i32
+    scf.condition(%go) %k : i32
+  } do {
+  ^bb0(%k2: i32):
+    %p = tt.addptr %x, %k2 : !tt.ptr<f32>, i32
+    %z = arith.constant 0.0 : f32
+    tt.store %p, %z : !tt.ptr<f32>
+    %k3 = arith.addi %k2, %step : i32
+    scf.yield %k3 : i32
+  }
+  tt.return
 }

@@ -34,6 +34,11 @@ mlir::LogicalResult prepareForDifferentiation(mlir::triton::FuncOp function);
 /// the graph cannot be expressed with those two ops.
 mlir::LogicalResult liftControlFlow(mlir::triton::FuncOp function);
 
+/// `while i < n: ...; i += c` (c a positive constant, the final i unread) as
+/// the scf.for it spells: the access analysis, the schedules and the loop
+/// reversal know a for loop's addresses and trip count.
+void upliftCountedWhileLoops(mlir::triton::FuncOp function);
+
 /// Rewrites block pointers (tt.make_tensor_ptr, tt.advance, and the loads and
 /// stores through them, boundary checks and padding included) as tensors of
 /// pointers with masks, also when they are carried by scf.for loops, so that

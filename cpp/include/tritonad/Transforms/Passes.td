@@ -161,6 +161,18 @@ def PointerInduction : Pass<"tritonad-pointer-induction", "mlir::triton::FuncOp"
   let dependentDialects = ["mlir::triton::TritonDialect", "mlir::arith::ArithDialect"];
 }
 
+def UpliftCountedLoops : Pass<"tritonad-uplift-counted-loops", "mlir::triton::FuncOp"> {
+  let summary = "scf.while loops that count (`while i < n: ...; i += c`) as scf.for";
+  let description = [{
+    A while loop whose condition is `i < n` of a carried counter i that each
+    iteration adds a positive constant to (n defined outside the loop, the
+    final i unread after it) becomes the scf.for it spells (MLIR's uplift):
+    the access analysis, the schedules and the loop reversal then know its
+    addresses and trip count. Other while loops stay as they are.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
+}
+
 def LiftControlFlow : Pass<"tritonad-lift-control-flow", "mlir::triton::FuncOp"> {
   let summary = "Lift cf.br / cf.cond_br (an early return) into scf.if / scf.while";
   let description = [{

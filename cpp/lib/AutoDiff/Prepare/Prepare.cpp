@@ -75,6 +75,7 @@ void simplifyForDifferentiation(tt::FuncOp function) {
 LogicalResult prepareForDifferentiation(tt::FuncOp function) {
   if (failed(inlineAllCalls(function)) || failed(liftControlFlow(function)))
     return failure();
+  upliftCountedWhileLoops(function);
   simplifyForDifferentiation(function);
   rewriteFlips(function);
   return success();
