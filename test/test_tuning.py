@@ -112,6 +112,40 @@ def test_the_search_moves_stages_then_warps_and_launches_once_with_the_choice():
     assert fake.timings > timings
 
 
+class _SharedMemoryBound(_Kernel):
+    """A compiled kernel that does not load past `fits_up_to` pipeline stages, as
+    Triton raises OutOfResources for shared memory at the first launch."""
+
+    def __init__(self, num_warps, num_stages, fits_up_to):
+        super().__init__(num_warps, num_stages)
+        self.fits_up_to = fits_up_to
+
+    def _init_handles(self):
+        from triton.runtime.errors import OutOfResources
+        if self.metadata.num_stages > self.fits_up_to:
+            raise OutOfResources(1000 * self.metadata.num_stages, 1000 * self.fits_up_to,
+                                 "shared memory")
+
+
+def test_an_untuned_launch_takes_the_most_pipeline_stages_that_fit():
+    # (the backward of a loop its forward did not pipeline, a counted while loop
+    # made a for loop, may need more shared memory than the forward's stages allow)
+    from tritonad import _partial
+
+    for fits_up_to, want in ((2, 2), (4, 4), (0, 4)):
+        kernels = {}
+
+        def run(grid, warmup, **kwargs):
+            key = (kwargs["num_warps"], kwargs["num_stages"])
+            return kernels.setdefault(key, _SharedMemoryBound(*key, fits_up_to))
+        arguments = dict(x=3, num_warps=4, num_stages=4)
+        chosen = _partial._with_stages_that_fit(run, (7,), arguments)
+        # (fits at 4: unchanged; at 2: the most below 4 that fits; none fits: unchanged,
+        # for Triton to name at the launch)
+        assert chosen["num_stages"] == want and chosen["x"] == 3, (fits_up_to, chosen)
+        assert (chosen is arguments) == (want == 4)
+
+
 def test_the_search_goes_down_when_up_is_slower_and_keeps_ties():
     fake = _FakeBackward(base=(4, 3), cost=lambda w, s: 30.0 + 10 * abs(s - 2))
     fake.written += 5

@@ -395,6 +395,7 @@ class _Launcher:
         if callable(shape) or not shape:
             return _launch_now(self.run, grid, arguments)
         if self.tune is False:
+            arguments = _with_stages_that_fit(self.run, grid, arguments)
             return _launch_now(self.run, grid,
                                _with_warps_for_registers(self.run, grid, arguments))
         return _tuning.launch(self.run, tuple(shape), arguments, self.tune,
@@ -546,6 +547,22 @@ def _register_cap(run, grid, kernel, kwargs):
 # spills about 50 words with 4 warps and runs slower with 8).
 _SPILLS_HEAVY = 64
 _MAX_WARPS = 8
+
+
+def _with_stages_that_fit(run, grid, arguments):
+    """`arguments` with fewer pipeline stages where the backward compiled with
+    the forward's does not fit the device's shared memory (a loop the forward
+    did not pipeline, a counted while loop, is a for loop in the backward; the
+    backward holds more tiles than its forward): the most that fit (the
+    backward's own option: its results do not depend on it). Unchanged where it
+    fits, where none fits (Triton's OutOfResources names it at the launch), and
+    in the interpreter."""
+    kernel = run(grid=grid, warmup=True, **arguments)
+    if _fits(kernel):
+        return arguments
+    stages = _once(kernel, "tritonad_stages_that_fit",
+                   lambda: _stages_that_fit(run, grid, kernel, arguments))
+    return arguments if stages is None else {**arguments, "num_stages": stages}
 
 
 def _with_warps_for_registers(run, grid, arguments):
