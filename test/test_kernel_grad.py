@@ -961,6 +961,26 @@ def test_while_sum_grad():
 
 @pytest.mark.gpu
 @requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_store_in_counted_while_loop_grad(dtype):
+    # `while k < n: ...; tl.store(...); k += BLOCK` derives as the for loop it spells
+    # (Prepare/CountedLoops.cpp); tritonad.autograd against torch in fp64.
+    from corpus.loops import while_store_kernel
+    rows, n, block = 7, 333, 64
+    x = torch.randn(rows, n, device="cuda", dtype=dtype, requires_grad=True)
+    op = tritonad.autograd(while_store_kernel, outputs=["y_ptr"])
+    y = op[(rows,)](x, torch.empty(rows, n, device="cuda", dtype=dtype), n, n, BLOCK=block)
+    dy = torch.randn_like(y)
+    (dx,) = torch.autograd.grad(y, x, dy)
+    leaf = x.detach().double().requires_grad_()
+    (want,) = torch.autograd.grad(torch.exp(leaf) * leaf, leaf, dy.double())
+    error = (dx.double() - want).abs().max() / want.abs().max()
+    assert error < (1e-2 if dtype == torch.bfloat16 else 1e-5), error
+    assert "scf.while" not in op.backward_kernel.derived_ir()
+
+
+@pytest.mark.gpu
+@requires_gpu
 def test_pointer_increment_grad():
     torch.manual_seed(22)
     N, BLOCK = 1000, 256

@@ -1,4 +1,4 @@
-"""Loops: while loops (one advancing a pointer beside its counter), programs whose trip counts vary (longest first), loops
+"""Loops: while loops (one advancing a pointer beside its counter, one storing each block), programs whose trip counts vary (longest first), loops
 whose carried state is taped (a nonlinear recurrence, a stored running max, a
 count and a flag; a taped loop inside a loop inside a branch).
 """
@@ -35,6 +35,20 @@ def while_pointer_advance_kernel(x_ptr, y_ptr, stride, n, BLOCK: tl.constexpr):
         p += BLOCK
         k += BLOCK
     tl.store(y_ptr + row, acc)
+
+
+@triton.jit
+def while_store_kernel(x_ptr, y_ptr, stride, n, BLOCK: tl.constexpr):
+    # y = exp(x) * x, a block per iteration of a counted while loop that stores
+    # (`while k < n: ...; tl.store(...); k += BLOCK`): refused before, as a store
+    # in a while loop; the for loop it spells (Prepare/CountedLoops.cpp) derives.
+    row = tl.program_id(0)
+    k = 0
+    while k < n:
+        cols = k + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * stride + cols, mask=cols < n, other=0.0)
+        tl.store(y_ptr + row * stride + cols, tl.exp(x) * x, mask=cols < n)
+        k += BLOCK
 
 
 @triton.jit

@@ -12,7 +12,8 @@ from interpret_checks import check, check_both, tolerance
 from interpreter_util import assert_close, kernel_gradients, randn
 from corpus.loops import (prefix_blocks_kernel, prefix_blocks_reference, tape_nested,
                           tape_recurrence, tape_recurrence_reference,
-                          while_accumulate_kernel, while_pointer_advance_kernel)
+                          while_accumulate_kernel, while_pointer_advance_kernel,
+                          while_store_kernel)
 
 
 @check_both("while_loop_accumulation")
@@ -46,6 +47,22 @@ def _(dtype):
                            {"y_ptr": torch.empty(rows, dtype=dtype)}, {"stride": n, "n": n},
                            {"BLOCK": block}, reference, **tolerance(dtype))
     assert "while " in bwd.source(), bwd.source()
+
+
+@check_both("while_loop_stores_each_block")
+def _(dtype):
+    # A store in a counted while loop: the loop is the for loop it spells, each
+    # iteration's block of y reaches its own block of x.
+    rows, n, block = 3, 45, 16
+    x = randn(rows, n, dtype=dtype)
+
+    def reference(x_ptr):
+        return {"y_ptr": torch.exp(x_ptr) * x_ptr}
+    bwd = kernel_gradients(while_store_kernel, (rows,), {"x_ptr": x},
+                           {"y_ptr": torch.empty(rows, n, dtype=dtype)}, {"stride": n, "n": n},
+                           {"BLOCK": block}, reference, **tolerance(dtype))
+    assert "while " in bwd.source(), bwd.source()
+    assert "scf.while" not in bwd.derived_ir()
 
 
 @check("longest_programs_first")
