@@ -139,7 +139,8 @@ def test_an_untuned_launch_takes_the_most_pipeline_stages_that_fit():
             key = (kwargs["num_warps"], kwargs["num_stages"])
             return kernels.setdefault(key, _SharedMemoryBound(*key, fits_up_to))
         arguments = dict(x=3, num_warps=4, num_stages=4)
-        chosen = _partial._with_stages_that_fit(run, (7,), arguments)
+        chosen, kernel = _partial._with_stages_that_fit(run, (7,), arguments)
+        assert kernel is kernels[(4, chosen["num_stages"])]  # (compiled with the choice)
         # (fits at 4: unchanged; at 2: the most below 4 that fits; none fits: unchanged,
         # for Triton to name at the launch)
         assert chosen["num_stages"] == want and chosen["x"] == 3, (fits_up_to, chosen)

@@ -395,9 +395,9 @@ class _Launcher:
         if callable(shape) or not shape:
             return _launch_now(self.run, grid, arguments)
         if self.tune is False:
-            arguments = _with_stages_that_fit(self.run, grid, arguments)
+            arguments, kernel = _with_stages_that_fit(self.run, grid, arguments)
             return _launch_now(self.run, grid,
-                               _with_warps_for_registers(self.run, grid, arguments))
+                               _with_warps_for_registers(self.run, grid, arguments, kernel))
         return _tuning.launch(self.run, tuple(shape), arguments, self.tune,
                               [*self.shadows, *extra], self.user_cap, _fits, _resident)
 
@@ -550,31 +550,33 @@ _MAX_WARPS = 8
 
 
 def _with_stages_that_fit(run, grid, arguments):
-    """`arguments` with fewer pipeline stages where the backward compiled with
-    the forward's does not fit the device's shared memory (a loop the forward
-    did not pipeline, a counted while loop, is a for loop in the backward; the
-    backward holds more tiles than its forward): the most that fit (the
-    backward's own option: its results do not depend on it). Unchanged where it
-    fits, where none fits (Triton's OutOfResources names it at the launch), and
-    in the interpreter."""
+    """(`arguments` with fewer pipeline stages where the backward compiled with
+    the forward's does not fit the device's shared memory, the kernel compiled
+    with them): the most that fit (a loop the forward did not pipeline, a
+    counted while loop, is a for loop in the backward; the backward holds more
+    tiles than its forward; the stages are the backward's own option: its
+    results do not depend on them). Unchanged where it fits, where none fits
+    (Triton's OutOfResources names it at the launch), and in the interpreter."""
     kernel = run(grid=grid, warmup=True, **arguments)
     if _fits(kernel):
-        return arguments
+        return arguments, kernel
     stages = _once(kernel, "tritonad_stages_that_fit",
                    lambda: _stages_that_fit(run, grid, kernel, arguments))
-    return arguments if stages is None else {**arguments, "num_stages": stages}
+    if stages is None:
+        return arguments, kernel
+    arguments = {**arguments, "num_stages": stages}
+    return arguments, run(grid=grid, warmup=True, **arguments)
 
 
-def _with_warps_for_registers(run, grid, arguments):
+def _with_warps_for_registers(run, grid, arguments, kernel):
     """`arguments` with the warps the backward's registers need (decided once
-    per compiled kernel, _warps_for_registers): the backward holds more tiles
-    live than its forward (the forward's, their adjoints, a loop's recomputed
-    values), so the forward's warps may leave each thread more than it has
-    registers for. A launch whose caller capped registers (``maxnreg``) is left
-    as it is, as is the interpreter's."""
+    per compiled kernel `kernel`, compiled with `arguments`: _warps_for_registers):
+    the backward holds more tiles live than its forward (the forward's, their
+    adjoints, a loop's recomputed values), so the forward's warps may leave each
+    thread more than it has registers for. A launch whose caller capped
+    registers (``maxnreg``) is left as it is, as is the interpreter's."""
     if arguments.get("maxnreg") is not None:
         return arguments
-    kernel = run(grid=grid, warmup=True, **arguments)
     if getattr(kernel, "_init_handles", None) is None:
         return arguments
     warps = _once(kernel, "tritonad_warps_for_registers",

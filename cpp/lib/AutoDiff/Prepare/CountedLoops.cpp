@@ -14,10 +14,17 @@ namespace tritonad {
 
 namespace {
 
-// The position of the counter of `while i < n: ...; i += c` (i carried, n and
-// the constant c > 0 defined outside the loop), whose final value nothing
-// reads after the loop; nullopt for any other loop.
-std::optional<unsigned> unreadPositiveCounter(scf::WhileOp loop) {
+// `while i < n: ...; i += c`: the test, the increment and the counter's
+// position.
+struct Counter {
+  arith::CmpIOp compare;
+  arith::AddIOp increment;
+  unsigned position;
+};
+
+// The counter of `while i < n: ...; i += c` (i carried, the constant c > 0),
+// whose final value nothing reads after the loop; nullopt for any other loop.
+std::optional<Counter> unreadPositiveCounter(scf::WhileOp loop) {
   Block *before = loop.getBeforeBody();
   if (!llvm::hasSingleElement(before->without_terminator()))
     return std::nullopt;
@@ -28,8 +35,7 @@ std::optional<unsigned> unreadPositiveCounter(scf::WhileOp loop) {
   if (!counter || counter.getOwner() != before)
     return std::nullopt;
   unsigned position = counter.getArgNumber();
-  Value next = loop.getYieldOp().getResults()[position];
-  auto increment = next.getDefiningOp<arith::AddIOp>();
+  auto increment = loop.getYieldOp().getResults()[position].getDefiningOp<arith::AddIOp>();
   Value counterAfter = loop.getAfterBody()->getArgument(position);
   if (!increment || (increment.getLhs() != counterAfter && increment.getRhs() != counterAfter))
     return std::nullopt;
@@ -41,7 +47,7 @@ std::optional<unsigned> unreadPositiveCounter(scf::WhileOp loop) {
   // value, not the first that fails the test: only a counter nothing reads)
   if (position >= loop->getNumResults() || !loop->getResult(position).use_empty())
     return std::nullopt;
-  return position;
+  return Counter{compare, increment, position};
 }
 
 } // namespace
@@ -51,17 +57,16 @@ void upliftCountedWhileLoops(triton::FuncOp function) {
   function.walk([&](scf::WhileOp loop) { loops.push_back(loop); });
   IRRewriter rewriter(function.getContext());
   for (scf::WhileOp loop : loops) {
-    std::optional<unsigned> counter = unreadPositiveCounter(loop);
+    std::optional<Counter> counter = unreadPositiveCounter(loop);
     if (!counter)
       continue;
     Operation *following = loop->getNextNode();
-    auto increment = loop.getYieldOp().getResults()[*counter].getDefiningOp();
+    Operation *increment = counter->increment;
     rewriter.setInsertionPoint(loop);
     // (Triton's front end materializes constants where they are used: a
     // constant step or bound inside the loop is hoisted, as uplifting needs
     // both defined before it)
-    auto compare = cast<arith::CmpIOp>(loop.getBeforeBody()->front());
-    for (OpOperand *use : {&compare->getOpOperand(1), &increment->getOpOperand(0),
+    for (OpOperand *use : {&counter->compare->getOpOperand(1), &increment->getOpOperand(0),
                            &increment->getOpOperand(1)}) {
       auto constant = use->get().getDefiningOp<arith::ConstantOp>();
       if (constant && loop->isAncestor(constant))

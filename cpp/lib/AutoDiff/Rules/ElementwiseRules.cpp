@@ -1,5 +1,8 @@
 #include "ElementwiseRules.h"
 
+#include "tritonad/Analysis/CombineRegion.h"
+#include "tritonad/Analysis/ShiftInvariance.h"
+
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
@@ -38,24 +41,16 @@ static bool isMaximum(Value value, int depth = 0) {
   if (isa<arith::MaxNumFOp, arith::MaximumFOp>(def))
     return true;
   auto reduce = dyn_cast<triton::ReduceOp>(def);
-  if (!reduce || reduce.getNumResults() != 1)
-    return false;
-  Block &combiner = reduce.getCombineOp().front();
-  return llvm::hasSingleElement(combiner.without_terminator()) &&
-         isa<arith::MaxNumFOp, arith::MaximumFOp>(combiner.front());
+  return reduce && reduce.getNumOperands() == 1 &&
+         matchCombiner<arith::MaxNumFOp, arith::MaximumFOp>(reduce.getCombineOp().front(), 0, 1);
 }
 
 // x - m, or (x - m) * c with c > 0, for m a maximum.
 static bool isDifferenceWithMaximum(Value value) {
   if (auto scaled = value.getDefiningOp<arith::MulFOp>()) {
     for (Value factor : {scaled.getLhs(), scaled.getRhs()}) {
-      auto constant = throughCopies(factor).getDefiningOp<arith::ConstantOp>();
-      auto dense = constant ? dyn_cast<DenseFPElementsAttr>(constant.getValue()) : nullptr;
-      auto scalar = constant ? dyn_cast<FloatAttr>(constant.getValue()) : nullptr;
-      bool positive = (scalar && scalar.getValueAsDouble() > 0) ||
-                      (dense && dense.isSplat() &&
-                       dense.getSplatValue<APFloat>().convertToDouble() > 0);
-      if (positive)
+      std::optional<double> constant = floatConstant(throughCopies(factor));
+      if (constant && *constant > 0)
         return isDifferenceWithMaximum(factor == scaled.getLhs() ? scaled.getRhs()
                                                                   : scaled.getLhs());
     }
