@@ -205,5 +205,7 @@ def _():
              stride_bk=b.stride(0), stride_bn=b.stride(1), stride_cm=c.stride(0),
              stride_cn=c.stride(1), stride_xm=gate.stride(0), stride_xn=gate.stride(1)),
         dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, EPILOGUE="silu_gate"), reference,
-        rtol=1e-4, atol=1e-4)
+        # (dB sums K products of a's entries, 40x the usual: fp32's absolute error
+        # grows with them, while the defect this guards is NaN)
+        rtol=1e-4, atol=2e-3)
     _regridded(bwd.schedule(), "a_ptr", "b_ptr")
