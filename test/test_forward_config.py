@@ -55,6 +55,54 @@ def test_backward_refuses_a_key_the_forward_never_ran():
         bwd[(1,)](torch.zeros(3), 78, torch.zeros(3))
 
 
+def _wrapped_scale_kernel():
+    """A kernel under heuristics over autotune over heuristics, its run replaced
+    by one that records what the wrappers launch it with."""
+    @triton.jit
+    def scale(x_ptr, y_ptr, n, w, BLOCK: tl.constexpr, EVEN: tl.constexpr,
+              WIDE: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs) * w)
+
+    def record(*args, grid, warmup, **kwargs):
+        scale.launched = kwargs
+    scale.run = record
+    configs = [triton.Config({"BLOCK": 64}, num_warps=2),
+               triton.Config({"BLOCK": 256}, num_stages=1)]
+    inner = triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})(scale)
+    tuner = triton.autotune(configs=configs, key=["n"])(inner)
+    outer = triton.heuristics({"WIDE": lambda args: args["w"] > 1})(tuner)
+    return scale, tuner, outer
+
+
+@pytest.mark.parametrize("order", ["as declared", "reordered"])
+def test_launched_as_mirrors_the_wrappers(order):
+    """_forward_config.launched_as (what a call plan launches) fills in what
+    Triton's own Autotuner.run and Heuristics.run pass the kernel: run on CPU
+    with the autotuner's cache holding a choice under the key launched_as
+    computes (a different key would make the real run benchmark, which fails
+    without a GPU), for arguments in either order (the key's dtypes follow it)."""
+    from tritonad._forward_config import launched_as
+
+    scale, tuner, outer = _wrapped_scale_kernel()
+    x, y = torch.zeros(8), torch.zeros(8, dtype=torch.float64)
+    arguments = dict(x_ptr=x, y_ptr=y, n=512, w=3.0)
+    if order == "reordered":
+        arguments = dict(reversed(list(arguments.items())))
+    assert launched_as(outer, arguments) is None  # (not chosen yet)
+    tuner.cache[(512, "torch.float32", "torch.float64") if order == "as declared" else
+                (512, "torch.float64", "torch.float32")] = tuner.configs[1]
+    jit, launched, filled = launched_as(outer, arguments)
+    outer.run(grid=(1,), warmup=False, **arguments)
+    assert jit is scale
+    assert launched == scale.launched
+    assert filled == {"WIDE": True, "BLOCK": 256, "EVEN": True, "num_warps": 4,
+                      "num_stages": 1, "num_ctas": 1}
+    # (a config with a pre-run hook: each launch must run it, so no plan)
+    tuner.configs[1].pre_hook = lambda args: None
+    assert launched_as(outer, arguments) is None
+
+
 _CONFIGS = [triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 512}),
             triton.Config({"BLOCK": 2048})]
 

@@ -263,6 +263,38 @@ _LAYER_NORM = tritonad.autograd(corpus.layer_norm_fwd_kernel, outputs=("y_ptr",)
                                 wrt=("x_ptr", "w_ptr", "b_ptr"))
 
 
+_TUNED_CONFIGS = [triton.Config({"BLOCK": 64}, num_warps=2), triton.Config({"BLOCK": 256})]
+
+
+@triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+@triton.jit
+def _scaled_tanh_even(x_ptr, w_ptr, y_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    # _scaled_tanh, without masks where BLOCK divides n
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        x = tl.load(x_ptr + offs).to(tl.float32)
+    else:
+        x = tl.load(x_ptr + offs, mask=offs < n, other=0.0).to(tl.float32)
+    w = tl.load(w_ptr).to(tl.float32)
+    e = tl.exp(-2.0 * tl.abs(x))
+    t = (1.0 - e) / (1.0 + e)
+    y = (tl.where(x < 0, -t, t) * w).to(y_ptr.dtype.element_ty)
+    if EVEN:
+        tl.store(y_ptr + offs, y)
+    else:
+        tl.store(y_ptr + offs, y, mask=offs < n)
+
+
+_TUNED_TANH = tritonad.autograd(triton.autotune(_TUNED_CONFIGS, key=["n"])(_scaled_tanh_even),
+                                outputs=("y_ptr",))
+
+
+def _tuned_tanh(x, w):
+    n = x.numel()
+    grid = lambda meta: (triton.cdiv(n, meta["BLOCK"]),)  # noqa: E731
+    return _TUNED_TANH[grid](x, w, torch.empty_like(x), n)
+
+
 def _tanh(x, w):
     n = x.numel()
     return _TANH[(triton.cdiv(n, 128),)](x, w, torch.empty_like(x), n, BLOCK=128)
@@ -324,6 +356,8 @@ CASES = {
     "matmul launcher": (_matmul, lambda a, b: a @ b,
                         [[(100, 90), (90, 72)], [(100, 90), (90, 72)], [(64, 33), (33, 40)]],
                         torch.float16),
+    "autotuned, heuristics": (_tuned_tanh, lambda x, w: torch.tanh(x) * w,
+                              [[(1024,), (1,)], [(1024,), (1,)], [(777,), (1,)]], None),
     "elementwise launcher": (_tanh_launcher, lambda x, w: torch.tanh(x) * w,
                              [[(1000,), (1,)], [(1000,), (1,)], [(777,), (1,)]], None),
     "row loop launcher": (_norm_launcher, _rms_like,
@@ -394,18 +428,19 @@ def _call_plans(op):
 @requires_gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 @pytest.mark.parametrize("case", ["elementwise, shared scalar", "row loop, shared weight",
-                                  "layer norm with residuals"])
+                                  "layer norm with residuals", "autotuned, heuristics"])
 def test_call_plans_replay_forward_and_backward(case, dtype):
     """tritonad.autograd's later calls with one layout replay the first one's
     decisions (the forward's compiled launch, the backward's buffers and launch):
     one call plan and one backward step, gradients matching torch each time; an
     upstream gradient of another layout (expanded, from .sum()) gets a step of
-    its own."""
+    its own. An autotuned forward's plan launches the config its autotuner chose,
+    with the values its heuristics filled in."""
     forward, reference, launches, fixed = CASES[case]
     if fixed is not None and dtype != fixed:
         pytest.skip(f"{case} runs in {fixed} only")
     op = {"elementwise, shared scalar": _TANH, "row loop, shared weight": _NORM,
-          "layer norm with residuals": _LAYER_NORM}[case]
+          "layer norm with residuals": _LAYER_NORM, "autotuned, heuristics": _TUNED_TANH}[case]
     torch.manual_seed(5)
     shapes = [(s[0] + 3,) + tuple(s[1:]) if i == 0 else s for i, s in enumerate(launches[0])]
     before = len(_call_plans(op))
@@ -421,6 +456,13 @@ def test_call_plans_replay_forward_and_backward(case, dtype):
     y = forward(*leaves)
     y.float().sum().backward()
     _compare([t.grad for t in leaves], leaves, torch.ones_like(y), reference)
+    if op is _TUNED_TANH:
+        tuner = op.kernel
+        chosen = tuner.cache[(shapes[0][0],) + (str(fixed or dtype),) * 3]
+        filled = plan.forward.filled
+        assert filled["BLOCK"] == chosen.kwargs["BLOCK"], (filled, chosen)
+        assert filled["EVEN"] == (shapes[0][0] % chosen.kwargs["BLOCK"] == 0)
+        assert plan.forward.launch.grid[0] == triton.cdiv(shapes[0][0], filled["BLOCK"])
 
 
 @pytest.mark.gpu

@@ -17,9 +17,13 @@ meet takes the deciding path again (which refuses it, or finds them apart).
 The first call with a key runs the deciding path and keeps its decisions here;
 later calls with the key replay them: a key, a lookup, the forward's compiled
 launch, the backward's allocations and recorded launches. A call the deciding
-path could not plan (CPU tensors, the interpreter, kernels wrapped in autotune
-or heuristics, renamed parameters, an argument that is not hashable) is decided
-each time, as before.
+path could not plan (CPU tensors, the interpreter, renamed parameters, an
+argument that is not hashable, pre-run hooks) is decided each time, as before.
+A kernel wrapped in autotune or heuristics is planned as its wrappers launch
+it: the first call with a key lets its autotuner choose, the plan keeps the
+compiled kernel of that config and the values its heuristics filled in (they
+read the arguments the key holds); the backward follows the same config
+(_forward_config.py).
 """
 
 from __future__ import annotations
@@ -31,9 +35,13 @@ from tritonad._coverage import grid_of
 PLAN_LIMIT = 64  # per differentiable kernel
 
 
-def key_of(bound: dict, grid) -> Optional[tuple]:
+def key_of(bound: dict, grid, launched: Optional[dict] = None,
+           filled: Optional[dict] = None) -> Optional[tuple]:
     """What a call's decisions depend on, or None where the call is not planned
-    (a tensor off the GPU or fake, an argument that is not hashable)."""
+    (a tensor off the GPU or fake, an argument that is not hashable).
+    `launched`: the arguments the kernel's wrappers launch it with (a grid
+    function reads the meta-parameters an autotuner's config fills in), of
+    which they `filled` in these."""
     import torch
 
     parts: List[object] = [None, torch.is_grad_enabled(), tuple(bound)]
@@ -54,8 +62,10 @@ def key_of(bound: dict, grid) -> Optional[tuple]:
     if not on_gpu:
         return None
     # (the grid last: evaluated on fake tensors' symbolic sizes it would specialize them)
-    parts[0] = grid_of(grid, bound)
+    parts[0] = grid_of(grid, bound if launched is None else launched)
     parts.append(torch.cuda.current_device())  # (where Triton launches)
+    if filled:
+        parts.append(tuple(filled.items()))
     key = tuple(parts)
     try:
         hash(key)

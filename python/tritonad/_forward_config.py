@@ -67,3 +67,45 @@ class FollowsForwardConfig(KernelInterface):
         self.best_config = config
         options = {**config.all_kwargs(), **kwargs}
         return self.fn.run(*args, grid=grid, warmup=warmup, **options)
+
+
+def launched_as(kernel, arguments: dict):
+    """(JITFunction, its arguments, what the wrappers filled in) that
+    ``kernel[grid](**arguments)`` launches through `kernel`'s autotune and
+    heuristics wrappers, as their ``run`` methods fill them in: each heuristic's
+    value in turn, and the config an autotuner chose for these arguments' key
+    (its meta-parameters and launch options). None where that launch is not
+    this function of the arguments alone: an autotuner that has not chosen for
+    this key yet, a config or kernel with pre-run hooks, a wrapper of another
+    kind."""
+    from triton.runtime.autotuner import Autotuner, Heuristics
+    from triton.runtime.jit import JITFunction
+
+    arguments, filled = dict(arguments), {}
+    while not isinstance(kernel, JITFunction):
+        if isinstance(kernel, Heuristics):
+            for name, heuristic in kernel.values.items():
+                arguments[name] = filled[name] = heuristic(dict(arguments))
+        elif isinstance(kernel, Autotuner):
+            config = _chosen_config(kernel, arguments)
+            if config is None or config.pre_hook is not None:
+                return None
+            chosen = config.all_kwargs()
+            arguments.update(chosen)
+            filled.update(chosen)
+        else:
+            return None
+        kernel = kernel.fn
+    return None if kernel.pre_run_hooks else (kernel, arguments, filled)
+
+
+def _chosen_config(tuner, arguments: dict):
+    """The config `tuner` launches with for `arguments` passed by name (in their
+    order: the dtypes in its key follow it), as Autotuner.run looks it up; None
+    where it has not chosen one."""
+    if len(tuner.configs) == 1:
+        return tuner.configs[0]
+    own = {name: value for name, value in arguments.items() if name in tuner.arg_names}
+    key = [own[name] for name in tuner.keys if name in own]
+    key += [str(value.dtype) for value in own.values() if hasattr(value, "dtype")]
+    return tuner.cache.get(tuple(key))

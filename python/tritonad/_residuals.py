@@ -22,6 +22,7 @@ import math
 from typing import Optional
 
 from tritonad import _contract, _coverage, _launch_plan
+from tritonad._forward_config import launched_as
 
 RESIDUALS = _contract.declared("tritonad_residuals")  # the i8 pointer of both kernels
 _METADATA = _contract.metadata_key("residuals")  # {kernel: None or a residuals record}
@@ -80,28 +81,30 @@ def _saving_decision(forward, grid, grid_now, bound, device) -> "_SavingForward"
 
 def planned_forward(forward, kernel, grid, bound, names) -> Optional["PlannedForward"]:
     """The forward launch of these arguments (the augmented forward where it saves
-    residuals, else the user's compiled `kernel`) for later launches with the same
+    residuals, else the user's compiled `kernel`, through its autotune and
+    heuristics wrappers as they launched it) for later launches with the same
     layouts, scalars and grid (tritonad.autograd's call plans); their residuals
     identify the launch by layout (torch hands the backward its saved tensors,
     possibly moved). None where a launch must go through Triton's own path: CPU
-    tensors (the interpreter), a recorded launch, a kernel wrapped in autotune or
-    heuristics or with pre-run hooks."""
-    from triton.runtime.jit import JITFunction
-
+    tensors (the interpreter), a recorded launch, pre-run hooks, an autotuner
+    that has not chosen a config for these arguments."""
     device_tensor = _launch_plan.device_of(bound)
     if device_tensor is None or device_tensor.device.type != "cuda" or \
-            _launch_plan.LAUNCHER_RECORDER.get() is not None or \
-            not isinstance(kernel, JITFunction) or kernel.pre_run_hooks:
+            _launch_plan.LAUNCHER_RECORDER.get() is not None:
         return None
+    launched = launched_as(kernel, bound)
+    if launched is None:
+        return None
+    jit, arguments, filled = launched
     device = device_tensor.device
-    grid_now = _coverage.grid_of(grid, bound)
-    if forward is not None:
+    grid_now = _coverage.grid_of(grid, arguments)
+    if forward is not None:  # (a kernel without wrappers: arguments is bound)
         decided = _saving_decision(forward, grid, grid_now, bound, device)
         if decided.compiled is not None:
             return PlannedForward(forward, decided, grid_now, device,
                                   _launch_of(bound, names, grid_now, by_memory=False))
-    compiled = kernel.run(grid=grid, warmup=True, **bound)
-    return PlannedForward(kernel, _SavingForward(compiled, None), grid_now, device, None)
+    compiled = jit.run(grid=grid, warmup=True, **arguments)
+    return PlannedForward(jit, _SavingForward(compiled, None), grid_now, device, None, filled)
 
 
 class PlannedForward:
@@ -109,19 +112,20 @@ class PlannedForward:
     and, where it saves residuals, the buffer each launch gets (returned, marked
     with the forward's fingerprint and `launch`, what identifies the launch)."""
 
-    __slots__ = ("launch", "saved", "programs", "device", "identity")
+    __slots__ = ("launch", "saved", "programs", "device", "identity", "filled")
 
-    def __init__(self, jit, decided, grid_now, device, identity):
+    def __init__(self, jit, decided, grid_now, device, identity, filled=None):
         self.launch = _launch_plan.CompiledLaunch(jit, decided.compiled, grid_now)
         self.saved = decided.saved
         self.programs = math.prod(int(extent) for extent in grid_now)
         self.device, self.identity = device, identity
+        self.filled = filled or None  # (by autotune and heuristics wrappers)
 
     def __call__(self, bound):
         import torch
 
         if self.saved is None:
-            self.launch(bound)
+            self.launch({**bound, **self.filled} if self.filled else bound)
             return None
         buffer = torch.empty(max(self.programs * int(self.saved[_BYTES]), 16),
                              dtype=torch.int8, device=self.device)

@@ -9,6 +9,7 @@ from tritonad import _caches, _call_plan, _launch_plan, _owners
 from tritonad._memory import storage_id, views_overlap
 from tritonad._kernel_grad import (_PositionalLaunch, inner_arguments, kernel_grad,
                                    renamed_parameters, unwrap, user_grid)
+from tritonad._forward_config import launched_as
 from tritonad._partial import _on_device, _span, uninitialized
 from tritonad._residuals import RESIDUALS, launch_forward, planned_forward
 from tritonad._source import (bind_arguments, constexpr_names, function_def, param_names,
@@ -141,9 +142,11 @@ class _DifferentiableKernel:
         self.mentioned = {n.id for n in ast.walk(function_def(fn)) if isinstance(n, ast.Name)}
         self.discovered = pointer_roles(fn)
         self._function = _make_function(torch)
-        # (call plans: launches of a plain compiled kernel, parameters as named)
+        # (call plans: launches of a compiled kernel, through its autotune and
+        # heuristics wrappers, parameters as named)
         from triton.runtime.jit import JITFunction
-        self.plannable = isinstance(kernel, JITFunction) and not self.renamed
+        self.wrapped = not isinstance(kernel, JITFunction)
+        self.plannable = not self.renamed
         self.plans: dict = {}
         self.tritonad_name = _owners.unique_name(fn)
         _owners.register_owner(self.tritonad_name, self)
@@ -161,7 +164,7 @@ class _DifferentiableKernel:
         bound = bind_arguments(self.names, args, kwargs)
         call = _Call(grid, bound)
         if self.plannable:
-            call.key = _call_plan.key_of(bound, grid)
+            call.key = self._key(bound, grid)
             plan = self.plans.get(call.key) if call.key is not None else None
             if plan is not None and plan.memory_apart(bound):
                 call.plan, call.differentiable = plan, plan.differentiable
@@ -170,6 +173,16 @@ class _DifferentiableKernel:
         values = [bound[n] for n in call.differentiable]
         results = self._function.apply(self, call, *values)
         return results[0] if len(results) == 1 else results
+
+    def _key(self, bound, grid):
+        """The call plan key of a call (None: not planned, or an autotuner wrapping
+        the kernel has not chosen its config for these arguments yet)."""
+        if not self.wrapped:
+            return _call_plan.key_of(bound, grid)
+        launched = launched_as(self.kernel, bound)
+        # (what the wrappers fill in is part of the key: an autotuner's cache may
+        # be changed, e.g. cleared and tuned again)
+        return None if launched is None else _call_plan.key_of(bound, grid, *launched[1:])
 
     def _checked(self, bound):
         """Checks a call's arguments; returns the differentiable ones and the pairs of
@@ -371,6 +384,8 @@ def _make_function(torch):
 
 def _new_plan(op, call, forward):
     """The call plan of `call`'s key, after its deciding launch (None: not planned)."""
+    if call.key is None and op.plannable and op.wrapped:  # (its autotuner chose now)
+        call.key = op._key(call.bound, call.grid)
     if call.key is None:
         return None
     planned = planned_forward(forward, op.kernel, call.grid, call.bound, op.names)
