@@ -1,12 +1,13 @@
 """One input loaded at several places (a layer norm's three passes, a reload through a
-block pointer and a plain pointer, a load before a loop and in it) or revisited through
+block pointer and a plain pointer, a load before a loop and in it, a stencil's neighbour
+one column further, RoPE's two halves HALF apart) or revisited through
 other lanes by a loop (overlapping windows): each load's gradient is a plain
 read-add-write into the one shadow after a barrier, where the union of the addresses is
 exclusive per program, in the default mode and in mode="deterministic" (which refused
 them: "loaded at N places; accumulating their gradients into one shadow needs atomics").
 Kernels: corpus/load_sites.py. Interpreter (fp32) and GPU (fp32, bf16, bitwise
 reproducible) against fp64 torch.autograd; schedules derived on the CPU for sm_90.
-Lit: AutoDiff/kernel-load-sites.mlir."""
+Lit: AutoDiff/kernel-load-sites.mlir, AutoDiff/kernel-shifted-loads.mlir."""
 
 import re
 
@@ -20,7 +21,7 @@ from gpu_util import requires_gpu  # noqa: E402
 from interpreter_util import run_interpreted  # noqa: E402
 
 TOLERANCE = {"float32": 1e-5, "bfloat16": 3e-2}
-SITES = ["layer_norm", "reload", "powers", "windows"]
+SITES = ["layer_norm", "reload", "powers", "windows", "shifted", "rope"]
 CASES = SITES + ["grid2d"]
 MODES = ["auto", "deterministic"]
 
@@ -94,6 +95,58 @@ def test_overlapping_rows_interpreted(overlap_interpreted, case, mode, stride):
     gradient matches fp64 torch."""
     result = overlap_interpreted[f"{case}/{mode}/{stride}"]
     overlapping = stride < 77
+    if mode == "deterministic" and overlapping:
+        assert "written by one program" in result.get("refused", ""), result
+        return
+    assert "refused" not in result, result
+    assert not result["races"], result["races"]
+    assert result["error"] <= TOLERANCE["float32"], result
+    assert (result["atomic_lanes"] > 0) == overlapping, result
+
+
+# Rows `stride` apart over N = 45 columns: overlapping, contiguous (a row's neighbour
+# column is the next row's first, masked off), padded.
+SHIFTED_STRIDES = (30, 45, 48)
+
+_SHIFTED_INTERPRETED = """
+import json, torch
+from corpus import load_sites
+from interpreter_races import RaceCheck
+from interpreter_util import counting_atomic_lanes
+atomic_lanes = counting_atomic_lanes()
+results = {}
+for mode in ("auto", "deterministic"):
+    for stride in %r:
+        atomic_lanes[0] = 0
+        try:
+            with RaceCheck() as check:
+                got, want = load_sites.shifted_overlap_gradients(torch.float32, "cpu", stride,
+                                                                 mode)
+        except RuntimeError as error:
+            results[f"{mode}/{stride}"] = dict(refused=str(error))
+            continue
+        error = ((got.double() - want).abs().max() / want.abs().max()).item()
+        results[f"{mode}/{stride}"] = dict(error=error, races=check.report(),
+                                           atomic_lanes=atomic_lanes[0])
+print(json.dumps(results))
+""" % (SHIFTED_STRIDES,)
+
+
+@pytest.fixture(scope="module")
+def shifted_interpreted():
+    return run_interpreted(_SHIFTED_INTERPRETED)
+
+
+@pytest.mark.parametrize("stride", SHIFTED_STRIDES)
+@pytest.mark.parametrize("mode", MODES)
+def test_shifted_loads_on_overlapping_rows_interpreted(shifted_interpreted, mode, stride):
+    """x[row, c] and x[row, c + 1] keep programs apart where the row stride clears the
+    row's N columns (the launch checks it): overlapping rows take the atomics in the
+    default mode and a refused launch in deterministic mode, apart rows (contiguous
+    included: the neighbour of the last column is masked off) the plain read-add-write;
+    no races (the interpreter's check), gradients against fp64 torch."""
+    result = shifted_interpreted[f"{mode}/{stride}"]
+    overlapping = stride < 45
     if mode == "deterministic" and overlapping:
         assert "written by one program" in result.get("refused", ""), result
         return

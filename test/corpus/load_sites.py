@@ -1,5 +1,6 @@
-"""Kernels that load one input at several places, or revisit its addresses in a loop
-through other lanes: the gradients of the loads go to one shadow, as plain
+"""Kernels that load one input at several places (at the same addresses, or at
+addresses a constant apart: a stencil's neighbour, RoPE's halves), or revisit its
+addresses in a loop through other lanes: the gradients of the loads go to one shadow, as plain
 read-add-writes ordered by a barrier where the union of the addresses is exclusive per
 program (no atomics, deterministic), in the default mode and mode="deterministic" alike;
 and a 2-D grid whose programs share a weight, a bias and a scale (mode="deterministic":
@@ -90,6 +91,35 @@ def window_sums(Y, X, stride, N, WINDOWS, HALF: tl.constexpr):
         x = tl.load(X + row * stride + cols, mask=cols < N, other=0.0).to(tl.float32)
         s = tl.sum(tl.where(cols < N, tl.exp(x), 0.0), axis=0)
         tl.store(Y + row * WINDOWS + j, s)
+
+
+@triton.jit
+def shifted_products(Y, X, stride, N, BLOCK: tl.constexpr):
+    """x loaded at its columns and one column further (a stencil's neighbour, masked
+    to the row): y[c] = exp(x[c]) * x[c + 1], 0 at the row's last column. The loads'
+    addresses differ by a constant; each masks its own shifted column below N."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    here = tl.load(X + row * stride + cols, mask=cols < N, other=0.0).to(tl.float32)
+    right = tl.load(X + row * stride + cols + 1, mask=cols + 1 < N, other=0.0).to(tl.float32)
+    tl.store(Y + row * stride + cols, (tl.exp(here) * right).to(Y.dtype.element_ty),
+             mask=cols < N)
+
+
+@triton.jit
+def rotate_halves(Y, X, COS, SIN, stride, HALF: tl.constexpr, BLOCK: tl.constexpr):
+    """Rotary embedding as libraries write it: a row's two halves loaded at HALF apart
+    under one mask, rotated by per-column angles."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < HALF
+    x1 = tl.load(X + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+    x2 = tl.load(X + row * stride + HALF + cols, mask=mask, other=0.0).to(tl.float32)
+    c = tl.load(COS + cols, mask=mask, other=0.0)
+    s = tl.load(SIN + cols, mask=mask, other=0.0)
+    tl.store(Y + row * stride + cols, (x1 * c - x2 * s).to(Y.dtype.element_ty), mask=mask)
+    tl.store(Y + row * stride + HALF + cols, (x2 * c + x1 * s).to(Y.dtype.element_ty),
+             mask=mask)
 
 
 @triton.jit
@@ -233,6 +263,38 @@ def _windows(dtype, device, mode="auto", rows=19, cols=75, half=16):
     return [("x", x.grad, x64.grad)]
 
 
+def _shifted(dtype, device, mode="auto", rows=31, cols=93):
+    x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
+    y = torch.empty_like(x)
+    f = tritonad.autograd(shifted_products, outputs=("Y",), mode=mode)
+    y = f[(rows,)](y, x, x.stride(0), cols, BLOCK=triton.next_power_of_2(cols))
+    upstream = torch.randn(rows, cols, device=device).to(dtype)
+    y.backward(upstream)
+    x64 = x.detach().double().requires_grad_()
+    right = torch.nn.functional.pad(x64[:, 1:], (0, 1))
+    (torch.exp(x64) * right).backward(upstream.double())
+    return [("x", x.grad, x64.grad)]
+
+
+def _rope(dtype, device, mode="auto", rows=27, half=40):
+    # (rows of 2 * HALF, padded: the halves' shift and the row stride both matter)
+    x = _rows(rows, 2 * half, 3, dtype, device).requires_grad_()
+    angles = torch.rand(half, device=device) * 6.0
+    cos, sin = torch.cos(angles), torch.sin(angles)
+    f = tritonad.autograd(rotate_halves, outputs=("Y",), mode=mode)
+    # (the kernel addresses y with x's row stride)
+    y = torch.empty_strided(x.shape, x.stride(), device=device, dtype=dtype)
+    y = f[(rows,)](y, x, cos, sin, x.stride(0), HALF=half,
+                   BLOCK=triton.next_power_of_2(half))
+    upstream = torch.randn(rows, 2 * half, device=device).to(dtype)
+    y.backward(upstream)
+    x64 = x.detach().double().requires_grad_()
+    x1, x2 = x64[:, :half], x64[:, half:]
+    c, s = cos.double(), sin.double()
+    torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], -1).backward(upstream.double())
+    return [("x", x.grad, x64.grad)]
+
+
 def _grid2d(dtype, device, mode="auto", rows=45, cols=83, bm=16, bn=32):
     x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
     w, b = (torch.randn(cols, device=device).to(dtype).requires_grad_() for _ in range(2))
@@ -299,8 +361,32 @@ def overlap_gradients(case, dtype, device, stride, mode="auto", **options):
     return dx - before, x64.grad
 
 
+def shifted_overlap_gradients(dtype, device, stride, mode="auto", rows=11, cols=45):
+    """tritonad.grad(shifted_products) launched directly on a flat buffer read as
+    rows `stride` apart (stride < cols: rows share elements, and a row's neighbour
+    column is the next row's first), on fresh random data; returns (gradient, fp64
+    reference gradient) of the buffer. Raises what the launch raises."""
+    flat = torch.randn(stride * (rows - 1) + cols, device=device).to(dtype)
+    x64 = flat.double().requires_grad_()
+    x = x64.as_strided((rows, cols), (stride, 1))
+    right = torch.nn.functional.pad(x[:, 1:], (0, 1))
+    # (y's rows are `stride` apart too: each element's upstream is the flat buffer's
+    # at its address, which overlapping rows share)
+    dy = torch.randn(flat.shape, device=device)
+    upstream = dy.double().as_strided((rows, cols), (stride, 1))
+    (torch.exp(x) * right * upstream).sum().backward()
+    bwd = tritonad.grad(shifted_products, mode=mode)
+    dx = torch.zeros(flat.shape, device=device)
+    y = torch.empty(flat.shape, device=device, dtype=dtype)
+    args = dict(Y=y, X=flat, stride=stride, N=cols, BLOCK=triton.next_power_of_2(cols))
+    args[bwd.shadows["X"]] = dx
+    args[bwd.shadows["Y"]] = dy
+    bwd[(rows,)](**args)
+    return dx, x64.grad
+
+
 _RUNS = {"layer_norm": _layer_norm, "reload": _reload, "powers": _powers, "windows": _windows,
-         "grid2d": _grid2d}
+         "shifted": _shifted, "rope": _rope, "grid2d": _grid2d}
 
 
 def check(name, dtype, device, mode="auto"):
@@ -333,6 +419,14 @@ def schedule_of(kernel_name, mode, dtype="fp32"):
         bwd = tritonad.grad(powers_in_loop, mode=mode)
         args = dict(Y=pointer, X=pointer, stride="i32", N="i32")
         constexprs = dict(ITERS=3, BLOCK=64)
+    elif kernel_name == "shifted":
+        bwd = tritonad.grad(shifted_products, mode=mode)
+        args = dict(Y=pointer, X=pointer, stride="i32", N="i32")
+        constexprs = dict(BLOCK=128)
+    elif kernel_name == "rope":
+        bwd = tritonad.grad(rotate_halves, mode=mode)
+        args = dict(Y=pointer, X=pointer, COS="*fp32", SIN="*fp32", stride="i32")
+        constexprs = dict(HALF=40, BLOCK=64)
     elif kernel_name == "grid2d":
         bwd = tritonad.grad(scale_shift_2d, mode=mode)
         args = dict(Y=pointer, X=pointer, W=pointer, B=pointer, S=pointer, stride="i32",

@@ -64,10 +64,20 @@ bool isIv(Variable var) { return var >= kFirstIv && !isProgramDigit(var); }
 int axisOfDigit(Variable var) { return (var - kFirstProgramDigit) % 6 / 2; }
 bool isRemainderDigit(Variable var) { return (var - kFirstProgramDigit) % 2 == 1; }
 
-// offset = sum(coefficient_v * v) + (uniform part, irrelevant to collisions).
+// offset = sum(coefficient_v * v) + (uniform part, irrelevant to collisions
+// within one access; between two accesses of one pointer, a constant part
+// tells how far apart they are).
 struct Affine {
   std::map<Variable, Coefficient> terms;
   bool hasUniform = false; // a non-zero uniform part exists
+  // The uniform part where it is a known constant (0 without one), nullopt
+  // where it involves anything else. (Not in ==: one access's collisions
+  // do not depend on it.)
+  std::optional<int64_t> constant = 0;
+  void setUniformUnknown() {
+    hasUniform = true;
+    constant = std::nullopt;
+  }
   bool operator==(const Affine &other) const {
     return hasUniform == other.hasUniform && terms == other.terms;
   }
@@ -122,7 +132,8 @@ struct AffineValue {
     return unknown();
   }
   bool operator==(const AffineValue &other) const {
-    return state == other.state && affine == other.affine && uniform == other.uniform;
+    return state == other.state && affine == other.affine &&
+           affine.constant == other.affine.constant && uniform == other.uniform;
   }
   void print(raw_ostream &os) const {
     if (state != State::Known) {
@@ -193,6 +204,10 @@ std::optional<Affine> scale(const Affine &affine, Value factor) {
   }
   if (constant && *constant == 0)
     result.terms.clear();
+  if (result.constant)
+    result.constant = constant ? std::optional<int64_t>(*result.constant * *constant)
+                      : *result.constant == 0 ? std::optional<int64_t>(0)
+                                              : std::nullopt;
   return result;
 }
 
@@ -215,6 +230,9 @@ bool sameFactors(const Coefficient &lhs, const Coefficient &rhs) {
 std::optional<Affine> combine(const Affine &lhs, const Affine &rhs, int64_t sign) {
   Affine result = lhs;
   result.hasUniform |= rhs.hasUniform;
+  result.constant = lhs.constant && rhs.constant
+                        ? std::optional<int64_t>(*lhs.constant + sign * *rhs.constant)
+                        : std::nullopt;
   for (const auto &[var, coefficient] : rhs.terms) {
     auto it = result.terms.find(var);
     if (it == result.terms.end()) {
@@ -238,6 +256,7 @@ std::optional<Affine> combine(const Affine &lhs, const Affine &rhs, int64_t sign
 Affine expandLanes(const Affine &affine, unsigned axis) {
   Affine result;
   result.hasUniform = affine.hasUniform;
+  result.constant = affine.constant;
   for (auto &[var, coefficient] : affine.terms)
     result.terms[isLane(var) && var - kFirstLane >= static_cast<int>(axis) ? var + 1 : var] =
         coefficient;
@@ -323,7 +342,7 @@ public:
     if (arg && isa<tt::FuncOp>(arg.getOwner()->getParentOp()) &&
         !isa<RankedTensorType>(arg.getType())) {
       Affine affine;
-      affine.hasUniform = true;
+      affine.setUniformUnknown();
       value = AffineValue::of(affine, arg);
     }
     propagateIfChanged(lattice, lattice->join(value));
@@ -339,6 +358,7 @@ private:
     Affine affine;
     std::optional<int64_t> c = constantInt(factor);
     affine.hasUniform = !c || *c != 0;
+    affine.constant = c;
     return AffineValue::of(affine, factor);
   }
 
@@ -365,6 +385,7 @@ private:
         .Case<tt::MakeRangeOp>([&](tt::MakeRangeOp range) {
           Affine affine = variableTerm(kFirstLane);
           affine.hasUniform = range.getStartAttr().getInt() != 0;
+          affine.constant = range.getStartAttr().getInt();
           return AffineValue::of(affine);
         })
         .Case<tt::SplatOp>([&](tt::SplatOp) {
@@ -825,7 +846,32 @@ std::optional<GridStride> gridStrideOf(const AffineAccess &access, scf::ForOp lo
   return GridStride{axis, perRow.constant};
 }
 
+namespace {
+
+// Loads of one pointer at several places whose addresses differ by constants
+// only (x[i] and x[i + 1]): their union is the lowest one's addresses
+// shifted by 0..spread. Where each load's mask bounds its own shifted index
+// (`i + c < n`, the same terms and bound for all), the union stays below
+// `n - lowest` along those terms.
+struct SiteShifts {
+  int64_t spread = 0;
+  int64_t lowest = 0;
+  SmallVector<std::pair<Value, int64_t>> sites; // (mask, its address's constant)
+};
+
+ExclusiveAccess analyzeAccess(Value ptr, Value mask, ArrayRef<bool> usedAxes,
+                              const SiteShifts *shifts);
+
+} // namespace
+
 ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> usedAxes) {
+  return analyzeAccess(ptr, mask, usedAxes, nullptr);
+}
+
+namespace {
+
+ExclusiveAccess analyzeAccess(Value ptr, Value mask, ArrayRef<bool> usedAxes,
+                              const SiteShifts *shifts) {
   ExclusiveAccess result;
   AffineAccess access(ptr.getParentRegion()->getParentOp());
   std::optional<Affine> offsets = access.pointerOffsets(ptr);
@@ -1008,6 +1054,41 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     if (normalized)
       clamps.push_back({*normalized, scalarExpr(range.bound)});
   }
+  // The bound every shifted load's mask puts on its own shifted index: its
+  // terms (as `clamps` has them) and bound, where all masks have one.
+  std::optional<std::pair<Affine, Value>> shiftClamp;
+  if (shifts) {
+    SmallVector<std::pair<Affine, Value>> common;
+    for (auto [index, site] : llvm::enumerate(shifts->sites)) {
+      SmallVector<std::pair<Affine, Value>> here;
+      for (const MaskConjunct &range : maskConjuncts(access, site.first)) {
+        if (range.kind != MaskConjunct::Kind::Bound || range.lhs.constant != site.second)
+          continue;
+        Affine lanes = range.lhs;
+        lanes.hasUniform = false;
+        lanes.constant = 0;
+        if (!isNonNegativeSum(access.vars(), lanes))
+          continue;
+        std::optional<Affine> normalized = Affine{};
+        for (auto &[var, c] : lanes.terms)
+          if (normalized)
+            normalized = combine(*normalized, asInductionVariable(var, c), 1);
+        if (normalized)
+          here.push_back({*normalized, stripExtensions(range.bound)});
+      }
+      if (index == 0) {
+        common = std::move(here);
+        continue;
+      }
+      llvm::erase_if(common, [&](const std::pair<Affine, Value> &clamp) {
+        return llvm::none_of(here, [&](const std::pair<Affine, Value> &other) {
+          return other.first == clamp.first && other.second == clamp.second;
+        });
+      });
+    }
+    if (!common.empty())
+      shiftClamp = common.front();
+  }
   // (ties: lanes, then iterations, then a merged digit)
   auto isMerged = [](const Digit &digit) {
     return digit.terms.terms.size() > 1 && !digit.sequential;
@@ -1083,10 +1164,28 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
     std::optional<int64_t> constantSpan = 1; // span of the digits so far, if static
     Affine stackedTerms;
     bool programsBelow = false; // a merged digit (programs' rows) is stacked
+    // Shifted loads: their spread joins the span below every program digit,
+    // at the digits their masks bound (then no further than that bound).
+    bool shifted = shifts == nullptr;
+    auto shift = [&](bool clamped) {
+      shifted = true;
+      span = binaryExpr(Op::Add, span, constantExpr(shifts->spread));
+      std::optional<int64_t> bound =
+          clamped ? constantInt(shiftClamp->second) : std::optional<int64_t>();
+      if (constantSpan && (!clamped || bound))
+        constantSpan = std::min(*constantSpan + shifts->spread,
+                                clamped ? *bound - shifts->lowest : INT64_MAX);
+      else
+        constantSpan = std::nullopt;
+      if (clamped)
+        span = binaryExpr(Op::Min, span,
+                          binaryExpr(Op::Sub, scalarExpr(shiftClamp->second),
+                                     constantExpr(shifts->lowest)));
+    };
     auto clamp = [&](const Digit &digit) {
       std::optional<Affine> sum = combine(stackedTerms, digit.terms, 1);
       if (!sum) { // (never a clamp's terms again)
-        stackedTerms.hasUniform = true;
+        stackedTerms.setUniformUnknown();
         return;
       }
       stackedTerms = *sum;
@@ -1096,8 +1195,12 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
         span = binaryExpr(Op::Min, span, bound);
         constantSpan = std::nullopt;
       }
+      if (!shifted && shiftClamp && !programsBelow && shiftClamp->first == stackedTerms)
+        shift(true);
     };
     for (const Digit &digit : ordered) {
+      if (!shifted && (isMerged(digit) || digit.order >= kGridStride))
+        shift(false);
       auto clampAfter = llvm::make_scope_exit([&] { clamp(digit); });
       UniformExpr extentMinusOne = binaryExpr(Op::Sub, digit.extent, constantExpr(1));
       programsBelow |= isMerged(digit);
@@ -1225,8 +1328,6 @@ ExclusiveAccess analyzeExclusiveAccess(Value ptr, Value mask, ArrayRef<bool> use
   return result;
 }
 
-namespace {
-
 // Whether `a` and `b` take the same values over the lanes and iterations of
 // one program: the same value, or the same side-effect-free op on operands
 // that do. An induction variable of one loop stands for one of another loop
@@ -1306,6 +1407,7 @@ scf::ForOp representativeLoop(const AccessVariables &vars, scf::ForOp loop) {
 std::optional<Affine> canonicalForm(const AccessVariables &vars, const Affine &affine) {
   Affine result;
   result.hasUniform = affine.hasUniform;
+  result.constant = affine.constant;
   DenseMap<Operation *, Operation *> originOf; // representative -> the loop it stands for
   for (auto &[var, coefficient] : affine.terms) {
     Affine term;
@@ -1426,6 +1528,35 @@ AccessMatch matchAccess(const AffineAccess &access, std::pair<Value, Value> a,
   return match;
 }
 
+// The loads' addresses as one's shifted by constants (SiteShifts), where they
+// are the same affine form through one pointer but for their constant parts.
+std::optional<SiteShifts> shiftedSites(const AffineAccess &access,
+                                       ArrayRef<std::pair<Value, Value>> accesses,
+                                       size_t &lowestSite) {
+  SiteShifts shifts;
+  std::optional<Affine> first;
+  for (auto [ptr, mask] : accesses) {
+    if (ptr.getType() != accesses.front().first.getType() ||
+        baseArgument(ptr) != baseArgument(accesses.front().first))
+      return std::nullopt;
+    std::optional<Affine> offsets = access.pointerOffsets(ptr);
+    if (offsets)
+      offsets = canonicalForm(access.vars(), *offsets);
+    if (!offsets || !offsets->constant || (first && !(first->terms == offsets->terms)))
+      return std::nullopt;
+    if (!first)
+      first = offsets;
+    shifts.sites.push_back({mask, *offsets->constant});
+  }
+  auto [lowest, highest] = std::minmax_element(
+      shifts.sites.begin(), shifts.sites.end(),
+      [](auto &a, auto &b) { return a.second < b.second; });
+  lowestSite = lowest - shifts.sites.begin();
+  shifts.lowest = lowest->second;
+  shifts.spread = highest->second - lowest->second;
+  return shifts;
+}
+
 } // namespace
 
 ExclusiveAccess analyzeExclusiveUnion(ArrayRef<std::pair<Value, Value>> accesses,
@@ -1434,9 +1565,25 @@ ExclusiveAccess analyzeExclusiveUnion(ArrayRef<std::pair<Value, Value>> accesses
   AffineAccess access(first.getParentRegion()->getParentOp());
   for (auto other : accesses.drop_front())
     if (!matchAccess(access, accesses.front(), other).sameAddresses) {
+      // (addresses that differ by constants: the lowest load's shifted,
+      // bounded by the masks where they bound each shift alike)
+      size_t lowestSite = 0;
+      std::optional<SiteShifts> shifts = shiftedSites(access, accesses, lowestSite);
       ExclusiveAccess result;
-      result.known = false;
-      result.explanation = "its loads read different addresses";
+      if (!shifts) {
+        result.known = false;
+        result.explanation = "its loads read different addresses";
+        return result;
+      }
+      // (one mask for every load, e.g. RoPE's halves under `cols < HALF`,
+      // bounds the lanes of each alike)
+      Value mask = accesses.front().second;
+      for (auto other : accesses)
+        if (other.second != mask)
+          mask = Value();
+      result = analyzeAccess(accesses[lowestSite].first, mask, usedAxes, &*shifts);
+      result.explanation = "its loads read addresses up to " + std::to_string(shifts->spread) +
+                           " elements apart; " + result.explanation;
       return result;
     }
   // The same addresses: the union is that of the access whose mask every

@@ -55,7 +55,11 @@ ExclusiveAccess analyzeExclusiveAccess(mlir::Value ptr, mlir::Value mask,
 /// gradients one shadow sums): where their addresses are the same expression
 /// (up to induction variables of loops with the same bounds), the union is
 /// the first access's, analyzed under its mask where all masks are the same
-/// and without a mask otherwise. Other unions are not analyzed (known false).
+/// and without a mask otherwise. Where they differ by constants only (x[i]
+/// and x[i + 1]), the union is the lowest access's widened by the spread
+/// before the programs' digits, no further than the bound where every
+/// access's mask bounds its own shifted index by one bound. Other unions are
+/// not analyzed (known false).
 ExclusiveAccess analyzeExclusiveUnion(llvm::ArrayRef<std::pair<mlir::Value, mlir::Value>> accesses,
                                       llvm::ArrayRef<bool> usedAxes);
 
