@@ -318,7 +318,7 @@ def _grid2d(dtype, device, mode="auto", rows=45, cols=83, bm=16, bn=32):
 
 # Rows of an input that may overlap: the kernels above on a flat buffer read as rows
 # `stride` apart (stride < N: rows share elements, each read by two programs).
-OVERLAP_CASES = ("row_sums", "row_max", "two_loads")
+OVERLAP_CASES = ("row_sums", "row_max", "two_loads", "shifted")
 OVERLAP_SIZES = dict(rows=13, cols=77, bm=4, bn=32)
 
 
@@ -328,6 +328,8 @@ def _overlap_reference(case, x):
     if case == "row_max":
         m = x.max(-1).values
         return {"Y": torch.sin(x) * m[:, None], "R": m}
+    if case == "shifted":  # (a row's neighbour column: the next row's first, masked off)
+        return {"Y": torch.exp(x) * torch.nn.functional.pad(x[:, 1:], (0, 1))}
     return {"Y": torch.exp(x * 0.5).sum(-1) * (x * x).sum(-1)}
 
 
@@ -338,12 +340,17 @@ def overlap_gradients(case, dtype, device, stride, mode="auto", **options):
     launch in mode="deterministic" where rows overlap)."""
     rows, cols, bm, bn = (OVERLAP_SIZES[k] for k in ("rows", "cols", "bm", "bn"))
     kernel = {"row_sums": row_sums_of_squares, "row_max": row_max_then_map,
-              "two_loads": two_loads_one_loop}[case]
+              "two_loads": two_loads_one_loop, "shifted": shifted_products}[case]
     flat = torch.randn(stride * (rows - 1) + cols, device=device).to(dtype)
     x64 = flat.double().requires_grad_()
     outputs = _overlap_reference(case, x64.as_strided((rows, cols), (stride, 1)))
     upstream = {name: torch.randn(out.shape, device=device) for name, out in outputs.items()}
-    sum((out * upstream[name].double()).sum() for name, out in outputs.items()).backward()
+    if case == "shifted":  # (y's elements at its rows' addresses: overlapping rows share them)
+        upstream["Y"] = torch.randn(flat.shape, device=device)
+        upstream_of = {"Y": upstream["Y"].as_strided((rows, cols), (stride, 1))}
+    else:
+        upstream_of = upstream
+    sum((out * upstream_of[name].double()).sum() for name, out in outputs.items()).backward()
     bwd = tritonad.grad(kernel, mode=mode, **options)
     accumulate = options.get("accumulate", True)
     # (added to what the shadow holds: random values where it accumulates)
@@ -352,37 +359,16 @@ def overlap_gradients(case, dtype, device, stride, mode="auto", **options):
     y = torch.empty(rows, cols, device=device, dtype=dtype) if case == "row_max" else \
         torch.empty(rows, device=device)
     args = dict(Y=y, X=flat, stride=stride, M=rows, N=cols, BM=bm, BN=bn)
+    if case == "shifted":  # (y's rows `stride` apart too: y is read as rows of its own)
+        y = torch.empty(flat.shape, device=device, dtype=dtype)
+        args = dict(Y=y, X=flat, stride=stride, N=cols, BLOCK=triton.next_power_of_2(cols))
     args[bwd.shadows["X"]] = dx
     args[bwd.shadows["Y"]] = upstream["Y"].to(y.dtype)
     if case == "row_max":
         args.update(R=torch.empty(rows, device=device))
         args[bwd.shadows["R"]] = upstream["R"].float()
-    bwd[(triton.cdiv(rows, bm),)](**args)
+    bwd[(rows if case == "shifted" else triton.cdiv(rows, bm),)](**args)
     return dx - before, x64.grad
-
-
-def shifted_overlap_gradients(dtype, device, stride, mode="auto", rows=11, cols=45):
-    """tritonad.grad(shifted_products) launched directly on a flat buffer read as
-    rows `stride` apart (stride < cols: rows share elements, and a row's neighbour
-    column is the next row's first), on fresh random data; returns (gradient, fp64
-    reference gradient) of the buffer. Raises what the launch raises."""
-    flat = torch.randn(stride * (rows - 1) + cols, device=device).to(dtype)
-    x64 = flat.double().requires_grad_()
-    x = x64.as_strided((rows, cols), (stride, 1))
-    right = torch.nn.functional.pad(x[:, 1:], (0, 1))
-    # (y's rows are `stride` apart too: each element's upstream is the flat buffer's
-    # at its address, which overlapping rows share)
-    dy = torch.randn(flat.shape, device=device)
-    upstream = dy.double().as_strided((rows, cols), (stride, 1))
-    (torch.exp(x) * right * upstream).sum().backward()
-    bwd = tritonad.grad(shifted_products, mode=mode)
-    dx = torch.zeros(flat.shape, device=device)
-    y = torch.empty(flat.shape, device=device, dtype=dtype)
-    args = dict(Y=y, X=flat, stride=stride, N=cols, BLOCK=triton.next_power_of_2(cols))
-    args[bwd.shadows["X"]] = dx
-    args[bwd.shadows["Y"]] = dy
-    bwd[(rows,)](**args)
-    return dx, x64.grad
 
 
 _RUNS = {"layer_norm": _layer_norm, "reload": _reload, "powers": _powers, "windows": _windows,
