@@ -487,6 +487,24 @@ def test_counted_while_loops_derive_in_both_modes():
                 f"{schedule or 'default'} seed {res['seed']}: {res['outcome']}: {res['cause']}"
 
 
+# Rows with an input loaded one column further too (x[row, c] and x[row, c + 1]): the
+# loads' addresses a constant apart, which deterministic mode refused ("its loads read
+# different addresses") and the default accumulated with atomics.
+SHIFTED_SEEDS = (114, 175, 232, 444)
+
+
+def test_shifted_loads_derive_in_deterministic_mode():
+    """Kernels reading an input at shifted columns of a row per program: plain
+    read-add-writes in deterministic mode, right and race-free in the interpreter."""
+    env = dict(_schedule_env("deterministic"), **{run.RACE_CHECK_ENV: "1"})
+    results = run.run_tasks([dict(seed=s) for s in SHIFTED_SEEDS], "interpret-grad",
+                            _workers(2), timeout=300, env=env)
+    for res in results:
+        assert "shifted_load" in res["features"], (res["seed"], res["features"])
+        assert res["outcome"] == "match", f"seed {res['seed']}: {res['outcome']}: {res['cause']}"
+        assert "loaded at" in res["schedule"], res["schedule"]
+
+
 def test_gradient_summed_in_bf16_across_programs_is_a_mismatch():
     """The fp32-shadow tolerance (run.TOL_FP32_SHADOW): a shared weight's gradient,
     summed over 251 programs, emulated with fp32 accumulation (the contract) matches;
