@@ -1536,8 +1536,11 @@ std::optional<SiteShifts> shiftedSites(const AffineAccess &access,
   SiteShifts shifts;
   std::optional<Affine> first;
   for (auto [ptr, mask] : accesses) {
+    // (loads in one block: the launch-checked plain write of loads under
+    // different branches is not emitted correctly yet, fla's token_shift)
     if (ptr.getType() != accesses.front().first.getType() ||
-        baseArgument(ptr) != baseArgument(accesses.front().first))
+        baseArgument(ptr) != baseArgument(accesses.front().first) ||
+        ptr.getParentBlock() != Value(accesses.front().first).getParentBlock())
       return std::nullopt;
     std::optional<Affine> offsets = access.pointerOffsets(ptr);
     if (offsets)
