@@ -44,9 +44,9 @@ class FollowsForwardConfig(KernelInterface):
         # The forward's own arguments, in the order its autotuner saw them when
         # they were passed by position.
         forward_args = {name: bound[name] for name in tuner.arg_names if name in bound}
+        config = _chosen_config(tuner, forward_args)
         values = tuple(forward_args[name] for name in tuner.keys if name in forward_args)
         dtypes = tuple(str(v.dtype) for v in forward_args.values() if hasattr(v, "dtype"))
-        config = tuner.cache.get(values + dtypes)
         if config is None:  # (the forward passed some of them by name, in another order)
             matches = [c for key, c in tuner.cache.items()
                        if key[:len(values)] == values and sorted(key[len(values):]) ==

@@ -856,6 +856,7 @@ namespace {
 struct SiteShifts {
   int64_t spread = 0;
   int64_t lowest = 0;
+  size_t lowestSite = 0; // (its index among the loads)
   SmallVector<std::pair<Value, int64_t>> sites; // (mask, its address's constant)
 };
 
@@ -1043,15 +1044,19 @@ ExclusiveAccess analyzeAccess(Value ptr, Value mask, ArrayRef<bool> usedAxes,
   }
   // Masks `E < bound` with E >= 0 a sum of lanes and iterations: where the
   // digits stacked so far are exactly E's terms, their span is at most bound.
+  // (a bound's terms as the digits' are: iteration numbers as induction variables)
+  auto digitTerms = [&](const Affine &lhs) {
+    std::optional<Affine> normalized = Affine{};
+    for (auto &[var, c] : lhs.terms)
+      if (normalized)
+        normalized = combine(*normalized, asInductionVariable(var, c), 1);
+    return normalized;
+  };
   SmallVector<std::pair<Affine, UniformExpr>> clamps;
   for (const MaskConjunct &range : conjuncts) {
     if (range.kind != MaskConjunct::Kind::Bound || !isNonNegativeSum(access.vars(), range.lhs))
       continue;
-    std::optional<Affine> normalized = Affine{};
-    for (auto &[var, c] : range.lhs.terms)
-      if (normalized)
-        normalized = combine(*normalized, asInductionVariable(var, c), 1);
-    if (normalized)
+    if (std::optional<Affine> normalized = digitTerms(range.lhs))
       clamps.push_back({*normalized, scalarExpr(range.bound)});
   }
   // The bound every shifted load's mask puts on its own shifted index: its
@@ -1069,11 +1074,7 @@ ExclusiveAccess analyzeAccess(Value ptr, Value mask, ArrayRef<bool> usedAxes,
         lanes.constant = 0;
         if (!isNonNegativeSum(access.vars(), lanes))
           continue;
-        std::optional<Affine> normalized = Affine{};
-        for (auto &[var, c] : lanes.terms)
-          if (normalized)
-            normalized = combine(*normalized, asInductionVariable(var, c), 1);
-        if (normalized)
+        if (std::optional<Affine> normalized = digitTerms(lanes))
           here.push_back({*normalized, stripExtensions(range.bound)});
       }
       if (index == 0) {
@@ -1531,8 +1532,7 @@ AccessMatch matchAccess(const AffineAccess &access, std::pair<Value, Value> a,
 // The loads' addresses as one's shifted by constants (SiteShifts), where they
 // are the same affine form through one pointer but for their constant parts.
 std::optional<SiteShifts> shiftedSites(const AffineAccess &access,
-                                       ArrayRef<std::pair<Value, Value>> accesses,
-                                       size_t &lowestSite) {
+                                       ArrayRef<std::pair<Value, Value>> accesses) {
   SiteShifts shifts;
   std::optional<Affine> first;
   for (auto [ptr, mask] : accesses) {
@@ -1554,7 +1554,7 @@ std::optional<SiteShifts> shiftedSites(const AffineAccess &access,
   auto [lowest, highest] = std::minmax_element(
       shifts.sites.begin(), shifts.sites.end(),
       [](auto &a, auto &b) { return a.second < b.second; });
-  lowestSite = lowest - shifts.sites.begin();
+  shifts.lowestSite = lowest - shifts.sites.begin();
   shifts.lowest = lowest->second;
   shifts.spread = highest->second - lowest->second;
   return shifts;
@@ -1570,8 +1570,7 @@ ExclusiveAccess analyzeExclusiveUnion(ArrayRef<std::pair<Value, Value>> accesses
     if (!matchAccess(access, accesses.front(), other).sameAddresses) {
       // (addresses that differ by constants: the lowest load's shifted,
       // bounded by the masks where they bound each shift alike)
-      size_t lowestSite = 0;
-      std::optional<SiteShifts> shifts = shiftedSites(access, accesses, lowestSite);
+      std::optional<SiteShifts> shifts = shiftedSites(access, accesses);
       ExclusiveAccess result;
       if (!shifts) {
         result.known = false;
@@ -1584,7 +1583,7 @@ ExclusiveAccess analyzeExclusiveUnion(ArrayRef<std::pair<Value, Value>> accesses
       for (auto other : accesses)
         if (other.second != mask)
           mask = Value();
-      result = analyzeAccess(accesses[lowestSite].first, mask, usedAxes, &*shifts);
+      result = analyzeAccess(accesses[shifts->lowestSite].first, mask, usedAxes, &*shifts);
       result.explanation = "its loads read addresses up to " + std::to_string(shifts->spread) +
                            " elements apart; " + result.explanation;
       return result;
