@@ -35,16 +35,17 @@ from tritonad._coverage import grid_of
 PLAN_LIMIT = 64  # per differentiable kernel
 
 
-def key_of(bound: dict, grid, launched: Optional[dict] = None,
+def key_of(bound: dict, grid, grad_enabled: bool, launched: Optional[dict] = None,
            filled: Optional[dict] = None) -> Optional[tuple]:
     """What a call's decisions depend on, or None where the call is not planned
     (a tensor off the GPU or fake, an argument that is not hashable).
-    `launched`: the arguments the kernel's wrappers launch it with (a grid
-    function reads the meta-parameters an autotuner's config fills in), of
-    which they `filled` in these."""
+    `grad_enabled`: torch's grad mode where the user called (not inside the
+    autograd.Function's forward, where it is off). `launched`: the arguments the
+    kernel's wrappers launch it with (a grid function reads the meta-parameters
+    an autotuner's config fills in), of which they `filled` in these."""
     import torch
 
-    parts: List[object] = [None, torch.is_grad_enabled(), tuple(bound)]
+    parts: List[object] = [None, grad_enabled, tuple(bound)]
     on_gpu = False
     for value in bound.values():
         if isinstance(value, torch.Tensor):

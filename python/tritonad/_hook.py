@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Callable, Dict, Tuple
@@ -88,11 +89,19 @@ def _stages_hook(backend, stages, options, language, capability):
     if "ttir" not in stages:
         return
     original = stages["ttir"]
+    rewritten = []  # (this compile's module was rewritten by tritonad)
 
     def ttir_stage(src, metadata):
-        return original(_rewrite_module(src, metadata), metadata)
+        module = _rewrite_module(src, metadata)
+        if module is not src:
+            rewritten.append(True)
+        return original(module, metadata)
 
     stages["ttir"] = ttir_stage
+    if "ttgir" in stages:
+        lower = stages["ttgir"]
+        stages["ttgir"] = lambda src, metadata: (
+            _lowered_safely(lower, src, metadata) if rewritten else lower(src, metadata))
 
 
 def _rewrite_module(module, metadata):
@@ -103,6 +112,55 @@ def _rewrite_module(module, metadata):
     for _, rewrite in active:
         text = rewrite(text, metadata)
     return parse_ttir(text, module.context)
+
+
+# Triton 3.6 on Hopper miscompiled derived backwards where a warpgroup MMA
+# (wgmma) takes its first operand from registers, converted from the accumulator
+# of a wgmma 32 columns wide: fla's chunk_delta_rule h kernel at BV = 32 with 4
+# warps (wrong dk, dv, dbeta, the same every run; right with the same TTIR
+# lowered without wgmma), and attention with BLOCK_N = 32 (dS into dQ's
+# product: an illegal address in a wgmma, Schedule/Regrid.cpp). Such a module
+# is lowered again with the warp MMA only.
+WARP_MMA_ONLY = "tritonad_warp_mma_only"
+_WARPGROUP_LAYOUT = re.compile(
+    r"^(#mma\w*) = #ttg\.nvidia_mma<\{versionMajor = 3,[^\n]*instrShape = \[([\d, ]+)\]", re.M)
+_ACCUMULATOR_TO_FIRST_OPERAND = re.compile(
+    r"ttg\.convert_layout %\S+ : tensor<[^,>]*, (#mma\w*)> -> "
+    r"tensor<[^,>]*, #ttg\.dot_op<\{opIdx = 0, parent = (#mma\w*)")
+
+
+def regroups_accumulator(ttgir: str) -> bool:
+    """Whether a module converts the accumulator of a wgmma narrower than 64
+    columns into the register operand of a wgmma of another instruction shape.
+    (Wider ones are right: attention's dS, 64 columns, into dQ's product, 128.)"""
+    columns = {layout: int(shape.split(",")[1])
+               for layout, shape in _WARPGROUP_LAYOUT.findall(ttgir)}
+    return any(source in columns and target in columns and columns[source] < 64 and
+               columns[source] != columns[target]
+               for source, target in _ACCUMULATOR_TO_FIRST_OPERAND.findall(ttgir))
+
+
+def _lowered_safely(lower, module, metadata):
+    """The "ttgir" stage of a module tritonad rewrote: lowered again with the
+    warp MMA only where the first lowering regroups an accumulator (recorded in
+    metadata[WARP_MMA_ONLY])."""
+    text = module.str()
+    lowered = lower(module, metadata)
+    if not regroups_accumulator(lowered.str()):
+        return lowered
+    again = parse_ttir(text, module.context)
+    # (Triton reads DISABLE_MMA_V3 in the pass, when it runs: set only around it)
+    before = os.environ.get("DISABLE_MMA_V3")
+    os.environ["DISABLE_MMA_V3"] = "1"
+    try:
+        lowered = lower(again, metadata)
+    finally:
+        if before is None:
+            del os.environ["DISABLE_MMA_V3"]
+        else:
+            os.environ["DISABLE_MMA_V3"] = before
+    metadata[WARP_MMA_ONLY] = True
+    return lowered
 
 
 def parse_ttir(text: str, context):

@@ -162,9 +162,9 @@ class _DifferentiableKernel:
         if torch.compiler.is_dynamo_compiling():  # one custom operator (tritonad._compile)
             return _owners.compiled().launch_kernel(self.tritonad_name, grid, args, kwargs)
         bound = bind_arguments(self.names, args, kwargs)
-        call = _Call(grid, bound)
+        call = _Call(grid, bound, torch.is_grad_enabled())
         if self.plannable:
-            call.key = self._key(bound, grid)
+            call.key = self._key(call)
             plan = self.plans.get(call.key) if call.key is not None else None
             if plan is not None and plan.memory_apart(bound):
                 call.plan, call.differentiable = plan, plan.differentiable
@@ -174,15 +174,16 @@ class _DifferentiableKernel:
         results = self._function.apply(self, call, *values)
         return results[0] if len(results) == 1 else results
 
-    def _key(self, bound, grid):
+    def _key(self, call):
         """The call plan key of a call (None: not planned, or an autotuner wrapping
         the kernel has not chosen its config for these arguments yet)."""
         if not self.wrapped:
-            return _call_plan.key_of(bound, grid)
-        launched = launched_as(self.kernel, bound)
+            return _call_plan.key_of(call.bound, call.grid, call.grad_enabled)
+        launched = launched_as(self.kernel, call.bound)
         # (what the wrappers fill in is part of the key: an autotuner's cache may
         # be changed, e.g. cleared and tuned again)
-        return None if launched is None else _call_plan.key_of(bound, grid, *launched[1:])
+        return None if launched is None else _call_plan.key_of(
+            call.bound, call.grid, call.grad_enabled, *launched[1:])
 
     def _checked(self, bound):
         """Checks a call's arguments; returns the differentiable ones and the pairs of
@@ -338,12 +339,13 @@ def _written_shadows(backward_kernel, grid, arguments):
 class _Call:
     """One call of a differentiable kernel: its grid and arguments, the
     differentiable ones, its key and the call plan it replays (None: decided now;
-    `apart`: the pairs the in-place check found apart)."""
+    `apart`: the pairs the in-place check found apart; `grad_enabled`: torch's
+    grad mode where the user called)."""
 
-    __slots__ = ("grid", "bound", "differentiable", "key", "plan", "apart")
+    __slots__ = ("grid", "bound", "grad_enabled", "differentiable", "key", "plan", "apart")
 
-    def __init__(self, grid, bound):
-        self.grid, self.bound = grid, bound
+    def __init__(self, grid, bound, grad_enabled):
+        self.grid, self.bound, self.grad_enabled = grid, bound, grad_enabled
         self.differentiable, self.key, self.plan, self.apart = (), None, None, ()
 
 
@@ -385,7 +387,7 @@ def _make_function(torch):
 def _new_plan(op, call, forward):
     """The call plan of `call`'s key, after its deciding launch (None: not planned)."""
     if call.key is None and op.plannable and op.wrapped:  # (its autotuner chose now)
-        call.key = op._key(call.bound, call.grid)
+        call.key = op._key(call)
     if call.key is None:
         return None
     planned = planned_forward(forward, op.kernel, call.grid, call.bound, op.names)

@@ -123,6 +123,25 @@ def rotate_halves(Y, X, COS, SIN, stride, HALF: tl.constexpr, BLOCK: tl.constexp
 
 
 @triton.jit
+def previous_row_difference(Y, X, T, D: tl.constexpr, BD: tl.constexpr):
+    """Token shift as sequence models write it: program (b, t) stores x[t - 1] - x[t]
+    (-x[0] at t = 0, returned early), so x is loaded at two places a row apart, in
+    different blocks; program t + 1 reads row t too (atomics, or a refused launch in
+    mode="deterministic")."""
+    b = tl.program_id(0).to(tl.int64)
+    t = tl.program_id(1)
+    cols = tl.arange(0, BD)
+    mask = cols < D
+    here = b * T * D + t * D + cols
+    x = tl.load(X + here, mask=mask, other=0.0).to(tl.float32)
+    if t == 0:
+        tl.store(Y + here, (-x).to(Y.dtype.element_ty), mask=mask)
+        return
+    previous = tl.load(X + here - D, mask=mask, other=0.0).to(tl.float32)
+    tl.store(Y + here, (previous - x).to(Y.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def scale_shift_2d(Y, X, W, B, S, stride, M, N, BM: tl.constexpr, BN: tl.constexpr):
     """A 2-D grid of tiles, y = s * sin(x) * w + b: the weight and bias indexed by the
     tile's columns (every program along axis 0 adds to their gradients), the scale s
@@ -295,6 +314,18 @@ def _rope(dtype, device, mode="auto", rows=27, half=40):
     return [("x", x.grad, x64.grad)]
 
 
+def _token_shift(dtype, device, mode="auto", batch=3, steps=21, dim=100):
+    x = torch.randn(batch, steps, dim, device=device).to(dtype).requires_grad_()
+    y = torch.empty_like(x)
+    f = tritonad.autograd(previous_row_difference, outputs=("Y",), mode=mode)
+    y = f[(batch, steps)](y, x, steps, D=dim, BD=triton.next_power_of_2(dim))
+    upstream = torch.randn(batch, steps, dim, device=device).to(dtype)
+    y.backward(upstream)
+    x64 = x.detach().double().requires_grad_()
+    (torch.nn.functional.pad(x64, (0, 0, 1, -1)) - x64).backward(upstream.double())
+    return [("x", x.grad, x64.grad)]
+
+
 def _grid2d(dtype, device, mode="auto", rows=45, cols=83, bm=16, bn=32):
     x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
     w, b = (torch.randn(cols, device=device).to(dtype).requires_grad_() for _ in range(2))
@@ -372,7 +403,7 @@ def overlap_gradients(case, dtype, device, stride, mode="auto", **options):
 
 
 _RUNS = {"layer_norm": _layer_norm, "reload": _reload, "powers": _powers, "windows": _windows,
-         "shifted": _shifted, "rope": _rope, "grid2d": _grid2d}
+         "shifted": _shifted, "rope": _rope, "token_shift": _token_shift, "grid2d": _grid2d}
 
 
 def check(name, dtype, device, mode="auto"):
@@ -413,6 +444,10 @@ def schedule_of(kernel_name, mode, dtype="fp32"):
         bwd = tritonad.grad(rotate_halves, mode=mode)
         args = dict(Y=pointer, X=pointer, COS="*fp32", SIN="*fp32", stride="i32")
         constexprs = dict(HALF=40, BLOCK=64)
+    elif kernel_name == "token_shift":
+        bwd = tritonad.grad(previous_row_difference, mode=mode)
+        args = dict(Y=pointer, X=pointer, T="i32")
+        constexprs = dict(D=100, BD=128)
     elif kernel_name == "grid2d":
         bwd = tritonad.grad(scale_shift_2d, mode=mode)
         args = dict(Y=pointer, X=pointer, W=pointer, B=pointer, S=pointer, stride="i32",

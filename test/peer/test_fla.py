@@ -34,13 +34,9 @@ def test_fla(name, dtype, variant):
 # must be right for every config.
 SWEPT = ("fla.chunk_delta_rule",)
 
-# Configs whose derived backward Triton 3.6 miscompiles, not worked around yet: the
-# backward of chunk_delta_rule's h kernel at BV=32 and 4 warps gives NaN in dk, dv,
-# dbeta, the same NaN every run (no race), and matches with the same TTIR lowered
-# without wgmma (DISABLE_MMA_V3=1); a plain Triton kernel with the same register-A
-# wgmma fed by an accumulator of another instruction shape computes right.
-MISCOMPILED = {("fla.chunk_delta_rule", "chunk_gated_delta_rule_fwd_kernel_h_blockdim64"):
-               lambda config: config.kwargs.get("BV") == 32 and config.num_warps == 4}
+# (chunk_delta_rule's h kernel at BV = 32 with 4 warps: its derived backward mixes the
+# warpgroup and the warp MMA, which Triton 3.6 miscompiled (wrong dk, dv, dbeta); it is
+# lowered with the warp MMA only, test_mma_lowering.py)
 
 
 def _swept():
@@ -48,15 +44,10 @@ def _swept():
     for name in SWEPT:
         try:
             variants = oracle.config_variants(CASES[name])
-            tuners = oracle._autotuners(CASES[name])
         except Exception:  # noqa: BLE001  (the library does not import here)
             continue
         for kernel, index in variants:
-            known = MISCOMPILED.get((name, kernel))
-            marks = [pytest.mark.xfail(strict=True, reason="Triton 3.6 wgmma miscompile")] \
-                if known and known(tuners[kernel].configs[index]) else []
-            params.append(pytest.param(name, kernel, index, marks=marks,
-                                       id=f"{name}-{kernel}-{index}"))
+            params.append(pytest.param(name, kernel, index, id=f"{name}-{kernel}-{index}"))
     return params
 
 

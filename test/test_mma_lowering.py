@@ -1,0 +1,88 @@
+"""Derived backwards in which Triton 3.6 would convert the accumulator of a warpgroup
+MMA (wgmma) narrower than 64 columns into the register operand of a wgmma of another
+instruction shape are lowered again with the warp MMA only (_hook.py,
+regroups_accumulator): Hopper miscompiled them (fla's chunk_delta_rule h kernel at
+BV = 32 with 4 warps: wrong dk, dv, dbeta; test/peer/test_fla.py sweeps its configs
+on a GPU, test_gradients_on_the_gpu below checks this file's kernel). Compiled on the
+CPU for sm_90: PTX and metadata."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+pytest.importorskip("tritonad")
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+import tritonad  # noqa: E402
+from compile_util import compile_on_cpu  # noqa: E402
+from gpu_util import requires_gpu  # noqa: E402
+from tritonad._hook import WARP_MMA_ONLY, regroups_accumulator  # noqa: E402
+
+
+@triton.jit
+def scores_then_values(q_ptr, k_ptr, v_ptr, o_ptr, BM: tl.constexpr, BN: tl.constexpr,
+                       D: tl.constexpr):
+    """One tile of attention without the softmax, o = (q k^T) v: the backward's
+    dS = dO v^T (BN columns) is the register operand of dQ = dS k (D columns)."""
+    rm, rn, rd = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, D)
+    q = tl.load(q_ptr + rm[:, None] * D + rd[None, :])
+    k = tl.load(k_ptr + rn[:, None] * D + rd[None, :])
+    v = tl.load(v_ptr + rn[:, None] * D + rd[None, :])
+    s = tl.dot(q, tl.trans(k))
+    o = tl.dot(s.to(tl.float16), v)
+    tl.store(o_ptr + rm[:, None] * D + rd[None, :], o.to(tl.float16))
+
+
+def _compiled(bn, d):
+    bwd = tritonad.grad(scores_then_values)
+    types = dict(q_ptr="*fp16", k_ptr="*fp16", v_ptr="*fp16", o_ptr="*fp16")
+    return compile_on_cpu(bwd, types, dict(BM=64, BN=bn, D=d))
+
+
+def test_narrow_accumulator_into_another_product_is_lowered_with_the_warp_mma():
+    compiled = _compiled(32, 64)
+    assert compiled.metadata._asdict().get(WARP_MMA_ONLY) is True
+    assert "wgmma" not in compiled.asm["ptx"]
+    assert "mma.sync" in compiled.asm["ptx"]
+    assert not regroups_accumulator(compiled.asm["ttgir"])
+
+
+@pytest.mark.parametrize("bn, d", [(64, 64), (64, 128)])
+def test_wider_accumulators_keep_the_warpgroup_mma(bn, d):
+    # (64 columns into 64 or 128: attention's shapes, right on Hopper)
+    compiled = _compiled(bn, d)
+    assert WARP_MMA_ONLY not in compiled.metadata._asdict()
+    assert "wgmma" in compiled.asm["ptx"]
+
+
+def test_regroups_accumulator_reads_the_layouts():
+    layouts = ("#mma = #ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = "
+               "[4, 1], instrShape = [16, %d, 16]}>\n#mma1 = #ttg.nvidia_mma<{versionMajor = 3, "
+               "versionMinor = 0, warpsPerCTA = [4, 1], instrShape = [16, %d, 16]}>\n")
+    convert = ("%b = ttg.convert_layout %a : tensor<64x32xbf16, #mma> -> tensor<64x32xbf16, "
+               "#ttg.dot_op<{opIdx = 0, parent = #mma1, kWidth = 2}>>\n")
+    assert regroups_accumulator(layouts % (32, 64) + convert)
+    assert not regroups_accumulator(layouts % (64, 128) + convert)
+    assert not regroups_accumulator(layouts % (32, 32) + convert)
+    assert not regroups_accumulator(layouts % (32, 64))
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("bn, d", [(32, 64), (64, 128)])
+def test_gradients_on_the_gpu(bn, d):
+    torch.manual_seed(0)
+    q = (torch.randn(64, d, device="cuda") / d ** 0.5).half().requires_grad_()
+    k, v = (torch.randn(bn, d, device="cuda").half().requires_grad_() for _ in range(2))
+    op = tritonad.autograd(scores_then_values, outputs=("o_ptr",))
+    o = op[(1,)](q, k, v, torch.empty(64, d, device="cuda", dtype=torch.float16),
+                 BM=64, BN=bn, D=d)
+    upstream = torch.randn_like(o)
+    o.backward(upstream)
+    leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
+    ((leaves[0] @ leaves[1].T) @ leaves[2]).backward(upstream.double())
+    for got, want in zip((q.grad, k.grad, v.grad), leaves):
+        error = ((got.double() - want.grad).abs().max() / want.grad.abs().max()).item()
+        assert error < 1e-2, error
