@@ -54,12 +54,15 @@ def test_load_sites_interpreted(interpreted, case, mode):
 def test_token_shift_interpreted(interpreted):
     """x[t - 1] - x[t] with t = 0 returned early (fla's token_shift as a class): the
     loads a row apart sit in different blocks, and program t + 1 reads row t too:
-    atomics in the default mode, a located refusal in deterministic mode."""
+    the launch check finds the rows overlapping, so the default mode takes the
+    atomics and deterministic mode refuses the launch (not a derivation error: the
+    condition is visible at both loads here; test/lit/AutoDiff/kernel-shifted-
+    loads.mlir has the branch whose scalars are not)."""
     errors = interpreted["token_shift/auto"]
     assert max(errors.values()) <= TOLERANCE["float32"], errors
     refused = interpreted["token_shift/deterministic"]["error"]
-    assert "DifferentiationError" in refused and "load_sites.py" in refused, refused
-    assert "touched by one program only" in refused, refused
+    assert refused.startswith("RuntimeError"), refused
+    assert "programs write the same addresses" in refused, refused
 
 
 # Rows `stride` apart over N = 77 columns (tiles of 32): overlapping (50: beyond one tile,

@@ -126,8 +126,8 @@ def rotate_halves(Y, X, COS, SIN, stride, HALF: tl.constexpr, BLOCK: tl.constexp
 def previous_row_difference(Y, X, T, D: tl.constexpr, BD: tl.constexpr):
     """Token shift as sequence models write it: program (b, t) stores x[t - 1] - x[t]
     (-x[0] at t = 0, returned early), so x is loaded at two places a row apart, in
-    different blocks; program t + 1 reads row t too (atomics, or a refused launch in
-    mode="deterministic")."""
+    different blocks; program t + 1 reads row t too (the launch check takes the
+    atomics, or refuses the launch in mode="deterministic")."""
     b = tl.program_id(0).to(tl.int64)
     t = tl.program_id(1)
     cols = tl.arange(0, BD)

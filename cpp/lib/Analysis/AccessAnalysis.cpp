@@ -1536,11 +1536,8 @@ std::optional<SiteShifts> shiftedSites(const AffineAccess &access,
   SiteShifts shifts;
   std::optional<Affine> first;
   for (auto [ptr, mask] : accesses) {
-    // (loads in one block: the launch-checked plain write of loads under
-    // different branches is not emitted correctly yet, fla's token_shift)
     if (ptr.getType() != accesses.front().first.getType() ||
-        baseArgument(ptr) != baseArgument(accesses.front().first) ||
-        ptr.getParentBlock() != Value(accesses.front().first).getParentBlock())
+        baseArgument(ptr) != baseArgument(accesses.front().first))
       return std::nullopt;
     std::optional<Affine> offsets = access.pointerOffsets(ptr);
     if (offsets)
@@ -1558,6 +1555,33 @@ std::optional<SiteShifts> shiftedSites(const AffineAccess &access,
   shifts.lowest = lowest->second;
   shifts.spread = highest->second - lowest->second;
   return shifts;
+}
+
+// Whether every scalar `condition` reads is defined in a region enclosing each
+// load's pointer: the launch-checked write of each load's gradient evaluates
+// it there. (Loads under different branches: a scalar of one branch's address
+// arithmetic is not visible in the other.)
+bool visibleAtEach(const UniformExpr &condition, ArrayRef<std::pair<Value, Value>> accesses) {
+  if (condition.op == UniformExpr::Op::Scalar && condition.scalar) {
+    Region *defined = Value(condition.scalar).getParentRegion();
+    return llvm::all_of(accesses, [&](auto access) {
+      return defined->isAncestor(access.first.getParentRegion());
+    });
+  }
+  return llvm::all_of(condition.operands,
+                      [&](const UniformExpr &operand) { return visibleAtEach(operand, accesses); });
+}
+
+// `result`, or unknown where its run-time condition is not visible at each load.
+ExclusiveAccess visibleOrUnknown(ExclusiveAccess result,
+                                 ArrayRef<std::pair<Value, Value>> accesses) {
+  if (!result.known && !visibleAtEach(result.condition, accesses)) {
+    result.known = false;
+    result.explanation = "the condition that keeps programs apart (" + result.explanation +
+                         ") reads scalars of one branch's address arithmetic, which the loads "
+                         "under other branches cannot evaluate";
+  }
+  return result;
 }
 
 } // namespace
@@ -1586,7 +1610,7 @@ ExclusiveAccess analyzeExclusiveUnion(ArrayRef<std::pair<Value, Value>> accesses
       result = analyzeAccess(accesses[shifts->lowestSite].first, mask, usedAxes, &*shifts);
       result.explanation = "its loads read addresses up to " + std::to_string(shifts->spread) +
                            " elements apart; " + result.explanation;
-      return result;
+      return visibleOrUnknown(std::move(result), accesses);
     }
   // The same addresses: the union is that of the access whose mask every
   // other's implies, or, without one, where any of them reaches (the tile).
@@ -1601,7 +1625,7 @@ ExclusiveAccess analyzeExclusiveUnion(ArrayRef<std::pair<Value, Value>> accesses
   ExclusiveAccess result = analyzeExclusiveAccess(weakest.first, weakest.second, usedAxes);
   if (!result.known || *result.known)
     result.explanation = "its loads read the same addresses; " + result.explanation;
-  return result;
+  return visibleOrUnknown(std::move(result), accesses);
 }
 
 } // namespace tritonad

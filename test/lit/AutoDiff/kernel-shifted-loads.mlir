@@ -113,3 +113,65 @@ module {
     tt.return
   }
 }
+
+// -----
+
+// Loads under different branches (fla's token shift: x[b, t] before the branch,
+// x[b, t - 1] under `t != 0`, whose batch offset b * T * D is computed again in
+// the branch, T widened to i64 there): the launch condition that keeps programs
+// apart would read the branch's scalars at the first load, which cannot see
+// them: atomic (an invalid module before: the MLIR verifier's "operand does not
+// dominate this use", an abort inside Python).
+// REMARK: remark: accumulation of x: atomic (loaded at 2 places: the condition that keeps programs apart (its loads read addresses up to 100 elements apart; {{.*}}) reads scalars of one branch's address arithmetic, which the loads under other branches cannot evaluate)
+// DETREMARK: remark: accumulation of x: atomic unless re-parallelized (deterministic mode: cannot prove that each address of 'x' is touched by one program only (loaded at 2 places: the condition that keeps programs apart
+// CHECK-LABEL: tt.func public @bwd
+// CHECK: tt.atomic_rmw fadd
+// CHECK: tt.atomic_rmw fadd
+module {
+  tt.func public @fwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %T: i32 loc("T")) {
+    %b32 = tt.get_program_id x : i32
+    %b = arith.extsi %b32 : i32 to i64
+    %t32 = tt.get_program_id y : i32
+    %t = arith.extsi %t32 : i32 to i64
+    %c0 = arith.constant 0 : i32
+    %c100 = arith.constant 100 : i64
+    %c100s = arith.constant dense<100> : tensor<128xi64>
+    %r32 = tt.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
+    %r = arith.extsi %r32 : tensor<128xi32> to tensor<128xi64>
+    %m = arith.cmpi slt, %r, %c100s : tensor<128xi64>
+    %T64 = arith.extsi %T : i32 to i64
+    %bT = arith.muli %b, %T64 : i64
+    %batch = arith.muli %bT, %c100 : i64
+    %step = arith.muli %t, %c100 : i64
+    %row = arith.addi %batch, %step : i64
+    %rows = tt.splat %row : i64 -> tensor<128xi64>
+    %offs = arith.addi %rows, %r : tensor<128xi64>
+    %xs = tt.splat %x : !tt.ptr<f32> -> tensor<128x!tt.ptr<f32>>
+    %xp = tt.addptr %xs, %offs : tensor<128x!tt.ptr<f32>>, tensor<128xi64>
+    %a = tt.load %xp, %m : tensor<128x!tt.ptr<f32>>
+    %ys = tt.splat %y : !tt.ptr<f32> -> tensor<128x!tt.ptr<f32>>
+    %yp = tt.addptr %ys, %offs : tensor<128x!tt.ptr<f32>>, tensor<128xi64>
+    %first = arith.cmpi eq, %t32, %c0 : i32
+    scf.if %first {
+      tt.store %yp, %a, %m : tensor<128x!tt.ptr<f32>>
+    } else {
+      %T64b = arith.extsi %T : i32 to i64
+      %bT2 = arith.muli %b, %T64b : i64
+      %batch2 = arith.muli %bT2, %c100 : i64
+      %step2 = arith.muli %t, %c100 : i64
+      %back = arith.subi %step2, %c100 : i64
+      %prow = arith.addi %batch2, %back : i64
+      %prows = tt.splat %prow : i64 -> tensor<128xi64>
+      %poffs = arith.addi %prows, %r : tensor<128xi64>
+      %pp = tt.addptr %xs, %poffs : tensor<128x!tt.ptr<f32>>, tensor<128xi64>
+      %p = tt.load %pp, %m : tensor<128x!tt.ptr<f32>>
+      %d = arith.subf %p, %a : tensor<128xf32>
+      tt.store %yp, %d, %m : tensor<128x!tt.ptr<f32>>
+    }
+    tt.return
+  }
+  tt.func public @bwd(%x: !tt.ptr<f32> loc("x"), %y: !tt.ptr<f32> loc("y"), %T: i32 loc("T"), %dx: !tt.ptr<f32> loc("dx"), %dy: !tt.ptr<f32> loc("dy")) {
+    tt.call @fwd(%x, %y, %T) : (!tt.ptr<f32>, !tt.ptr<f32>, i32) -> ()
+    tt.return
+  }
+}
