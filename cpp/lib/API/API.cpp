@@ -454,8 +454,18 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
         AccumulationMode accumulation = accumulationOf(mode);
         KernelBackwardConfig options{accumulation, overwrite};
         if (mlir::failed(differentiateKernelInto(module, primal, into, shadowBindings, options,
-                                                 report)) ||
-            mlir::failed(cleanUp(module, into)) || mlir::failed(dropUnreferencedFunctions(module)))
+                                                 report)))
+          return mlir::failure();
+        // (the cleanups assert on invalid IR, which would abort the process:
+        // the verifier's located errors instead)
+        if (Operation *derived = module.lookupSymbol(into);
+            derived && mlir::failed(mlir::verify(derived))) {
+          fallback = "internal error: the derived backward of kernel " +
+                     (primal.empty() ? "called by @" + into : "@" + primal) +
+                     " does not verify (please report it; mode=\"atomic\" may avoid it)";
+          return mlir::failure();
+        }
+        if (mlir::failed(cleanUp(module, into)) || mlir::failed(dropUnreferencedFunctions(module)))
           return mlir::failure();
         auto function = module.lookupSymbol<mlir::triton::FuncOp>(into);
         if (!function)
