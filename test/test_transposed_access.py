@@ -25,7 +25,7 @@ import triton.language as tl  # noqa: E402
 
 from gpu_util import requires_gpu  # noqa: E402
 from compile_util import compile_for_schedule  # noqa: E402
-from corpus.norms import column_rms_kernel  # noqa: E402
+from corpus.norms import column_rms_kernel, column_silu_constexpr_kernel  # noqa: E402
 
 
 TYPES = dict(X="*fp32", Y="*fp32", stride_r="i32", stride_c="i32", M="i32", eps="fp32")
@@ -136,3 +136,78 @@ def test_block_pointer_rows_match_torch(dtype, mode):
     assert not dbuf[:, N:].any()  # the gap between rows is no one's
     if mode == "deterministic":
         assert "tt.atomic_rmw" not in bwd.derived_ir()
+
+
+def _constexpr_columns(mode):
+    from compile_util import compile_on_cpu
+
+    bwd = tritonad.grad(column_silu_constexpr_kernel, mode=mode)
+    compiled = compile_on_cpu(bwd, dict(X="*fp32", Y="*fp32", M="i32"),
+                              dict(N=37, BLOCK_M=64))
+    return bwd, compiled
+
+
+@pytest.mark.parametrize("mode", ["auto", "deterministic"])
+def test_constant_strides_stack_in_stride_order(mode, always_compile):
+    """With every stride a constant, the digits also stack by stride (programs first):
+    plain where the launch keeps the programs within the N columns (grid <= N), checked
+    at launch; deterministic mode has no atomics (the lanes-first order alone had the
+    programs' stride 1 below the lanes' span, statically)."""
+    from tritonad import _coverage
+
+    bwd, compiled = _constexpr_columns(mode)
+    line = next(l for l in bwd.schedule().splitlines() if l.startswith("X: "))
+    assert "strides, masks and grid keep tiles disjoint" in line, line
+    assert bwd.derived_ir().count("tt.atomic_rmw") == (1 if mode == "auto" else 0)
+    if mode == "deterministic":
+        (condition,) = [r["condition"] for rs in compiled.metadata.tritonad_requirements.values()
+                        for r in rs]
+        holds = lambda grid: _coverage.evaluate(condition, dict(M=45), (grid, 1, 1))  # noqa: E731
+        assert holds(37) and holds(1) and not holds(38), condition
+
+
+_CONSTEXPR_COLUMNS = """
+import json, torch, tritonad
+from interpreter_races import RaceCheck
+from corpus.norms import column_silu_constexpr_kernel
+M, N = 45, 37
+errors = {}
+for mode in ("auto", "deterministic"):
+    torch.manual_seed(3)
+    x = torch.randn(M, N)
+    dx, dy = torch.zeros_like(x), torch.randn(N, M)
+    bwd = tritonad.grad(column_silu_constexpr_kernel, mode=mode)
+    with RaceCheck() as races:
+        bwd[(N,)](x, torch.empty(N, M), M, N=N, BLOCK_M=64,
+                  **{bwd.shadows["X"]: dx, bwd.shadows["Y"]: dy})
+    leaf = x.double().requires_grad_()
+    (want,) = torch.autograd.grad((leaf * torch.sigmoid(leaf)).T, leaf, dy.double())
+    errors[mode] = [((dx.double() - want).abs().max() / want.abs().max()).item(),
+                    len(races.races)]
+print(json.dumps(errors))
+"""
+
+
+def test_constant_strides_stack_in_stride_order_interpreted():
+    from interpreter_util import run_interpreted
+
+    for mode, (error, races) in run_interpreted(_CONSTEXPR_COLUMNS).items():
+        assert error <= 1e-6 and races == 0, (mode, error, races)
+
+
+@pytest.mark.gpu
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("mode", ["auto", "deterministic"])
+def test_constant_strides_grads_match_torch(dtype, mode):
+    M, N = 45, 37
+    x = torch.randn(M, N, device="cuda", dtype=dtype)
+    dx = torch.zeros_like(x)
+    dy = torch.randn(N, M, device="cuda", dtype=dtype)
+    bwd = tritonad.grad(column_silu_constexpr_kernel, mode=mode)
+    bwd[(N,)](x, torch.empty(N, M, device="cuda", dtype=dtype), M, N=N, BLOCK_M=64,
+              **{bwd.shadows["X"]: dx, bwd.shadows["Y"]: dy.clone()})
+    leaf = x.double().requires_grad_()
+    (want,) = torch.autograd.grad((leaf * torch.sigmoid(leaf)).T, leaf, dy.double())
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
+    assert (dx.double() - want).abs().max().item() <= tol * want.abs().max().item()

@@ -53,3 +53,15 @@ def column_rms_kernel(X, Y, stride_r, stride_c, M, eps, BLOCK_M: tl.constexpr):
     x = tl.load(X + col * stride_c + rows * stride_r, mask=mask, other=0.0).to(tl.float32)
     y = x * (1.0 / tl.sqrt(tl.sum(x * x, axis=0) / M + eps))
     tl.store(Y + col * M + rows, y.to(Y.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def column_silu_constexpr_kernel(X, Y, M, N: tl.constexpr, BLOCK_M: tl.constexpr):
+    """Program `col` reads column `col` of a row-major [M, N] x whose row stride N is a
+    constexpr: the programs innermost at constant strides (1 per program, N per lane),
+    the fuzz's seed 16 as a class (deterministic mode refused it at launch)."""
+    col = tl.program_id(0)
+    rows = tl.arange(0, BLOCK_M)
+    mask = rows < M
+    x = tl.load(X + col + rows * N, mask=mask, other=0.0).to(tl.float32)
+    tl.store(Y + col * M + rows, (x * tl.sigmoid(x)).to(Y.dtype.element_ty), mask=mask)

@@ -1314,6 +1314,39 @@ ExclusiveAccess analyzeAccess(Value ptr, Value mask, ArrayRef<bool> usedAxes,
                     ? Stacked{binaryExpr(Op::Or, stacked.ok, other.ok), false, ""}
                     : other;
   }
+  // Constant strides in any order: the digits sorted by stride (a transposed
+  // view with constexpr strides, or a grid-stride loop down its columns, puts
+  // the programs innermost). Not with in-program iterations or shifted loads
+  // (their spread joins the span below the programs).
+  bool constantStrides = llvm::all_of(digits, [](const Digit &digit) {
+    return digit.coefficient.isConstant() && digit.coefficient.constant >= 0 &&
+           !digit.sequential;
+  });
+  if (!shifts && constantStrides && !(stacked.overlap.empty() && stacked.allStatic)) {
+    // (digits of stride 0, program axes the address ignores, need one program
+    // wherever they stand: only the others are reordered)
+    SmallVector<size_t> order;
+    for (auto [index, digit] : llvm::enumerate(digits))
+      if (digit.coefficient.constant != 0)
+        order.push_back(index);
+    SmallVector<size_t> sorted = order;
+    std::stable_sort(sorted.begin(), sorted.end(), [&](size_t a, size_t b) {
+      return digits[a].coefficient.constant < digits[b].coefficient.constant;
+    });
+    SmallVector<Digit> byStride;
+    for (size_t index : sorted)
+      byStride.push_back(digits[index]);
+    for (const Digit &digit : digits)
+      if (digit.coefficient.constant == 0)
+        byStride.push_back(digit);
+    // (the order above already: nothing new to stack)
+    bool reordered = sorted != order;
+    Stacked other = reordered ? stack(byStride) : Stacked{UniformExpr{}, false, "same order"};
+    if (other.overlap.empty())
+      stacked = !stacked.overlap.empty() || other.allStatic
+                    ? other
+                    : Stacked{binaryExpr(Op::Or, stacked.ok, other.ok), false, ""};
+  }
   if (!stacked.overlap.empty()) {
     result.known = false;
     result.explanation = stacked.overlap;
