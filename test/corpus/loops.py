@@ -46,7 +46,9 @@ def while_store_kernel(x_ptr, y_ptr, stride, n, BLOCK: tl.constexpr):
     k = 0
     while k < n:
         cols = k + tl.arange(0, BLOCK)
-        x = tl.load(x_ptr + row * stride + cols, mask=cols < n, other=0.0).to(tl.float32)
+        # (in fp32 at least: bf16 promotes, fp64 stays fp64)
+        x = tl.load(x_ptr + row * stride + cols, mask=cols < n, other=0.0) + \
+            tl.zeros([BLOCK], dtype=tl.float32)
         y = tl.exp(x) * x
         tl.store(y_ptr + row * stride + cols, y.to(y_ptr.dtype.element_ty), mask=cols < n)
         k += BLOCK
