@@ -555,17 +555,38 @@ def _with_stages_that_fit(run, grid, arguments):
     with them): the most that fit (a loop the forward did not pipeline, a
     counted while loop, is a for loop in the backward; the backward holds more
     tiles than its forward; the stages are the backward's own option: its
-    results do not depend on them). Unchanged where it fits, where none fits
-    (Triton's OutOfResources names it at the launch), and in the interpreter."""
+    results do not depend on them). Unchanged where it fits and in the
+    interpreter; where none fits, Triton's OutOfResources, with a note that
+    says which backward and what to change."""
     kernel = run(grid=grid, warmup=True, **arguments)
     if _fits(kernel):
         return arguments, kernel
     stages = _once(kernel, "tritonad_stages_that_fit",
                    lambda: _stages_that_fit(run, grid, kernel, arguments))
     if stages is None:
-        return arguments, kernel
+        _raise_does_not_fit(kernel)
+        return arguments, kernel  # (it loaded after all)
     arguments = {**arguments, "num_stages": stages}
     return arguments, run(grid=grid, warmup=True, **arguments)
+
+
+def _raise_does_not_fit(kernel):
+    """Raises the OutOfResources loading `kernel` raises (its type kept: an
+    autotuner's benchmark skips such a config), noted with what tritonad tried;
+    returns where it loads."""
+    from triton.runtime.errors import OutOfResources
+    try:
+        kernel._init_handles()
+    except OutOfResources as error:
+        metadata = kernel.metadata
+        note = (f"tritonad: the derived backward {getattr(metadata, 'name', '')} needs more "
+                f"{error.name} than the device has with any number of pipeline stages "
+                f"(num_warps {getattr(metadata, 'num_warps', '?')}); its tiles are the "
+                f"forward's: launch the forward with smaller block sizes (an autotuned "
+                f"forward: give it configs with smaller blocks)")
+        if hasattr(error, "add_note"):  # (Python 3.11)
+            error.add_note(note)
+        raise
 
 
 def _with_warps_for_registers(run, grid, arguments, kernel):
