@@ -116,11 +116,12 @@ def _rewrite_module(module, metadata):
 
 # Triton 3.6 on Hopper miscompiled derived backwards where a warpgroup MMA
 # (wgmma) takes its first operand from registers, converted from the accumulator
-# of a wgmma 32 columns wide: fla's chunk_delta_rule h kernel at BV = 32 with 4
-# warps (wrong dk, dv, dbeta, the same every run; right with the same TTIR
-# lowered without wgmma); likely also the attention miscompile at BLOCK_N = 32
-# that Schedule/Regrid.cpp's stagesTiles avoids (dS into dQ's product). Such a
-# module is lowered again with the warp MMA only.
+# of a wgmma narrower than 64 columns (32 where seen) of another shape: fla's
+# chunk_delta_rule h kernel at BV = 32 with 4 warps (wrong dk, dv, dbeta, the
+# same every run; right with the same TTIR lowered without wgmma); likely also
+# the attention miscompile at BLOCK_N = 32 that Schedule/Regrid.cpp's
+# stagesTiles avoids (dS into dQ's product). Such a module is lowered again
+# with the warp MMA only.
 WARP_MMA_ONLY = "tritonad_warp_mma_only"
 _WARPGROUP_LAYOUT = re.compile(
     r"^(#mma\w*) = #ttg\.nvidia_mma<\{versionMajor = 3,[^\n]*instrShape = \[([\d, ]+)\]", re.M)
