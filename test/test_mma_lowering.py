@@ -57,6 +57,31 @@ def test_wider_accumulators_keep_the_warpgroup_mma(bn, d):
     assert "wgmma" in compiled.asm["ptx"]
 
 
+def test_forwards_keep_their_lowering(always_compile):
+    # The user's forward has the same shape (s, 32 columns, into o's product) and is
+    # Triton's to lower, as is the forward tritonad.autograd runs to save residuals
+    # (register_rewriter(..., derives=False)): only derivatives are lowered again.
+    from triton.compiler import ASTSource
+    from tritonad import _hook, _signature
+    from compile_util import TARGET
+
+    signature = dict(q_ptr="*fp16", k_ptr="*fp16", v_ptr="*fp16", o_ptr="*fp16",
+                     BM="constexpr", BN="constexpr", D="constexpr")
+    compiled = triton.compile(ASTSource(scores_then_values, signature,
+                                        dict(BM=64, BN=32, D=64)), target=TARGET)
+    assert regroups_accumulator(compiled.asm["ttgir"])
+    assert "wgmma" in compiled.asm["ptx"] and WARP_MMA_ONLY not in compiled.metadata._asdict()
+    tritonad.grad(scores_then_values)  # (registers the backward's rewriter)
+    assert _signature._BWD_MARKER in _hook._DERIVING
+    marker = "__tritonad_test_forward_"
+    _hook.register_rewriter(marker, lambda text, metadata: text, lambda metadata: None,
+                            order=9, derives=False)
+    try:
+        assert marker not in _hook._DERIVING
+    finally:
+        del _hook._REWRITERS[marker], _hook._RESTORERS[marker]
+
+
 def test_regroups_accumulator_reads_the_layouts():
     layouts = ("#mma = #ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = "
                "[4, 1], instrShape = [16, %d, 16]}>\n#mma1 = #ttg.nvidia_mma<{versionMajor = 3, "

@@ -25,6 +25,7 @@ from typing import Callable, Dict, Tuple
 
 _REWRITERS: Dict[str, Tuple[int, Callable[[str, dict], str]]] = {}
 _RESTORERS: Dict[str, Callable[[dict], None]] = {}
+_DERIVING: set = set()  # (markers of rewriters that write derivatives)
 _installed = False
 _previous_hook = None
 _previous_listener = None
@@ -52,12 +53,19 @@ def build_id() -> str:
 
 
 def register_rewriter(marker: str, rewrite: Callable[[str, dict], str],
-                      restore: Callable[[dict], None], order: int) -> None:
+                      restore: Callable[[dict], None], order: int,
+                      derives: bool = True) -> None:
     """Calls `rewrite(ttir_text, metadata) -> ttir_text` on every module containing
     `marker` (rewriters of lower `order` first, whatever the order of registration),
-    and `restore(metadata)` on the metadata of every cache hit."""
+    and `restore(metadata)` on the metadata of every cache hit. `derives`: the
+    rewrite writes derivatives (their modules are lowered as _lowered_safely
+    says); a forward that only saves its residuals does not."""
     _REWRITERS[marker] = (order, rewrite)
     _RESTORERS[marker] = restore
+    if derives:
+        _DERIVING.add(marker)
+    else:
+        _DERIVING.discard(marker)
     _install()
 
 
@@ -89,26 +97,28 @@ def _stages_hook(backend, stages, options, language, capability):
     if "ttir" not in stages:
         return
     original = stages["ttir"]
-    rewritten = []  # (this compile's module was rewritten by tritonad)
+    derived = []  # (this compile's module holds derivatives tritonad wrote)
 
     def ttir_stage(src, metadata):
-        module = _rewrite_module(src, metadata)
-        if module is not src:
-            rewritten.append(True)
+        module = _rewrite_module(src, metadata, derived)
         return original(module, metadata)
 
     stages["ttir"] = ttir_stage
     if "ttgir" in stages:
         lower = stages["ttgir"]
         stages["ttgir"] = lambda src, metadata: (
-            _lowered_safely(lower, src, metadata) if rewritten else lower(src, metadata))
+            _lowered_safely(lower, src, metadata) if derived else lower(src, metadata))
 
 
-def _rewrite_module(module, metadata):
+def _rewrite_module(module, metadata, derived=None):
+    """The module as tritonad's rewriters leave it; appends True to `derived`
+    where one of them writes derivatives."""
     text = module.str()
     active = sorted(entry for marker, entry in _REWRITERS.items() if marker in text)
     if not active:
         return module
+    if derived is not None and any(marker in text for marker in _DERIVING):
+        derived.append(True)
     for _, rewrite in active:
         text = rewrite(text, metadata)
     return parse_ttir(text, module.context)

@@ -659,7 +659,8 @@ class _ResidualForward:
             source = (f"def {name}({', '.join(params)}):\n"
                       f"    # the forward that saves residuals for:\n{comment}"
                       f"    _tritonad_primal({_primal_call(self.names, self.renamed)})\n")
-            register_rewriter(_FWD_MARKER, _materialize_forward, _restore_forward, order=1)
+            register_rewriter(_FWD_MARKER, _materialize_forward, _restore_forward, order=1,
+                              derives=False)
             self.jit = jit_from_source(source, name,
                                        {"tl": tl, "_tritonad_primal": self.fn,
                                         **_default_globals(self.defaults, self.renamed)})
