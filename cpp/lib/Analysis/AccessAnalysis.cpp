@@ -1262,6 +1262,15 @@ ExclusiveAccess analyzeAccess(Value ptr, Value mask, ArrayRef<bool> usedAxes,
     return stacked;
   };
   Stacked stacked = stack(digits);
+  // Another order of the digits that stacks proves distinct addresses too: the
+  // launch may take either (where one is proven statically, that one alone).
+  auto eitherOrder = [&](const Stacked &other) {
+    if (!other.overlap.empty() || (stacked.overlap.empty() && stacked.allStatic))
+      return;
+    stacked = !stacked.overlap.empty() || other.allStatic
+                  ? other
+                  : Stacked{binaryExpr(Op::Or, stacked.ok, other.ok), false, ""};
+  };
   // A runtime stride between lanes may put the programs innermost: a
   // transposed view's program reads a column (stride 1 per program, the row
   // stride per lane). Any order of the digits proves distinct addresses, so
@@ -1280,11 +1289,7 @@ ExclusiveAccess analyzeAccess(Value ptr, Value mask, ArrayRef<bool> usedAxes,
     for (const Digit &digit : digits)
       if (!isProgramsDigit(digit))
         programsFirst.push_back(digit);
-    Stacked other = stack(programsFirst);
-    if (other.overlap.empty())
-      stacked = stacked.overlap.empty()
-                    ? Stacked{binaryExpr(Op::Or, stacked.ok, other.ok), false, ""}
-                    : other;
+    eitherOrder(stack(programsFirst));
   }
   // Runtime strides with the outer dims innermost too: a tile's last dim need
   // not have the smaller stride (a transposed view: stride 1 along dim 0, the
@@ -1308,11 +1313,7 @@ ExclusiveAccess analyzeAccess(Value ptr, Value mask, ArrayRef<bool> usedAxes,
     std::stable_sort(outerFirst.begin(), outerFirst.end(), [&](const Digit &a, const Digit &b) {
       return outerFirstKey(a) < outerFirstKey(b);
     });
-    Stacked other = stack(outerFirst);
-    if (other.overlap.empty())
-      stacked = stacked.overlap.empty()
-                    ? Stacked{binaryExpr(Op::Or, stacked.ok, other.ok), false, ""}
-                    : other;
+    eitherOrder(stack(outerFirst));
   }
   // Constant strides in any order: the digits sorted by stride (a transposed
   // view with constexpr strides, or a grid-stride loop down its columns, puts
@@ -1322,7 +1323,7 @@ ExclusiveAccess analyzeAccess(Value ptr, Value mask, ArrayRef<bool> usedAxes,
     return digit.coefficient.isConstant() && digit.coefficient.constant >= 0 &&
            !digit.sequential;
   });
-  if (!shifts && constantStrides && !(stacked.overlap.empty() && stacked.allStatic)) {
+  if (!shifts && constantStrides) {
     // (digits of stride 0, program axes the address ignores, need one program
     // wherever they stand: only the others are reordered)
     SmallVector<size_t> order;
@@ -1333,19 +1334,15 @@ ExclusiveAccess analyzeAccess(Value ptr, Value mask, ArrayRef<bool> usedAxes,
     std::stable_sort(sorted.begin(), sorted.end(), [&](size_t a, size_t b) {
       return digits[a].coefficient.constant < digits[b].coefficient.constant;
     });
-    SmallVector<Digit> byStride;
-    for (size_t index : sorted)
-      byStride.push_back(digits[index]);
-    for (const Digit &digit : digits)
-      if (digit.coefficient.constant == 0)
-        byStride.push_back(digit);
-    // (the order above already: nothing new to stack)
-    bool reordered = sorted != order;
-    Stacked other = reordered ? stack(byStride) : Stacked{UniformExpr{}, false, "same order"};
-    if (other.overlap.empty())
-      stacked = !stacked.overlap.empty() || other.allStatic
-                    ? other
-                    : Stacked{binaryExpr(Op::Or, stacked.ok, other.ok), false, ""};
+    if (sorted != order) { // (else the order above: nothing new to stack)
+      SmallVector<Digit> byStride;
+      for (size_t index : sorted)
+        byStride.push_back(digits[index]);
+      for (const Digit &digit : digits)
+        if (digit.coefficient.constant == 0)
+          byStride.push_back(digit);
+      eitherOrder(stack(byStride));
+    }
   }
   if (!stacked.overlap.empty()) {
     result.known = false;
