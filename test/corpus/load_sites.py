@@ -242,57 +242,56 @@ def _layer_norm(dtype, device, mode="auto", rows=37, cols=203, block=64, eps=1e-
     return [("x", x.grad, x64.grad), ("w", w.grad, w64.grad), ("b", b.grad, b64.grad)]
 
 
-def _reload(dtype, device, mode="auto", rows=29, cols=117):
-    x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
-    y = torch.empty_like(x)
-    f = tritonad.autograd(reload_rows, outputs=("Y",), mode=mode)
-    y = f[(rows,)](y, x, x.stride(0), cols, BLOCK=triton.next_power_of_2(cols))
-    upstream = torch.randn(rows, cols, device=device).to(dtype)
+def _one_input(kernel, mode, x, y, launch, reference):
+    """tritonad.autograd(kernel) of its one differentiable input `x`, stored into `y`
+    by `launch(op, y)`: x's gradient for a fresh upstream gradient of y's shape and
+    dtype, beside that of `reference(x in fp64)`."""
+    op = tritonad.autograd(kernel, outputs=("Y",), mode=mode)
+    y = launch(op, y)
+    upstream = torch.randn(y.shape, device=y.device).to(y.dtype)
     y.backward(upstream)
     x64 = x.detach().double().requires_grad_()
-    (x64 * torch.sin(x64).sum(-1, keepdim=True)).backward(upstream.double())
+    reference(x64).backward(upstream.double())
     return [("x", x.grad, x64.grad)]
+
+
+def _reload(dtype, device, mode="auto", rows=29, cols=117):
+    x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
+    return _one_input(
+        reload_rows, mode, x, torch.empty_like(x),
+        lambda op, y: op[(rows,)](y, x, x.stride(0), cols, BLOCK=triton.next_power_of_2(cols)),
+        lambda x64: x64 * torch.sin(x64).sum(-1, keepdim=True))
 
 
 def _powers(dtype, device, mode="auto", rows=23, cols=45, iters=3):
     # values near 1 keep x ** 4 well scaled
     x = (1 + 0.25 * torch.rand(rows, cols, device=device)).to(dtype).requires_grad_()
-    y = torch.empty_like(x)
-    f = tritonad.autograd(powers_in_loop, outputs=("Y",), mode=mode)
-    y = f[(rows,)](y, x, x.stride(0), cols, ITERS=iters, BLOCK=triton.next_power_of_2(cols))
-    upstream = torch.randn(rows, cols, device=device).to(dtype)
-    y.backward(upstream)
-    x64 = x.detach().double().requires_grad_()
-    (x64 ** (iters + 1)).backward(upstream.double())
-    return [("x", x.grad, x64.grad)]
+    return _one_input(
+        powers_in_loop, mode, x, torch.empty_like(x),
+        lambda op, y: op[(rows,)](y, x, x.stride(0), cols, ITERS=iters,
+                                  BLOCK=triton.next_power_of_2(cols)),
+        lambda x64: x64 ** (iters + 1))
 
 
 def _windows(dtype, device, mode="auto", rows=19, cols=75, half=16):
     windows = triton.cdiv(cols, half)
     x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
-    y = torch.empty(rows, windows, device=device, dtype=torch.float32)
-    f = tritonad.autograd(window_sums, outputs=("Y",), mode=mode)
-    y = f[(rows,)](y, x, x.stride(0), cols, windows, HALF=half)
-    upstream = torch.randn(rows, windows, device=device)
-    y.backward(upstream)
-    x64 = x.detach().double().requires_grad_()
-    e = torch.nn.functional.pad(torch.exp(x64), (0, 2 * half * windows - cols))
-    sums = torch.stack([e[:, j * half:j * half + 2 * half].sum(-1) for j in range(windows)], -1)
-    sums.backward(upstream.double())
-    return [("x", x.grad, x64.grad)]
+
+    def reference(x64):
+        e = torch.nn.functional.pad(torch.exp(x64), (0, 2 * half * windows - cols))
+        return torch.stack([e[:, j * half:j * half + 2 * half].sum(-1)
+                            for j in range(windows)], -1)
+    return _one_input(
+        window_sums, mode, x, torch.empty(rows, windows, device=device, dtype=torch.float32),
+        lambda op, y: op[(rows,)](y, x, x.stride(0), cols, windows, HALF=half), reference)
 
 
 def _shifted(dtype, device, mode="auto", rows=31, cols=93):
     x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
-    y = torch.empty_like(x)
-    f = tritonad.autograd(shifted_products, outputs=("Y",), mode=mode)
-    y = f[(rows,)](y, x, x.stride(0), cols, BLOCK=triton.next_power_of_2(cols))
-    upstream = torch.randn(rows, cols, device=device).to(dtype)
-    y.backward(upstream)
-    x64 = x.detach().double().requires_grad_()
-    right = torch.nn.functional.pad(x64[:, 1:], (0, 1))
-    (torch.exp(x64) * right).backward(upstream.double())
-    return [("x", x.grad, x64.grad)]
+    return _one_input(
+        shifted_products, mode, x, torch.empty_like(x),
+        lambda op, y: op[(rows,)](y, x, x.stride(0), cols, BLOCK=triton.next_power_of_2(cols)),
+        lambda x64: torch.exp(x64) * torch.nn.functional.pad(x64[:, 1:], (0, 1)))
 
 
 def _rope(dtype, device, mode="auto", rows=27, half=40):
@@ -300,30 +299,26 @@ def _rope(dtype, device, mode="auto", rows=27, half=40):
     x = _rows(rows, 2 * half, 3, dtype, device).requires_grad_()
     angles = torch.rand(half, device=device) * 6.0
     cos, sin = torch.cos(angles), torch.sin(angles)
-    f = tritonad.autograd(rotate_halves, outputs=("Y",), mode=mode)
+
+    def reference(x64):
+        x1, x2 = x64[:, :half], x64[:, half:]
+        c, s = cos.double(), sin.double()
+        return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], -1)
     # (the kernel addresses y with x's row stride)
-    y = torch.empty_strided(x.shape, x.stride(), device=device, dtype=dtype)
-    y = f[(rows,)](y, x, cos, sin, x.stride(0), HALF=half,
-                   BLOCK=triton.next_power_of_2(half))
-    upstream = torch.randn(rows, 2 * half, device=device).to(dtype)
-    y.backward(upstream)
-    x64 = x.detach().double().requires_grad_()
-    x1, x2 = x64[:, :half], x64[:, half:]
-    c, s = cos.double(), sin.double()
-    torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], -1).backward(upstream.double())
-    return [("x", x.grad, x64.grad)]
+    return _one_input(
+        rotate_halves, mode, x,
+        torch.empty_strided(x.shape, x.stride(), device=device, dtype=dtype),
+        lambda op, y: op[(rows,)](y, x, cos, sin, x.stride(0), HALF=half,
+                                  BLOCK=triton.next_power_of_2(half)),
+        reference)
 
 
 def _token_shift(dtype, device, mode="auto", batch=3, steps=21, dim=100):
     x = torch.randn(batch, steps, dim, device=device).to(dtype).requires_grad_()
-    y = torch.empty_like(x)
-    f = tritonad.autograd(previous_row_difference, outputs=("Y",), mode=mode)
-    y = f[(batch, steps)](y, x, steps, D=dim, BD=triton.next_power_of_2(dim))
-    upstream = torch.randn(batch, steps, dim, device=device).to(dtype)
-    y.backward(upstream)
-    x64 = x.detach().double().requires_grad_()
-    (torch.nn.functional.pad(x64, (0, 0, 1, -1)) - x64).backward(upstream.double())
-    return [("x", x.grad, x64.grad)]
+    return _one_input(
+        previous_row_difference, mode, x, torch.empty_like(x),
+        lambda op, y: op[(batch, steps)](y, x, steps, D=dim, BD=triton.next_power_of_2(dim)),
+        lambda x64: torch.nn.functional.pad(x64, (0, 0, 1, -1)) - x64)
 
 
 def _grid2d(dtype, device, mode="auto", rows=45, cols=83, bm=16, bn=32):
@@ -419,42 +414,28 @@ def gradients(name, dtype, device, mode="deterministic"):
 CASES = list(_RUNS)
 
 
+# Each case's kernel, argument types ("P": a pointer of the case's dtype) and
+# constexprs, as schedule_of derives it on the CPU.
+_SCHEDULED = {
+    "layer_norm": (layer_norm_three_pass, dict(Y="P", X="P", W="P", B="P", stride="i32",
+                                               N="i32", eps="fp32"), dict(BLOCK=64)),
+    "reload": (reload_rows, dict(Y="P", X="P", stride="i32", N="i32"), dict(BLOCK=128)),
+    "powers": (powers_in_loop, dict(Y="P", X="P", stride="i32", N="i32"),
+               dict(ITERS=3, BLOCK=64)),
+    "windows": (window_sums, dict(Y="*fp32", X="P", stride="i32", N="i32", WINDOWS="i32"),
+                dict(HALF=16)),
+    "shifted": (shifted_products, dict(Y="P", X="P", stride="i32", N="i32"), dict(BLOCK=128)),
+    "rope": (rotate_halves, dict(Y="P", X="P", COS="*fp32", SIN="*fp32", stride="i32"),
+             dict(HALF=40, BLOCK=64)),
+    "token_shift": (previous_row_difference, dict(Y="P", X="P", T="i32"), dict(D=100, BD=128)),
+    "grid2d": (scale_shift_2d, dict(Y="P", X="P", W="P", B="P", S="P", stride="i32", M="i32",
+                                    N="i32"), dict(BM=16, BN=32)),
+}
+
+
 def schedule_of(kernel_name, mode, dtype="fp32"):
     """The backward of case `kernel_name`, its argument types and constexprs (for
     compile_util.compile_on_cpu)."""
-    pointer = f"*{dtype}"
-    if kernel_name == "layer_norm":
-        bwd = tritonad.grad(layer_norm_three_pass, mode=mode)
-        args = dict(Y=pointer, X=pointer, W=pointer, B=pointer, stride="i32", N="i32",
-                    eps="fp32")
-        constexprs = dict(BLOCK=64)
-    elif kernel_name == "reload":
-        bwd = tritonad.grad(reload_rows, mode=mode)
-        args = dict(Y=pointer, X=pointer, stride="i32", N="i32")
-        constexprs = dict(BLOCK=128)
-    elif kernel_name == "powers":
-        bwd = tritonad.grad(powers_in_loop, mode=mode)
-        args = dict(Y=pointer, X=pointer, stride="i32", N="i32")
-        constexprs = dict(ITERS=3, BLOCK=64)
-    elif kernel_name == "shifted":
-        bwd = tritonad.grad(shifted_products, mode=mode)
-        args = dict(Y=pointer, X=pointer, stride="i32", N="i32")
-        constexprs = dict(BLOCK=128)
-    elif kernel_name == "rope":
-        bwd = tritonad.grad(rotate_halves, mode=mode)
-        args = dict(Y=pointer, X=pointer, COS="*fp32", SIN="*fp32", stride="i32")
-        constexprs = dict(HALF=40, BLOCK=64)
-    elif kernel_name == "token_shift":
-        bwd = tritonad.grad(previous_row_difference, mode=mode)
-        args = dict(Y=pointer, X=pointer, T="i32")
-        constexprs = dict(D=100, BD=128)
-    elif kernel_name == "grid2d":
-        bwd = tritonad.grad(scale_shift_2d, mode=mode)
-        args = dict(Y=pointer, X=pointer, W=pointer, B=pointer, S=pointer, stride="i32",
-                    M="i32", N="i32")
-        constexprs = dict(BM=16, BN=32)
-    else:
-        bwd = tritonad.grad(window_sums, mode=mode)
-        args = dict(Y="*fp32", X=pointer, stride="i32", N="i32", WINDOWS="i32")
-        constexprs = dict(HALF=16)
-    return bwd, args, constexprs
+    kernel, types, constexprs = _SCHEDULED[kernel_name]
+    args = {name: f"*{dtype}" if kind == "P" else kind for name, kind in types.items()}
+    return tritonad.grad(kernel, mode=mode), args, dict(constexprs)
