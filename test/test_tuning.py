@@ -279,10 +279,14 @@ def test_tuned_attention_with_atomics_matches_torch():
 def test_attention_at_head_dim_128_takes_the_warps_its_registers_need(monkeypatch, dtype, mode):
     from corpus.online_softmax import causal_attention_fwd
     from tritonad import _partial
-    chosen = []
+    chosen = []  # (spills with the forward's warps, the warps chosen)
     original = _partial._warps_for_registers
-    monkeypatch.setattr(_partial, "_warps_for_registers",
-                        lambda *a: chosen.append(original(*a)) or chosen[-1])
+
+    def warps_for_registers(run, grid, kernel, arguments):
+        warps = original(run, grid, kernel, arguments)
+        chosen.append((kernel.n_spills, warps))
+        return warps
+    monkeypatch.setattr(_partial, "_warps_for_registers", warps_for_registers)
     torch.manual_seed(5)
     BH, L, D = 3, 301, 128
     q, k, v = (torch.randn(BH, L, D, device="cuda", dtype=dtype, requires_grad=True)
@@ -301,5 +305,6 @@ def test_attention_at_head_dim_128_takes_the_warps_its_registers_need(monkeypatc
     for g, w in zip(got, want):
         error = (g.double() - w).abs().max() / w.abs().max()
         assert error < (2e-2 if dtype == torch.bfloat16 else 4e-3), error
-    # (the backward spills heavily with the forward's 4 warps at this head dim)
-    assert 8 in chosen, chosen
+    # (a backward that spills heavily with the forward's 4 warps takes 8)
+    assert chosen and all(warps == 8 or spills <= _partial._SPILLS_HEAVY
+                          for spills, warps in chosen), chosen

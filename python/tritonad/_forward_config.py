@@ -105,7 +105,14 @@ def _chosen_config(tuner, arguments: dict):
     where it has not chosen one."""
     if len(tuner.configs) == 1:
         return tuner.configs[0]
+    return tuner.cache.get(tuning_key(tuner, arguments))
+
+
+def tuning_key(tuner, arguments: dict) -> tuple:
+    """The key `tuner` (an Autotuner) keeps its choice under for `arguments` passed
+    by name (in their order: the dtypes in its key follow it), as Autotuner.run
+    makes it."""
     own = {name: value for name, value in arguments.items() if name in tuner.arg_names}
     key = [own[name] for name in tuner.keys if name in own]
     key += [str(value.dtype) for value in own.values() if hasattr(value, "dtype")]
-    return tuner.cache.get(tuple(key))
+    return tuple(key)

@@ -25,6 +25,7 @@ import threading
 from typing import Any, Dict, List, Optional, Sequence
 
 from tritonad import _caches, _call_plan, _launch_plan, _launcher_plan, _owners
+from tritonad._tuned_for_backward import tuned_for_backward
 from tritonad._owners import name_of
 from tritonad._kernel_grad import inner_arguments, renamed_parameters, unwrap
 from tritonad._memory import _extent, storage_id, views_overlap  # noqa: F401
@@ -332,6 +333,8 @@ class Recorder(_launcher_plan.RunsLaunches):
         self.inside = False
         self.fake = fake
         self.watch = watch
+        # (the launcher's mode: its autotuned kernels tune for their backwards)
+        self.mode = None if watch is None else watch.mode
 
     def launch(self, kernel, original, args, kwargs):
         import torch
@@ -345,8 +348,21 @@ class Recorder(_launcher_plan.RunsLaunches):
             self.watch.stored(record)
         if self.fake:
             return None
-        record.compiled = self._run(kernel, original, args, kwargs)
+        with tuned_for_backward(kernel, self._backward(kernel)):
+            record.compiled = self._run(kernel, original, args, kwargs)
         return record.compiled
+
+    def _backward(self, kernel):
+        """The backward of an autotuned `kernel` (whose autotuners then tune for
+        it), else None."""
+        from triton.runtime.jit import JITFunction
+
+        if self.mode is None or isinstance(kernel, JITFunction):
+            return None
+        try:
+            return backward_kernel(kernel, self.mode)
+        except Exception:  # (its backward, where one is needed, says why itself)
+            return None
 
 
 @contextlib.contextmanager

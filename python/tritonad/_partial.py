@@ -399,7 +399,7 @@ class _Launcher:
             return _launch_now(self.run, grid,
                                _with_warps_for_registers(self.run, grid, arguments, kernel))
         return _tuning.launch(self.run, tuple(shape), arguments, self.tune,
-                              [*self.shadows, *extra], self.user_cap, _fits, _resident)
+                              [*self.shadows, *extra], self.user_cap, fits, _resident)
 
 
 def _launch_now(run, grid, arguments, from_call=None):
@@ -463,7 +463,7 @@ def _parts_options(run, grid, kwargs):
     options = {_MAIN_ONLY: 0, _PARTS_ONLY: 1}
     arguments = {**kwargs, **options}
     kernel = run(grid=grid, warmup=True, **arguments)
-    if not _fits(kernel):
+    if not fits(kernel):
         # The parts' tiles do not fit the shared memory with these launch
         # options: fewer pipeline stages (the backward's own option: its
         # results do not depend on it).
@@ -496,7 +496,7 @@ def _stages_that_fit(run, grid, kernel, kwargs):
     """The most pipeline stages below the kernel's own with which it fits the
     device's shared memory, or None."""
     for fewer in range(getattr(kernel.metadata, "num_stages", 1) - 1, 0, -1):
-        if _fits(run(grid=grid, warmup=True, **{**kwargs, "num_stages": fewer})):
+        if fits(run(grid=grid, warmup=True, **{**kwargs, "num_stages": fewer})):
             return fewer
     return None
 
@@ -559,7 +559,7 @@ def _with_stages_that_fit(run, grid, arguments):
     interpreter; where none fits, Triton's OutOfResources, with a note that
     says which backward and what to change."""
     kernel = run(grid=grid, warmup=True, **arguments)
-    if _fits(kernel):
+    if fits(kernel):
         return arguments, kernel
     stages = _once(kernel, "tritonad_stages_that_fit",
                    lambda: _stages_that_fit(run, grid, kernel, arguments))
@@ -628,7 +628,7 @@ def _warps_for_registers(run, grid, kernel, arguments):
     return chosen
 
 
-def _fits(kernel) -> bool:
+def fits(kernel) -> bool:
     """Whether a compiled kernel's shared memory fits its device (Triton raises
     OutOfResources when it loads the kernel for its first launch)."""
     from triton.runtime.errors import OutOfResources

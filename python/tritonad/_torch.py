@@ -12,6 +12,7 @@ from tritonad._kernel_grad import (_PositionalLaunch, inner_arguments, kernel_gr
 from tritonad._forward_config import launched_as
 from tritonad._partial import _on_device, _span, uninitialized
 from tritonad._residuals import RESIDUALS, launch_forward, planned_forward
+from tritonad._tuned_for_backward import tuned_for_backward
 from tritonad._source import (bind_arguments, constexpr_names, function_def, param_names,
                               pointer_roles)
 
@@ -366,10 +367,11 @@ def _make_function(torch):
                 forward = op.residual_forward.get() if op.residual_forward is not None else None
                 renamed = op.renamed
                 kernel = _PositionalLaunch(op.kernel, op.names, renamed) if renamed else op.kernel
-                ctx.residuals = launch_forward(
-                    forward, kernel, user_grid(call.grid, renamed),
-                    inner_arguments(bound, renamed, op.name),
-                    [renamed.get(n, n) for n in op.names], by_memory=False)
+                with tuned_for_backward(op.kernel, op.backward_kernel if op.wrapped else None):
+                    ctx.residuals = launch_forward(
+                        forward, kernel, user_grid(call.grid, renamed),
+                        inner_arguments(bound, renamed, op.name),
+                        [renamed.get(n, n) for n in op.names], by_memory=False)
                 plan = _new_plan(op, call, forward)
             ctx.plan = plan
             outs = tuple(bound[n] for n in op.outputs)
