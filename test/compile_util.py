@@ -30,7 +30,7 @@ def compile_backward(bwd, types, constexprs, none=(), overrides=None):
     return triton.compile(ASTSource(bwd, signature, consts), target=TARGET)
 
 
-def compile_on_cpu(bwd, types_, constexprs):
+def compile_on_cpu(bwd, types_, constexprs, num_warps=4):
     """The backward compiled on the CPU (for an sm_90 target) with the
     workspace parameters present, as tritonad's launch path passes them on a GPU
     (partial buffers, tapes and tables included)."""
@@ -41,7 +41,8 @@ def compile_on_cpu(bwd, types_, constexprs):
     # (no residuals: the user launches the forward, tritonad.autograd does not)
     constexprs = dict(constexprs, tritonad_residuals=None)
     signature = {n: "constexpr" if n in constexprs else types_[n] for n in bwd.arg_names}
-    return triton.compile(ASTSource(bwd, signature, dict(constexprs)), target=TARGET)
+    return triton.compile(ASTSource(bwd, signature, dict(constexprs)), target=TARGET,
+                          options=dict(num_warps=num_warps))
 
 
 def compile_for_schedule(bwd, types_, constexprs):

@@ -1,4 +1,4 @@
-"""Derived backwards in which Triton 3.6 would convert the accumulator of a warpgroup
+"""Derived backwards in which Triton 3.6 would convert an accumulator tile of a warpgroup
 MMA (wgmma) narrower than 64 columns into the register operand of a wgmma of another
 instruction shape are lowered again with the warp MMA only (_hook.py,
 regroups_accumulator): Hopper miscompiled them (fla's chunk_delta_rule h kernel at
@@ -35,10 +35,10 @@ def scores_then_values(q_ptr, k_ptr, v_ptr, o_ptr, BM: tl.constexpr, BN: tl.cons
     tl.store(o_ptr + rm[:, None] * D + rd[None, :], o.to(tl.float16))
 
 
-def _compiled(bn, d):
+def _compiled(bn, d, num_warps=4):
     bwd = tritonad.grad(scores_then_values)
     types = dict(q_ptr="*fp16", k_ptr="*fp16", v_ptr="*fp16", o_ptr="*fp16")
-    return compile_on_cpu(bwd, types, dict(BM=64, BN=bn, D=d))
+    return compile_on_cpu(bwd, types, dict(BM=64, BN=bn, D=d), num_warps=num_warps)
 
 
 def test_narrow_accumulator_into_another_product_is_lowered_with_the_warp_mma():
@@ -49,10 +49,11 @@ def test_narrow_accumulator_into_another_product_is_lowered_with_the_warp_mma():
     assert not regroups_accumulator(compiled.asm["ttgir"])
 
 
-@pytest.mark.parametrize("bn, d", [(64, 64), (64, 128)])
-def test_wider_accumulators_keep_the_warpgroup_mma(bn, d):
-    # (64 columns into 64 or 128: attention's shapes, right on Hopper)
-    compiled = _compiled(bn, d)
+@pytest.mark.parametrize("bn, d, num_warps", [(64, 64, 4), (64, 128, 4), (64, 128, 8)])
+def test_wider_accumulators_keep_the_warpgroup_mma(bn, d, num_warps):
+    # (64 columns into 64 or 128: attention's shapes, right on Hopper; with 8 warps
+    # the 64 columns are two instructions of 32, into products of 64)
+    compiled = _compiled(bn, d, num_warps)
     assert WARP_MMA_ONLY not in compiled.metadata._asdict()
     assert "wgmma" in compiled.asm["ptx"]
 
@@ -89,21 +90,25 @@ def test_regroups_accumulator_reads_the_layouts():
     convert = ("%b = ttg.convert_layout %a : tensor<64x32xbf16, #mma> -> tensor<64x32xbf16, "
                "#ttg.dot_op<{opIdx = 0, parent = #mma1, kWidth = 2}>>\n")
     assert regroups_accumulator(layouts % (32, 64) + convert)
-    assert not regroups_accumulator(layouts % (64, 128) + convert)
+    wide = convert.replace("64x32", "64x64")
+    assert not regroups_accumulator(layouts % (64, 128) + wide)
     assert not regroups_accumulator(layouts % (32, 32) + convert)
     assert not regroups_accumulator(layouts % (32, 64))
+    # (a tile of 64 columns, instruction shape N 32 into N 64: attention's dS into
+    # dQ's product at head dim 128 with 8 warps, right on Hopper)
+    assert not regroups_accumulator(layouts % (32, 64) + wide)
 
 
 @pytest.mark.gpu
 @requires_gpu
-@pytest.mark.parametrize("bn, d", [(32, 64), (64, 128)])
-def test_gradients_on_the_gpu(bn, d):
+@pytest.mark.parametrize("bn, d, num_warps", [(32, 64, 4), (64, 128, 4), (64, 128, 8)])
+def test_gradients_on_the_gpu(bn, d, num_warps):
     torch.manual_seed(0)
     q = (torch.randn(64, d, device="cuda") / d ** 0.5).half().requires_grad_()
     k, v = (torch.randn(bn, d, device="cuda").half().requires_grad_() for _ in range(2))
     op = tritonad.autograd(scores_then_values, outputs=("o_ptr",))
     o = op[(1,)](q, k, v, torch.empty(64, d, device="cuda", dtype=torch.float16),
-                 BM=64, BN=bn, D=d)
+                 BM=64, BN=bn, D=d, num_warps=num_warps)
     upstream = torch.randn_like(o)
     o.backward(upstream)
     leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]

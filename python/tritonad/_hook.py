@@ -125,30 +125,32 @@ def _rewrite_module(module, metadata, derived=None):
 
 
 # Triton 3.6 on Hopper miscompiled derived backwards where a warpgroup MMA
-# (wgmma) takes its first operand from registers, converted from the accumulator
-# of a wgmma narrower than 64 columns (32 where seen) of another shape: fla's
-# chunk_delta_rule h kernel at BV = 32 with 4 warps (wrong dk, dv, dbeta, the
-# same every run; right with the same TTIR lowered without wgmma); likely also
-# the attention miscompile at BLOCK_N = 32 that Schedule/Regrid.cpp's
-# stagesTiles avoids (dS into dQ's product). Such a module is lowered again
-# with the warp MMA only.
+# (wgmma) takes its first operand from registers, converted from an accumulator
+# tile narrower than 64 columns of a wgmma of another instruction shape: fla's
+# chunk_delta_rule h kernel at BV = 32 with 4 warps (64x32 tiles, instruction
+# shape N 32 into N 64: wrong dk, dv, dbeta, the same every run; right with the
+# same TTIR lowered without wgmma); likely also the attention miscompile at
+# BLOCK_N = 32 that Schedule/Regrid.cpp's stagesTiles avoids (dS, 64x32, into
+# dQ's product). Tiles of 64 columns or more are right whatever the shapes:
+# attention at head dim 128 with 8 warps converts dS (64x64, instruction shape
+# N 32) into dQ's product (N 64), and its gradients match. Such a module is
+# lowered again with the warp MMA only.
 WARP_MMA_ONLY = "tritonad_warp_mma_only"
 _WARPGROUP_LAYOUT = re.compile(
     r"^(#mma\w*) = #ttg\.nvidia_mma<\{versionMajor = 3,[^\n]*instrShape = \[([\d, ]+)\]", re.M)
 _ACCUMULATOR_TO_FIRST_OPERAND = re.compile(
-    r"ttg\.convert_layout %\S+ : tensor<[^,>]*, (#mma\w*)> -> "
+    r"ttg\.convert_layout %\S+ : tensor<\d+x(\d+)x[^,>]*, (#mma\w*)> -> "
     r"tensor<[^,>]*, #ttg\.dot_op<\{opIdx = 0, parent = (#mma\w*)")
 
 
 def regroups_accumulator(ttgir: str) -> bool:
-    """Whether a module converts the accumulator of a wgmma narrower than 64
-    columns into the register operand of a wgmma of another instruction shape.
-    (Wider ones are right: attention's dS, 64 columns, into dQ's product, 128.)"""
-    columns = {layout: int(shape.split(",")[1])
-               for layout, shape in _WARPGROUP_LAYOUT.findall(ttgir)}
-    return any(source in columns and target in columns and columns[source] < 64 and
-               columns[source] != columns[target]
-               for source, target in _ACCUMULATOR_TO_FIRST_OPERAND.findall(ttgir))
+    """Whether a module converts an accumulator tile of a wgmma, narrower than 64
+    columns, into the register operand of a wgmma of another instruction shape."""
+    shapes = {layout: shape.replace(" ", "")
+              for layout, shape in _WARPGROUP_LAYOUT.findall(ttgir)}
+    return any(int(columns) < 64 and source in shapes and target in shapes and
+               shapes[source] != shapes[target]
+               for columns, source, target in _ACCUMULATOR_TO_FIRST_OPERAND.findall(ttgir))
 
 
 def _lowered_safely(lower, module, metadata):

@@ -288,8 +288,11 @@ class RunsLaunches:
 
     def _run(self, kernel, original, args, kwargs):
         self.inside = True
+        # (an instance's own run, installed since Triton looked it up: the
+        # autotuner tuning for its backward, _tuned_for_backward.py)
+        own = kernel.__dict__.get("run")
         try:
-            return original(kernel, *args, **kwargs)
+            return own(*args, **kwargs) if own is not None else original(kernel, *args, **kwargs)
         finally:
             self.inside = False
 
