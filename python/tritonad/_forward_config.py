@@ -45,13 +45,14 @@ class FollowsForwardConfig(KernelInterface):
         # they were passed by position.
         forward_args = {name: bound[name] for name in tuner.arg_names if name in bound}
         config = _chosen_config(tuner, forward_args)
+        if config is not None:
+            return config
+        # (the forward passed some of them by name, in another order)
         values = tuple(forward_args[name] for name in tuner.keys if name in forward_args)
         dtypes = tuple(str(v.dtype) for v in forward_args.values() if hasattr(v, "dtype"))
-        if config is None:  # (the forward passed some of them by name, in another order)
-            matches = [c for key, c in tuner.cache.items()
-                       if key[:len(values)] == values and sorted(key[len(values):]) ==
-                       sorted(dtypes)]
-            config = matches[0] if len(matches) == 1 else None
+        matches = [c for key, c in tuner.cache.items()
+                   if key[:len(values)] == values and sorted(key[len(values):]) == sorted(dtypes)]
+        config = matches[0] if len(matches) == 1 else None
         if config is None:
             keys = ", ".join(f"{name}={forward_args.get(name)!r}" for name in tuner.keys)
             raise ForwardConfigError(
