@@ -331,6 +331,19 @@ def _tanh_launcher(x, w):
     return y
 
 
+_TUNED_TANH_KERNEL = triton.autotune(_TUNED_CONFIGS, key=["n"])(_scaled_tanh_even)
+
+
+@tritonad.autograd
+def _tuned_tanh_launcher(x, w):
+    # (heuristics inside autotune: a replay launches the compiled kernel of the
+    # config the autotuner chose, with EVEN as the heuristic fills it in)
+    y = torch.empty_like(x)
+    n = x.numel()
+    _TUNED_TANH_KERNEL[lambda META: (triton.cdiv(n, META["BLOCK"]),)](x, w, y, n)
+    return y
+
+
 @tritonad.autograd
 def _norm_launcher(x, w):
     y = torch.empty_like(x)
@@ -362,6 +375,8 @@ CASES = {
                              [[(1000,), (1,)], [(1000,), (1,)], [(777,), (1,)]], None),
     "row loop launcher": (_norm_launcher, _rms_like,
                           [[(37, 300), (300,)], [(37, 300), (300,)], [(50, 129), (129,)]], None),
+    "autotuned launcher": (_tuned_tanh_launcher, lambda x, w: torch.tanh(x) * w,
+                           [[(1024,), (1,)], [(1024,), (1,)], [(777,), (1,)]], None),
 }
 
 
@@ -483,7 +498,7 @@ def test_call_plan_still_refuses_an_output_sharing_an_input():
 @requires_gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 @pytest.mark.parametrize("case", ["elementwise launcher", "row loop launcher",
-                                  "matmul launcher"])
+                                  "matmul launcher", "autotuned launcher"])
 def test_launcher_plans_replay_forward_and_backward(case, dtype, monkeypatch):
     """A decorated launcher's later calls with one layout replay the first one's plan:
     one full path (watched, analysed) for four calls, the forward launched through its
@@ -511,7 +526,10 @@ def test_launcher_plans_replay_forward_and_backward(case, dtype, monkeypatch):
     plan = list(plans.values())[-1]
     assert all(record.compiled is not None for record in plan.launches)
     (step,) = plan.backwards.values()
-    assert step.replayed and all(entry[3] is not None for entry in step.launches)
+    # (the backward of an autotuned kernel goes through its wrappers: their inner
+    # launch replays its launch plan there)
+    assert step.replayed and (case == "autotuned launcher" or
+                              all(entry[3] is not None for entry in step.launches))
     leaves = _leaves(shapes(extra + 4), fixed or dtype)
     _check(leaves, forward(*leaves), reference)
     assert len(full) == 2

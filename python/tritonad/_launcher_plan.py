@@ -11,8 +11,11 @@ Python with a cheaper recorder (Replay) that
 
   - checks each launch against the plan before it runs (the same kernel, options,
     grid, each argument's value or description: layout, alignment, the storage by
-    order of first use), and launches a plain ``@triton.jit`` kernel on the GPU
-    through its compiled kernel (``CompiledKernel.run``, no binder or cache key);
+    order of first use), and launches a ``@triton.jit`` kernel on the GPU through
+    its compiled kernel (``CompiledKernel.run``, no binder or cache key), one in
+    Triton's own autotune and heuristics wrappers too where they fill in what
+    they filled in for the plan (the config its autotuner chose, each heuristic's
+    value: _forward_config.launched_as, evaluated at each launch);
   - does not watch torch ops: what the watch refuses cannot happen unseen in a call
     that matches the plan. A tensor torch computes from a kernel's output is new
     memory, so a kernel loading it or the launcher returning it would leave the
@@ -46,6 +49,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from tritonad import _launch_plan
+from tritonad._forward_config import launched_as
 
 PLAN_LIMIT = 64  # per launcher
 # A key whose calls left their plan this many times is not planned again (a
@@ -181,9 +185,9 @@ class LaunchRecord:
     kernel on the GPU) the compiled launch a replay makes instead of Triton's."""
 
     __slots__ = ("kernel", "fn", "name", "names", "name_set", "options", "part", "stored",
-                 "compiled", "arguments")
+                 "compiled", "filled", "arguments")
 
-    def __init__(self, launch, names, arguments, stored, compiled):
+    def __init__(self, launch, names, arguments, stored, compiled, filled=None):
         self.kernel, self.fn, self.name = launch.kernel, launch.fn, launch.name
         self.names, self.name_set = tuple(names), frozenset(names)
         self.options = dict(launch.options)
@@ -192,6 +196,9 @@ class LaunchRecord:
         # values equal by type and value)
         self.arguments = arguments
         self.stored, self.compiled = tuple(stored), compiled
+        # (what the kernel's autotune and heuristics wrappers filled in; a replay
+        # launches the compiled kernel where they fill in the same again)
+        self.filled = filled
 
 
 class LauncherPlan:
@@ -229,8 +236,6 @@ def make_plan(launches, walk, analysis, roles_of) -> Optional[LauncherPlan]:
         store into it twice: atomics would add twice)."""
     import weakref
 
-    from triton.runtime.jit import JITFunction
-
     from tritonad._signature import renamed_parameters
     from tritonad._source import param_names
 
@@ -263,20 +268,39 @@ def make_plan(launches, walk, analysis, roles_of) -> Optional[LauncherPlan]:
         for param in stored:
             known.add(described[arguments[param][1]][0])
         compiled = None
-        kernel = launch.kernel
-        if isinstance(kernel, JITFunction) and not kernel.pre_run_hooks and \
+        jit, bound, filled = _launched_as(launch.kernel, launch.bound)
+        if jit is not None and not jit.pre_run_hooks and \
                 getattr(launch, "compiled", None) is not None and \
                 not renamed_parameters(tuple(launch.bound)) and \
                 any(d[5].type == "cuda" for d in described):
-            compiled = _launch_plan.CompiledLaunch(kernel, launch.compiled, (1,))
-            values = compiled.values(launch.bound)
+            compiled = _launch_plan.CompiledLaunch(jit, launch.compiled, (1,))
+            values = compiled.values(bound)
             compiled.grid = grid_now(launch.grid, dict(zip(compiled.names, values)))
-        records.append(LaunchRecord(launch, param_names(launch.fn), arguments, stored, compiled))
+        records.append(LaunchRecord(launch, param_names(launch.fn), arguments, stored, compiled,
+                                    filled if compiled is not None else None))
     for ref in walk.result_refs:
         t = walk.tensors[ref]
         if t.is_floating_point() and t.numel() and described[ref][0] not in known:
             return None
     return LauncherPlan(records, described, pinned, tuple(walk.result_refs), analysis)
+
+
+def _launched_as(kernel, bound: dict) -> tuple:
+    """(JITFunction, its arguments, what the wrappers filled in: None for a plain
+    kernel) that a launch of `kernel` with `bound` runs: the kernel itself, or,
+    through Triton's own autotune and heuristics wrappers (not subclasses: their
+    run may choose otherwise), as they fill it in (_forward_config.launched_as);
+    Nones where that is not known."""
+    from triton.runtime.autotuner import Autotuner, Heuristics
+    from triton.runtime.jit import JITFunction
+
+    if isinstance(kernel, JITFunction):
+        return kernel, bound, None
+    layer = kernel
+    while type(layer) in (Autotuner, Heuristics):
+        layer = layer.fn
+    launched = launched_as(kernel, bound) if isinstance(layer, JITFunction) else None
+    return (None, None, None) if launched is None else launched
 
 
 class RunsLaunches:
@@ -350,6 +374,11 @@ class Replay(RunsLaunches):
         grid = kwargs.get("grid")
         compiled = record.compiled
         if compiled is not None:
+            if record.filled is not None:
+                launched = launched_as(kernel, bound)
+                if launched is None or launched[2] != record.filled:
+                    raise Diverged
+                bound = launched[1]
             values = compiled.values(bound)
             if grid_now(grid, None if not callable(grid) else
                         dict(zip(compiled.names, values))) != compiled.grid:
