@@ -526,10 +526,7 @@ def test_launcher_plans_replay_forward_and_backward(case, dtype, monkeypatch):
     plan = list(plans.values())[-1]
     assert all(record.compiled is not None for record in plan.launches)
     (step,) = plan.backwards.values()
-    # (the backward of an autotuned kernel goes through its wrappers: their inner
-    # launch replays its launch plan there)
-    assert step.replayed and (case == "autotuned launcher" or
-                              all(entry[3] is not None for entry in step.launches))
+    assert step.replayed and all(entry[3] is not None for entry in step.launches)
     leaves = _leaves(shapes(extra + 4), fixed or dtype)
     _check(leaves, forward(*leaves), reference)
     assert len(full) == 2

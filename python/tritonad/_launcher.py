@@ -1192,16 +1192,23 @@ class _Plan:
                 for result in step.results]
 
     def _replayable(self, step, tensors, grads, collected) -> Optional["_BackwardStep"]:
-        """The step later backwards with this key replay: each launch of a plain
-        ``@triton.jit`` kernel through the launch plan it used (`collected`); an
-        uninitialized buffer only where that plan zero-fills or stores it whole; an
-        upstream gradient in place of its buffer's copy where no launch writes that
-        buffer, the gradient is laid out as the buffer and as aligned."""
+        """The step later backwards with this key replay: each launch of a
+        ``@triton.jit`` kernel (in wrappers too, where the forward's replay checks
+        what they fill in: _launcher_plan.LaunchRecord.filled) through the launch
+        plan it used (`collected`); an uninitialized buffer only where that plan
+        zero-fills or stores it whole; an upstream gradient in place of its
+        buffer's copy where no launch writes that buffer, the gradient is laid out
+        as the buffer and as aligned."""
         from triton.runtime.jit import JITFunction
 
         launches = []
+        records = self.replay.launches
         for (i, shadows, renamed, _, _, fresh), (plan, device) in zip(step.launches, collected):
-            if not isinstance(self.launches[i].kernel, JITFunction):
+            # (a kernel in autotune or heuristics wrappers: where the forward's replay
+            # checks that they fill in what they filled in for this step, the config
+            # and values its launch plan was decided with)
+            if not isinstance(self.launches[i].kernel, JITFunction) and \
+                    records[i].filled is None:
                 plan = None
             launches.append((i, shadows, renamed, plan, device, fresh))
         buffers = {s: list(made) for s, made in step.buffers.items()}
