@@ -76,6 +76,22 @@ def reference_grads(fn, inputs, upstreams):
     return outs, torch.autograd.grad(total, leaves, allow_unused=True)
 
 
+def causal_attention_errors(q, k, v, out, do):
+    """max |grad - reference| / max |reference| of the gradients of `out` (causal
+    softmax(q k^T / sqrt(D)) v over (heads, L, D) tensors) for q, k, v, against
+    torch.autograd in float64."""
+    import torch
+
+    got = torch.autograd.grad(out, (q, k, v), do)
+    length, head_dim = q.shape[-2], q.shape[-1]
+    leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
+    scores = (leaves[0] @ leaves[1].transpose(1, 2)) * head_dim ** -0.5
+    causal = torch.ones(length, length, device=q.device).tril() == 0
+    want = torch.autograd.grad(torch.softmax(scores.masked_fill(causal, float("-inf")), -1) @
+                               leaves[2], leaves, do.double())
+    return [((g.double() - w).abs().max() / w.abs().max()).item() for g, w in zip(got, want)]
+
+
 def captured(step):
     """`step` captured in a CUDA graph, after a warm-up on a side stream (as torch's
     documentation does: the first runs allocate and decide, outside the capture)."""
