@@ -107,6 +107,14 @@ def test_where_no_backward_fits_every_config_is_kept(fits_below, monkeypatch):
     assert sorted(tuner.measured) == [64, 256, 2048]
 
 
+def test_has_choices():
+    scale, tuner, outer = _recorded_kernel({2048: 1.0, 256: 2.0, 64: 3.0})
+    assert _tuned_for_backward.has_choices(outer) and _tuned_for_backward.has_choices(tuner)
+    assert not _tuned_for_backward.has_choices(scale)
+    assert not _tuned_for_backward.has_choices(triton.autotune(
+        configs=[triton.Config({"BLOCK": 64})], key=["n"])(scale))
+
+
 def test_a_launch_outside_tritonad_tunes_as_triton_does(fits_below):
     scale, tuner, outer = _recorded_kernel({2048: 1.0, 256: 2.0, 64: 3.0})
     outer.run(torch.zeros(8), torch.zeros(8), 4096, grid=(1,), warmup=False)

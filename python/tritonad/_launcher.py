@@ -25,7 +25,7 @@ import threading
 from typing import Any, Dict, List, Optional, Sequence
 
 from tritonad import _caches, _call_plan, _launch_plan, _launcher_plan, _owners
-from tritonad._tuned_for_backward import tuned_for_backward
+from tritonad._tuned_for_backward import has_choices, tuned_for_backward
 from tritonad._owners import name_of
 from tritonad._kernel_grad import inner_arguments, renamed_parameters, unwrap
 from tritonad._memory import _extent, storage_id, views_overlap  # noqa: F401
@@ -348,19 +348,21 @@ class Recorder(_launcher_plan.RunsLaunches):
             self.watch.stored(record)
         if self.fake:
             return None
-        with tuned_for_backward(kernel, self._backward(kernel)):
+        with tuned_for_backward(kernel, self._backward(record)):
             record.compiled = self._run(kernel, original, args, kwargs)
         return record.compiled
 
-    def _backward(self, kernel):
-        """The backward of an autotuned `kernel` (whose autotuners then tune for
+    def _backward(self, record):
+        """The backward of a launch of an autotuned kernel that has a config to
+        choose and a tensor that requires grad (its autotuners then tune for
         it), else None."""
-        from triton.runtime.jit import JITFunction
+        import torch
 
-        if self.mode is None or isinstance(kernel, JITFunction):
+        if self.mode is None or not has_choices(record.kernel) or not any(
+                isinstance(v, torch.Tensor) and v.requires_grad for v in record.bound.values()):
             return None
         try:
-            return backward_kernel(kernel, self.mode)
+            return backward_kernel(record.kernel, self.mode)
         except Exception:  # (its backward, where one is needed, says why itself)
             return None
 

@@ -56,6 +56,18 @@ def _pairs(kernel, backward) -> tuple:
     return tuple(pairs)
 
 
+def has_choices(kernel) -> bool:
+    """Whether `kernel` is in an autotuner with several configs."""
+    from triton.runtime.autotuner import Autotuner
+
+    layer = kernel
+    while layer is not None and not hasattr(layer, "device_caches"):
+        if isinstance(layer, Autotuner) and len(layer.configs) > 1:
+            return True
+        layer = getattr(layer, "fn", None)
+    return False
+
+
 @contextlib.contextmanager
 def tuned_for_backward(kernel, backward):
     """Launches of `kernel` inside the block (a forward wrapped in autotuners; its
