@@ -58,6 +58,28 @@ def test_wider_accumulators_keep_the_warpgroup_mma(bn, d, num_warps):
     assert "wgmma" in compiled.asm["ptx"]
 
 
+@pytest.mark.parametrize("name", ["fa2_helper_causal", "one_loop_causal"])
+def test_attention_at_head_dim_128_with_8_warps_keeps_the_warpgroup_mma(name):
+    # (64 x 64 tiles at head dim 128: the launch path gives the backward 8 warps for its
+    # registers (test_tuning), and dS, 64 columns in instructions of 32, feeds dQ's
+    # product; a rule by instruction shape once lowered it without wgmma)
+    from triton.runtime.jit import mangle_type
+    from corpus import attention_spellings as spellings
+
+    spelling = spellings.BY_NAME[name]
+    t = spellings.inputs(spelling, 1, 4, 1024, 128, torch.float16, "cpu", requires_grad=False)
+    _, args, kwargs = spelling.launch(spelling.kernel, t, dict(BLOCK_M=64, BLOCK_N=64))
+    kernel = spelling.kernel
+    bound = {**dict(zip(kernel.arg_names, args)),
+             **{n: v for n, v in kwargs.items() if n in kernel.arg_names}}
+    constexprs = {p.name: bound[p.name] for p in kernel.params
+                  if p.name in bound and (p.is_constexpr or bound[p.name] is None)}
+    types = {n: mangle_type(v) for n, v in bound.items() if n not in constexprs}
+    compiled = compile_on_cpu(tritonad.grad(kernel), types, constexprs, num_warps=8)
+    assert WARP_MMA_ONLY not in compiled.metadata._asdict()
+    assert "wgmma" in compiled.asm["ptx"]
+
+
 def test_forwards_keep_their_lowering(always_compile):
     # The user's forward has the same shape (s, 32 columns, into o's product) and is
     # Triton's to lower, as is the forward tritonad.autograd runs to save residuals
