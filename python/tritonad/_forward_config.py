@@ -47,13 +47,16 @@ class FollowsForwardConfig(KernelInterface):
         config = _chosen_config(tuner, forward_args)
         if config is not None:
             return config
-        # (the forward passed some of them by name, in another order)
-        values = tuple(forward_args[name] for name in tuner.keys if name in forward_args)
-        dtypes = tuple(str(v.dtype) for v in forward_args.values() if hasattr(v, "dtype"))
-        matches = [c for key, c in tuner.cache.items()
-                   if key[:len(values)] == values and sorted(key[len(values):]) == sorted(dtypes)]
+        # (the forward passed some of them by name, in another order: its key's
+        # dtypes in another order)
+        key = tuning_key(tuner, forward_args)
+        values = sum(1 for name in tuner.keys if name in forward_args)
+        matches = [c for cached, c in tuner.cache.items()
+                   if cached[:values] == key[:values] and sorted(cached[values:]) ==
+                   sorted(key[values:])]
         config = matches[0] if len(matches) == 1 else None
         if config is None:
+            dtypes = key[values:]
             keys = ", ".join(f"{name}={forward_args.get(name)!r}" for name in tuner.keys)
             raise ForwardConfigError(
                 f"the backward of the autotuned kernel {tuner.base_fn.__name__} runs with the "

@@ -333,8 +333,6 @@ class Recorder(_launcher_plan.RunsLaunches):
         self.inside = False
         self.fake = fake
         self.watch = watch
-        # (the launcher's mode: its autotuned kernels tune for their backwards)
-        self.mode = None if watch is None else watch.mode
 
     def launch(self, kernel, original, args, kwargs):
         import torch
@@ -358,11 +356,12 @@ class Recorder(_launcher_plan.RunsLaunches):
         it), else None."""
         import torch
 
-        if self.mode is None or not has_choices(record.kernel) or not any(
+        # (the watch carries the launcher's mode)
+        if self.watch is None or not has_choices(record.kernel) or not any(
                 isinstance(v, torch.Tensor) and v.requires_grad for v in record.bound.values()):
             return None
         try:
-            return backward_kernel(record.kernel, self.mode)
+            return backward_kernel(record.kernel, self.watch.mode)
         except Exception:  # (its backward, where one is needed, says why itself)
             return None
 

@@ -36,36 +36,33 @@ from tritonad import _forward_config, _partial
 _LAUNCH_KEYWORDS = ("grid", "warmup")
 
 
+def _tuners(kernel):
+    """The autotuners with several configs that `kernel` is wrapped in."""
+    from triton.runtime.autotuner import Autotuner
+
+    layer = kernel
+    while layer is not None and not hasattr(layer, "device_caches"):
+        if isinstance(layer, Autotuner) and len(layer.configs) > 1:
+            yield layer
+        layer = getattr(layer, "fn", None)
+
+
 def _pairs(kernel, backward) -> tuple:
     """(forward autotuner, the backward's FollowsForwardConfig of it) for each
     autotuner of `kernel` with several configs."""
-    from triton.runtime.autotuner import Autotuner
-
     follows = {}
     layer = backward
     while layer is not None and hasattr(layer, "fn") and not hasattr(layer, "device_caches"):
         if isinstance(layer, _forward_config.FollowsForwardConfig):
             follows[id(layer.tuner)] = layer
         layer = layer.fn
-    pairs = []
-    layer = kernel
-    while layer is not None and not hasattr(layer, "device_caches"):
-        if isinstance(layer, Autotuner) and len(layer.configs) > 1 and id(layer) in follows:
-            pairs.append((layer, follows[id(layer)]))
-        layer = getattr(layer, "fn", None)
-    return tuple(pairs)
+    return tuple((tuner, follows[id(tuner)]) for tuner in _tuners(kernel)
+                 if id(tuner) in follows)
 
 
 def has_choices(kernel) -> bool:
     """Whether `kernel` is in an autotuner with several configs."""
-    from triton.runtime.autotuner import Autotuner
-
-    layer = kernel
-    while layer is not None and not hasattr(layer, "device_caches"):
-        if isinstance(layer, Autotuner) and len(layer.configs) > 1:
-            return True
-        layer = getattr(layer, "fn", None)
-    return False
+    return any(True for _ in _tuners(kernel))
 
 
 @contextlib.contextmanager
