@@ -17,7 +17,7 @@ LAYERS = [
     # launch runtime primitives and the launch signature
     ["_launch_plan", "_signature", "_twin", "_render", "_source", "_memory", "_owners"],
     # launch runtime
-    ["_residuals", "_partial", "_tuned_for_backward"],
+    ["_residuals", "_scatter", "_partial", "_tuned_for_backward"],
     # interpreter
     ["_interpret"],
     # derivation

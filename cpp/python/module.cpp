@@ -204,6 +204,26 @@ py::object regridToPython(const tritonad::Regrid &regrid) {
   return completed(record, contract::kRegridRecord, "regrid");
 }
 
+// None where the backward has no scatter slots.
+py::object scatterToPython(const tritonad::ScatterSlots &slots) {
+  if (slots.empty())
+    return py::none();
+  py::list columns;
+  for (const auto &shadow : slots.columns) {
+    py::dict entry;
+    entry[TRITONAD_FIELD(contract::kScatterColumnsRecord, "shadow")] = shadow.shadow;
+    entry[TRITONAD_FIELD(contract::kScatterColumnsRecord, "begin")] =
+        symbolicToPython(shadow.begin);
+    entry[TRITONAD_FIELD(contract::kScatterColumnsRecord, "end")] = symbolicToPython(shadow.end);
+    columns.append(completed(entry, contract::kScatterColumnsRecord, "scatter_columns"));
+  }
+  py::dict record;
+  record[TRITONAD_FIELD(contract::kScatterRecord, "per_program")] =
+      symbolicToPython(slots.perProgram);
+  record[TRITONAD_FIELD(contract::kScatterRecord, "columns")] = columns;
+  return completed(record, contract::kScatterRecord, "scatter");
+}
+
 py::list requirementsToPython(const std::vector<tritonad::LaunchRequirement> &requirements) {
   constexpr auto &declared = contract::kRequirementRecord;
   py::list listed;
@@ -296,6 +316,7 @@ PYBIND11_MODULE(_C, m) {
             requirementsToPython(result.requirements);
         record[TRITONAD_FIELD(declared, "full_masks")] = optionalSymbol(result.fullMasks);
         record[TRITONAD_FIELD(declared, "program_order")] = optionalSymbol(result.programOrder);
+        record[TRITONAD_FIELD(declared, "scatter")] = scatterToPython(result.scatter);
         return completed(record, declared, "backward");
       },
       py::arg("ir"), py::arg("primal"), py::arg("into"), py::arg("bindings"),
@@ -364,6 +385,8 @@ PYBIND11_MODULE(_C, m) {
         records["regrid"] = listed(kRegridRecord);
         records["regrid_part"] = listed(kRegridPartRecord);
         records["requirement"] = listed(kRequirementRecord);
+        records["scatter"] = listed(kScatterRecord);
+        records["scatter_columns"] = listed(kScatterColumnsRecord);
         records["residuals"] = listed(kResidualsRecord);
         records["schedule_entry"] = listed(kScheduleEntryRecord);
         py::dict contract;

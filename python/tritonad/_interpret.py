@@ -359,7 +359,7 @@ class InterpretedBackward(_StandsForPlaceholder):
                           if _BWD_MARKER in name}
                     for key in (*map(_contract.metadata_key,
                                      ("tapes", "regrid", "requirements", "partial",
-                                      "partial_slots")),
+                                      "partial_slots", "scatter")),
                                 _masks.METADATA, _order.METADATA)}
         return kernel, params, recorded
 

@@ -325,12 +325,27 @@ def _triton_runtime():
     return knobs.runtime
 
 
+def add_scatter_slots(index, values, shadow, begin: int, end: int) -> None:
+    """Adds columns [begin, end) of a launch's scatter slots (_scatter.py) into
+    `shadow`: slot (p, c) holds 1 + an element's offset from the shadow's
+    pointer (0: none) and its contribution. torch's index_put_ with accumulate
+    sorts the slots by element, stably, and sums each element's in slot order
+    (in fp32 for fp32 slots): the same bits on every run. Element 0 of the
+    sums collects the slots that name no element."""
+    import torch
+
+    sums = torch.zeros(span(shadow) + 1, dtype=values.dtype, device=values.device)
+    sums.index_put_((index[:, begin:end],), values[:, begin:end], accumulate=True)
+    shadow.add_(sums[1:].as_strided(shadow.shape, shadow.stride()).to(shadow.dtype))
+
+
 class LaunchPlan:
     """Steps replayed for each launch with the same key:
     ("allocate", role, make, shape, dtype, device), ("zero", name),
     ("launch", compiled kernel, grid, sources), ("mark", names),
-    ("sum", role, group, name, span, overwrite); a source is ("call", name),
-    ("alloc", role), ("row", role, index) or ("const", value)."""
+    ("sum", role, group, name, span, overwrite),
+    ("scatter", index role, values role, name, begin, end); a source is
+    ("call", name), ("alloc", role), ("row", role, index) or ("const", value)."""
 
     __slots__ = ("steps", "result", "checked_by_layout")
 
@@ -369,4 +384,7 @@ class LaunchPlan:
                 summed = allocated[role][group, :, :span].sum(dim=0).as_strided(
                     shadow.shape, shadow.stride())
                 shadow.copy_(summed) if overwrite else shadow.add_(summed)
+            elif kind == "scatter":
+                _, index, values, name, begin, end = step
+                add_scatter_slots(allocated[index], allocated[values], kwargs[name], begin, end)
         return self.result

@@ -36,7 +36,8 @@ import warnings
 import triton
 import triton.language as tl
 
-from tritonad import _contract, _coverage, _launch_plan, _masks, _order, _regrid, _residuals, _tuning
+from tritonad import (_contract, _coverage, _launch_plan, _masks, _order, _regrid,
+                      _residuals, _scatter, _tuning)
 
 # The hidden parameters the launch path fills and their Triton types (the
 # workspace holds fp32 slots), as the core declares them (_contract.py); the
@@ -277,6 +278,12 @@ def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
                    _TAPE_EVERY: 1, _MAIN_ONLY: 1, _PARTS_ONLY: 0, **_masks.variant(full=True),
                    _REGRID: _placeholder(any_tensor.device, "int64")
                    if any_tensor is not None else None})
+    # The workspace's and the scatter slots' dtype is part of the kernel's
+    # signature: fp64 for fp64 gradients (gradcheck), fp32 otherwise.
+    wide = any(isinstance(kwargs.get(s), torch.Tensor) and kwargs[s].dtype == torch.float64
+               for s in shadows)
+    kwargs.update(_scatter.placeholders(any_tensor.device, wide) if any_tensor is not None
+                  else {_scatter.INDEX: None, _scatter.VALUES: None})
     if not partial_possible:
         kwargs.update({_WORKSPACE: None, _SLOT: 0, _PROGRAMS: programs})
         kernel = _residuals.checked(run, grid, run(grid=grid, warmup=True, **kwargs), kwargs)
@@ -284,10 +291,6 @@ def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
             return kernel
         _check_requirements(kernel, kwargs, grid_now)
         return _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape, launcher)
-    # The workspace's dtype is part of the kernel's signature: fp64 slots for
-    # fp64 gradients (gradcheck), fp32 otherwise.
-    wide = any(isinstance(kwargs.get(s), torch.Tensor) and kwargs[s].dtype == torch.float64
-               for s in shadows)
     dtype = torch.float64 if wide else torch.float32
     device = any_tensor.device
     # Which shadows get partial buffers is decided when the kernel is derived:
@@ -337,8 +340,12 @@ def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
     kernel = _allocate_tape(run, launch_grid, kernel, kwargs, grid_now, launch_grid, tape)
     _masks.choose(kernel, kwargs, launch_grid)
     _initialize([s for s in garbage if s not in overwrite], kernel, kwargs, launch_grid)
+    # (a row of scatter slots per program of the forward, which the
+    # grid-stride loop runs)
+    scatter = _scatter.prepare(kernel, kwargs, grid_now)
     kernel = launcher(launch_grid, kwargs, workspace)
     _sum_slots(workspace, partial, targets, overwrite, slots, slot)
+    _scatter.add(scatter, kwargs, grid_now)
     _mark_initialized(overwrite, kwargs)
     return kernel
 
@@ -433,7 +440,13 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape, launche
         if order is not None:  # (longest programs first: _order.py)
             kwargs[_REGRID] = order
         _initialize(garbage, kernel, kwargs, grid_now)
-        return launcher(grid, kwargs, computed=grid_now)
+        scatter = _scatter.prepare(kernel, kwargs, grid_now)
+        launched = launcher(grid, kwargs, computed=grid_now)
+        _scatter.add(scatter, kwargs, grid_now)
+        return launched
+    if _scatter.record_of(kernel) is not None:
+        raise RuntimeError("tritonad: internal error: a backward with re-parallelized parts "
+                           "has scatter slots (please report it; mode='auto' avoids it)")
     launches, stored = own
     _initialize(garbage, kernel, kwargs, grid_now, stored=stored)
     launched = kernel  # (nothing to do where every launch is empty: an empty grid or loop)

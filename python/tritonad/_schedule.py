@@ -29,7 +29,7 @@ class ScheduleEntry:
     (stabilizer), the value's name (residual: saved by the forward).
     strategy: "plain", "overwrite", "plain-when-disjoint",
     "overwrite-when-disjoint", "atomic", "partial-buffer", "re-parallelized",
-    "output", "no-gradient" (shadows); "forward-order", "final-stabilizers",
+    "scatter-slots", "output", "no-gradient" (shadows); "forward-order", "final-stabilizers",
     "taped", "replayed" (loops); "grid-stride", "longest-first" (programs);
     "stabilizer"; "saved"
     (residual).

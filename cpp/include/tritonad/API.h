@@ -37,6 +37,9 @@ struct Result {
   /// launch orders the programs, longest first, passing the order as
   /// tritonad_regrid; none: the kernel reads its program ids as launched.
   std::optional<SymbolicInt> programOrder;
+  /// Kernel backward, deterministic mode: the slots its atomic-free sums
+  /// through scatter slots write (ScatterSums.h); empty: none.
+  ScatterSlots scatter;
 };
 
 struct PrintOptions {

@@ -85,6 +85,26 @@ struct LaunchRequirement {
   std::string refusal;
 };
 
+/// Deterministic mode's scatter slots (AutoDiff/ScatterSums.h).
+/// The slots of one shadow: columns [begin, end) of each program's row,
+/// expressions of the launch's arguments.
+struct ScatterColumns {
+  std::string shadow;
+  SymbolicInt begin;
+  SymbolicInt end;
+};
+
+/// The slots a backward writes: a row of `perProgram` slots per program of
+/// the launch (programs numbered x fastest), in `tritonad_scatter_index`
+/// (int64: 1 + the element's offset from the shadow's pointer, 0 for a lane
+/// the mask leaves out or a slot the program does not reach) and
+/// `tritonad_scatter_values` (the contribution, in the shadow's type).
+struct ScatterSlots {
+  SymbolicInt perProgram;
+  std::vector<ScatterColumns> columns; // one entry per shadow
+  bool empty() const { return columns.empty(); }
+};
+
 /// A loop whose carried state the backward keeps on a tape: the caller passes
 /// `tritonad_tape` (bytes) holding `bytesPerIteration * trips` bytes for each
 /// program of the launch, `trips` evaluated with the arguments.

@@ -17,6 +17,8 @@ inline constexpr const char *kPrograms = "tritonad_programs";
 inline constexpr const char *kTape = "tritonad_tape";
 inline constexpr const char *kTapeEvery = "tritonad_tape_every";
 inline constexpr const char *kRegrid = "tritonad_regrid";
+inline constexpr const char *kScatterIndex = "tritonad_scatter_index";
+inline constexpr const char *kScatterValues = "tritonad_scatter_values";
 inline constexpr const char *kMainOnly = "tritonad_main_only";
 inline constexpr const char *kPartsOnly = "tritonad_parts_only";
 inline constexpr const char *kFullMasks = "tritonad_full_masks";
@@ -55,6 +57,12 @@ inline constexpr HiddenParameter kHiddenParameters[] = {
      "arguments (or of the values the forward's programs stage for re-parallelized parts)"},
     {kTapeEvery, "i32", Passing::Value, "_partial", kTape,
      "the iterations apart of the states a tape keeps (every k-th)"},
+    {kScatterIndex, "*i64", Passing::Pointer, "_scatter", "",
+     "the element offsets of deterministic mode's scatter slots (1 + offset, 0: none), which "
+     "tritonad's launch path allocates per program and adds into the gradients after the "
+     "kernel"},
+    {kScatterValues, "*fp32", Passing::Pointer, "_scatter", kScatterIndex,
+     "the contributions of deterministic mode's scatter slots"},
     {kRegrid, "*i64", Passing::Pointer, "_regrid", "",
      "a table of the forward's programs that tritonad's launch path computes from the launch's "
      "arguments and grid (the groups of re-parallelized gradients, or the programs' order, "
@@ -93,6 +101,8 @@ inline constexpr RecordField kBackwardRecord[] = {
     {"requirements", "tritonad_requirements", "conditions a launch must satisfy"},
     {"full_masks", "tritonad_full_masks", "when the variant without masks is correct"},
     {"program_order", "tritonad_program_order", "the work per program, to order the launch"},
+    {"scatter", "tritonad_scatter",
+     "deterministic mode's scatter slots (a scatter record), or None where it has none"},
 };
 
 /// A field of a record the core hands Python as a dict, inside the backward
@@ -142,6 +152,19 @@ inline constexpr RecordKey kRegridPartRecord[] = {
     {"address_keys", "the first keys, those the addresses depend on"},
     {"leader", "the part whose programs also sum this one, or -1"},
     {"reduction", "whether it is a reduction member of its leader"},
+};
+
+/// Deterministic mode's scatter slots (AutoDiff/ScatterSums.h, ScatterSlots).
+inline constexpr RecordKey kScatterRecord[] = {
+    {"per_program", "slots per program of the launch (programs numbered x fastest)"},
+    {"columns", "per shadow, its slots in each program's row (scatter columns records)"},
+};
+
+/// The slots of one shadow in each program's row (ScatterColumns).
+inline constexpr RecordKey kScatterColumnsRecord[] = {
+    {"shadow", "the shadow the slots add into"},
+    {"begin", "its first slot in a program's row"},
+    {"end", "one past its last slot"},
 };
 
 /// A condition a launch must satisfy (Coverage.h, LaunchRequirement).

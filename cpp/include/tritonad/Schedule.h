@@ -20,6 +20,7 @@ enum class Strategy {
   Atomic,
   PartialBuffer,       // one slot per program, summed after the kernel
   Reparallelized,      // programs of its own (the regrid schedule)
+  ScatterSlots,        // deterministic mode: per-lane slots, added after the kernel in order
   Output,              // an output's shadow: read as the upstream gradient
   NoGradient,
   // loops
@@ -44,6 +45,7 @@ inline const char *strategyName(Strategy strategy) {
   case Strategy::Atomic: return "atomic";
   case Strategy::PartialBuffer: return "partial-buffer";
   case Strategy::Reparallelized: return "re-parallelized";
+  case Strategy::ScatterSlots: return "scatter-slots";
   case Strategy::Output: return "output";
   case Strategy::NoGradient: return "no-gradient";
   case Strategy::ForwardOrder: return "forward-order";

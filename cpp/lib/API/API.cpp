@@ -7,6 +7,7 @@
 #include "tritonad/AutoDiff/FullMasks.h"
 #include "tritonad/AutoDiff/ProgramOrder.h"
 #include "tritonad/AutoDiff/Regrid.h"
+#include "tritonad/AutoDiff/ScatterSums.h"
 #include "tritonad/InitAll.h"
 
 #include "tritonad/Dialect/Triton/Dialect.h"
@@ -22,6 +23,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -364,6 +366,49 @@ AccumulationMode accumulationOf(Accumulation mode) {
   return AccumulationMode::Auto;
 }
 
+/// Deterministic mode: the atomics nothing else removed go through scatter
+/// slots where they can (`refusal`: why none can); a shadow whose
+/// conditionally plain write keeps slots for the other launches needs no
+/// launch check, and its schedule entry says what it became.
+void scatterRemaining(mlir::triton::FuncOp function,
+                      const std::vector<std::pair<std::string, std::string>> &bindings,
+                      KernelBackwardReport &report, const std::string &refusal) {
+  ScatterPlan plan = planScatterSums(function);
+  if (!refusal.empty()) {
+    for (ScatterDecision &decision : plan.decisions)
+      if (decision.scattered) {
+        decision.scattered = false;
+        decision.why = refusal;
+      }
+    plan.slots = ScatterSlots();
+  }
+  noteUnscattered(plan);
+  emitScatterSums(function, plan);
+  if (plan.slots.empty())
+    return;
+  report.scatter = plan.slots;
+  // (a shadow keeps its launch check while one of its refused twins remains)
+  llvm::StringSet<> scatteredTwins, keptTwins;
+  for (const ScatterDecision &decision : plan.decisions)
+    if (decision.refusedTwin)
+      (decision.scattered ? scatteredTwins : keptTwins).insert(decision.shadowName);
+  llvm::erase_if(report.requirements, [&](const LaunchRequirement &requirement) {
+    return requirement.refusal.empty() && scatteredTwins.contains(requirement.shadow) &&
+           !keptTwins.contains(requirement.shadow);
+  });
+  for (const ScatterColumns &columns : plan.slots.columns)
+    for (const auto &[bound, primalName] : bindings)
+      if (bound == columns.shadow)
+        if (ScheduleEntry *entry = report.schedule.shadow(primalName)) {
+          entry->strategy = Strategy::ScatterSlots;
+          entry->how = "scatter slots (deterministic mode: slots per program hold each "
+                       "lane's contribution and its element; "
+                       "after the kernel they are added into the gradient in slot order, "
+                       "each element's sum in fp32, rounded once: no atomics; " + entry->how +
+                       ")";
+        }
+}
+
 /// Re-parallelizes `function`'s atomic accumulations where it can (a no-op
 /// for the modes and schedules it does not compose with) and records what
 /// became of each shadow in `report`.
@@ -377,16 +422,27 @@ regridKernel(mlir::triton::FuncOp function,
   // address scratch by the launch's program id).
   bool deterministic = accumulation == AccumulationMode::Deterministic;
   if (accumulation == AccumulationMode::Atomic || !report.partialShadows.empty() ||
-      !report.tapes.empty())
-    return deterministic ? checkDeterministic(function, {}) : mlir::success();
+      !report.tapes.empty()) {
+    if (!deterministic)
+      return mlir::success();
+    scatterRemaining(function, bindings, report, "");
+    return checkDeterministic(function, {});
+  }
   std::vector<std::string> shadowNames;
   for (const auto &[shadow, primalName] : bindings)
     if (!shadow.empty())
       shadowNames.push_back(shadow);
   RegridReport regridReport;
   regridAccumulations(function, shadowNames, overwrite, deterministic, regridReport);
-  if (deterministic && mlir::failed(checkDeterministic(function, regridReport.notes)))
-    return mlir::failure();
+  if (deterministic) {
+    scatterRemaining(function, bindings, report,
+                     regridReport.regrid.parts.empty()
+                         ? ""
+                         : "the backward has re-parallelized parts, launched apart from the "
+                           "forward's programs");
+    if (mlir::failed(checkDeterministic(function, regridReport.notes)))
+      return mlir::failure();
+  }
   keepRegridPrograms(function, programs);
   llvm::erase_if(report.coverage, [&](const ShadowCoverage &covered) {
     return llvm::is_contained(regridReport.untwinned, covered.shadow);
@@ -507,6 +563,7 @@ Result differentiateKernel(const std::string &ir, const std::string &primal,
   result.residualFingerprint = report.residuals.fingerprint;
   result.fullMasks = std::move(fullMasksCondition);
   result.programOrder = std::move(programOrder);
+  result.scatter = std::move(report.scatter);
   return result;
 }
 

@@ -965,8 +965,9 @@ FailureOr<LoadAdjointPlan> KernelBackwardBuilder::planLoadAdjoint(tt::LoadOp loa
     plan.write = Write::DeterministicWhere;
     plan.condition = access.condition;
     // (with an atomic twin that Regrid may take with it, giving the sum
-    // programs of its own that need no condition; else it goes)
-    plan.atomicTwin = hasArithmetic(shadowElement) && !plan.ordered;
+    // programs of its own that need no condition, or scatter slots may
+    // take where the condition fails; else it goes and the launch refuses)
+    plan.atomicTwin = hasArithmetic(shadowElement);
     plan.requirement = access.explanation + declinedWhy;
     plan.scheduled = {plan.storeOnly ? Strategy::Overwrite : Strategy::Plain,
                       plainLabel(orderedLabel(std::string("deterministic mode: each address "
@@ -1066,9 +1067,9 @@ LogicalResult KernelBackwardBuilder::emitLoadAdjoint(OpBuilder &builder, tt::Loa
     if (plan->atomicTwin) {
       markLast(kWhenExclusive);
       Value otherwise = negated(exclusive);
-      emitAtomic(predicate(builder, loc, mask, otherwise, g.getType()));
+      emitAtomic(predicate(builder, loc, mask, otherwise, g.getType()))
+          ->setAttr(kRefusedUnlessExclusive, builder.getUnitAttr());
       markLast(kUnlessExclusive);
-      markLast(kRefusedUnlessExclusive);
     }
     requirements.push_back(
         {shadowNames.lookup(baseArgument(load.getPtr())), *condition, plan->requirement});

@@ -1,4 +1,5 @@
 #include "tritonad/AutoDiff/Regrid.h"
+#include "tritonad/AutoDiff/ScatterSums.h"
 #include "tritonad/Transforms/Passes.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -16,6 +17,11 @@ struct RegridPass : public impl::RegridBase<RegridPass> {
     RegridReport report;
     std::vector<std::string> names(shadows.begin(), shadows.end());
     regridAccumulations(getOperation(), names, overwrite, deterministic, report);
+    if (deterministic && report.regrid.parts.empty()) {
+      ScatterPlan plan = planScatterSums(getOperation());
+      noteUnscattered(plan);
+      emitScatterSums(getOperation(), plan);
+    }
     if (deterministic && failed(checkDeterministic(getOperation(), report.notes)))
       return signalPassFailure();
     keepRegridPrograms(getOperation(), programs);

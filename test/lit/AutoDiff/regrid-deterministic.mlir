@@ -1,11 +1,12 @@
 // Deterministic mode: KernelBackward leaves an atomic it could not avoid
 // marked with why (tritonad.unless_regridded); re-parallelization may still
 // replace it by programs of their own. One that remains is a located error
-// carrying both reasons.
+// carrying every reason (a kernel with scatter slots sums it there instead:
+// scatter-sums.mlir).
 
 // RUN: not tritonad-opt %s --tritonad-regrid="shadows=da deterministic=true" 2>&1 | FileCheck %s
 
-// CHECK: error: deterministic mode: cannot prove that each address of 'da' is touched by one program only; not re-parallelized: its addresses depend on data the program loads
+// CHECK: error: deterministic mode: cannot prove that each address of 'da' is touched by one program only; not summed through scatter slots: the launch passed no scatter slots (tritonad_scatter_index, tritonad_scatter_values); not re-parallelized: its addresses depend on data the program loads
 module {
   tt.func public @gather(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %idx: !tt.ptr<i32> loc("idx"), %k: i32 loc("k"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
     %c0 = arith.constant 0 : i32

@@ -55,6 +55,9 @@ struct KernelBackwardReport {
   /// The forward's values the backward reads instead of recomputing (empty
   /// when the backward has no `tritonad_residuals` argument).
   ResidualLayout residuals;
+  /// Deterministic mode: the scatter slots its remaining accumulations write
+  /// (ScatterSums.h), set after re-parallelization; empty: none.
+  ScatterSlots scatter;
 };
 
 /// `file:line:col` of the innermost file location in `loc`, for reports.

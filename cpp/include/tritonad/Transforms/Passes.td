@@ -105,7 +105,8 @@ def Regrid : Pass<"tritonad-regrid", "mlir::triton::FuncOp"> {
            "where the launch finds each element reached once">,
     Option<"deterministic", "deterministic", "bool", /*default=*/"false",
            "atomics are refused (mode=deterministic): parts are taken wherever they are "
-           "correct, and an atomic marked tritonad.unless_regridded that remains is an error">,
+           "correct, then scatter slots (without parts), and an atomic marked "
+           "tritonad.unless_regridded that remains is an error">,
     Option<"programs", "programs", "tritonad::RegridPrograms",
            /*default=*/"tritonad::RegridPrograms::All",
            "the programs the kernel runs: both, chosen by the program id, or only the "
@@ -145,6 +146,21 @@ def OrderPrograms : Pass<"tritonad-order-programs", "mlir::triton::FuncOp"> {
     numbered x fastest, that launch index i runs) gives, and reports the work
     per program the launch path orders by (trips times the ops of an
     iteration, summed over the loops) as a remark.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
+def ScatterSums : Pass<"tritonad-scatter-sums", "mlir::triton::FuncOp"> {
+  let summary = "Deterministic mode: atomic adds that remain become per-lane scatter slots";
+  let description = [{
+    Each `tt.atomic_rmw fadd` marked `tritonad.unless_regridded` (or the
+    refused twin `tritonad.refused_unless_exclusive`) whose pointer is
+    computed from a kernel argument no other load reads, outside loops or in
+    scf.for loops of constant bounds, becomes two stores into the program's
+    row of slots: 1 + the element's offset into `tritonad_scatter_index`
+    (0 for a lane the mask leaves out) and the value into
+    `tritonad_scatter_values`. A remark gives the slots per program and each
+    shadow's columns; an atomic that stays gains why in its mark.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }

@@ -1,0 +1,68 @@
+// Scatter sums: deterministic mode's schedule for the atomic accumulations
+// nothing else removes. Where re-parallelization left an atomic add (its
+// addresses come from a row table, or are not analyzable, or programs' tiles
+// may overlap), each program instead stores every lane's contribution and its
+// element offset into slots of its own; after the kernel the launch path adds
+// the slots into the shadow with torch's sort-based index_put_ (accumulate),
+// which sums each element's contributions in slot order: program, then site,
+// then iteration, then lane. No atomics, the same sum bit for bit on every
+// run, each element's sum in fp32 and rounded once.
+#ifndef TRITONAD_AUTODIFF_SCATTERSUMS_H
+#define TRITONAD_AUTODIFF_SCATTERSUMS_H
+
+#include "tritonad/Coverage.h"
+#include "tritonad/Dialect/Triton/Dialect.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <string>
+#include <vector>
+
+namespace tritonad {
+
+/// One atomic add deterministic mode must not keep, and whether slots can
+/// take it (and why not).
+struct ScatterDecision {
+  mlir::triton::AtomicRMWOp atomic;
+  mlir::BlockArgument shadow;
+  std::string shadowName;
+  // The atomic twin of a plain write whose exclusivity the launch would check.
+  bool refusedTwin = false;
+  bool scattered = false;
+  std::string why;   // when not scattered: why, for the located error
+  int64_t lanes = 0; // elements per execution
+  // The scf.for loops around it, outermost first, and their trip counts.
+  llvm::SmallVector<mlir::scf::ForOp> loops;
+  std::vector<SymbolicInt> trips;
+  // The coarsened grid-stride loop around it (its iterations are the
+  // forward's programs along axis 0), if any.
+  mlir::scf::ForOp programLoop;
+};
+
+struct ScatterPlan {
+  std::vector<ScatterDecision> decisions; // IR order
+  ScatterSlots slots;                     // of the scattered ones, grouped by shadow
+};
+
+/// Decides, for each atomic add that deterministic mode marked
+/// (`tritonad.unless_regridded`, or the twin `tritonad.refused_unless_exclusive`
+/// of a plain write the launch would otherwise check), whether it can go
+/// through scatter slots: the kernel has both scatter arguments, the add's
+/// result is unused, its pointer is computed from a shadow argument that no
+/// load of the kernel reads (but to add to what it read), and every loop
+/// around it is an scf.for of a positive constant step whose bounds are
+/// expressions of the arguments (not of the program: the slots per program
+/// are the same in every program, counted when the launch is).
+/// Emits no IR.
+ScatterPlan planScatterSums(mlir::triton::FuncOp kernel);
+
+/// Replaces the scattered atomics of `plan` by stores into their slots.
+void emitScatterSums(mlir::triton::FuncOp kernel, const ScatterPlan &plan);
+
+/// Adds `why` to the deterministic-mode mark of each atomic `plan` did not
+/// scatter, for checkDeterministic's error.
+void noteUnscattered(const ScatterPlan &plan);
+
+} // namespace tritonad
+
+#endif

@@ -1,0 +1,29 @@
+#include "tritonad/Analysis/MaskBounds.h"
+#include "tritonad/AutoDiff/ScatterSums.h"
+#include "tritonad/Transforms/Passes.h"
+
+namespace tritonad {
+#define GEN_PASS_DEF_SCATTERSUMS
+#include "tritonad/Transforms/Passes.h.inc"
+
+namespace {
+
+struct ScatterSumsPass : public impl::ScatterSumsBase<ScatterSumsPass> {
+  using ScatterSumsBase::ScatterSumsBase;
+
+  void runOnOperation() override {
+    ScatterPlan plan = planScatterSums(getOperation());
+    noteUnscattered(plan);
+    emitScatterSums(getOperation(), plan);
+    if (plan.slots.empty())
+      return;
+    auto remark = mlir::emitRemark(getOperation().getLoc());
+    remark << symbolicText(plan.slots.perProgram) << " scatter slots per program";
+    for (const ScatterColumns &columns : plan.slots.columns)
+      remark << "; " << columns.shadow << ": [" << symbolicText(columns.begin) << ", "
+             << symbolicText(columns.end) << ")";
+  }
+};
+
+} // namespace
+} // namespace tritonad

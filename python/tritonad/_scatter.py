@@ -1,0 +1,74 @@
+"""Scatter slots: deterministic mode's sums where programs may add to the same
+elements (cpp/include/tritonad/AutoDiff/ScatterSums.h).
+
+Where a backward would need atomic adds (addresses from a row table, addresses
+the core cannot analyze, tiles that may overlap) and re-parallelization does
+not remove them, each program of the derived backward stores every lane's
+contribution and its element into a row of slots of its own: `1 + offset`
+into ``tritonad_scatter_index`` (0: a lane the mask leaves out, or a slot the
+program does not reach) and the value into ``tritonad_scatter_values``. After
+the kernel each shadow's columns are added into it by torch's sort-based
+``index_put_(accumulate=True)``: each element's contributions summed in slot
+order (program, site, iteration, lane) in fp32 and rounded once. The same
+bits on every run, whatever order the programs ran in.
+
+The compiled kernel's metadata says how many slots per program and which
+columns each shadow has (a scatter record, LaunchContract.h); the launch path
+allocates ``programs x slots`` of each (the index zero-filled: slots a program
+does not reach add nothing), launches, then adds.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tritonad import _contract, _coverage, _launch_plan
+
+INDEX, VALUES = (_contract.declared(n) for n in ("tritonad_scatter_index",
+                                                 "tritonad_scatter_values"))
+_METADATA = _contract.metadata_key("scatter")
+_PER_PROGRAM, _COLUMNS = _contract.fields("scatter", "per_program", "columns")
+_SHADOW, _BEGIN, _END = _contract.fields("scatter_columns", "shadow", "begin", "end")
+
+
+def placeholders(device, wide: bool) -> dict:
+    """The scatter parameters for the first compile (the core decides whether
+    the kernel uses them); fp64 values for fp64 gradients (gradcheck)."""
+    return {INDEX: _launch_plan.placeholder(device, "int64"),
+            VALUES: _launch_plan.placeholder(device, "float64" if wide else "float32")}
+
+
+def record_of(kernel):
+    """The compiled backward's scatter record, or None where it has no slots."""
+    recorded = getattr(getattr(kernel, "metadata", None), _METADATA, None) or {}
+    records = [r for r in recorded.values() if r]
+    return records[0] if records else None
+
+
+def prepare(kernel, kwargs, grid):
+    """Allocates the slots `kernel` writes on `grid` into kwargs; returns its
+    scatter record (None: the kernel has none, and kwargs keep the
+    placeholders, which it does not read)."""
+    import torch
+
+    record = record_of(kernel)
+    if record is None:
+        return None
+    programs = math.prod(int(g) for g in grid) if grid else 1
+    shape = (programs, _coverage.evaluate(record[_PER_PROGRAM], kwargs, grid))
+    device = kwargs[INDEX].device
+    kwargs[INDEX] = _launch_plan.allocate(INDEX, torch.zeros, shape, torch.int64, device)
+    kwargs[VALUES] = _launch_plan.allocate(VALUES, torch.empty, shape, kwargs[VALUES].dtype,
+                                           device)
+    return record
+
+
+def add(record, kwargs, grid) -> None:
+    """Adds the slots of a launch `prepare` allocated into its shadows."""
+    if record is None:
+        return
+    for columns in record[_COLUMNS]:
+        begin, end = (_coverage.evaluate(columns[end], kwargs, grid) for end in (_BEGIN, _END))
+        _launch_plan.note(("scatter", INDEX, VALUES, columns[_SHADOW], begin, end))
+        _launch_plan.add_scatter_slots(kwargs[INDEX], kwargs[VALUES], kwargs[columns[_SHADOW]],
+                                       begin, end)

@@ -1,0 +1,122 @@
+// Deterministic mode's scatter slots: an atomic add marked
+// tritonad.unless_regridded (or a refused twin) becomes two stores into the
+// program's row of slots, 1 + the element's offset (0 where the mask is
+// false) and the value; loops around it select blocks of slots by their
+// iteration, their trip counts computed at the kernel's entry. What cannot
+// take slots keeps its atomic, its mark saying why.
+
+// RUN: tritonad-opt %s --split-input-file --tritonad-scatter-sums 2>/dev/null | FileCheck %s
+// RUN: tritonad-opt %s --split-input-file --tritonad-scatter-sums -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
+
+// A row-table gather outside any loop: 64 slots per program.
+// REMARK: remark: 64 scatter slots per program; dx: [0, 64)
+// CHECK-LABEL: tt.func public @row_table
+// CHECK: tt.get_program_id x
+// CHECK: arith.muli %{{.*}}, %[[K:.*]] : i64
+// CHECK-NOT: tt.atomic_rmw
+// CHECK: tt.ptr_to_int %arg0 : !tt.ptr<f32> -> i64
+// CHECK: tt.ptr_to_int %{{.*}} : tensor<64x!tt.ptr<f32>> -> tensor<64xi64>
+// CHECK: arith.divsi %{{.*}}, %{{.*}} : tensor<64xi64>
+// CHECK: %[[OFF:.*]] = arith.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<64xi1>, tensor<64xi64>
+// CHECK: tt.store %{{.*}}, %[[OFF]] : tensor<64x!tt.ptr<i64>>
+// CHECK: tt.store %{{.*}}, %arg2 : tensor<64x!tt.ptr<f32>>
+module {
+  tt.func public @row_table(%dx: !tt.ptr<f32> loc("dx"), %rows: !tt.ptr<i32> loc("rows"), %g: tensor<64xf32> loc("g"), %n: i32 loc("n"), %si: !tt.ptr<i64> loc("tritonad_scatter_index"), %sv: !tt.ptr<f32> loc("tritonad_scatter_values")) {
+    %pid = tt.get_program_id x : i32
+    %rp = tt.addptr %rows, %pid : !tt.ptr<i32>, i32
+    %row = tt.load %rp : !tt.ptr<i32>
+    %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+    %ns = tt.splat %n : i32 -> tensor<64xi32>
+    %m = arith.cmpi slt, %r, %ns : tensor<64xi32>
+    %rs = tt.splat %row : i32 -> tensor<64xi32>
+    %off = arith.addi %rs, %r : tensor<64xi32>
+    %base = tt.splat %dx : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>>
+    %p = tt.addptr %base, %off : tensor<64x!tt.ptr<f32>>, tensor<64xi32>
+    %old = tt.atomic_rmw fadd, relaxed, gpu, %p, %g, %m {tritonad.unless_regridded = "deterministic mode: rows from a table"} : (tensor<64x!tt.ptr<f32>>, tensor<64xf32>, tensor<64xi1>) -> tensor<64xf32>
+    tt.return
+  }
+}
+
+// -----
+
+// In a loop of a runtime trip count (an argument): the trips at the entry,
+// 16 x 16 slots per iteration, the iteration selecting its block.
+// REMARK: remark: (256 * max((((k - 0) + 0) / 1), 0)) scatter slots per program; da: [0, (256 * max((((k - 0) + 0) / 1), 0)))
+// CHECK-LABEL: tt.func public @in_a_loop
+// CHECK: arith.extsi %arg3 : i32 to i64
+// CHECK: %[[TRIPS:.*]] = arith.maxsi %{{.*}}, %{{.*}} : i64
+// CHECK: arith.muli %c256_i64, %[[TRIPS]]
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %arg3 step
+// CHECK: %[[IV:.*]] = arith.extsi %[[I]] : i32 to i64
+// CHECK: %[[D:.*]] = arith.subi %[[IV]]
+// CHECK: %[[IT:.*]] = arith.divsi %[[D]], %{{.*}} : i64
+// CHECK: arith.muli %[[IT]], %c256
+// CHECK-NOT: tt.atomic_rmw
+// CHECK: tt.store %{{.*}} : tensor<16x16x!tt.ptr<i64>>
+// CHECK: tt.store %{{.*}} : tensor<16x16x!tt.ptr<f32>>
+module {
+  tt.func public @in_a_loop(%da: !tt.ptr<f32> loc("da"), %idx: tensor<16x16xi32> loc("idx"), %v: tensor<16x16xf32> loc("v"), %k: i32 loc("k"), %si: !tt.ptr<i64> loc("tritonad_scatter_index"), %sv: !tt.ptr<f32> loc("tritonad_scatter_values")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %das = tt.splat %da : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    scf.for %i = %c0 to %k step %c1 : i32 {
+      %is = tt.splat %i : i32 -> tensor<16x16xi32>
+      %off = arith.addi %idx, %is : tensor<16x16xi32>
+      %p = tt.addptr %das, %off : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %old = tt.atomic_rmw fadd, relaxed, gpu, %p, %v {tritonad.unless_regridded = "deterministic mode: not analyzable"} : (tensor<16x16x!tt.ptr<f32>>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    }
+    tt.return
+  }
+}
+
+// -----
+
+// A coarsened backward (partial buffers): the grid-stride loop's induction
+// variable is the forward's program, which picks the row; it is no
+// iteration of the slots.
+// REMARK: remark: 32 scatter slots per program; dx: [0, 32)
+// CHECK-LABEL: tt.func public @coarsened
+// CHECK: scf.for %[[V:.*]] = %{{.*}} to %arg3 step %{{.*}}
+// CHECK: %[[VI:.*]] = arith.extsi %[[V]] : i32 to i64
+// CHECK: arith.addi %[[VI]], %{{.*}} : i64
+// CHECK: arith.muli %{{.*}}, %{{.*}} : i64
+// CHECK-NOT: tt.atomic_rmw
+module {
+  tt.func public @coarsened(%dx: !tt.ptr<f32> loc("dx"), %idx: tensor<32xi32> loc("idx"), %v: tensor<32xf32> loc("v"), %tritonad_programs: i32 loc("tritonad_programs"), %si: !tt.ptr<i64> loc("tritonad_scatter_index"), %sv: !tt.ptr<f32> loc("tritonad_scatter_values")) {
+    %pid = tt.get_program_id x : i32
+    %np = tt.get_num_programs x : i32
+    %dxs = tt.splat %dx : !tt.ptr<f32> -> tensor<32x!tt.ptr<f32>>
+    scf.for %vp = %pid to %tritonad_programs step %np : i32 {
+      %p = tt.addptr %dxs, %idx : tensor<32x!tt.ptr<f32>>, tensor<32xi32>
+      %old = tt.atomic_rmw fadd, relaxed, gpu, %p, %v {tritonad.unless_regridded = "deterministic mode: shared"} : (tensor<32x!tt.ptr<f32>>, tensor<32xf32>) -> tensor<32xf32>
+    }
+    tt.return
+  }
+}
+
+// -----
+
+// Kept atomics: the shadow is read back (the slots add only after the
+// kernel); a loop whose trip count depends on the program; no scatter
+// arguments.
+// CHECK-LABEL: tt.func public @kept
+// CHECK: tt.atomic_rmw {{.*}}not summed through scatter slots: the backward also reads 'dx'
+// CHECK: tt.atomic_rmw {{.*}}not summed through scatter slots: the loop at {{.*}} runs a number of iterations that depends on the program
+module {
+  tt.func public @kept(%dx: !tt.ptr<f32> loc("dx"), %dy: !tt.ptr<f32> loc("dy"), %idx: tensor<32xi32> loc("idx"), %v: tensor<32xf32> loc("v"), %si: !tt.ptr<i64> loc("tritonad_scatter_index"), %sv: !tt.ptr<f32> loc("tritonad_scatter_values")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %pid = tt.get_program_id x : i32
+    %dxs = tt.splat %dx : !tt.ptr<f32> -> tensor<32x!tt.ptr<f32>>
+    %p = tt.addptr %dxs, %idx : tensor<32x!tt.ptr<f32>>, tensor<32xi32>
+    %read = tt.load %p : tensor<32x!tt.ptr<f32>>
+    %twice = arith.addf %read, %read : tensor<32xf32>
+    %old = tt.atomic_rmw fadd, relaxed, gpu, %p, %twice {tritonad.unless_regridded = "deterministic mode: read back"} : (tensor<32x!tt.ptr<f32>>, tensor<32xf32>) -> tensor<32xf32>
+    %dys = tt.splat %dy : !tt.ptr<f32> -> tensor<32x!tt.ptr<f32>>
+    %q = tt.addptr %dys, %idx : tensor<32x!tt.ptr<f32>>, tensor<32xi32>
+    scf.for %i = %c0 to %pid step %c1 : i32 {
+      %old2 = tt.atomic_rmw fadd, relaxed, gpu, %q, %v {tritonad.unless_regridded = "deterministic mode: per program"} : (tensor<32x!tt.ptr<f32>>, tensor<32xf32>) -> tensor<32xf32>
+    }
+    tt.return
+  }
+}
