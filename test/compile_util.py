@@ -99,6 +99,11 @@ def assert_records_declared(compiled):
     for residuals in metadata.get("tritonad_residuals", {}).values():
         if residuals:
             check("residuals", residuals)
+    for scatter in metadata.get("tritonad_scatter", {}).values():
+        if scatter:
+            check("scatter", scatter)
+            for columns in scatter["columns"]:
+                check("scatter_columns", columns)
     return checked
 
 

@@ -545,7 +545,8 @@ def test_signature_is_the_positional_order():
     # residuals, which tritonad.autograd's forward saves)
     assert list(bwd.arg_names) == list(bwd.launch_signature) + [
         "tritonad_workspace", "tritonad_slot", "tritonad_programs", "tritonad_tape",
-        "tritonad_tape_every", "tritonad_regrid", "tritonad_main_only", "tritonad_parts_only",
+        "tritonad_tape_every", "tritonad_scatter_index", "tritonad_scatter_values",
+        "tritonad_regrid", "tritonad_main_only", "tritonad_parts_only",
         "tritonad_full_masks", "tritonad_keep_masks", "tritonad_residuals"]
 
 

@@ -103,7 +103,7 @@ def test_record_fields_declared_once():
     declared = _C.launch_contract()
     records = declared["records"]
     assert set(records) == {"backward", "coverage", "regrid", "regrid_part", "requirement",
-                            "residuals", "schedule_entry"}
+                            "residuals", "scatter", "scatter_columns", "schedule_entry"}
     assert all(f["meaning"] for fields in records.values() for f in fields)
     assert [f["name"] for f in records["backward"]] == [n for n, _ in _contract.BACKWARD_RECORD]
     assert [(r, f["name"]) for r, fields in records.items() for f in fields if f["optional"]] \

@@ -102,15 +102,17 @@ def block_pointer_rows_kernel(X, Y, stride, N, BLOCK_N: tl.constexpr):
 def test_block_pointer_boundary_check_bounds_the_rows(always_compile):
     """The boundary check's `index < N` clamps the row's span (its i32 offset widened to
     i64 is the constant it is): rows 138 apart with N = 133 < BLOCK_N = 256 are disjoint,
-    which deterministic mode once refused at launch (the fuzz's seed 208)."""
+    which deterministic mode once refused at launch (the fuzz's seed 208). The
+    condition now decides whether the launch needs the scatter slots that take the
+    rows where they overlap (none where it holds)."""
     from tritonad import _coverage
     from compile_util import compile_on_cpu
 
     bwd = tritonad.grad(block_pointer_rows_kernel, mode="deterministic")
     compiled = compile_on_cpu(bwd, dict(X="*fp32", Y="*fp32", stride="i32", N="i32"),
                               dict(BLOCK_N=256))
-    (condition,) = [r["condition"] for rs in compiled.metadata.tritonad_requirements.values()
-                    for r in rs]
+    assert not [r for rs in compiled.metadata.tritonad_requirements.values() for r in rs]
+    (condition,) = [r["unused"] for r in compiled.metadata.tritonad_scatter.values() if r]
     holds = lambda stride, n: _coverage.evaluate(condition, dict(stride=stride, N=n),  # noqa: E731
                                                  (20, 1, 1))
     assert holds(138, 133) and holds(133, 133) and not holds(132, 133), condition
@@ -159,9 +161,8 @@ def test_constant_strides_stack_in_stride_order(mode, always_compile):
     line = next(l for l in bwd.schedule().splitlines() if l.startswith("X: "))
     assert "strides, masks and grid keep tiles disjoint" in line, line
     assert bwd.derived_ir().count("tt.atomic_rmw") == (1 if mode == "auto" else 0)
-    if mode == "deterministic":
-        (condition,) = [r["condition"] for rs in compiled.metadata.tritonad_requirements.values()
-                        for r in rs]
+    if mode == "deterministic":  # (where it fails, scatter slots: none allocated where it holds)
+        (condition,) = [r["unused"] for r in compiled.metadata.tritonad_scatter.values() if r]
         holds = lambda grid: _coverage.evaluate(condition, dict(M=45), (grid, 1, 1))  # noqa: E731
         assert holds(37) and holds(1) and not holds(38), condition
 

@@ -204,6 +204,10 @@ py::object regridToPython(const tritonad::Regrid &regrid) {
   return completed(record, contract::kRegridRecord, "regrid");
 }
 
+py::object optionalSymbol(const std::optional<tritonad::SymbolicInt> &symbol) {
+  return symbol ? py::object(symbolicToPython(*symbol)) : py::object(py::none());
+}
+
 // None where the backward has no scatter slots.
 py::object scatterToPython(const tritonad::ScatterSlots &slots) {
   if (slots.empty())
@@ -221,6 +225,7 @@ py::object scatterToPython(const tritonad::ScatterSlots &slots) {
   record[TRITONAD_FIELD(contract::kScatterRecord, "per_program")] =
       symbolicToPython(slots.perProgram);
   record[TRITONAD_FIELD(contract::kScatterRecord, "columns")] = columns;
+  record[TRITONAD_FIELD(contract::kScatterRecord, "unused")] = optionalSymbol(slots.unused);
   return completed(record, contract::kScatterRecord, "scatter");
 }
 
@@ -236,10 +241,6 @@ py::list requirementsToPython(const std::vector<tritonad::LaunchRequirement> &re
     listed.append(completed(entry, declared, "requirement"));
   }
   return listed;
-}
-
-py::object optionalSymbol(const std::optional<tritonad::SymbolicInt> &symbol) {
-  return symbol ? py::object(symbolicToPython(*symbol)) : py::object(py::none());
 }
 
 tritonad::api::PrintOptions printOptions(bool generic, bool debugInfo) {

@@ -15,7 +15,9 @@ bits on every run, whatever order the programs ran in.
 The compiled kernel's metadata says how many slots per program and which
 columns each shadow has (a scatter record, LaunchContract.h); the launch path
 allocates ``programs x slots`` of each (the index zero-filled: slots a program
-does not reach add nothing), launches, then adds.
+does not reach add nothing), launches, then adds. Where every slot is the twin
+of a plain write that the launch's arguments make exclusive, no program writes
+one and none is allocated.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from tritonad import _contract, _coverage, _launch_plan
 INDEX, VALUES = (_contract.declared(n) for n in ("tritonad_scatter_index",
                                                  "tritonad_scatter_values"))
 _METADATA = _contract.metadata_key("scatter")
-_PER_PROGRAM, _COLUMNS = _contract.fields("scatter", "per_program", "columns")
+_PER_PROGRAM, _COLUMNS, _UNUSED = _contract.fields("scatter", "per_program", "columns", "unused")
 _SHADOW, _BEGIN, _END = _contract.fields("scatter_columns", "shadow", "begin", "end")
 
 
@@ -53,6 +55,10 @@ def prepare(kernel, kwargs, grid):
 
     record = record_of(kernel)
     if record is None:
+        return None
+    # (only launch-checked plain writes' twins, whose condition holds: no
+    # program writes a slot, and the placeholders stay)
+    if record[_UNUSED] is not None and _coverage.evaluate(record[_UNUSED], kwargs, grid):
         return None
     programs = math.prod(int(g) for g in grid) if grid else 1
     shape = (programs, _coverage.evaluate(record[_PER_PROGRAM], kwargs, grid))

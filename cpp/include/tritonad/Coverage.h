@@ -5,6 +5,7 @@
 #define TRITONAD_COVERAGE_H
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -102,6 +103,10 @@ struct ScatterColumns {
 struct ScatterSlots {
   SymbolicInt perProgram;
   std::vector<ScatterColumns> columns; // one entry per shadow
+  /// Where every slot belongs to the atomic twin of a plain write the launch
+  /// would check: the condition under which no program writes one (the
+  /// caller then allocates none).
+  std::optional<SymbolicInt> unused;
   bool empty() const { return columns.empty(); }
 };
 

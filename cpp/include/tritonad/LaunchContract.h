@@ -158,6 +158,8 @@ inline constexpr RecordKey kRegridPartRecord[] = {
 inline constexpr RecordKey kScatterRecord[] = {
     {"per_program", "slots per program of the launch (programs numbered x fastest)"},
     {"columns", "per shadow, its slots in each program's row (scatter columns records)"},
+    {"unused", "a condition of the launch under which no program writes a slot (every slot "
+               "is a launch-checked plain write's twin), or None"},
 };
 
 /// The slots of one shadow in each program's row (ScatterColumns).

@@ -389,24 +389,48 @@ void scatterRemaining(mlir::triton::FuncOp function,
   report.scatter = plan.slots;
   // (a shadow keeps its launch check while one of its refused twins remains)
   llvm::StringSet<> scatteredTwins, keptTwins;
-  for (const ScatterDecision &decision : plan.decisions)
+  bool onlyTwins = true;
+  for (const ScatterDecision &decision : plan.decisions) {
     if (decision.refusedTwin)
       (decision.scattered ? scatteredTwins : keptTwins).insert(decision.shadowName);
+    onlyTwins &= !decision.scattered || decision.refusedTwin;
+  }
+  // (where each plain write's condition holds, its twin's slots stay empty)
+  std::optional<SymbolicInt> unused;
   llvm::erase_if(report.requirements, [&](const LaunchRequirement &requirement) {
-    return requirement.refusal.empty() && scatteredTwins.contains(requirement.shadow) &&
-           !keptTwins.contains(requirement.shadow);
+    if (!requirement.refusal.empty() || !scatteredTwins.contains(requirement.shadow))
+      return false;
+    unused = unused ? SymbolicInt::of(SymbolicInt::Op::And, {*unused, requirement.condition})
+                    : requirement.condition;
+    return !keptTwins.contains(requirement.shadow);
   });
+  if (onlyTwins)
+    report.scatter.unused = unused;
+  // A shadow whose slots all stand in for a plain write's refused twin keeps
+  // its plain write, the slots noted; any other takes the slots' strategy.
+  llvm::StringSet<> otherSlots;
+  for (const ScatterDecision &decision : plan.decisions)
+    if (decision.scattered && !decision.refusedTwin)
+      otherSlots.insert(decision.shadowName);
+  const char *slots = "slots per program hold each lane's contribution and its element, added "
+                      "into the gradient after the kernel in slot order, each element's sum "
+                      "in fp32, rounded once: no atomics";
   for (const ScatterColumns &columns : plan.slots.columns)
-    for (const auto &[bound, primalName] : bindings)
-      if (bound == columns.shadow)
-        if (ScheduleEntry *entry = report.schedule.shadow(primalName)) {
-          entry->strategy = Strategy::ScatterSlots;
-          entry->how = "scatter slots (deterministic mode: slots per program hold each "
-                       "lane's contribution and its element; "
-                       "after the kernel they are added into the gradient in slot order, "
-                       "each element's sum in fp32, rounded once: no atomics; " + entry->how +
-                       ")";
-        }
+    for (const auto &[bound, primalName] : bindings) {
+      ScheduleEntry *entry =
+          bound == columns.shadow ? report.schedule.shadow(primalName) : nullptr;
+      if (!entry)
+        continue;
+      if (!otherSlots.contains(columns.shadow)) {
+        entry->notes.push_back(std::string("where the launch's arguments let programs' tiles "
+                                           "overlap, scatter slots instead (") +
+                               slots + ")");
+        continue;
+      }
+      entry->strategy = Strategy::ScatterSlots;
+      entry->how = "scatter slots (deterministic mode: " + std::string(slots) + "; " +
+                   entry->how + ")";
+    }
 }
 
 /// Re-parallelizes `function`'s atomic accumulations where it can (a no-op

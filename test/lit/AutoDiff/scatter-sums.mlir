@@ -1,7 +1,7 @@
 // Deterministic mode's scatter slots: an atomic add marked
 // tritonad.unless_regridded (or a refused twin) becomes two stores into the
-// program's row of slots, 1 + the element's offset (0 where the mask is
-// false) and the value; loops around it select blocks of slots by their
+// program's row of slots, 1 + the element's offset and the value, under the
+// add's mask (a slot it leaves out keeps the caller's 0); loops around it select blocks of slots by their
 // iteration, their trip counts computed at the kernel's entry. What cannot
 // take slots keeps its atomic, its mark saying why.
 
@@ -17,9 +17,9 @@
 // CHECK: tt.ptr_to_int %arg0 : !tt.ptr<f32> -> i64
 // CHECK: tt.ptr_to_int %{{.*}} : tensor<64x!tt.ptr<f32>> -> tensor<64xi64>
 // CHECK: arith.divsi %{{.*}}, %{{.*}} : tensor<64xi64>
-// CHECK: %[[OFF:.*]] = arith.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<64xi1>, tensor<64xi64>
-// CHECK: tt.store %{{.*}}, %[[OFF]] : tensor<64x!tt.ptr<i64>>
-// CHECK: tt.store %{{.*}}, %arg2 : tensor<64x!tt.ptr<f32>>
+// CHECK: %[[OFF:.*]] = arith.addi %{{.*}}, %{{.*}} : tensor<64xi64>
+// CHECK: tt.store %{{.*}}, %[[OFF]], %[[MASK:.*]] : tensor<64x!tt.ptr<i64>>
+// CHECK: tt.store %{{.*}}, %arg2, %[[MASK]] : tensor<64x!tt.ptr<f32>>
 module {
   tt.func public @row_table(%dx: !tt.ptr<f32> loc("dx"), %rows: !tt.ptr<i32> loc("rows"), %g: tensor<64xf32> loc("g"), %n: i32 loc("n"), %si: !tt.ptr<i64> loc("tritonad_scatter_index"), %sv: !tt.ptr<f32> loc("tritonad_scatter_values")) {
     %pid = tt.get_program_id x : i32

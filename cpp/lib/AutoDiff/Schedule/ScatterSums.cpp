@@ -325,16 +325,11 @@ void emitScatterSums(tt::FuncOp kernel, const ScatterPlan &plan) {
           b, at, offset, tt::SplatOp::create(b, at, ints, constant(b, elementBytes)));
       offset = arith::AddIOp::create(b, at, offset,
                                      tt::SplatOp::create(b, at, ints, constant(b, 1)));
-      if (Value mask = atomic.getMask())
-        offset = arith::SelectOp::create(b, at, mask, offset,
-                                         tt::SplatOp::create(b, at, ints, constant(b, 0)));
     } else {
       slots = slot;
       offset = arith::SubIOp::create(b, at, tt::PtrToIntOp::create(b, at, i64, ptr), base);
       offset = arith::DivSIOp::create(b, at, offset, constant(b, elementBytes));
       offset = arith::AddIOp::create(b, at, offset, constant(b, 1));
-      if (Value mask = atomic.getMask())
-        offset = arith::SelectOp::create(b, at, mask, offset, constant(b, 0));
     }
     auto address = [&](Value pointer) -> Value {
       if (!tensor)
@@ -343,8 +338,10 @@ void emitScatterSums(tt::FuncOp kernel, const ScatterPlan &plan) {
       return tt::AddPtrOp::create(b, at, pointers, tt::SplatOp::create(b, at, pointers, pointer),
                                   slots);
     };
-    createStore(b, at, address(indexArg), offset, Value());
-    createStore(b, at, address(valuesArg), value, Value());
+    // (masked like the add: a lane it leaves out keeps the slot's 0, and a
+    // refused twin whose launch condition holds writes no slot at all)
+    createStore(b, at, address(indexArg), offset, atomic.getMask());
+    createStore(b, at, address(valuesArg), value, atomic.getMask());
     atomic.erase();
   }
 }
