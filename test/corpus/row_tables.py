@@ -82,32 +82,29 @@ def _table(programs, rows, device):
     return table[torch.randperm(programs, device=device)]
 
 
-def _gather(dtype, device, mode, rows=23, programs=61, cols=77):
+def _gathered(kernel, reference, dtype, device, mode, rows, programs, cols, block):
+    """x's gradient through tritonad.autograd(kernel) of a gather of `programs` rows of
+    x through a table, beside that of `reference(gathered rows in fp64, cols)`."""
     x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
     table = _table(programs, rows, device)
-    f = tritonad.autograd(gather_rows, outputs=("Y",), mode=mode)
+    f = tritonad.autograd(kernel, outputs=("Y",), mode=mode)
     y = f[(programs,)](torch.empty(programs, cols, device=device, dtype=dtype), x, table,
-                       x.stride(0), cols, BLOCK=128)
+                       x.stride(0), cols, BLOCK=block)
     upstream = torch.randn(y.shape, device=device).to(dtype)
     y.backward(upstream)
     x64 = x.detach().double().requires_grad_()
-    g = x64[table.long()]
-    (g * torch.sigmoid(g)).backward(upstream.double())
+    reference(x64[table.long()], cols).backward(upstream.double())
     return [("x", x.grad, x64.grad)]
 
 
-def _gather_looped(dtype, device, mode, rows=19, programs=37, cols=150):
-    x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
-    table = _table(programs, rows, device)
-    f = tritonad.autograd(gather_rows_looped, outputs=("Y",), mode=mode)
-    y = f[(programs,)](torch.empty(programs, cols, device=device, dtype=dtype), x, table,
-                       x.stride(0), cols, BLOCK=32)
-    upstream = torch.randn(y.shape, device=device).to(dtype)
-    y.backward(upstream)
-    x64 = x.detach().double().requires_grad_()
-    g = x64[table.long()]
-    (g * (g * g).sum(dim=1, keepdim=True) / cols).backward(upstream.double())
-    return [("x", x.grad, x64.grad)]
+def _gather(dtype, device, mode):
+    return _gathered(gather_rows, lambda g, cols: g * torch.sigmoid(g), dtype, device, mode,
+                     rows=23, programs=61, cols=77, block=128)
+
+
+def _gather_looped(dtype, device, mode):
+    return _gathered(gather_rows_looped, lambda g, cols: g * (g * g).sum(1, keepdim=True) / cols,
+                     dtype, device, mode, rows=19, programs=37, cols=150, block=32)
 
 
 def _gather_scaled(dtype, device, mode, rows=17, programs=45, cols=71):
