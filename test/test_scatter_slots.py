@@ -81,6 +81,26 @@ def test_overlapping_windows_need_no_launch_check():
     assert unused(77) and unused(80) and not unused(50)
 
 
+def test_slots_add_into_any_layout():
+    """The sums after the kernel: slot (p, c) holds 1 + an element's offset from the
+    shadow's pointer (0: none) and its value; they land in a strided shadow's own
+    elements, and in a broadcast buffer's memory once per element."""
+    from tritonad._launch_plan import add_scatter_slots
+
+    index = torch.tensor([[1, 0, 3], [3, 6, 0]])   # (offsets 0, 2, 2, 5; two unused)
+    values = torch.tensor([[1.0, 100.0, 2.0], [4.0, 8.0, 100.0]])
+    base = torch.zeros(2, 3)
+    add_scatter_slots(index, values, base, 0, 3)
+    assert base.tolist() == [[1.0, 0.0, 6.0], [0.0, 0.0, 8.0]]
+    strided = torch.zeros(3, 2).T                  # (offsets: [0, 2, 4], [1, 3, 5])
+    add_scatter_slots(index, values, strided, 1, 3)
+    assert strided.tolist() == [[0.0, 2.0, 0.0], [0.0, 0.0, 8.0]]
+    column = torch.zeros(6, 1)
+    broadcast = column.expand(6, 4)                # (every row's elements share one float)
+    add_scatter_slots(index, values, broadcast, 0, 3)
+    assert column.flatten().tolist() == [1.0, 0.0, 6.0, 0.0, 0.0, 8.0]
+
+
 _INTERPRETED = """
 import json, torch
 from corpus import row_tables

@@ -71,10 +71,8 @@ def test_column_rms_grads_match_torch(dtype, layout, mode):
     x, dx, expand = _inputs(layout, M, N, dtype)
     dy = torch.randn(N, M, device="cuda", dtype=dtype)
     bwd = tritonad.grad(column_rms_kernel, mode=mode)
-    if mode == "deterministic" and layout == "broadcast":
-        with pytest.raises(RuntimeError, match="programs write the same addresses"):
-            _launch(bwd, x, dx, expand, dy, M, N)
-        return
+    # (a broadcast column: every program adds to it, in deterministic mode through
+    # scatter slots into the broadcast buffer's memory; a refused launch before them)
     _launch(bwd, x, dx, expand, dy, M, N)
     leaf = x.detach().double().requires_grad_()
     xd = expand(leaf)

@@ -334,8 +334,13 @@ def add_scatter_slots(index, values, shadow, begin: int, end: int) -> None:
     sums collects the slots that name no element."""
     import torch
 
-    sums = torch.zeros(span(shadow) + 1, dtype=values.dtype, device=values.device)
+    extent = span(shadow)
+    sums = torch.zeros(extent + 1, dtype=values.dtype, device=values.device)
     sums.index_put_((index[:, begin:end],), values[:, begin:end], accumulate=True)
+    if torch._debug_has_internal_overlap(shadow):
+        # (elements that share memory, a broadcast gradient buffer: its memory
+        # takes each sum once)
+        shadow = shadow.as_strided((extent,), (1,))
     shadow.add_(sums[1:].as_strided(shadow.shape, shadow.stride()).to(shadow.dtype))
 
 
