@@ -188,7 +188,6 @@ ScatterPlan planScatterSums(tt::FuncOp kernel) {
                          "tritonad_scatter_values)"
                    : whyNotScattered(atomic, kernel, loaded, coarsened, decision);
     decision.scattered = decision.why.empty();
-
     if (decision.shadow)
       decision.shadowName = argumentName(decision.shadow);
     plan.decisions.push_back(std::move(decision));
