@@ -1,7 +1,8 @@
 """Deterministic mode's scatter slots (cpp/include/tritonad/AutoDiff/ScatterSums.h,
 python/tritonad/_scatter.py): where programs may add to the same elements in a
 way nothing proves apart (a row table, a runtime trip count, a runtime stride
-that lets tiles overlap, beside partial buffers' coarsened grid), each program
+that lets tiles overlap, beside partial buffers' coarsened grid or re-parallelized
+parts), each program
 stores its lanes' contributions and elements into slots of its own, summed into
 the gradient after the kernel in slot order. Before them mode="deterministic"
 refused these kernels (a located error or a refused launch).
@@ -32,18 +33,24 @@ def test_schedule_takes_scatter_slots(case):
     bwd, types, constexprs = row_tables.schedule_of(case)
     compiled = compile_on_cpu(bwd, types, constexprs)
     entries = {e.subject: e for e in bwd.schedule().entries if e.kind == "shadow"}
-    assert "tt.atomic_rmw" not in bwd.derived_ir()
+    # (the matmul's compile for every program keeps B's atomic for a launch without
+    # the parts' table)
+    assert ("tt.atomic_rmw" in bwd.derived_ir()) == (case == "matmul")
     (record,) = [r for r in compiled.metadata.tritonad_scatter.values() if r]
-    assert [c["shadow"] for c in record["columns"]] == [bwd.shadows["X"]]
+    scattered = row_tables.SCATTERED[case]
+    assert [c["shadow"] for c in record["columns"]] == [bwd.shadows[scattered]]
     assert assert_records_declared(compiled)
+    entry = entries[scattered]
     if case == "windows":  # (a plain write where the stride keeps rows apart, else slots)
-        assert entries["X"].strategy == "plain", entries["X"]
+        assert entry.strategy == "plain", entry
         assert any(n.startswith("where the launch's arguments let programs' tiles overlap, "
-                                "scatter slots") for n in entries["X"].notes), entries["X"]
+                                "scatter slots") for n in entry.notes), entry
         assert record["unused"] is not None
     else:
-        assert entries["X"].strategy == "scatter-slots", entries["X"]
+        assert entry.strategy == "scatter-slots", entry
         assert record["unused"] is None
+    if case == "matmul":  # (beside B's programs of their own)
+        assert entries["B"].strategy == "re-parallelized", entries["B"]
 
 
 def test_auto_mode_keeps_atomics():

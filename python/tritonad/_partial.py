@@ -444,17 +444,17 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape, launche
         launched = launcher(grid, kwargs, computed=grid_now)
         _scatter.add(scatter, kwargs, grid_now)
         return launched
-    if _scatter.record_of(kernel) is not None:
-        raise RuntimeError("tritonad: internal error: a backward with re-parallelized parts "
-                           "has scatter slots (please report it; mode='auto' avoids it)")
     launches, stored = own
     _initialize(garbage, kernel, kwargs, grid_now, stored=stored)
+    # (the forward's programs write the slots: a row each, as numbered on its grid)
+    scatter = _scatter.prepare(kernel, kwargs, grid_now)
     launched = kernel  # (nothing to do where every launch is empty: an empty grid or loop)
     for launch_grid, table, programs in launches:
         if launch_grid[0] > 0:
             arguments = kwargs if programs == "main" else parts_kwargs
             arguments[_REGRID] = table
             launched = launcher(launch_grid, arguments)
+    _scatter.add(scatter, kwargs, grid_now)
     return launched
 
 

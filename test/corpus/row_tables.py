@@ -75,6 +75,27 @@ def strided_windows(Y, X, stride, N, BLOCK: tl.constexpr):
     tl.store(Y + p * N + cols, tl.sin(x).to(Y.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def gathered_matmul(C, A, B, ROWS, M, N, K, stride_a, stride_b, stride_c, BM: tl.constexpr,
+                    BN: tl.constexpr, BK: tl.constexpr):
+    """C = A[rows] @ B on a 2-D grid (a mixture of experts' gathered tokens): B's
+    gradient is a product of tiles (programs of their own, re-parallelized), A's
+    lands on the gathered rows."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rows = tl.load(ROWS + rm, mask=rm < M, other=0).to(tl.int64)
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    for k in range(0, K, BK):
+        rk = k + tl.arange(0, BK)
+        a = tl.load(A + rows[:, None] * stride_a + rk[None, :],
+                    mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+        b = tl.load(B + rk[:, None] * stride_b + rn[None, :],
+                    mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(a, b, input_precision="ieee")
+    tl.store(C + rm[:, None] * stride_c + rn[None, :], acc.to(C.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
 def _table(programs, rows, device):
     # (every row at least once where programs >= rows, and some twice or more)
     table = torch.randint(0, rows, (programs,), device=device, dtype=torch.int32)
@@ -133,9 +154,26 @@ def _windows(dtype, device, mode, programs=29, cols=77, stride=50):
     return [("x", x.grad, x64.grad)]
 
 
+def _matmul(dtype, device, mode, rows=29, m=45, n=37, k=40):
+    a = torch.randn(rows, k, device=device).to(dtype).requires_grad_()
+    b = torch.randn(k, n, device=device).to(dtype).requires_grad_()
+    table = _table(m, rows, device)
+    f = tritonad.autograd(gathered_matmul, outputs=("C",), mode=mode)
+    c = f[(triton.cdiv(m, 16), triton.cdiv(n, 16))](
+        torch.empty(m, n, device=device, dtype=dtype), a, b, table, m, n, k, a.stride(0),
+        b.stride(0), n, BM=16, BN=16, BK=16)
+    upstream = torch.randn(c.shape, device=device).to(dtype)
+    c.backward(upstream)
+    a64, b64 = (t.detach().double().requires_grad_() for t in (a, b))
+    (a64[table.long()] @ b64).backward(upstream.double())
+    return [("a", a.grad, a64.grad), ("b", b.grad, b64.grad)]
+
+
 _RUNS = {"gather": _gather, "gather_looped": _gather_looped, "gather_scaled": _gather_scaled,
-         "windows": _windows}
+         "windows": _windows, "matmul": _matmul}
 CASES = list(_RUNS)
+# The input whose gradient each case sums through scatter slots.
+SCATTERED = {name: "A" if name == "matmul" else "X" for name in CASES}
 
 
 def _relative_errors(results):
@@ -162,6 +200,9 @@ _SCHEDULED = {
     "gather_scaled": (gather_rows_scaled, dict(Y="P", X="P", W="P", ROWS="*i32", stride="i32",
                                                N="i32"), dict(BLOCK=128)),
     "windows": (strided_windows, dict(Y="P", X="P", stride="i32", N="i32"), dict(BLOCK=128)),
+    "matmul": (gathered_matmul, dict(C="P", A="P", B="P", ROWS="*i32", M="i32", N="i32",
+                                     K="i32", stride_a="i32", stride_b="i32", stride_c="i32"),
+               dict(BM=16, BN=16, BK=16)),
 }
 
 

@@ -367,21 +367,13 @@ AccumulationMode accumulationOf(Accumulation mode) {
 }
 
 /// Deterministic mode: the atomics nothing else removed go through scatter
-/// slots where they can (`refusal`: why none can); a shadow whose
-/// conditionally plain write keeps slots for the other launches needs no
-/// launch check, and its schedule entry says what it became.
+/// slots where they can; a shadow whose conditionally plain write keeps
+/// slots for the other launches needs no launch check, and its schedule
+/// entry says what it became.
 void scatterRemaining(mlir::triton::FuncOp function,
                       const std::vector<std::pair<std::string, std::string>> &bindings,
-                      KernelBackwardReport &report, const std::string &refusal) {
+                      KernelBackwardReport &report) {
   ScatterPlan plan = planScatterSums(function);
-  if (!refusal.empty()) {
-    for (ScatterDecision &decision : plan.decisions)
-      if (decision.scattered) {
-        decision.scattered = false;
-        decision.why = refusal;
-      }
-    plan.slots = ScatterSlots();
-  }
   noteUnscattered(plan);
   emitScatterSums(function, plan);
   if (plan.slots.empty())
@@ -449,7 +441,7 @@ regridKernel(mlir::triton::FuncOp function,
       !report.tapes.empty()) {
     if (!deterministic)
       return mlir::success();
-    scatterRemaining(function, bindings, report, "");
+    scatterRemaining(function, bindings, report);
     return checkDeterministic(function, {});
   }
   std::vector<std::string> shadowNames;
@@ -459,11 +451,9 @@ regridKernel(mlir::triton::FuncOp function,
   RegridReport regridReport;
   regridAccumulations(function, shadowNames, overwrite, deterministic, regridReport);
   if (deterministic) {
-    scatterRemaining(function, bindings, report,
-                     regridReport.regrid.parts.empty()
-                         ? ""
-                         : "the backward has re-parallelized parts, launched apart from the "
-                           "forward's programs");
+    // (before the variants part: the slots sit in the forward's programs,
+    // which the launch numbers 0.. as the forward's grid, x fastest)
+    scatterRemaining(function, bindings, report);
     if (mlir::failed(checkDeterministic(function, regridReport.notes)))
       return mlir::failure();
   }

@@ -17,7 +17,7 @@ struct RegridPass : public impl::RegridBase<RegridPass> {
     RegridReport report;
     std::vector<std::string> names(shadows.begin(), shadows.end());
     regridAccumulations(getOperation(), names, overwrite, deterministic, report);
-    if (deterministic && report.regrid.parts.empty()) {
+    if (deterministic) {
       ScatterPlan plan = planScatterSums(getOperation());
       noteUnscattered(plan);
       emitScatterSums(getOperation(), plan);
