@@ -173,8 +173,7 @@ def test_deterministic_attention_takes_parts_and_checks_dq_at_launch():
     # mode="deterministic": dK's and dV's atomics are left to re-parallelization
     # (one part for both, looping over the query blocks that reach each key
     # block), which takes them; dQ's store, exclusive where the launch keeps
-    # the query tiles disjoint, is written plainly, and scatter slots take it
-    # where the tiles would overlap (the launch checks which: slots or none).
+    # the query tiles disjoint, is written plainly and the launch checks that.
     # The forward's programs stage what each member computes before the loop
     # (dO / l, 64 x 64 fp16, and the rows' sum of dO * O / l, 64 fp32); with
     # BLOCK_N = 32 the loop's products mix 32 and 64 rows, and only the rows
@@ -186,19 +185,15 @@ def test_deterministic_attention_takes_parts_and_checks_dq_at_launch():
             assert lines[name].strategy == "re-parallelized", lines[name]
             assert f"from scratch ({staged} bytes per forward program" in lines[name].how, \
                 (block_n, lines[name].how)
-    from tritonad import _coverage
     bwd, compiled, lines = _attention_backward("deterministic")
     assert "deterministic mode" in lines["Q"].how and "the launch checks" in lines["Q"].how
-    assert any("scatter slots" in note for note in lines["Q"].notes), lines["Q"].notes
     # (a sequence of 1000 rows in 16 tiles of 64: the last tile's masked-off
     # rows do not reach the next head)
     L, BH, D = 1000, 6, 64
     kwargs = dict(seq_len=L, stride_bh=L * D, stride_s=D)
     _check_requirements(compiled, kwargs, (16, BH))
-    _check_requirements(compiled, dict(kwargs, stride_bh=D), (16, BH))  # (no refusal left)
-    (record,) = [r for r in compiled.metadata.tritonad_scatter.values() if r]
-    assert _coverage.evaluate(record["unused"], kwargs, (16, BH))
-    assert not _coverage.evaluate(record["unused"], dict(kwargs, stride_bh=D), (16, BH))
+    with pytest.raises(RuntimeError, match="'dQ'.*mode='auto'"):
+        _check_requirements(compiled, dict(kwargs, stride_bh=D), (16, BH))
 
 
 def test_residuals_are_refused_by_another_launch():

@@ -52,9 +52,10 @@ struct ScatterPlan {
 /// load of the kernel reads (but to add to what it read), and every loop
 /// around it is an scf.for of a positive constant step whose bounds are
 /// expressions of the arguments (not of the program: the slots per program
-/// are the same in every program, counted when the launch is).
+/// are the same in every program, counted when the launch is). `takeTwins`
+/// false leaves the refused twins to the launch check.
 /// Emits no IR.
-ScatterPlan planScatterSums(mlir::triton::FuncOp kernel);
+ScatterPlan planScatterSums(mlir::triton::FuncOp kernel, bool takeTwins = true);
 
 /// Replaces the scattered atomics of `plan` by stores into their slots.
 void emitScatterSums(mlir::triton::FuncOp kernel, const ScatterPlan &plan);

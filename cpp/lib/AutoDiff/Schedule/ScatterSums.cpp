@@ -162,7 +162,7 @@ SymbolicInt widthOf(const ScatterDecision &decision) {
 
 } // namespace
 
-ScatterPlan planScatterSums(tt::FuncOp kernel) {
+ScatterPlan planScatterSums(tt::FuncOp kernel, bool takeTwins) {
   ScatterPlan plan;
   BlockArgument index = scatterArgument(kernel, contract::kScatterIndex);
   BlockArgument values = scatterArgument(kernel, contract::kScatterValues);
@@ -186,7 +186,9 @@ ScatterPlan planScatterSums(tt::FuncOp kernel) {
     decision.why = !index || !values
                        ? "the launch passed no scatter slots (tritonad_scatter_index, "
                          "tritonad_scatter_values)"
-                   : whyNotScattered(atomic, kernel, loaded, coarsened, decision);
+                   : decision.refusedTwin && !takeTwins
+                       ? "a plain write beside re-parallelized parts keeps its launch check"
+                       : whyNotScattered(atomic, kernel, loaded, coarsened, decision);
     decision.scattered = decision.why.empty();
     if (decision.shadow)
       decision.shadowName = argumentName(decision.shadow);
