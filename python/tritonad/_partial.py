@@ -342,10 +342,9 @@ def _decide(run, grid, warmup, kwargs, shadows, use_partial, tape, tune):
     _initialize([s for s in garbage if s not in overwrite], kernel, kwargs, launch_grid)
     # (a row of scatter slots per program of the forward, which the
     # grid-stride loop runs)
-    scatter = _scatter.prepare(kernel, kwargs, grid_now)
-    kernel = launcher(launch_grid, kwargs, workspace)
+    with _scatter.summed(kernel, kwargs, grid_now):
+        kernel = launcher(launch_grid, kwargs, workspace)
     _sum_slots(workspace, partial, targets, overwrite, slots, slot)
-    _scatter.add(scatter, kwargs, grid_now)
     _mark_initialized(overwrite, kwargs)
     return kernel
 
@@ -440,21 +439,18 @@ def _run_on_own_grid(run, grid, kernel, kwargs, grid_now, garbage, tape, launche
         if order is not None:  # (longest programs first: _order.py)
             kwargs[_REGRID] = order
         _initialize(garbage, kernel, kwargs, grid_now)
-        scatter = _scatter.prepare(kernel, kwargs, grid_now)
-        launched = launcher(grid, kwargs, computed=grid_now)
-        _scatter.add(scatter, kwargs, grid_now)
-        return launched
+        with _scatter.summed(kernel, kwargs, grid_now):
+            return launcher(grid, kwargs, computed=grid_now)
     launches, stored = own
     _initialize(garbage, kernel, kwargs, grid_now, stored=stored)
-    # (the forward's programs write the slots: a row each, as numbered on its grid)
-    scatter = _scatter.prepare(kernel, kwargs, grid_now)
     launched = kernel  # (nothing to do where every launch is empty: an empty grid or loop)
-    for launch_grid, table, programs in launches:
-        if launch_grid[0] > 0:
-            arguments = kwargs if programs == "main" else parts_kwargs
-            arguments[_REGRID] = table
-            launched = launcher(launch_grid, arguments)
-    _scatter.add(scatter, kwargs, grid_now)
+    # (the forward's programs write the slots: a row each, as numbered on its grid)
+    with _scatter.summed(kernel, kwargs, grid_now):
+        for launch_grid, table, programs in launches:
+            if launch_grid[0] > 0:
+                arguments = kwargs if programs == "main" else parts_kwargs
+                arguments[_REGRID] = table
+                launched = launcher(launch_grid, arguments)
     return launched
 
 

@@ -22,6 +22,7 @@ one and none is allocated.
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 from tritonad import _contract, _coverage, _launch_plan
@@ -47,10 +48,26 @@ def record_of(kernel):
     return records[0] if records else None
 
 
-def prepare(kernel, kwargs, grid):
-    """Allocates the slots `kernel` writes on `grid` into kwargs; returns its
-    scatter record (None: the kernel has none, and kwargs keep the
-    placeholders, which it does not read)."""
+@contextlib.contextmanager
+def summed(kernel, kwargs, grid):
+    """Around the launches of `kernel` on `grid` (the forward's): allocates the
+    slots it writes into kwargs, then adds them into their shadows (nothing
+    where the kernel has none: kwargs keep the placeholders, which it does not
+    read)."""
+    record = _allocate(kernel, kwargs, grid)
+    yield
+    if record is None:
+        return
+    for columns in record[_COLUMNS]:
+        begin, end = (_coverage.evaluate(columns[key], kwargs, grid) for key in (_BEGIN, _END))
+        _launch_plan.note(("scatter", INDEX, VALUES, columns[_SHADOW], begin, end))
+        _launch_plan.add_scatter_slots(kwargs[INDEX], kwargs[VALUES], kwargs[columns[_SHADOW]],
+                                       begin, end)
+
+
+def _allocate(kernel, kwargs, grid):
+    """The slots `kernel` writes on `grid`, allocated into kwargs; its scatter
+    record, or None where it writes none."""
     import torch
 
     record = record_of(kernel)
@@ -67,14 +84,3 @@ def prepare(kernel, kwargs, grid):
     kwargs[VALUES] = _launch_plan.allocate(VALUES, torch.empty, shape, kwargs[VALUES].dtype,
                                            device)
     return record
-
-
-def add(record, kwargs, grid) -> None:
-    """Adds the slots of a launch `prepare` allocated into its shadows."""
-    if record is None:
-        return
-    for columns in record[_COLUMNS]:
-        begin, end = (_coverage.evaluate(columns[end], kwargs, grid) for end in (_BEGIN, _END))
-        _launch_plan.note(("scatter", INDEX, VALUES, columns[_SHADOW], begin, end))
-        _launch_plan.add_scatter_slots(kwargs[INDEX], kwargs[VALUES], kwargs[columns[_SHADOW]],
-                                       begin, end)

@@ -374,18 +374,18 @@ void scatterRemaining(mlir::triton::FuncOp function,
                       const std::vector<std::pair<std::string, std::string>> &bindings,
                       KernelBackwardReport &report, bool takeTwins = true) {
   ScatterPlan plan = planScatterSums(function, takeTwins);
-  noteUnscattered(plan);
   emitScatterSums(function, plan);
   if (plan.slots.empty())
     return;
   report.scatter = plan.slots;
-  // (a shadow keeps its launch check while one of its refused twins remains)
-  llvm::StringSet<> scatteredTwins, keptTwins;
-  bool onlyTwins = true;
+  // (a shadow keeps its launch check while one of its refused twins remains;
+  // `otherSlots`: the shadows with slots that stand in for no twin)
+  llvm::StringSet<> scatteredTwins, keptTwins, otherSlots;
   for (const ScatterDecision &decision : plan.decisions) {
     if (decision.refusedTwin)
       (decision.scattered ? scatteredTwins : keptTwins).insert(decision.shadowName);
-    onlyTwins &= !decision.scattered || decision.refusedTwin;
+    else if (decision.scattered)
+      otherSlots.insert(decision.shadowName);
   }
   // (where each plain write's condition holds, its twin's slots stay empty)
   std::optional<SymbolicInt> unused;
@@ -396,14 +396,10 @@ void scatterRemaining(mlir::triton::FuncOp function,
                     : requirement.condition;
     return !keptTwins.contains(requirement.shadow);
   });
-  if (onlyTwins)
+  if (otherSlots.empty())
     report.scatter.unused = unused;
   // A shadow whose slots all stand in for a plain write's refused twin keeps
   // its plain write, the slots noted; any other takes the slots' strategy.
-  llvm::StringSet<> otherSlots;
-  for (const ScatterDecision &decision : plan.decisions)
-    if (decision.scattered && !decision.refusedTwin)
-      otherSlots.insert(decision.shadowName);
   const char *slots = "slots per program hold each lane's contribution and its element, added "
                       "into the gradient after the kernel in slot order, each element's sum "
                       "in fp32, rounded once: no atomics";

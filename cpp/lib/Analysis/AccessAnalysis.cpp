@@ -2121,6 +2121,17 @@ BlockArgument baseArgument(Value ptr) { return baseArgumentOf(ptr, false); }
 
 BlockArgument baseArgumentThroughBitcasts(Value ptr) { return baseArgumentOf(ptr, true); }
 
+BlockArgument baseArgumentThroughLoops(Value ptr) {
+  BlockArgument base = baseArgument(ptr);
+  while (base) {
+    auto loop = dyn_cast<scf::ForOp>(base.getOwner()->getParentOp());
+    if (!loop || base.getArgNumber() == 0)
+      return base;
+    base = baseArgument(loop.getInitArgs()[base.getArgNumber() - 1]);
+  }
+  return base;
+}
+
 std::optional<SymbolicInt>
 symbolize(Value scalar, bool programIds,
           llvm::function_ref<std::optional<SymbolicInt>(BlockArgument)> regionArgument) {

@@ -31,18 +31,6 @@ namespace {
 
 bool pointerSources(Value ptr, SmallVectorImpl<BlockArgument> &sources);
 
-// Like baseArgument, but follows pointers carried through scf.for iter_args
-// back to their initial values.
-BlockArgument traceBase(Value ptr) {
-  BlockArgument base = baseArgument(ptr);
-  while (base) {
-    auto loop = dyn_cast<scf::ForOp>(base.getOwner()->getParentOp());
-    if (!loop || base.getArgNumber() == 0)
-      return base;
-    base = baseArgument(loop.getInitArgs()[base.getArgNumber() - 1]);
-  }
-  return base;
-}
 
 // Partial buffers: the workspace arguments of the backward kernel, and the
 // shadows whose gradient goes there (slot group k of each, in order).
@@ -351,7 +339,7 @@ LogicalResult KernelBackwardBuilder::validate() {
         }
     }
     if (isa<tt::LoadOp, tt::StoreOp>(op)) {
-      BlockArgument traced = traceBase(op->getOperand(0));
+      BlockArgument traced = baseArgumentThroughLoops(op->getOperand(0));
       if (traced && shadows.count(traced) && baseArgument(op->getOperand(0)) != traced) {
         op->emitError("cannot differentiate an access through a pointer carried by a loop "
                       "other than `ptrs += step` with a loop-invariant step (or after the "

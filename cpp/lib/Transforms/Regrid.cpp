@@ -19,7 +19,6 @@ struct RegridPass : public impl::RegridBase<RegridPass> {
     regridAccumulations(getOperation(), names, overwrite, deterministic, report);
     if (deterministic) {
       ScatterPlan plan = planScatterSums(getOperation(), report.regrid.parts.empty());
-      noteUnscattered(plan);
       emitScatterSums(getOperation(), plan);
     }
     if (deterministic && failed(checkDeterministic(getOperation(), report.notes)))

@@ -13,7 +13,6 @@ struct ScatterSumsPass : public impl::ScatterSumsBase<ScatterSumsPass> {
 
   void runOnOperation() override {
     ScatterPlan plan = planScatterSums(getOperation());
-    noteUnscattered(plan);
     emitScatterSums(getOperation(), plan);
     if (plan.slots.empty())
       return;

@@ -115,6 +115,10 @@ mlir::BlockArgument baseArgument(mlir::Value ptr);
 /// The same, also through pointer bitcasts (`tt.bitcast`), which reinterpret
 /// the memory: for asking where a load reads, not what the loaded value is.
 mlir::BlockArgument baseArgumentThroughBitcasts(mlir::Value ptr);
+/// baseArgument, following pointers carried through scf.for iter_args back to
+/// their initial values (a pointer advanced in a loop: the argument it starts
+/// from).
+mlir::BlockArgument baseArgumentThroughLoops(mlir::Value ptr);
 
 /// A uniform scalar (constants, the kernel's scalar arguments by name,
 /// tt.get_num_programs, integer arith on those) as an expression the launch

@@ -57,12 +57,10 @@ struct ScatterPlan {
 /// Emits no IR.
 ScatterPlan planScatterSums(mlir::triton::FuncOp kernel, bool takeTwins = true);
 
-/// Replaces the scattered atomics of `plan` by stores into their slots.
+/// Replaces the scattered atomics of `plan` by stores into their slots, and
+/// adds to the deterministic-mode mark of each it did not scatter why, for
+/// checkDeterministic's error.
 void emitScatterSums(mlir::triton::FuncOp kernel, const ScatterPlan &plan);
-
-/// Adds `why` to the deterministic-mode mark of each atomic `plan` did not
-/// scatter, for checkDeterministic's error.
-void noteUnscattered(const ScatterPlan &plan);
 
 } // namespace tritonad
 

@@ -24,16 +24,8 @@ namespace {
 // The kernel argument a pointer is computed from, through pointers carried
 // by loops (their initial values); null where it is none.
 BlockArgument kernelArgumentOf(Value ptr, tt::FuncOp kernel) {
-  BlockArgument base = baseArgument(ptr);
-  while (base) {
-    if (base.getOwner() == &kernel.getBody().front())
-      return base;
-    auto loop = dyn_cast<scf::ForOp>(base.getOwner()->getParentOp());
-    if (!loop || base.getArgNumber() == 0)
-      return BlockArgument();
-    base = baseArgument(loop.getInitArgs()[base.getArgNumber() - 1]);
-  }
-  return base;
+  BlockArgument base = baseArgumentThroughLoops(ptr);
+  return base && base.getOwner() == &kernel.getBody().front() ? base : BlockArgument();
 }
 
 BlockArgument scatterArgument(tt::FuncOp kernel, StringRef name) {
@@ -217,6 +209,17 @@ ScatterPlan planScatterSums(tt::FuncOp kernel, bool takeTwins) {
 }
 
 void emitScatterSums(tt::FuncOp kernel, const ScatterPlan &plan) {
+  // (an atomic that stays says why, for checkDeterministic's error)
+  for (const ScatterDecision &decision : plan.decisions) {
+    tt::AtomicRMWOp atomic = decision.atomic;
+    auto why = atomic->getAttrOfType<StringAttr>(kUnlessRegridded);
+    if (!decision.scattered && why)
+      atomic->setAttr(kUnlessRegridded,
+                      StringAttr::get(atomic.getContext(),
+                                      why.getValue().str() +
+                                          "; not summed through scatter slots: " +
+                                          decision.why));
+  }
   if (plan.slots.empty())
     return;
   BlockArgument indexArg = scatterArgument(kernel, contract::kScatterIndex);
@@ -344,20 +347,6 @@ void emitScatterSums(tt::FuncOp kernel, const ScatterPlan &plan) {
     createStore(b, at, address(indexArg), offset, atomic.getMask());
     createStore(b, at, address(valuesArg), value, atomic.getMask());
     atomic.erase();
-  }
-}
-
-void noteUnscattered(const ScatterPlan &plan) {
-  for (const ScatterDecision &decision : plan.decisions) {
-    if (decision.scattered || !decision.atomic->hasAttr(kUnlessRegridded))
-      continue;
-    tt::AtomicRMWOp atomic = decision.atomic;
-    auto why = atomic->getAttrOfType<StringAttr>(kUnlessRegridded);
-    atomic->setAttr(kUnlessRegridded,
-                             StringAttr::get(atomic.getContext(),
-                                             why.getValue().str() +
-                                                 "; not summed through scatter slots: " +
-                                                 decision.why));
   }
 }
 
