@@ -51,6 +51,28 @@ def test_schedule_takes_scatter_slots(case):
         assert record["unused"] is None
     if case == "matmul":  # (beside B's programs of their own)
         assert entries["B"].strategy == "re-parallelized", entries["B"]
+    if case in ("gather_scaled", "persistent_scaled"):  # (W's partial buffers: coarsened)
+        assert entries["W"].strategy == "partial-buffer", entries["W"]
+
+
+@pytest.mark.parametrize("case, grid, arguments, trips", [
+    # (outputs p, p + 7, ... below 53: the first program runs ceil(53 / 7))
+    ("persistent", 7, {"n_out": 53}, 8),
+    # (the backward strides over the forward's 6 programs, 41 outputs: 7 for the first)
+    ("persistent_scaled", 6, {"n_out": 41}, 7),
+    # (program p runs p + 1 iterations: the last of 23 runs 23)
+    ("prefix", 23, {}, 23),
+])
+def test_rows_have_room_for_the_longest_program(case, grid, arguments, trips):
+    """Where a loop's trip count varies by program, every row of slots has room
+    for the program that runs the most: its trips, 64 lanes each."""
+    from tritonad import _coverage
+
+    bwd, types, constexprs = row_tables.schedule_of(case)
+    compiled = compile_on_cpu(bwd, types, constexprs)
+    (record,) = [r for r in compiled.metadata.tritonad_scatter.values() if r]
+    values = dict(arguments, tritonad_programs=grid)
+    assert _coverage.evaluate(record["per_program"], values, (grid,)) == 64 * trips
 
 
 def test_auto_mode_keeps_atomics():

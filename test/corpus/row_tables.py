@@ -1,8 +1,9 @@
 """Kernels whose programs may add to the same elements in ways no analysis can
 prove apart, as users write them: rows gathered through a table (an embedding's
 lookup, a MoE's token permutation), columns gathered in a loop of a runtime trip
-count, a row table beside a weight every program shares, and rows a runtime
-stride apart that may overlap. The default mode adds their gradients with
+count, a row table beside a weight every program shares, rows a runtime
+stride apart that may overlap, and loops whose trip counts vary by program
+(a persistent kernel's rows, a causal prefix). The default mode adds their gradients with
 atomics; mode="deterministic" sums them through scatter slots
 (cpp/include/tritonad/AutoDiff/ScatterSums.h): the same bits on every run.
 
@@ -96,6 +97,46 @@ def gathered_matmul(C, A, B, ROWS, M, N, K, stride_a, stride_b, stride_c, BM: tl
              mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
+@triton.jit
+def persistent_gather(Y, X, ROWS, n_out, stride, N, BLOCK: tl.constexpr):
+    """The lookup in a persistent kernel: program p takes outputs p, p + P, ...
+    (its trip count depends on the program)."""
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    for i in range(tl.program_id(0), n_out, tl.num_programs(0)):
+        row = tl.load(ROWS + i).to(tl.int64)
+        x = tl.load(X + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(Y + i * N + cols, (x * tl.sigmoid(x)).to(Y.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def persistent_gather_scaled(Y, X, W, ROWS, n_out, stride, N, BLOCK: tl.constexpr):
+    """The persistent lookup times a weight every program shares: W's gradient
+    in partial buffers, whose backward strides over the forward's programs,
+    each of which runs a number of rows of its own."""
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+    for i in range(tl.program_id(0), n_out, tl.num_programs(0)):
+        row = tl.load(ROWS + i).to(tl.int64)
+        x = tl.load(X + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(Y + i * N + cols, (x * w).to(Y.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def prefix_gather(Y, X, ROWS, stride, N, BLOCK: tl.constexpr):
+    """y[p] = sum over j <= p of sin(x[rows[j]]): a causal loop (program p runs
+    p + 1 iterations) over gathered rows."""
+    p = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for j in range(0, p + 1):
+        row = tl.load(ROWS + j).to(tl.int64)
+        acc += tl.sin(tl.load(X + row * stride + cols, mask=mask, other=0.0).to(tl.float32))
+    tl.store(Y + p * N + cols, acc.to(Y.dtype.element_ty), mask=mask)
+
+
 def _table(programs, rows, device):
     # (every row at least once where programs >= rows, and some twice or more)
     table = torch.randint(0, rows, (programs,), device=device, dtype=torch.int32)
@@ -154,6 +195,47 @@ def _windows(dtype, device, mode, programs=29, cols=77, stride=50):
     return [("x", x.grad, x64.grad)]
 
 
+def _persistent(dtype, device, mode, rows=19, n_out=53, cols=45, programs=7):
+    x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
+    table = _table(n_out, rows, device)
+    f = tritonad.autograd(persistent_gather, outputs=("Y",), mode=mode)
+    y = f[(programs,)](torch.empty(n_out, cols, device=device, dtype=dtype), x, table, n_out,
+                       x.stride(0), cols, BLOCK=64)
+    upstream = torch.randn(y.shape, device=device).to(dtype)
+    y.backward(upstream)
+    x64 = x.detach().double().requires_grad_()
+    g = x64[table.long()]
+    (g * torch.sigmoid(g)).backward(upstream.double())
+    return [("x", x.grad, x64.grad)]
+
+
+def _persistent_scaled(dtype, device, mode, rows=17, n_out=41, cols=45, programs=6):
+    x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
+    w = torch.randn(cols, device=device).to(dtype).requires_grad_()
+    table = _table(n_out, rows, device)
+    f = tritonad.autograd(persistent_gather_scaled, outputs=("Y",), mode=mode)
+    y = f[(programs,)](torch.empty(n_out, cols, device=device, dtype=dtype), x, w, table, n_out,
+                       x.stride(0), cols, BLOCK=64)
+    upstream = torch.randn(y.shape, device=device).to(dtype)
+    y.backward(upstream)
+    x64, w64 = (t.detach().double().requires_grad_() for t in (x, w))
+    (x64[table.long()] * w64).backward(upstream.double())
+    return [("x", x.grad, x64.grad), ("w", w.grad, w64.grad)]
+
+
+def _prefix(dtype, device, mode, rows=13, programs=23, cols=37):
+    x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
+    table = _table(programs, rows, device)
+    f = tritonad.autograd(prefix_gather, outputs=("Y",), mode=mode)
+    y = f[(programs,)](torch.empty(programs, cols, device=device, dtype=dtype), x, table,
+                       x.stride(0), cols, BLOCK=64)
+    upstream = torch.randn(y.shape, device=device).to(dtype)
+    y.backward(upstream)
+    x64 = x.detach().double().requires_grad_()
+    torch.sin(x64[table.long()]).cumsum(0).backward(upstream.double())
+    return [("x", x.grad, x64.grad)]
+
+
 def _matmul(dtype, device, mode, rows=29, m=45, n=37, k=40):
     a = torch.randn(rows, k, device=device).to(dtype).requires_grad_()
     b = torch.randn(k, n, device=device).to(dtype).requires_grad_()
@@ -170,7 +252,8 @@ def _matmul(dtype, device, mode, rows=29, m=45, n=37, k=40):
 
 
 _RUNS = {"gather": _gather, "gather_looped": _gather_looped, "gather_scaled": _gather_scaled,
-         "windows": _windows, "matmul": _matmul}
+         "windows": _windows, "matmul": _matmul, "persistent": _persistent,
+         "persistent_scaled": _persistent_scaled, "prefix": _prefix}
 CASES = list(_RUNS)
 # The input whose gradient each case sums through scatter slots.
 SCATTERED = {name: "A" if name == "matmul" else "X" for name in CASES}
@@ -203,6 +286,13 @@ _SCHEDULED = {
     "matmul": (gathered_matmul, dict(C="P", A="P", B="P", ROWS="*i32", M="i32", N="i32",
                                      K="i32", stride_a="i32", stride_b="i32", stride_c="i32"),
                dict(BM=16, BN=16, BK=16)),
+    "persistent": (persistent_gather, dict(Y="P", X="P", ROWS="*i32", n_out="i32",
+                                           stride="i32", N="i32"), dict(BLOCK=64)),
+    "persistent_scaled": (persistent_gather_scaled, dict(Y="P", X="P", W="P", ROWS="*i32",
+                                                         n_out="i32", stride="i32", N="i32"),
+                          dict(BLOCK=64)),
+    "prefix": (prefix_gather, dict(Y="P", X="P", ROWS="*i32", stride="i32", N="i32"),
+               dict(BLOCK=64)),
 }
 
 

@@ -372,8 +372,8 @@ AccumulationMode accumulationOf(Accumulation mode) {
 /// entry says what it became.
 void scatterRemaining(mlir::triton::FuncOp function,
                       const std::vector<std::pair<std::string, std::string>> &bindings,
-                      KernelBackwardReport &report, bool takeTwins = true) {
-  ScatterPlan plan = planScatterSums(function, takeTwins);
+                      KernelBackwardReport &report) {
+  ScatterPlan plan = planScatterSums(function);
   emitScatterSums(function, plan);
   if (plan.slots.empty())
     return;
@@ -448,11 +448,8 @@ regridKernel(mlir::triton::FuncOp function,
   regridAccumulations(function, shadowNames, overwrite, deterministic, regridReport);
   if (deterministic) {
     // (before the variants part: the slots sit in the forward's programs,
-    // which the launch numbers 0.. as the forward's grid, x fastest; beside
-    // parts, a launch-checked plain write keeps its check: its twin's slots
-    // there are not yet run on a GPU)
-    scatterRemaining(function, bindings, report,
-                     /*takeTwins=*/regridReport.regrid.parts.empty());
+    // which the launch numbers 0.. as the forward's grid, x fastest)
+    scatterRemaining(function, bindings, report);
     if (mlir::failed(checkDeterministic(function, regridReport.notes)))
       return mlir::failure();
   }
@@ -618,3 +615,4 @@ Result describeModule(const std::string &ir, const std::string &bufferName) {
 }
 
 } // namespace tritonad::api
+

@@ -2132,6 +2132,22 @@ BlockArgument baseArgumentThroughLoops(Value ptr) {
   return base;
 }
 
+std::optional<SymbolicInt> symbolicTripCount(
+    scf::ForOp loop, bool programIds,
+    llvm::function_ref<std::optional<SymbolicInt>(BlockArgument)> regionArgument) {
+  using Op = SymbolicInt::Op;
+  std::optional<SymbolicInt> lower = symbolize(loop.getLowerBound(), programIds, regionArgument);
+  std::optional<SymbolicInt> upper = symbolize(loop.getUpperBound(), programIds, regionArgument);
+  std::optional<SymbolicInt> step = symbolize(loop.getStep(), programIds, regionArgument);
+  if (!lower || !upper || !step)
+    return std::nullopt;
+  SymbolicInt rounded = SymbolicInt::of(
+      Op::Add, {SymbolicInt::of(Op::Sub, {*upper, *lower}),
+                SymbolicInt::of(Op::Sub, {*step, SymbolicInt::constant(1)})});
+  return SymbolicInt::of(
+      Op::Max, {SymbolicInt::of(Op::DivS, {rounded, *step}), SymbolicInt::constant(0)});
+}
+
 std::optional<SymbolicInt>
 symbolize(Value scalar, bool programIds,
           llvm::function_ref<std::optional<SymbolicInt>(BlockArgument)> regionArgument) {

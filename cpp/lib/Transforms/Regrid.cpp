@@ -18,7 +18,7 @@ struct RegridPass : public impl::RegridBase<RegridPass> {
     std::vector<std::string> names(shadows.begin(), shadows.end());
     regridAccumulations(getOperation(), names, overwrite, deterministic, report);
     if (deterministic) {
-      ScatterPlan plan = planScatterSums(getOperation(), report.regrid.parts.empty());
+      ScatterPlan plan = planScatterSums(getOperation());
       emitScatterSums(getOperation(), plan);
     }
     if (deterministic && failed(checkDeterministic(getOperation(), report.notes)))

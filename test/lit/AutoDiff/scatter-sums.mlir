@@ -41,7 +41,7 @@ module {
 
 // In a loop of a runtime trip count (an argument): the trips at the entry,
 // 16 x 16 slots per iteration, the iteration selecting its block.
-// REMARK: remark: (256 * max((((k - 0) + 0) / 1), 0)) scatter slots per program; da: [0, (256 * max((((k - 0) + 0) / 1), 0)))
+// REMARK: remark: (256 * max((((k - 0) + (1 - 1)) / 1), 0)) scatter slots per program; da: [0, (256 * max((((k - 0) + (1 - 1)) / 1), 0)))
 // CHECK-LABEL: tt.func public @in_a_loop
 // CHECK: arith.extsi %arg3 : i32 to i64
 // CHECK: %[[TRIPS:.*]] = arith.maxsi %{{.*}}, %{{.*}} : i64
@@ -97,13 +97,15 @@ module {
 // -----
 
 // Kept atomics: the shadow is read back (the slots add only after the
-// kernel); a loop whose trip count depends on the program; no scatter
-// arguments.
+// kernel); a loop whose trip count is a loaded value; a loop whose trips
+// grow along axis 0 and shrink along it too (no program is the extreme);
+// no scatter arguments.
 // CHECK-LABEL: tt.func public @kept
 // CHECK: tt.atomic_rmw {{.*}}not summed through scatter slots: the backward also reads 'dx'
-// CHECK: tt.atomic_rmw {{.*}}not summed through scatter slots: the loop at {{.*}} runs a number of iterations that depends on the program
+// CHECK: tt.atomic_rmw {{.*}}not summed through scatter slots: the loop at {{.*}} runs a number of iterations that depends on loaded values
+// CHECK: tt.atomic_rmw {{.*}}not summed through scatter slots: the loop at {{.*}} runs a number of iterations that depends on the program in a way that does not move one way
 module {
-  tt.func public @kept(%dx: !tt.ptr<f32> loc("dx"), %dy: !tt.ptr<f32> loc("dy"), %idx: tensor<32xi32> loc("idx"), %v: tensor<32xf32> loc("v"), %si: !tt.ptr<i64> loc("tritonad_scatter_index"), %sv: !tt.ptr<f32> loc("tritonad_scatter_values")) {
+  tt.func public @kept(%dx: !tt.ptr<f32> loc("dx"), %dy: !tt.ptr<f32> loc("dy"), %idx: tensor<32xi32> loc("idx"), %v: tensor<32xf32> loc("v"), %lens: !tt.ptr<i32> loc("lens"), %si: !tt.ptr<i64> loc("tritonad_scatter_index"), %sv: !tt.ptr<f32> loc("tritonad_scatter_values")) {
     %c0 = arith.constant 0 : i32
     %c1 = arith.constant 1 : i32
     %pid = tt.get_program_id x : i32
@@ -114,8 +116,57 @@ module {
     %old = tt.atomic_rmw fadd, relaxed, gpu, %p, %twice {tritonad.unless_regridded = "deterministic mode: read back"} : (tensor<32x!tt.ptr<f32>>, tensor<32xf32>) -> tensor<32xf32>
     %dys = tt.splat %dy : !tt.ptr<f32> -> tensor<32x!tt.ptr<f32>>
     %q = tt.addptr %dys, %idx : tensor<32x!tt.ptr<f32>>, tensor<32xi32>
-    scf.for %i = %c0 to %pid step %c1 : i32 {
-      %old2 = tt.atomic_rmw fadd, relaxed, gpu, %q, %v {tritonad.unless_regridded = "deterministic mode: per program"} : (tensor<32x!tt.ptr<f32>>, tensor<32xf32>) -> tensor<32xf32>
+    %len = tt.load %lens : !tt.ptr<i32>
+    scf.for %i = %c0 to %len step %c1 : i32 {
+      %old2 = tt.atomic_rmw fadd, relaxed, gpu, %q, %v {tritonad.unless_regridded = "deterministic mode: loaded trips"} : (tensor<32x!tt.ptr<f32>>, tensor<32xf32>) -> tensor<32xf32>
+    }
+    %sq = arith.muli %pid, %pid : i32
+    scf.for %i = %pid to %sq step %c1 : i32 {
+      %old3 = tt.atomic_rmw fadd, relaxed, gpu, %q, %v {tritonad.unless_regridded = "deterministic mode: squared"} : (tensor<32x!tt.ptr<f32>>, tensor<32xf32>) -> tensor<32xf32>
+    }
+    tt.return
+  }
+}
+
+// -----
+
+// Trips that vary by program: a causal loop (program p runs p + 1 blocks)
+// and a persistent loop (rows p, p + n, ... below m: the first program runs
+// the most). Every row has room for the extreme program's trips, computed
+// at the entry with its ids in place of the program's own.
+// REMARK: remark: ((16 * max(((((((programs0 - 1) + 1) * 4) - 0) + (4 - 1)) / 4), 0)) + (16 * max((((m - 0) + (programs0 - 1)) / programs0), 0))) scatter slots per program; dx: [0, (16 * max(((((((programs0 - 1) + 1) * 4) - 0) + (4 - 1)) / 4), 0))); dy: [{{.*}}
+// CHECK-LABEL: tt.func public @varying_trips
+// CHECK: %[[N:.*]] = tt.get_num_programs x : i32
+// CHECK: %[[LAST:.*]] = arith.subi %[[N]], %c1_i32
+// CHECK: arith.addi %[[LAST]], %{{.*}} : i32
+// CHECK: %[[CAUSAL:.*]] = arith.maxsi
+// CHECK: arith.muli %{{.*}}, %[[CAUSAL]] : i64
+// CHECK: %[[PERSISTENT:.*]] = arith.maxsi
+// CHECK: arith.muli %{{.*}}, %[[PERSISTENT]] : i64
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} : i32
+// CHECK-NOT: tt.atomic_rmw
+// CHECK: scf.for %[[R:.*]] = %{{.*}} to %arg4 step %{{.*}} : i32
+// CHECK: %[[RI:.*]] = arith.extsi %[[R]] : i32 to i64
+// CHECK: arith.subi %[[RI]], %{{.*}} : i64
+// CHECK-NOT: tt.atomic_rmw
+module {
+  tt.func public @varying_trips(%dx: !tt.ptr<f32> loc("dx"), %dy: !tt.ptr<f32> loc("dy"), %idx: tensor<16xi32> loc("idx"), %v: tensor<16xf32> loc("v"), %m: i32 loc("m"), %si: !tt.ptr<i64> loc("tritonad_scatter_index"), %sv: !tt.ptr<f32> loc("tritonad_scatter_values")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c4 = arith.constant 4 : i32
+    %pid = tt.get_program_id x : i32
+    %np = tt.get_num_programs x : i32
+    %next = arith.addi %pid, %c1 : i32
+    %end = arith.muli %next, %c4 : i32
+    %dxs = tt.splat %dx : !tt.ptr<f32> -> tensor<16x!tt.ptr<f32>>
+    %p = tt.addptr %dxs, %idx : tensor<16x!tt.ptr<f32>>, tensor<16xi32>
+    scf.for %i = %c0 to %end step %c4 : i32 {
+      %old = tt.atomic_rmw fadd, relaxed, gpu, %p, %v {tritonad.unless_regridded = "deterministic mode: causal"} : (tensor<16x!tt.ptr<f32>>, tensor<16xf32>) -> tensor<16xf32>
+    }
+    %dys = tt.splat %dy : !tt.ptr<f32> -> tensor<16x!tt.ptr<f32>>
+    %q = tt.addptr %dys, %idx : tensor<16x!tt.ptr<f32>>, tensor<16xi32>
+    scf.for %r = %pid to %m step %np : i32 {
+      %old2 = tt.atomic_rmw fadd, relaxed, gpu, %q, %v {tritonad.unless_regridded = "deterministic mode: persistent"} : (tensor<16x!tt.ptr<f32>>, tensor<16xf32>) -> tensor<16xf32>
     }
     tt.return
   }

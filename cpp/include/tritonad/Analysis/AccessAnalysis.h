@@ -130,6 +130,13 @@ symbolize(mlir::Value scalar, bool programIds = false,
           llvm::function_ref<std::optional<SymbolicInt>(mlir::BlockArgument)> regionArgument =
               nullptr);
 
+/// An scf.for's trip count, max(0, (upper - lower + step - 1) / step), over
+/// the bounds and step as `symbolize` reads them; nullopt where one is not
+/// symbolic.
+std::optional<SymbolicInt> symbolicTripCount(
+    mlir::scf::ForOp loop, bool programIds = false,
+    llvm::function_ref<std::optional<SymbolicInt>(mlir::BlockArgument)> regionArgument = nullptr);
+
 /// The elements the primal access `ptr` under `mask` touches, over all
 /// programs, lanes and iterations (`condition` left for the caller); nullopt
 /// unless the offsets are affine in program ids, lanes and scf.for induction

@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -31,9 +32,13 @@ struct ScatterDecision {
   bool scattered = false;
   std::string why;   // when not scattered: why, for the located error
   int64_t lanes = 0; // elements per execution
-  // The scf.for loops around it, outermost first, and their trip counts.
+  // The scf.for loops around it, outermost first, and their trip counts:
+  // where a loop's trips vary by program, the most any program runs (every
+  // row of slots has room for them), which the program at `extremes` runs
+  // (per axis: true the last program, false the first).
   llvm::SmallVector<mlir::scf::ForOp> loops;
   std::vector<SymbolicInt> trips;
+  std::vector<std::array<bool, 3>> extremes;
   // The coarsened grid-stride loop around it (its iterations are the
   // forward's programs along axis 0), if any.
   mlir::scf::ForOp programLoop;
@@ -50,12 +55,14 @@ struct ScatterPlan {
 /// through scatter slots: the kernel has both scatter arguments, the add's
 /// result is unused, its pointer is computed from a shadow argument that no
 /// load of the kernel reads (but to add to what it read), and every loop
-/// around it is an scf.for of a positive constant step whose bounds are
-/// expressions of the arguments (not of the program: the slots per program
-/// are the same in every program, counted when the launch is). `takeTwins`
-/// false leaves the refused twins to the launch check.
+/// around it is an scf.for whose step is a positive constant or the grid's
+/// size and whose bounds are expressions of the arguments and program ids.
+/// Every program's row has the same number of slots, counted when the launch
+/// is: where a loop's trips vary by program, as many as the program that runs
+/// the most (the trip count must move one way along each grid axis, so that
+/// the first or the last program along it is that program).
 /// Emits no IR.
-ScatterPlan planScatterSums(mlir::triton::FuncOp kernel, bool takeTwins = true);
+ScatterPlan planScatterSums(mlir::triton::FuncOp kernel);
 
 /// Replaces the scattered atomics of `plan` by stores into their slots, and
 /// adds to the deterministic-mode mark of each it did not scatter why, for

@@ -27,21 +27,6 @@ bool readsProgramId(const SymbolicInt &expression) {
   return false;
 }
 
-// max(0, ceil((upper - lower) / step)); nullopt where a bound is not an
-// expression of the program ids and the arguments.
-std::optional<SymbolicInt> tripCount(scf::ForOp loop) {
-  std::optional<SymbolicInt> lower = symbolize(loop.getLowerBound(), /*programIds=*/true);
-  std::optional<SymbolicInt> upper = symbolize(loop.getUpperBound(), /*programIds=*/true);
-  std::optional<SymbolicInt> step = symbolize(loop.getStep(), /*programIds=*/true);
-  if (!lower || !upper || !step)
-    return std::nullopt;
-  SymbolicInt rounded = SymbolicInt::of(
-      Op::Add, {SymbolicInt::of(Op::Sub, {*upper, *lower}),
-                SymbolicInt::of(Op::Sub, {*step, SymbolicInt::constant(1)})});
-  return SymbolicInt::of(
-      Op::Max, {SymbolicInt::of(Op::DivS, {rounded, *step}), SymbolicInt::constant(0)});
-}
-
 // The ops one iteration runs, nested regions included: a proxy for its cost
 // that weighs a loop of five products above a loop of one.
 int64_t opsPerIteration(scf::ForOp loop) {
@@ -97,7 +82,7 @@ std::optional<ProgramOrder> orderProgramsByWork(tt::FuncOp kernel) {
   ProgramOrder order;
   std::optional<SymbolicInt> work;
   for (scf::ForOp loop : outermost) {
-    std::optional<SymbolicInt> trips = tripCount(loop);
+    std::optional<SymbolicInt> trips = symbolicTripCount(loop, /*programIds=*/true);
     if (!trips)
       return std::nullopt;
     if (readsProgramId(*trips))

@@ -35,23 +35,21 @@ BlockArgument scatterArgument(tt::FuncOp kernel, StringRef name) {
   return BlockArgument();
 }
 
-std::optional<int64_t> constantOf(Value value) {
-  APInt constant;
-  if (matchPattern(value, m_ConstantInt(&constant)))
-    return constant.getSExtValue();
-  return std::nullopt;
-}
-
 // Whether `value` can be computed again at the kernel's entry: its
-// arguments and constants through pure ops without regions.
-bool hoistable(Value value, tt::FuncOp kernel) {
+// arguments and constants through pure ops without regions (and the
+// forward's program, `forwardProgram`, a coarsened loop's induction variable,
+// which the caller maps to a value at the entry).
+bool hoistable(Value value, tt::FuncOp kernel, Value forwardProgram = nullptr) {
+  if (value == forwardProgram)
+    return true;
   if (auto arg = dyn_cast<BlockArgument>(value))
     return arg.getOwner() == &kernel.getBody().front();
   Operation *def = value.getDefiningOp();
   if (!def || def->getNumRegions() || !isPure(def))
     return false;
-  return llvm::all_of(def->getOperands(),
-                      [&](Value operand) { return hoistable(operand, kernel); });
+  return llvm::all_of(def->getOperands(), [&](Value operand) {
+    return hoistable(operand, kernel, forwardProgram);
+  });
 }
 
 // `value` (hoistable) computed at the kernel's entry.
@@ -77,6 +75,159 @@ bool isProgramLoop(scf::ForOp loop) {
          argumentName(upper) == contract::kPrograms;
 }
 
+using Op = SymbolicInt::Op;
+
+// How an expression moves as the program id along one axis grows (the other
+// ids and the launch's arguments fixed): by an exact constant per program, or
+// only one way, or either.
+struct Slope {
+  enum class Kind { Exact, Rising, Falling, Unknown } kind = Kind::Exact;
+  int64_t perProgram = 0; // (Exact)
+
+  static Slope exact(int64_t perProgram) { return {Kind::Exact, perProgram}; }
+  static Slope of(Kind kind) { return {kind, 0}; }
+  // 1 rising, -1 falling, 0 neither, nullopt either way
+  std::optional<int> direction() const {
+    switch (kind) {
+    case Kind::Exact:
+      return perProgram > 0 ? 1 : perProgram < 0 ? -1 : 0;
+    case Kind::Rising:
+      return 1;
+    case Kind::Falling:
+      return -1;
+    case Kind::Unknown:
+      return std::nullopt;
+    }
+    return std::nullopt;
+  }
+  bool constant() const { return kind == Kind::Exact && perProgram == 0; }
+  Slope negated() const {
+    switch (kind) {
+    case Kind::Exact:
+      return exact(-perProgram);
+    case Kind::Rising:
+      return of(Kind::Falling);
+    case Kind::Falling:
+      return of(Kind::Rising);
+    case Kind::Unknown:
+      return *this;
+    }
+    return *this;
+  }
+};
+
+// Of a sum's (or min's, max's) terms moving as `a` and `b` do: one way where
+// both move that way or not at all.
+Slope together(Slope a, Slope b) {
+  std::optional<int> da = a.direction(), db = b.direction();
+  if (!da || !db || *da * *db < 0)
+    return Slope::of(Slope::Kind::Unknown);
+  int direction = *da ? *da : *db;
+  return direction > 0   ? Slope::of(Slope::Kind::Rising)
+         : direction < 0 ? Slope::of(Slope::Kind::Falling)
+                         : Slope::exact(0);
+}
+
+// Whether a uniform expression is positive whatever the launch's arguments.
+bool alwaysPositive(const SymbolicInt &expr) {
+  switch (expr.op) {
+  case Op::Constant:
+    return expr.value > 0;
+  case Op::NumPrograms:
+    return true;
+  case Op::Argument: // (the forward's programs that a coarsened backward strides over)
+    return expr.name == contract::kPrograms;
+  case Op::Add:
+  case Op::Mul:
+  case Op::Max:
+    return llvm::all_of(expr.operands, alwaysPositive);
+  default:
+    return false;
+  }
+}
+
+Slope slopeOf(const SymbolicInt &expr, int axis) {
+  switch (expr.op) {
+  case Op::Constant:
+  case Op::Argument:
+  case Op::NumPrograms:
+    return Slope::exact(0);
+  case Op::ProgramId:
+    return Slope::exact(expr.value == axis ? 1 : 0);
+  case Op::Add:
+  case Op::Sub: {
+    Slope a = slopeOf(expr.operands[0], axis);
+    Slope b = slopeOf(expr.operands[1], axis);
+    if (expr.op == Op::Sub)
+      b = b.negated();
+    if (a.kind == Slope::Kind::Exact && b.kind == Slope::Kind::Exact)
+      return Slope::exact(a.perProgram + b.perProgram);
+    return together(a, b);
+  }
+  case Op::Mul: {
+    Slope a = slopeOf(expr.operands[0], axis);
+    Slope b = slopeOf(expr.operands[1], axis);
+    const SymbolicInt *factor = &expr.operands[1];
+    if (!a.constant())
+      std::swap(a, b);
+    else
+      factor = &expr.operands[0];
+    if (!a.constant())
+      return Slope::of(Slope::Kind::Unknown);
+    if (factor->op == Op::Constant)
+      return b.kind == Slope::Kind::Exact ? Slope::exact(b.perProgram * factor->value)
+             : factor->value > 0          ? b
+             : factor->value < 0          ? b.negated()
+                                          : Slope::exact(0);
+    if (b.constant())
+      return b;
+    return alwaysPositive(*factor) ? together(b, Slope::exact(0))
+                                   : Slope::of(Slope::Kind::Unknown);
+  }
+  case Op::DivS: {
+    // (a positive uniform divisor: a quotient moves as its dividend does)
+    Slope a = slopeOf(expr.operands[0], axis);
+    Slope b = slopeOf(expr.operands[1], axis);
+    if (!b.constant() || !alwaysPositive(expr.operands[1]))
+      return Slope::of(Slope::Kind::Unknown);
+    return a.constant() ? a : together(a, Slope::exact(0));
+  }
+  case Op::Min:
+  case Op::Max:
+    return together(slopeOf(expr.operands[0], axis), slopeOf(expr.operands[1], axis));
+  default:
+    for (const SymbolicInt &operand : expr.operands)
+      if (!slopeOf(operand, axis).constant())
+        return Slope::of(Slope::Kind::Unknown);
+    return Slope::exact(0);
+  }
+}
+
+// `expr` with each program id replaced by the first or the last program's
+// (`programs`: the count along each axis).
+SymbolicInt atExtremes(const SymbolicInt &expr, const std::array<bool, 3> &last,
+                       const std::array<SymbolicInt, 3> &programs) {
+  if (expr.op == Op::ProgramId) {
+    int axis = static_cast<int>(expr.value);
+    return last[axis] ? SymbolicInt::of(Op::Sub, {programs[axis], SymbolicInt::constant(1)})
+                      : SymbolicInt::constant(0);
+  }
+  SymbolicInt copy = expr;
+  for (SymbolicInt &operand : copy.operands)
+    operand = atExtremes(operand, last, programs);
+  return copy;
+}
+
+// The scf.for around `op` that strides over the forward's programs in a
+// coarsened backward, if any.
+scf::ForOp programLoopAround(Operation *op) {
+  for (auto loop = op->getParentOfType<scf::ForOp>(); loop;
+       loop = loop->getParentOfType<scf::ForOp>())
+    if (isProgramLoop(loop))
+      return loop;
+  return nullptr;
+}
+
 // Why `atomic` cannot go through slots, or "" where it can (`decision` then
 // holds its lanes and loops).
 std::string whyNotScattered(tt::AtomicRMWOp atomic, tt::FuncOp kernel,
@@ -94,6 +245,29 @@ std::string whyNotScattered(tt::AtomicRMWOp atomic, tt::FuncOp kernel,
            "', which the slots would add to only after the kernel";
   auto tensor = dyn_cast<RankedTensorType>(atomic.getVal().getType());
   decision.lanes = tensor ? tensor.getNumElements() : 1;
+  // (in a coarsened backward the forward's program along axis 0 is the
+  // program loop's induction variable, and the forward's count along it
+  // tritonad_programs; the launched program ids are not the forward's)
+  decision.programLoop = programLoopAround(atomic);
+  Value forwardProgram =
+      decision.programLoop ? decision.programLoop.getInductionVar() : Value();
+  auto asProgramId = [&](BlockArgument arg) -> std::optional<SymbolicInt> {
+    if (arg != forwardProgram)
+      return std::nullopt;
+    SymbolicInt id;
+    id.op = Op::ProgramId;
+    id.value = 0;
+    return id;
+  };
+  std::array<SymbolicInt, 3> programs;
+  for (int axis = 0; axis < 3; ++axis) {
+    programs[axis].op = Op::NumPrograms;
+    programs[axis].value = axis;
+  }
+  if (decision.programLoop) {
+    programs[0].op = Op::Argument;
+    programs[0].name = contract::kPrograms;
+  }
   for (Operation *parent = atomic->getParentOp(); parent != kernel.getOperation();
        parent = parent->getParentOp()) {
     if (isa<scf::IfOp>(parent))
@@ -102,28 +276,37 @@ std::string whyNotScattered(tt::AtomicRMWOp atomic, tt::FuncOp kernel,
     if (!loop)
       return "it is inside '" + parent->getName().getStringRef().str() + "' at " +
              locationText(parent->getLoc());
-    if (isProgramLoop(loop)) {
-      decision.programLoop = loop;
+    if (loop == decision.programLoop)
       continue;
-    }
-    std::optional<int64_t> step = constantOf(loop.getStep());
-    std::optional<SymbolicInt> lower = symbolize(loop.getLowerBound());
-    std::optional<SymbolicInt> upper = symbolize(loop.getUpperBound());
-    if (!step || *step <= 0 || !lower || !upper || !hoistable(loop.getLowerBound(), kernel) ||
-        !hoistable(loop.getUpperBound(), kernel))
+    std::optional<SymbolicInt> step = symbolize(loop.getStep());
+    std::optional<SymbolicInt> trips =
+        forwardProgram ? symbolicTripCount(loop, /*programIds=*/false, asProgramId)
+                       : symbolicTripCount(loop, /*programIds=*/true);
+    if (!trips || !hoistable(loop.getLowerBound(), kernel, forwardProgram) ||
+        !hoistable(loop.getUpperBound(), kernel, forwardProgram) ||
+        !hoistable(loop.getStep(), kernel))
       return "the loop at " + locationText(loop.getLoc()) +
-             " around it runs a number of iterations that depends on the program or on "
-             "loaded values (each program's slots are counted before the launch)";
-    SymbolicInt rounded = SymbolicInt::of(
-        SymbolicInt::Op::Add, {SymbolicInt::of(SymbolicInt::Op::Sub, {*upper, *lower}),
-                               SymbolicInt::constant(*step - 1)});
+             " around it runs a number of iterations that depends on loaded values (each "
+             "program's slots are counted before the launch)";
+    if (!step || !alwaysPositive(*step))
+      return "the loop at " + locationText(loop.getLoc()) +
+             " around it steps by an amount not known to be positive (a positive constant "
+             "or the grid's size)";
+    // (the trips move as upper - lower does: the most at one end of each axis)
+    SymbolicInt span = trips->operands[0].operands[0].operands[0];
+    std::array<bool, 3> last = {false, false, false};
+    for (int axis = 0; axis < 3; ++axis) {
+      std::optional<int> direction = slopeOf(span, axis).direction();
+      if (!direction)
+        return "the loop at " + locationText(loop.getLoc()) +
+               " around it runs a number of iterations that depends on the program in a way "
+               "that does not move one way along each grid axis (each program's row of "
+               "slots has room for the most any program runs)";
+      last[axis] = *direction > 0;
+    }
     decision.loops.insert(decision.loops.begin(), loop);
-    decision.trips.insert(
-        decision.trips.begin(),
-        SymbolicInt::of(SymbolicInt::Op::Max,
-                        {SymbolicInt::of(SymbolicInt::Op::DivS,
-                                         {rounded, SymbolicInt::constant(*step)}),
-                         SymbolicInt::constant(0)}));
+    decision.trips.insert(decision.trips.begin(), atExtremes(*trips, last, programs));
+    decision.extremes.insert(decision.extremes.begin(), last);
   }
   if (coarsened && !decision.programLoop)
     return "the backward's programs stride over the forward's (partial buffers), and it is "
@@ -154,7 +337,7 @@ SymbolicInt widthOf(const ScatterDecision &decision) {
 
 } // namespace
 
-ScatterPlan planScatterSums(tt::FuncOp kernel, bool takeTwins) {
+ScatterPlan planScatterSums(tt::FuncOp kernel) {
   ScatterPlan plan;
   BlockArgument index = scatterArgument(kernel, contract::kScatterIndex);
   BlockArgument values = scatterArgument(kernel, contract::kScatterValues);
@@ -178,9 +361,7 @@ ScatterPlan planScatterSums(tt::FuncOp kernel, bool takeTwins) {
     decision.why = !index || !values
                        ? "the launch passed no scatter slots (tritonad_scatter_index, "
                          "tritonad_scatter_values)"
-                   : decision.refusedTwin && !takeTwins
-                       ? "a plain write beside re-parallelized parts keeps its launch check"
-                       : whyNotScattered(atomic, kernel, loaded, coarsened, decision);
+                   : whyNotScattered(atomic, kernel, loaded, coarsened, decision);
     decision.scattered = decision.why.empty();
     if (decision.shadow)
       decision.shadowName = argumentName(decision.shadow);
@@ -234,19 +415,52 @@ void emitScatterSums(tt::FuncOp kernel, const ScatterPlan &plan) {
   // and the row's length (as the plan's expressions say).
   IRMapping copies;
   llvm::DenseMap<Operation *, Value> tripsOf;
-  auto trips = [&](scf::ForOp loop) {
+  // (where the trips vary by program, the extreme program's: its ids stand
+  // in for the program's own in the bounds' copies)
+  Type i32 = entry.getI32Type();
+  std::array<std::array<Value, 2>, 3> extremeIds;
+  auto extremeId = [&](int axis, bool last) {
+    Value &id = extremeIds[axis][last];
+    if (!id)
+      id = last ? arith::SubIOp::create(
+                      entry, loc,
+                      tt::GetNumProgramsOp::create(entry, loc, i32, static_cast<tt::ProgramIDDim>(axis)),
+                      arith::ConstantOp::create(entry, loc, i32, entry.getI32IntegerAttr(1)))
+                      .getResult()
+                : arith::ConstantOp::create(entry, loc, i32, entry.getI32IntegerAttr(0)).getResult();
+    return id;
+  };
+  auto trips = [&](scf::ForOp loop, const std::array<bool, 3> &last, scf::ForOp programLoop) {
     Value &value = tripsOf[loop];
     if (value)
       return value;
-    Value lower = i64Of(entry, loc, hoisted(entry, loop.getLowerBound(), copies));
-    Value upper = i64Of(entry, loc, hoisted(entry, loop.getUpperBound(), copies));
-    int64_t step = *constantOf(loop.getStep());
-    Value rounded = arith::AddIOp::create(entry, loc, arith::SubIOp::create(entry, loc, upper,
-                                                                             lower),
-                                          constant(entry, step - 1));
-    value = arith::MaxSIOp::create(
-        entry, loc, arith::DivSIOp::create(entry, loc, rounded, constant(entry, step)),
-        constant(entry, 0));
+    IRMapping atExtreme = copies;
+    kernel.walk([&](tt::GetProgramIdOp read) {
+      int axis = static_cast<int>(read.getAxis());
+      atExtreme.map(read.getResult(), extremeId(axis, last[axis]));
+    });
+    if (programLoop) {
+      // (the forward's programs, tritonad_programs of them: a kernel argument)
+      Value count = programLoop.getUpperBound();
+      Type type = count.getType();
+      atExtreme.map(programLoop.getInductionVar(),
+                    last[0] ? arith::SubIOp::create(
+                                  entry, loc, count,
+                                  arith::ConstantOp::create(entry, loc, type,
+                                                            entry.getIntegerAttr(type, 1)))
+                                  .getResult()
+                            : arith::ConstantOp::create(entry, loc, type,
+                                                        entry.getIntegerAttr(type, 0))
+                                  .getResult());
+    }
+    Value lower = i64Of(entry, loc, hoisted(entry, loop.getLowerBound(), atExtreme));
+    Value upper = i64Of(entry, loc, hoisted(entry, loop.getUpperBound(), atExtreme));
+    Value step = i64Of(entry, loc, hoisted(entry, loop.getStep(), atExtreme));
+    Value rounded = arith::AddIOp::create(
+        entry, loc, arith::SubIOp::create(entry, loc, upper, lower),
+        arith::SubIOp::create(entry, loc, step, constant(entry, 1)));
+    value = arith::MaxSIOp::create(entry, loc, arith::DivSIOp::create(entry, loc, rounded, step),
+                                   constant(entry, 0));
     return value;
   };
   llvm::MapVector<BlockArgument, SmallVector<const ScatterDecision *>> byShadow;
@@ -259,8 +473,9 @@ void emitScatterSums(tt::FuncOp kernel, const ScatterPlan &plan) {
     for (const ScatterDecision *decision : decisions) {
       firstSlot[decision] = column;
       Value width = constant(entry, decision->lanes);
-      for (scf::ForOp loop : decision->loops)
-        width = arith::MulIOp::create(entry, loc, width, trips(loop));
+      for (auto [loop, last] : llvm::zip(decision->loops, decision->extremes))
+        width = arith::MulIOp::create(entry, loc, width,
+                                      trips(loop, last, decision->programLoop));
       column = arith::AddIOp::create(entry, loc, column, width);
     }
   // This program's row: x + nx * (y + ny * z), every axis (x: the forward's
@@ -351,3 +566,4 @@ void emitScatterSums(tt::FuncOp kernel, const ScatterPlan &plan) {
 }
 
 } // namespace tritonad
+
