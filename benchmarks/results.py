@@ -15,6 +15,9 @@ Sections (each reuses its benchmark module's checks and timing; --sections picks
   attention_spellings  attention_spellings.py: the attention backward on the ways people
                  write attention (helpers, causal splits, grouped-query heads, grids)
   cross_entropy  loops.py: cross-entropy with an online logsumexp over the vocabulary
+  deterministic  deterministic.py: deterministic mode's scatter slots against the
+                 default's atomics on gathers (an embedding's lookup, a persistent
+                 kernel's, a gathered matmul)
 
 Every section compares tritonad with a hand-written Triton backward, torch eager and
 torch.compile where the benchmark has them, in GPU time (torch profiler) and wall time,
@@ -291,6 +294,12 @@ INFO = {  # key: (title, what is measured)
         "loops.py: cross-entropy over 32000 logits per row, fp32, one program per row with "
         "an online logsumexp over vocabulary blocks: `tritonad.autograd` and `tritonad.grad` "
         "against torch eager and torch.compile of `F.cross_entropy`."),
+    "deterministic": ("Deterministic mode's scatter slots",
+        "deterministic.py: programs that add to rows gathered through a table (an "
+        "embedding's lookup, a persistent kernel's lookup, a gathered matmul): "
+        "`tritonad.autograd` in the default mode (atomics) and `mode=\"deterministic\"` "
+        "(scatter slots summed after the kernel by a sort-based index_put_), against torch "
+        "eager's autograd of the same indexing and torch.compile."),
 }
 
 
@@ -445,10 +454,27 @@ def cross_entropy_section(quick: bool) -> Section:
     return section
 
 
+def deterministic_section(quick: bool) -> Section:
+    import deterministic
+    rows, failures = deterministic.measure(quick)
+    section = new_section(
+        "deterministic", methods=deterministic.METHODS, subjects=("deterministic",),
+        baselines=("auto", "eager", "compile"), failures=failures)
+    for r in rows:
+        section.rows.append(Row(
+            r["label"], {k: v[0] for k, v in r["times"].items()},
+            {k: v[1] for k, v in r["times"].items()},
+            note="error vs fp64 " + ", ".join(f"{k} {v:.1e}" for k, v in r["errors"].items())
+                 + f"; deterministic bitwise: {r['same']}"))
+    section.rows += failure_rows(failures, [r.workload for r in section.rows])
+    return section
+
+
 SECTIONS: Dict[str, Callable[[bool], Section]] = {
     "kernels": kernels_section, "user": user_section, "host": host_section,
     "matmul": matmul_section, "attention": attention_section,
     "attention_spellings": attention_spellings_section, "cross_entropy": cross_entropy_section,
+    "deterministic": deterministic_section,
 }
 def pending(key: str) -> Section:
     return new_section(key, methods=(), subjects=(), baselines=())

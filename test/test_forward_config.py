@@ -103,6 +103,34 @@ def test_launched_as_mirrors_the_wrappers(order):
     assert launched_as(outer, arguments) is None
 
 
+def test_launched_as_leaves_subclassed_wrappers_to_their_run():
+    """A subclass of Triton's Autotuner (a library's own, whose run may reload a
+    config from disk) or Heuristics may launch otherwise than its cache says:
+    launched_as does not guess, so call plans and launcher replays take
+    Triton's own path."""
+    from triton.runtime.autotuner import Autotuner, Heuristics
+
+    from tritonad._forward_config import launched_as
+
+    scale, tuner, outer = _wrapped_scale_kernel()
+    arguments = dict(x_ptr=torch.zeros(8), y_ptr=torch.zeros(8, dtype=torch.float64), n=512,
+                     w=3.0)
+    tuner.cache[(512, "torch.float32", "torch.float64")] = tuner.configs[1]
+    assert launched_as(outer, arguments) is not None
+
+    class CachedAutotuner(Autotuner):
+        pass
+
+    class OwnHeuristics(Heuristics):
+        pass
+
+    tuner.__class__ = CachedAutotuner
+    assert launched_as(outer, arguments) is None
+    tuner.__class__ = Autotuner
+    outer.__class__ = OwnHeuristics
+    assert launched_as(outer, arguments) is None
+
+
 _CONFIGS = [triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 512}),
             triton.Config({"BLOCK": 2048})]
 

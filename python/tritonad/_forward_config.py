@@ -81,16 +81,17 @@ def launched_as(kernel, arguments: dict):
     (its meta-parameters and launch options). None where that launch is not
     this function of the arguments alone: an autotuner that has not chosen for
     this key yet, a config or kernel with pre-run hooks, a wrapper of another
-    kind."""
+    kind, a subclass of Triton's own (its run may choose otherwise, e.g. a
+    config reloaded from disk)."""
     from triton.runtime.autotuner import Autotuner, Heuristics
     from triton.runtime.jit import JITFunction
 
     arguments, filled = dict(arguments), {}
     while not isinstance(kernel, JITFunction):
-        if isinstance(kernel, Heuristics):
+        if type(kernel) is Heuristics:
             for name, heuristic in kernel.values.items():
                 arguments[name] = filled[name] = heuristic(dict(arguments))
-        elif isinstance(kernel, Autotuner):
+        elif type(kernel) is Autotuner:
             config = _chosen_config(kernel, arguments)
             if config is None or config.pre_hook is not None:
                 return None

@@ -288,18 +288,13 @@ def make_plan(launches, walk, analysis, roles_of) -> Optional[LauncherPlan]:
 def _launched_as(kernel, bound: dict) -> tuple:
     """(JITFunction, its arguments, what the wrappers filled in: None for a plain
     kernel) that a launch of `kernel` with `bound` runs: the kernel itself, or,
-    through Triton's own autotune and heuristics wrappers (not subclasses: their
-    run may choose otherwise), as they fill it in (_forward_config.launched_as);
-    Nones where that is not known."""
-    from triton.runtime.autotuner import Autotuner, Heuristics
+    through Triton's own autotune and heuristics wrappers, as they fill it in
+    (_forward_config.launched_as); Nones where that is not known."""
     from triton.runtime.jit import JITFunction
 
     if isinstance(kernel, JITFunction):
         return kernel, bound, None
-    layer = kernel
-    while type(layer) in (Autotuner, Heuristics):
-        layer = layer.fn
-    launched = launched_as(kernel, bound) if isinstance(layer, JITFunction) else None
+    launched = launched_as(kernel, bound)
     return (None, None, None) if launched is None else launched
 
 

@@ -137,7 +137,8 @@ def prefix_gather(Y, X, ROWS, stride, N, BLOCK: tl.constexpr):
     tl.store(Y + p * N + cols, acc.to(Y.dtype.element_ty), mask=mask)
 
 
-def _table(programs, rows, device):
+def row_table(programs, rows, device):
+    """A table of `programs` row indices below `rows`, in random order."""
     # (every row at least once where programs >= rows, and some twice or more)
     table = torch.randint(0, rows, (programs,), device=device, dtype=torch.int32)
     table[: min(rows, programs)] = torch.arange(min(rows, programs), device=device)
@@ -148,7 +149,7 @@ def _gathered(kernel, reference, dtype, device, mode, rows, programs, cols, bloc
     """x's gradient through tritonad.autograd(kernel) of a gather of `programs` rows of
     x through a table, beside that of `reference(gathered rows in fp64, cols)`."""
     x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
-    table = _table(programs, rows, device)
+    table = row_table(programs, rows, device)
     f = tritonad.autograd(kernel, outputs=("Y",), mode=mode)
     y = f[(programs,)](torch.empty(programs, cols, device=device, dtype=dtype), x, table,
                        x.stride(0), cols, BLOCK=block)
@@ -172,7 +173,7 @@ def _gather_looped(dtype, device, mode):
 def _gather_scaled(dtype, device, mode, rows=17, programs=45, cols=71):
     x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
     w = torch.randn(cols, device=device).to(dtype).requires_grad_()
-    table = _table(programs, rows, device)
+    table = row_table(programs, rows, device)
     f = tritonad.autograd(gather_rows_scaled, outputs=("Y",), mode=mode)
     y = f[(programs,)](torch.empty(programs, cols, device=device, dtype=dtype), x, w, table,
                        x.stride(0), cols, BLOCK=128)
@@ -197,7 +198,7 @@ def _windows(dtype, device, mode, programs=29, cols=77, stride=50):
 
 def _persistent(dtype, device, mode, rows=19, n_out=53, cols=45, programs=7):
     x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
-    table = _table(n_out, rows, device)
+    table = row_table(n_out, rows, device)
     f = tritonad.autograd(persistent_gather, outputs=("Y",), mode=mode)
     y = f[(programs,)](torch.empty(n_out, cols, device=device, dtype=dtype), x, table, n_out,
                        x.stride(0), cols, BLOCK=64)
@@ -212,7 +213,7 @@ def _persistent(dtype, device, mode, rows=19, n_out=53, cols=45, programs=7):
 def _persistent_scaled(dtype, device, mode, rows=17, n_out=41, cols=45, programs=6):
     x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
     w = torch.randn(cols, device=device).to(dtype).requires_grad_()
-    table = _table(n_out, rows, device)
+    table = row_table(n_out, rows, device)
     f = tritonad.autograd(persistent_gather_scaled, outputs=("Y",), mode=mode)
     y = f[(programs,)](torch.empty(n_out, cols, device=device, dtype=dtype), x, w, table, n_out,
                        x.stride(0), cols, BLOCK=64)
@@ -225,7 +226,7 @@ def _persistent_scaled(dtype, device, mode, rows=17, n_out=41, cols=45, programs
 
 def _prefix(dtype, device, mode, rows=13, programs=23, cols=37):
     x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
-    table = _table(programs, rows, device)
+    table = row_table(programs, rows, device)
     f = tritonad.autograd(prefix_gather, outputs=("Y",), mode=mode)
     y = f[(programs,)](torch.empty(programs, cols, device=device, dtype=dtype), x, table,
                        x.stride(0), cols, BLOCK=64)
@@ -239,7 +240,7 @@ def _prefix(dtype, device, mode, rows=13, programs=23, cols=37):
 def _matmul(dtype, device, mode, rows=29, m=45, n=37, k=40):
     a = torch.randn(rows, k, device=device).to(dtype).requires_grad_()
     b = torch.randn(k, n, device=device).to(dtype).requires_grad_()
-    table = _table(m, rows, device)
+    table = row_table(m, rows, device)
     f = tritonad.autograd(gathered_matmul, outputs=("C",), mode=mode)
     c = f[(triton.cdiv(m, 16), triton.cdiv(n, 16))](
         torch.empty(m, n, device=device, dtype=dtype), a, b, table, m, n, k, a.stride(0),
