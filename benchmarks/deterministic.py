@@ -53,6 +53,12 @@ def workloads(quick: bool):
     def table(count, distinct):
         return rt.row_table(count, distinct, "cuda")
 
+    def silu_of_rows(index):
+        def reference(leaf):
+            g = leaf[index.long()]
+            return g * torch.sigmoid(g)
+        return reference
+
     def gather(dtype):
         x = torch.randn(rows, cols, device="cuda").to(dtype)
         index = table(lookups, rows)
@@ -60,11 +66,7 @@ def workloads(quick: bool):
         def call(op, leaf):
             return op[(lookups,)](torch.empty(lookups, cols, device="cuda", dtype=dtype), leaf,
                                   index, leaf.stride(0), cols, BLOCK=triton.next_power_of_2(cols))
-
-        def reference(leaf):
-            g = leaf[index.long()]
-            return g * torch.sigmoid(g)
-        return rt.gather_rows, call, [x], reference
+        return rt.gather_rows, call, [x], silu_of_rows(index)
 
     def persistent(dtype):
         x = torch.randn(rows, cols, device="cuda").to(dtype)
@@ -75,11 +77,7 @@ def workloads(quick: bool):
             return op[(programs,)](torch.empty(lookups, cols, device="cuda", dtype=dtype), leaf,
                                    index, lookups, leaf.stride(0), cols,
                                    BLOCK=triton.next_power_of_2(cols))
-
-        def reference(leaf):
-            g = leaf[index.long()]
-            return g * torch.sigmoid(g)
-        return rt.persistent_gather, call, [x], reference
+        return rt.persistent_gather, call, [x], silu_of_rows(index)
 
     def matmul(dtype):
         a = torch.randn(m, k, device="cuda").to(dtype)
@@ -192,14 +190,11 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="smaller sizes, fp32 only")
     parser.add_argument("--out", help="also write the markdown table here")
     opts = parser.parse_args()
+    from user_level import finish
+
     start = time.perf_counter()
     rows, failures = measure(opts.quick)
-    text = report(rows, failures, time.perf_counter() - start)
-    print("\n" + text)
-    if opts.out:
-        with open(opts.out, "w") as f:
-            f.write(text)
-    return 1 if failures else 0
+    return finish(report(rows, failures, time.perf_counter() - start), opts.out, failures, start)
 
 
 if __name__ == "__main__":

@@ -145,14 +145,18 @@ def row_table(programs, rows, device):
     return table[torch.randperm(programs, device=device)]
 
 
-def _gathered(kernel, reference, dtype, device, mode, rows, programs, cols, block):
-    """x's gradient through tritonad.autograd(kernel) of a gather of `programs` rows of
-    x through a table, beside that of `reference(gathered rows in fp64, cols)`."""
+def _gathered(kernel, reference, dtype, device, mode, rows, lookups, cols, block,
+              persistent=None):
+    """x's gradient through tritonad.autograd(kernel) of a gather of `lookups` rows of
+    x through a table, beside that of `reference(gathered rows in fp64, cols)`: one
+    program per lookup, or `persistent` programs that stride over them (the kernel
+    then takes their count after the table)."""
     x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
-    table = row_table(programs, rows, device)
+    table = row_table(lookups, rows, device)
     f = tritonad.autograd(kernel, outputs=("Y",), mode=mode)
-    y = f[(programs,)](torch.empty(programs, cols, device=device, dtype=dtype), x, table,
-                       x.stride(0), cols, BLOCK=block)
+    counted = () if persistent is None else (lookups,)
+    y = f[(persistent or lookups,)](torch.empty(lookups, cols, device=device, dtype=dtype), x,
+                                    table, *counted, x.stride(0), cols, BLOCK=block)
     upstream = torch.randn(y.shape, device=device).to(dtype)
     y.backward(upstream)
     x64 = x.detach().double().requires_grad_()
@@ -160,28 +164,40 @@ def _gathered(kernel, reference, dtype, device, mode, rows, programs, cols, bloc
     return [("x", x.grad, x64.grad)]
 
 
+def _silu(g, cols):
+    return g * torch.sigmoid(g)
+
+
 def _gather(dtype, device, mode):
-    return _gathered(gather_rows, lambda g, cols: g * torch.sigmoid(g), dtype, device, mode,
-                     rows=23, programs=61, cols=77, block=128)
+    return _gathered(gather_rows, _silu, dtype, device, mode, rows=23, lookups=61, cols=77,
+                     block=128)
 
 
 def _gather_looped(dtype, device, mode):
     return _gathered(gather_rows_looped, lambda g, cols: g * (g * g).sum(1, keepdim=True) / cols,
-                     dtype, device, mode, rows=19, programs=37, cols=150, block=32)
+                     dtype, device, mode, rows=19, lookups=37, cols=150, block=32)
 
 
-def _gather_scaled(dtype, device, mode, rows=17, programs=45, cols=71):
+def _scaled(kernel, dtype, device, mode, rows, lookups, cols, block, persistent=None):
+    """x's and w's gradients of y = x[table] * w through tritonad.autograd(kernel)
+    (as _gathered launches it), beside fp64 torch's."""
     x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
     w = torch.randn(cols, device=device).to(dtype).requires_grad_()
-    table = row_table(programs, rows, device)
-    f = tritonad.autograd(gather_rows_scaled, outputs=("Y",), mode=mode)
-    y = f[(programs,)](torch.empty(programs, cols, device=device, dtype=dtype), x, w, table,
-                       x.stride(0), cols, BLOCK=128)
+    table = row_table(lookups, rows, device)
+    f = tritonad.autograd(kernel, outputs=("Y",), mode=mode)
+    counted = () if persistent is None else (lookups,)
+    y = f[(persistent or lookups,)](torch.empty(lookups, cols, device=device, dtype=dtype), x,
+                                    w, table, *counted, x.stride(0), cols, BLOCK=block)
     upstream = torch.randn(y.shape, device=device).to(dtype)
     y.backward(upstream)
     x64, w64 = (t.detach().double().requires_grad_() for t in (x, w))
     (x64[table.long()] * w64).backward(upstream.double())
     return [("x", x.grad, x64.grad), ("w", w.grad, w64.grad)]
+
+
+def _gather_scaled(dtype, device, mode):
+    return _scaled(gather_rows_scaled, dtype, device, mode, rows=17, lookups=45, cols=71,
+                   block=128)
 
 
 def _windows(dtype, device, mode, programs=29, cols=77, stride=50):
@@ -196,45 +212,19 @@ def _windows(dtype, device, mode, programs=29, cols=77, stride=50):
     return [("x", x.grad, x64.grad)]
 
 
-def _persistent(dtype, device, mode, rows=19, n_out=53, cols=45, programs=7):
-    x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
-    table = row_table(n_out, rows, device)
-    f = tritonad.autograd(persistent_gather, outputs=("Y",), mode=mode)
-    y = f[(programs,)](torch.empty(n_out, cols, device=device, dtype=dtype), x, table, n_out,
-                       x.stride(0), cols, BLOCK=64)
-    upstream = torch.randn(y.shape, device=device).to(dtype)
-    y.backward(upstream)
-    x64 = x.detach().double().requires_grad_()
-    g = x64[table.long()]
-    (g * torch.sigmoid(g)).backward(upstream.double())
-    return [("x", x.grad, x64.grad)]
+def _persistent(dtype, device, mode):
+    return _gathered(persistent_gather, _silu, dtype, device, mode, rows=19, lookups=53,
+                     cols=45, block=64, persistent=7)
 
 
-def _persistent_scaled(dtype, device, mode, rows=17, n_out=41, cols=45, programs=6):
-    x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
-    w = torch.randn(cols, device=device).to(dtype).requires_grad_()
-    table = row_table(n_out, rows, device)
-    f = tritonad.autograd(persistent_gather_scaled, outputs=("Y",), mode=mode)
-    y = f[(programs,)](torch.empty(n_out, cols, device=device, dtype=dtype), x, w, table, n_out,
-                       x.stride(0), cols, BLOCK=64)
-    upstream = torch.randn(y.shape, device=device).to(dtype)
-    y.backward(upstream)
-    x64, w64 = (t.detach().double().requires_grad_() for t in (x, w))
-    (x64[table.long()] * w64).backward(upstream.double())
-    return [("x", x.grad, x64.grad), ("w", w.grad, w64.grad)]
+def _persistent_scaled(dtype, device, mode):
+    return _scaled(persistent_gather_scaled, dtype, device, mode, rows=17, lookups=41, cols=45,
+                   block=64, persistent=6)
 
 
-def _prefix(dtype, device, mode, rows=13, programs=23, cols=37):
-    x = torch.randn(rows, cols, device=device).to(dtype).requires_grad_()
-    table = row_table(programs, rows, device)
-    f = tritonad.autograd(prefix_gather, outputs=("Y",), mode=mode)
-    y = f[(programs,)](torch.empty(programs, cols, device=device, dtype=dtype), x, table,
-                       x.stride(0), cols, BLOCK=64)
-    upstream = torch.randn(y.shape, device=device).to(dtype)
-    y.backward(upstream)
-    x64 = x.detach().double().requires_grad_()
-    torch.sin(x64[table.long()]).cumsum(0).backward(upstream.double())
-    return [("x", x.grad, x64.grad)]
+def _prefix(dtype, device, mode):
+    return _gathered(prefix_gather, lambda g, cols: torch.sin(g).cumsum(0), dtype, device,
+                     mode, rows=13, lookups=23, cols=37, block=64)
 
 
 def _matmul(dtype, device, mode, rows=29, m=45, n=37, k=40):
