@@ -2,15 +2,15 @@
 python/tritonad/_scatter.py): where programs may add to the same elements in a
 way nothing proves apart (a row table, a runtime trip count, a runtime stride
 that lets tiles overlap, beside partial buffers' coarsened grid or re-parallelized
-parts), each program
-stores its lanes' contributions and elements into slots of its own, summed into
-the gradient after the kernel in slot order. Before them mode="deterministic"
+parts, loops whose trip counts vary by program), each program stores its lanes'
+contributions and elements into slots of its own, summed into the gradient after
+the kernel in slot order. Before them mode="deterministic"
 refused these kernels (a located error or a refused launch).
 
 CPU: the schedule and the derived IR (no atomics), and the gradients in Triton's
 interpreter against fp64 torch. GPU: the gradients (fp32 and bf16, odd sizes,
 tables with repeated rows) and bitwise equality across runs, the later ones
-replaying the first one's launch plan.
+replaying the first one's launch plan; a step captured in a CUDA graph.
 """
 
 import pytest
@@ -20,7 +20,7 @@ tritonad = pytest.importorskip("tritonad")
 
 from compile_util import assert_records_declared, compile_on_cpu  # noqa: E402
 from corpus import row_tables  # noqa: E402
-from gpu_util import requires_gpu  # noqa: E402
+from gpu_util import captured, requires_gpu  # noqa: E402
 from interpreter_util import run_interpreted  # noqa: E402
 
 # Relative to the gradient's largest element: fp32 sums rounded once; bf16 gradients
@@ -169,3 +169,34 @@ def test_bitwise_reproducible_gpu(case):
     for later in runs[1:]:
         for name, grad in runs[0].items():
             assert torch.equal(grad, later[name]), (case, name)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_cuda_graph_capture_and_replay():
+    """A step whose backward sums scatter slots, captured in a CUDA graph and
+    replayed on new data: the slots' allocation and zero fill, the kernel and
+    the sort-based sums replay with it."""
+    torch.manual_seed(5)
+    rows, lookups, cols = 23, 61, 77
+    x = torch.randn(rows, cols, device="cuda", requires_grad=True)
+    table = row_tables.row_table(lookups, rows, "cuda")
+    y = torch.empty(lookups, cols, device="cuda")
+    dy = torch.randn(lookups, cols, device="cuda")
+    op = tritonad.autograd(row_tables.gather_rows, outputs=("Y",), mode="deterministic")
+
+    def step():
+        x.grad = None
+        op[(lookups,)](y, x, table, x.stride(0), cols, BLOCK=128).backward(dy)
+
+    graph = captured(step)
+    for _ in range(2):
+        with torch.no_grad():
+            x.copy_(torch.randn_like(x))
+        graph.replay()
+        torch.cuda.synchronize()
+        x64 = x.detach().double().requires_grad_()
+        gathered = x64[table.long()]
+        (gathered * torch.sigmoid(gathered)).backward(dy.double())
+        error = ((x.grad.double() - x64.grad).abs().max() / x64.grad.abs().max()).item()
+        assert error <= TOLERANCE["float32"], error

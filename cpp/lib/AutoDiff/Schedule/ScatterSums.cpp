@@ -292,11 +292,10 @@ std::string whyNotScattered(tt::AtomicRMWOp atomic, tt::FuncOp kernel,
       return "the loop at " + locationText(loop.getLoc()) +
              " around it steps by an amount not known to be positive (a positive constant "
              "or the grid's size)";
-    // (the trips move as upper - lower does: the most at one end of each axis)
-    SymbolicInt span = trips->operands[0].operands[0].operands[0];
+    // (trips that move one way along each axis: the most at one end of it)
     std::array<bool, 3> last = {false, false, false};
     for (int axis = 0; axis < 3; ++axis) {
-      std::optional<int> direction = slopeOf(span, axis).direction();
+      std::optional<int> direction = slopeOf(*trips, axis).direction();
       if (!direction)
         return "the loop at " + locationText(loop.getLoc()) +
                " around it runs a number of iterations that depends on the program in a way "
