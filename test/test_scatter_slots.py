@@ -130,6 +130,30 @@ def test_slots_add_into_any_layout():
     assert column.flatten().tolist() == [1.0, 0.0, 6.0, 0.0, 0.0, 8.0]
 
 
+_SLOT_SUMS = """
+import json, torch
+from tritonad._launch_plan import slot_sums
+torch.manual_seed(3)
+extent = 37
+# (0: no element; elements repeat, some never appear; a run longer than the others)
+index = torch.randint(0, extent + 1, (9, 41))
+index[2, :30] = 5
+values = torch.randn(9, 41)
+got = slot_sums(index, values, extent)
+want = torch.zeros(extent + 1)
+for key, value in zip(index.reshape(-1).tolist(), values.reshape(-1)):
+    want[key] = want[key] + value  # (fp32, one add at a time, in slot order)
+print(json.dumps([bool(torch.equal(got, want[1:])), got.dtype == torch.float32]))
+"""
+
+
+def test_slot_sums_add_in_slot_order_interpreted():
+    """The sums after the kernel (the launch path's segmented sum over slots
+    sorted by element, in Triton's interpreter): each element's contributions
+    added one at a time in slot order, in fp32, bit for bit as a sequential sum."""
+    assert run_interpreted(_SLOT_SUMS) == [True, True]
+
+
 _INTERPRETED = """
 import json, torch
 from corpus import row_tables

@@ -328,20 +328,70 @@ def _triton_runtime():
 def add_scatter_slots(index, values, shadow, begin: int, end: int) -> None:
     """Adds columns [begin, end) of a launch's scatter slots (_scatter.py) into
     `shadow`: slot (p, c) holds 1 + an element's offset from the shadow's
-    pointer (0: none) and its contribution. torch's index_put_ with accumulate
-    sorts the slots by element, stably, and sums each element's in slot order
-    (in fp32 for fp32 slots): the same bits on every run. Element 0 of the
-    sums collects the slots that name no element."""
+    pointer (0: none) and its contribution. Each element's contributions are
+    summed in slot order (in fp32 for fp32 slots) and rounded once: the same
+    bits on every run."""
     import torch
 
     extent = span(shadow)
-    sums = torch.zeros(extent + 1, dtype=values.dtype, device=values.device)
-    sums.index_put_((index[:, begin:end],), values[:, begin:end], accumulate=True)
+    sums = slot_sums(index[:, begin:end], values[:, begin:end], extent)
     if torch._debug_has_internal_overlap(shadow):
         # (elements that share memory, a broadcast gradient buffer: its memory
         # takes each sum once)
         shadow = shadow.as_strided((extent,), (1,))
-    shadow.add_(sums[1:].as_strided(shadow.shape, shadow.stride()).to(shadow.dtype))
+    shadow.add_(sums.as_strided(shadow.shape, shadow.stride()).to(shadow.dtype))
+
+
+def slot_sums(index, values, extent: int):
+    """Per element 0..extent-1, the sum of the slots whose index is 1 + it, in
+    slot order (row-major over the slots). The slots are sorted by element,
+    stably (a key of 32 bits where the elements fit: half a 64-bit sort's
+    passes), and each element's run summed in order by one lane (_segment_sums):
+    no atomics, and no work per slot beyond the sort. On the CPU outside
+    Triton's interpreter, torch's index_put_ with accumulate, which also adds
+    in slot order there."""
+    import os
+
+    import torch
+
+    keys, contributions = index.reshape(-1), values.reshape(-1)
+    if keys.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        sums = torch.zeros(extent + 1, dtype=values.dtype)
+        sums.index_put_((keys,), contributions, accumulate=True)
+        return sums[1:]
+    if extent < 2 ** 31 - 1:
+        keys = keys.to(torch.int32)
+    keys, order = torch.sort(keys, stable=True)
+    # (element e's run: [starts[e], starts[e + 1]) in the sorted slots)
+    starts = torch.searchsorted(keys, torch.arange(1, extent + 2, dtype=keys.dtype,
+                                                   device=keys.device))
+    sums = torch.empty(extent, dtype=values.dtype, device=values.device)
+    if extent:
+        block = 256
+        _segment_sums()[(-(-extent // block),)](contributions[order], starts, sums, extent,
+                                                BLOCK=block)
+    return sums
+
+
+@functools.lru_cache(maxsize=None)
+def _segment_sums():
+    """The kernel: sums[e] = values[starts[e]] + ... + values[starts[e + 1] - 1],
+    added in that order."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def segment_sums(values, starts, sums, n, BLOCK: tl.constexpr):
+        element = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        inside = element < n
+        first = tl.load(starts + element, mask=inside, other=0)
+        count = tl.load(starts + element + 1, mask=inside, other=0) - first
+        total = tl.zeros([BLOCK], dtype=sums.dtype.element_ty)
+        for i in range(0, tl.max(count, axis=0)):
+            total += tl.load(values + first + i, mask=i < count, other=0.0)
+        tl.store(sums + element, total, mask=inside)
+
+    return segment_sums
 
 
 class LaunchPlan:
