@@ -7,9 +7,9 @@ not remove them, each program of the derived backward stores every lane's
 contribution and its element into a row of slots of its own: `1 + offset`
 into ``tritonad_scatter_index`` (0: a lane the mask leaves out, or a slot the
 program does not reach) and the value into ``tritonad_scatter_values``. After
-the kernel each shadow's columns are added into it by torch's sort-based
-``index_put_(accumulate=True)``: each element's contributions summed in slot
-order (program, site, iteration, lane) in fp32 and rounded once. The same
+the kernel each shadow's columns are sorted by element, stably, and each
+element's contributions summed in slot order (program, site, iteration, lane)
+in fp32 and rounded once (_launch_plan.slot_sums). The same
 bits on every run, whatever order the programs ran in.
 
 The compiled kernel's metadata says how many slots per program and which

@@ -3,9 +3,9 @@
 // addresses come from a row table, or are not analyzable, or programs' tiles
 // may overlap), each program instead stores every lane's contribution and its
 // element offset into slots of its own; after the kernel the launch path adds
-// the slots into the shadow with torch's sort-based index_put_ (accumulate),
-// which sums each element's contributions in slot order: program, then site,
-// then iteration, then lane. No atomics, the same sum bit for bit on every
+// the slots into the shadow: sorted by element, stably, each element's
+// contributions summed in slot order: program, then site, then iteration,
+// then lane. No atomics, the same sum bit for bit on every
 // run, each element's sum in fp32 and rounded once.
 #ifndef TRITONAD_AUTODIFF_SCATTERSUMS_H
 #define TRITONAD_AUTODIFF_SCATTERSUMS_H
