@@ -111,47 +111,72 @@ def test_overlapping_windows_need_no_launch_check():
 
 
 def test_slots_add_into_any_layout():
-    """The sums after the kernel: slot (p, c) holds 1 + an element's offset from the
-    shadow's pointer (0: none) and its value; they land in a strided shadow's own
-    elements, and in a broadcast buffer's memory once per element."""
+    """The sums after the kernel: key (p, c) holds 1 + an element's offset from the
+    shadow's pointer (0: none) and values its contribution; they land in a strided
+    shadow's own elements, and in a broadcast buffer's memory once per element."""
     from tritonad._launch_plan import add_scatter_slots
 
     index = torch.tensor([[1, 0, 3], [3, 6, 0]])   # (offsets 0, 2, 2, 5; two unused)
     values = torch.tensor([[1.0, 100.0, 2.0], [4.0, 8.0, 100.0]])
     base = torch.zeros(2, 3)
-    add_scatter_slots(index, values, base, 0, 3)
+    add_scatter_slots(index, values, base, [(0, 3, 0, 3, 1)])
     assert base.tolist() == [[1.0, 0.0, 6.0], [0.0, 0.0, 8.0]]
     strided = torch.zeros(3, 2).T                  # (offsets: [0, 2, 4], [1, 3, 5])
-    add_scatter_slots(index, values, strided, 1, 3)
+    add_scatter_slots(index[:, 1:], values[:, 1:], strided, [(0, 2, 0, 2, 1)])
     assert strided.tolist() == [[0.0, 2.0, 0.0], [0.0, 0.0, 8.0]]
     column = torch.zeros(6, 1)
     broadcast = column.expand(6, 4)                # (every row's elements share one float)
-    add_scatter_slots(index, values, broadcast, 0, 3)
+    add_scatter_slots(index, values, broadcast, [(0, 3, 0, 3, 1)])
     assert column.flatten().tolist() == [1.0, 0.0, 6.0, 0.0, 0.0, 8.0]
+
+
+def test_keys_for_runs_of_lanes():
+    """A key per run of lanes (a gathered row): key (p, c) covers the run's
+    elements from 1 + its offset, and values (p, begin + lanes * c + l) are theirs;
+    runs overlap (the second program's run starts inside the first's), a key of 0
+    names nothing, and a group beside another adds to the same sums."""
+    from tritonad._launch_plan import add_scatter_slots
+
+    index = torch.tensor([[1, 7], [3, 0]])      # (runs of 3 from offsets 0, 6 and 2)
+    values = torch.tensor([[9.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+                           [9.0, 10.0, 20.0, 30.0, 99.0, 99.0, 99.0]])
+    shadow = torch.zeros(9)
+    add_scatter_slots(index, values, shadow, [(1, 7, 0, 2, 3), (0, 1, 0, 1, 1)])
+    # (the second group's keys are the first column: offsets 0 and 2, lanes of one)
+    assert shadow.tolist() == [1.0 + 9.0, 2.0, 3.0 + 10.0 + 9.0, 20.0, 30.0, 0.0, 4.0, 5.0,
+                               6.0]
 
 
 _SLOT_SUMS = """
 import json, torch
 from tritonad._launch_plan import slot_sums
 torch.manual_seed(3)
-extent = 37
-# (0: no element; elements repeat, some never appear; a run longer than the others)
-index = torch.randint(0, extent + 1, (9, 41))
-index[2, :30] = 5
-values = torch.randn(9, 41)
-got = slot_sums(index, values, extent)
-want = torch.zeros(extent + 1)
-for key, value in zip(index.reshape(-1).tolist(), values.reshape(-1)):
-    want[key] = want[key] + value  # (fp32, one add at a time, in slot order)
-print(json.dumps([bool(torch.equal(got, want[1:])), got.dtype == torch.float32]))
+extent, results = 37, []
+for lanes in (1, 4):
+    # (0: no element; elements repeat, some never appear; runs overlap; a long run)
+    keys = torch.randint(0, extent + 1, (9, 41 // lanes))
+    keys[2, :7] = 5
+    values = torch.randn(9, 50)
+    got = slot_sums(keys, values, 3, keys.shape[1] * lanes, lanes, extent)
+    want = torch.zeros(extent + lanes + 1)
+    order = sorted(range(keys.numel()), key=lambda i: (keys.reshape(-1)[i].item(), i))
+    for i in order:  # (fp32, one add at a time: by key, then slot)
+        p, c = divmod(i, keys.shape[1])
+        key = keys[p, c].item()
+        for lane in range(lanes if key else 0):
+            want[key + lane] = want[key + lane] + values[p, 3 + c * lanes + lane]
+    results.append(bool(torch.equal(got, want[1:extent + 1])))
+results.append(got.dtype == torch.float32)
+print(json.dumps(results))
 """
 
 
 def test_slot_sums_add_in_slot_order_interpreted():
-    """The sums after the kernel (the launch path's segmented sum over slots
-    sorted by element, in Triton's interpreter): each element's contributions
-    added one at a time in slot order, in fp32, bit for bit as a sequential sum."""
-    assert run_interpreted(_SLOT_SUMS) == [True, True]
+    """The sums after the kernel (keys sorted, then one lane per element over the
+    keys that cover it, in Triton's interpreter): each element's contributions
+    added one at a time in key order, then slot order, in fp32, bit for bit as a
+    sequential sum; a key per value and a key per run of 4."""
+    assert run_interpreted(_SLOT_SUMS) == [True, True, True]
 
 
 _INTERPRETED = """

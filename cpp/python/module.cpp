@@ -219,11 +219,18 @@ py::object scatterToPython(const tritonad::ScatterSlots &slots) {
     entry[TRITONAD_FIELD(contract::kScatterColumnsRecord, "begin")] =
         symbolicToPython(shadow.begin);
     entry[TRITONAD_FIELD(contract::kScatterColumnsRecord, "end")] = symbolicToPython(shadow.end);
+    entry[TRITONAD_FIELD(contract::kScatterColumnsRecord, "index_begin")] =
+        symbolicToPython(shadow.indexBegin);
+    entry[TRITONAD_FIELD(contract::kScatterColumnsRecord, "index_end")] =
+        symbolicToPython(shadow.indexEnd);
+    entry[TRITONAD_FIELD(contract::kScatterColumnsRecord, "lanes")] = shadow.lanes;
     columns.append(completed(entry, contract::kScatterColumnsRecord, "scatter_columns"));
   }
   py::dict record;
   record[TRITONAD_FIELD(contract::kScatterRecord, "per_program")] =
       symbolicToPython(slots.perProgram);
+  record[TRITONAD_FIELD(contract::kScatterRecord, "index_per_program")] =
+      symbolicToPython(slots.indexPerProgram);
   record[TRITONAD_FIELD(contract::kScatterRecord, "columns")] = columns;
   record[TRITONAD_FIELD(contract::kScatterRecord, "unused")] = optionalSymbol(slots.unused);
   return completed(record, contract::kScatterRecord, "scatter");

@@ -325,16 +325,23 @@ def _triton_runtime():
     return knobs.runtime
 
 
-def add_scatter_slots(index, values, shadow, begin: int, end: int) -> None:
-    """Adds columns [begin, end) of a launch's scatter slots (_scatter.py) into
-    `shadow`: slot (p, c) holds 1 + an element's offset from the shadow's
-    pointer (0: none) and its contribution. Each element's contributions are
-    summed in slot order (in fp32 for fp32 slots) and rounded once: the same
-    bits on every run."""
+def add_scatter_slots(index, values, shadow, groups) -> None:
+    """Adds a launch's scatter slots (_scatter.py) into `shadow`: for each of
+    its column groups (values begin, end, keys begin, end, lanes per key), key
+    (p, c) holds 1 + the offset from the shadow's pointer of the first of
+    `lanes` consecutive elements (0: none), and values (p, lanes * c + l) their
+    contributions. Each element's contributions are summed in a fixed order
+    (group, then key, then slot) in fp32 and rounded once: the same bits on
+    every run."""
     import torch
 
     extent = span(shadow)
-    sums = slot_sums(index[:, begin:end], values[:, begin:end], extent)
+    sums = None
+    for begin, end, index_begin, index_end, lanes in groups:
+        sums = slot_sums(index[:, index_begin:index_end], values, begin, end - begin, lanes,
+                         extent, sums)
+    if sums is None:
+        return
     if torch._debug_has_internal_overlap(shadow):
         # (elements that share memory, a broadcast gradient buffer: its memory
         # takes each sum once)
@@ -342,56 +349,73 @@ def add_scatter_slots(index, values, shadow, begin: int, end: int) -> None:
     shadow.add_(sums.as_strided(shadow.shape, shadow.stride()).to(shadow.dtype))
 
 
-def slot_sums(index, values, extent: int):
-    """Per element 0..extent-1, the sum of the slots whose index is 1 + it, in
-    slot order (row-major over the slots). The slots are sorted by element,
-    stably (a key of 32 bits where the elements fit: half a 64-bit sort's
-    passes), and each element's run summed in order by one lane (_segment_sums):
-    no atomics, and no work per slot beyond the sort. On the CPU outside
-    Triton's interpreter, torch's index_put_ with accumulate, which also adds
-    in slot order there."""
+def slot_sums(keys, values, begin: int, width: int, lanes: int, extent: int, sums=None):
+    """`sums` (zeros where None) plus, per element e in 0..extent-1, the values
+    that name it: key (p, c) of `keys` (1 + an element's offset, 0: none)
+    covers elements key - 1 ... key - 2 + lanes, with values
+    values[p, begin + lanes * c + l]. The keys are sorted, stably (a key of 32
+    bits where the elements fit: half a 64-bit sort's passes), and each element
+    adds, one lane per element, the values of the keys that cover it in key
+    order, then slot order: no atomics. On the CPU outside Triton's
+    interpreter, the same sums by index_put_, which adds in slot order there."""
     import os
 
     import torch
 
-    keys, contributions = index.reshape(-1), values.reshape(-1)
+    if sums is None:
+        sums = torch.zeros(extent, dtype=values.dtype, device=values.device)
+    per_key = keys.shape[1]
     if keys.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        sums = torch.zeros(extent + 1, dtype=values.dtype)
-        sums.index_put_((keys,), contributions, accumulate=True)
-        return sums[1:]
-    if extent < 2 ** 31 - 1:
-        keys = keys.to(torch.int32)
-    keys, order = torch.sort(keys, stable=True)
-    # (element e's run: [starts[e], starts[e + 1]) in the sorted slots)
-    starts = torch.searchsorted(keys, torch.arange(1, extent + 2, dtype=keys.dtype,
-                                                   device=keys.device))
-    sums = torch.empty(extent, dtype=values.dtype, device=values.device)
+        lane = torch.arange(lanes)
+        elements = (keys.reshape(-1, 1) + lane).reshape(-1)
+        named = keys.reshape(-1, 1).expand(-1, lanes).reshape(-1) > 0
+        contributions = values[:, begin:begin + width].reshape(-1)
+        padded = torch.zeros(extent + lanes + 1, dtype=values.dtype)
+        padded.index_put_((elements[named],), contributions[named], accumulate=True)
+        sums += padded[1:extent + 1]
+        return sums
+    flat = keys.reshape(-1)
+    if extent + lanes < 2 ** 31 - 1:
+        flat = flat.to(torch.int32)
+    flat, order = torch.sort(flat, stable=True)
+    # (element e is covered by the sorted keys in [first[e], after[e]): keys
+    # e + 2 - lanes ... e + 1, none of them 0)
+    elements = torch.arange(extent, dtype=flat.dtype, device=flat.device)
+    first = torch.searchsorted(flat, torch.clamp(elements + (2 - lanes), min=1))
+    after = torch.searchsorted(flat, elements + 1, right=True)
     if extent:
         block = 256
-        _segment_sums()[(-(-extent // block),)](contributions[order], starts, sums, extent,
-                                                BLOCK=block)
+        _covered_sums()[(-(-extent // block),)](
+            flat, order, values, values.stride(0), begin, per_key, lanes, first, after, sums,
+            extent, BLOCK=block)
     return sums
 
 
 @functools.lru_cache(maxsize=None)
-def _segment_sums():
-    """The kernel: sums[e] = values[starts[e]] + ... + values[starts[e + 1] - 1],
-    added in that order."""
+def _covered_sums():
+    """The kernel: sums[e] += the values of the sorted keys in [first[e],
+    after[e]), in that order (key k's lane e + 1 - k)."""
     import triton
     import triton.language as tl
 
     @triton.jit
-    def segment_sums(values, starts, sums, n, BLOCK: tl.constexpr):
+    def covered_sums(keys, order, values, row_length, begin, per_key, lanes, first, after, sums,
+                     n, BLOCK: tl.constexpr):
         element = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         inside = element < n
-        first = tl.load(starts + element, mask=inside, other=0)
-        count = tl.load(starts + element + 1, mask=inside, other=0) - first
-        total = tl.zeros([BLOCK], dtype=sums.dtype.element_ty)
+        start = tl.load(first + element, mask=inside, other=0)
+        count = tl.load(after + element, mask=inside, other=0) - start
+        total = tl.load(sums + element, mask=inside, other=0.0)
         for i in range(0, tl.max(count, axis=0)):
-            total += tl.load(values + first + i, mask=i < count, other=0.0)
+            taken = i < count
+            key = tl.load(keys + start + i, mask=taken, other=1).to(tl.int64)
+            slot = tl.load(order + start + i, mask=taken, other=0)
+            program = slot // per_key
+            value = values + program * row_length + begin + (slot - program * per_key) * lanes
+            total += tl.load(value + (element + 1 - key), mask=taken, other=0.0)
         tl.store(sums + element, total, mask=inside)
 
-    return segment_sums
+    return covered_sums
 
 
 class LaunchPlan:
@@ -399,7 +423,7 @@ class LaunchPlan:
     ("allocate", role, make, shape, dtype, device), ("zero", name),
     ("launch", compiled kernel, grid, sources), ("mark", names),
     ("sum", role, group, name, span, overwrite),
-    ("scatter", index role, values role, name, begin, end); a source is
+    ("scatter", index role, values role, name, column groups); a source is
     ("call", name), ("alloc", role), ("row", role, index) or ("const", value)."""
 
     __slots__ = ("steps", "result", "checked_by_layout")
@@ -440,6 +464,6 @@ class LaunchPlan:
                     shadow.shape, shadow.stride())
                 shadow.copy_(summed) if overwrite else shadow.add_(summed)
             elif kind == "scatter":
-                _, index, values, name, begin, end = step
-                add_scatter_slots(allocated[index], allocated[values], kwargs[name], begin, end)
+                _, index, values, name, groups = step
+                add_scatter_slots(allocated[index], allocated[values], kwargs[name], groups)
         return self.result

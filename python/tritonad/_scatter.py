@@ -4,9 +4,12 @@ elements (cpp/include/tritonad/AutoDiff/ScatterSums.h).
 Where a backward would need atomic adds (addresses from a row table, addresses
 the core cannot analyze, tiles that may overlap) and re-parallelization does
 not remove them, each program of the derived backward stores every lane's
-contribution and its element into a row of slots of its own: `1 + offset`
-into ``tritonad_scatter_index`` (0: a lane the mask leaves out, or a slot the
-program does not reach) and the value into ``tritonad_scatter_values``. After
+contribution and its element into rows of slots of its own: keys into
+``tritonad_scatter_index``, `1 + offset` of an element (0: a lane the mask
+leaves out, or a slot the program does not reach), and the values into
+``tritonad_scatter_values``. Where an add's lanes step by one element along
+their last axis (a gathered row), one key stands for the run of them: the
+first element's, then its values, 0 for a lane the mask leaves out. After
 the kernel each shadow's columns are sorted by element, stably, and each
 element's contributions summed in slot order (program, site, iteration, lane)
 in fp32 and rounded once (_launch_plan.slot_sums). The same
@@ -30,8 +33,10 @@ from tritonad import _contract, _coverage, _launch_plan
 INDEX, VALUES = (_contract.declared(n) for n in ("tritonad_scatter_index",
                                                  "tritonad_scatter_values"))
 _METADATA = _contract.metadata_key("scatter")
-_PER_PROGRAM, _COLUMNS, _UNUSED = _contract.fields("scatter", "per_program", "columns", "unused")
-_SHADOW, _BEGIN, _END = _contract.fields("scatter_columns", "shadow", "begin", "end")
+_PER_PROGRAM, _INDEX_PER_PROGRAM, _COLUMNS, _UNUSED = _contract.fields(
+    "scatter", "per_program", "index_per_program", "columns", "unused")
+_SHADOW, _BEGIN, _END, _INDEX_BEGIN, _INDEX_END, _LANES = _contract.fields(
+    "scatter_columns", "shadow", "begin", "end", "index_begin", "index_end", "lanes")
 
 
 def placeholders(device, wide: bool) -> dict:
@@ -58,11 +63,14 @@ def summed(kernel, kwargs, grid):
     yield
     if record is None:
         return
+    groups = {}  # shadow -> its column groups, in the record's order
     for columns in record[_COLUMNS]:
-        begin, end = (_coverage.evaluate(columns[key], kwargs, grid) for key in (_BEGIN, _END))
-        _launch_plan.note(("scatter", INDEX, VALUES, columns[_SHADOW], begin, end))
-        _launch_plan.add_scatter_slots(kwargs[INDEX], kwargs[VALUES], kwargs[columns[_SHADOW]],
-                                       begin, end)
+        groups.setdefault(columns[_SHADOW], []).append(tuple(
+            _coverage.evaluate(columns[key], kwargs, grid)
+            for key in (_BEGIN, _END, _INDEX_BEGIN, _INDEX_END)) + (columns[_LANES],))
+    for shadow, its_groups in groups.items():
+        _launch_plan.note(("scatter", INDEX, VALUES, shadow, tuple(its_groups)))
+        _launch_plan.add_scatter_slots(kwargs[INDEX], kwargs[VALUES], kwargs[shadow], its_groups)
 
 
 def _allocate(kernel, kwargs, grid):
@@ -78,9 +86,11 @@ def _allocate(kernel, kwargs, grid):
     if record[_UNUSED] is not None and _coverage.evaluate(record[_UNUSED], kwargs, grid):
         return None
     programs = math.prod(int(g) for g in grid) if grid else 1
-    shape = (programs, _coverage.evaluate(record[_PER_PROGRAM], kwargs, grid))
+    keys, values = (_coverage.evaluate(record[key], kwargs, grid)
+                    for key in (_INDEX_PER_PROGRAM, _PER_PROGRAM))
     device = kwargs[INDEX].device
-    kwargs[INDEX] = _launch_plan.allocate(INDEX, torch.zeros, shape, torch.int64, device)
-    kwargs[VALUES] = _launch_plan.allocate(VALUES, torch.empty, shape, kwargs[VALUES].dtype,
-                                           device)
+    kwargs[INDEX] = _launch_plan.allocate(INDEX, torch.zeros, (programs, keys), torch.int64,
+                                          device)
+    kwargs[VALUES] = _launch_plan.allocate(VALUES, torch.empty, (programs, values),
+                                           kwargs[VALUES].dtype, device)
     return record

@@ -91,18 +91,26 @@ struct LaunchRequirement {
 /// expressions of the launch's arguments.
 struct ScatterColumns {
   std::string shadow;
-  SymbolicInt begin;
+  SymbolicInt begin; // in each program's row of values
   SymbolicInt end;
+  SymbolicInt indexBegin; // in each program's row of keys
+  SymbolicInt indexEnd;
+  // Lanes per key: the contributions of `lanes` consecutive values go to
+  // consecutive elements from the key's (1: a key per value).
+  int64_t lanes = 1;
 };
 
-/// The slots a backward writes: a row of `perProgram` slots per program of
-/// the launch (programs numbered x fastest), in `tritonad_scatter_index`
-/// (int64: 1 + the element's offset from the shadow's pointer, 0 for a lane
-/// the mask leaves out or a slot the program does not reach) and
-/// `tritonad_scatter_values` (the contribution, in the shadow's type).
+/// The slots a backward writes: per program of the launch (programs numbered
+/// x fastest), a row of `indexPerProgram` keys in `tritonad_scatter_index`
+/// (int64: 1 + the offset from the shadow's pointer of the first element of a
+/// run of `lanes` consecutive ones, 0 where the mask leaves every lane of the
+/// run out or the program does not reach the slot) and a row of `perProgram`
+/// values in `tritonad_scatter_values` (the contributions, `lanes` per key,
+/// 0 for a lane the mask leaves out).
 struct ScatterSlots {
   SymbolicInt perProgram;
-  std::vector<ScatterColumns> columns; // one entry per shadow
+  SymbolicInt indexPerProgram;
+  std::vector<ScatterColumns> columns; // per shadow and lanes per key
   /// Where every slot belongs to the atomic twin of a plain write the launch
   /// would check: the condition under which no program writes one (the
   /// caller then allocates none).

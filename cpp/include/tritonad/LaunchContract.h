@@ -156,7 +156,8 @@ inline constexpr RecordKey kRegridPartRecord[] = {
 
 /// Deterministic mode's scatter slots (AutoDiff/ScatterSums.h, ScatterSlots).
 inline constexpr RecordKey kScatterRecord[] = {
-    {"per_program", "slots per program of the launch (programs numbered x fastest)"},
+    {"per_program", "values per program of the launch (programs numbered x fastest)"},
+    {"index_per_program", "keys per program of the launch"},
     {"columns", "per shadow, its slots in each program's row (scatter columns records)"},
     {"unused", "a condition of the launch under which no program writes a slot (every slot "
                "is a launch-checked plain write's twin), or None"},
@@ -165,8 +166,11 @@ inline constexpr RecordKey kScatterRecord[] = {
 /// The slots of one shadow in each program's row (ScatterColumns).
 inline constexpr RecordKey kScatterColumnsRecord[] = {
     {"shadow", "the shadow the slots add into"},
-    {"begin", "its first slot in a program's row"},
-    {"end", "one past its last slot"},
+    {"begin", "its first value in a program's row of values"},
+    {"end", "one past its last value"},
+    {"index_begin", "its first key in a program's row of keys"},
+    {"index_end", "one past its last key"},
+    {"lanes", "values per key, which add to consecutive elements from the key's"},
 };
 
 /// A condition a launch must satisfy (Coverage.h, LaunchRequirement).

@@ -7,7 +7,6 @@ namespace tt = mlir::triton;
 
 namespace tritonad {
 
-namespace {
 // maxsi / minsi of an integer tensor along `axis`.
 Value integerExtremum(OpBuilder &builder, Location loc, Value src, int axis, bool isMax) {
   auto type = cast<RankedTensorType>(src.getType());
@@ -26,6 +25,7 @@ Value integerExtremum(OpBuilder &builder, Location loc, Value src, int axis, boo
   return reduce.getResult()[0];
 }
 
+namespace {
 // Fills a reduce/scan combine region with `lhs + rhs`.
 template <typename ReturnOpT>
 void buildAddCombiner(OpBuilder &builder, Location loc, Region &region, Type element) {

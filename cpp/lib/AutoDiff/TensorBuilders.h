@@ -37,6 +37,10 @@ mlir::Value firstIndexWhere(mlir::OpBuilder &builder, mlir::Location loc, mlir::
                             mlir::Value indices, int axis);
 mlir::Value reshape(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value src,
                     mlir::RankedTensorType type);
+/// maxsi (`isMax`) or minsi of an integer tensor along `axis` (the axis
+/// removed).
+mlir::Value integerExtremum(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value src,
+                            int axis, bool isMax);
 /// Whether some element of the i1 tensor `hits` holds along `axis` (i1, the
 /// axis removed).
 mlir::Value anyAlongAxis(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value hits,

@@ -17,10 +17,12 @@ struct ScatterSumsPass : public impl::ScatterSumsBase<ScatterSumsPass> {
     if (plan.slots.empty())
       return;
     auto remark = mlir::emitRemark(getOperation().getLoc());
-    remark << symbolicText(plan.slots.perProgram) << " scatter slots per program";
+    remark << symbolicText(plan.slots.perProgram) << " scatter slots per program, "
+           << symbolicText(plan.slots.indexPerProgram) << " keys";
     for (const ScatterColumns &columns : plan.slots.columns)
       remark << "; " << columns.shadow << ": [" << symbolicText(columns.begin) << ", "
-             << symbolicText(columns.end) << ")";
+             << symbolicText(columns.end) << "), keys [" << symbolicText(columns.indexBegin)
+             << ", " << symbolicText(columns.indexEnd) << "), " << columns.lanes << " per key";
   }
 };
 

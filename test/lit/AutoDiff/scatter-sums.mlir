@@ -8,18 +8,21 @@
 // RUN: tritonad-opt %s --split-input-file --tritonad-scatter-sums 2>/dev/null | FileCheck %s
 // RUN: tritonad-opt %s --split-input-file --tritonad-scatter-sums -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 
-// A row-table gather outside any loop: 64 slots per program.
-// REMARK: remark: 64 scatter slots per program; dx: [0, 64)
+// A row-table gather outside any loop: its lanes step by one element, so a
+// program writes one key (the run's first element, where some lane is active)
+// and 64 values (0 where the mask leaves a lane out).
+// REMARK: remark: 64 scatter slots per program, 1 keys; dx: [0, 64), keys [0, 1), 64 per key
 // CHECK-LABEL: tt.func public @row_table
 // CHECK: tt.get_program_id x
-// CHECK: arith.muli %{{.*}}, %[[K:.*]] : i64
 // CHECK-NOT: tt.atomic_rmw
 // CHECK: tt.ptr_to_int %arg0 : !tt.ptr<f32> -> i64
-// CHECK: tt.ptr_to_int %{{.*}} : tensor<64x!tt.ptr<f32>> -> tensor<64xi64>
-// CHECK: arith.divsi %{{.*}}, %{{.*}} : tensor<64xi64>
-// CHECK: %[[OFF:.*]] = arith.addi %{{.*}}, %{{.*}} : tensor<64xi64>
-// CHECK: tt.store %{{.*}}, %[[OFF]], %[[MASK:.*]] : tensor<64x!tt.ptr<i64>>
-// CHECK: tt.store %{{.*}}, %arg2, %[[MASK]] : tensor<64x!tt.ptr<f32>>
+// CHECK: %[[KEY:.*]] = "tt.reduce"(%{{.*}}) <{axis = 0 : i32}>
+// CHECK: arith.maxsi
+// CHECK: %[[ACTIVE:.*]] = arith.cmpi ne
+// CHECK: tt.store %{{.*}}, %[[KEY]], %[[ACTIVE]] : !tt.ptr<i64>
+// CHECK: %[[VALUE:.*]] = arith.select %{{.*}}, %arg2, %{{.*}} : tensor<64xi1>, tensor<64xf32>
+// CHECK: %[[LIVE:.*]] = tt.splat %[[ACTIVE]] : i1 -> tensor<64xi1>
+// CHECK: tt.store %{{.*}}, %[[VALUE]], %[[LIVE]] : tensor<64x!tt.ptr<f32>>
 module {
   tt.func public @row_table(%dx: !tt.ptr<f32> loc("dx"), %rows: !tt.ptr<i32> loc("rows"), %g: tensor<64xf32> loc("g"), %n: i32 loc("n"), %si: !tt.ptr<i64> loc("tritonad_scatter_index"), %sv: !tt.ptr<f32> loc("tritonad_scatter_values")) {
     %pid = tt.get_program_id x : i32
@@ -41,11 +44,12 @@ module {
 
 // In a loop of a runtime trip count (an argument): the trips at the entry,
 // 16 x 16 slots per iteration, the iteration selecting its block.
-// REMARK: remark: (256 * max((((k - 0) + (1 - 1)) / 1), 0)) scatter slots per program; da: [0, (256 * max((((k - 0) + (1 - 1)) / 1), 0)))
+// REMARK: remark: (256 * max((((k - 0) + (1 - 1)) / 1), 0)) scatter slots per program, (256 * max((((k - 0) + (1 - 1)) / 1), 0)) keys; da: [0, (256 * max((((k - 0) + (1 - 1)) / 1), 0))), keys [0, (256 * max((((k - 0) + (1 - 1)) / 1), 0))), 1 per key
 // CHECK-LABEL: tt.func public @in_a_loop
 // CHECK: arith.extsi %arg3 : i32 to i64
 // CHECK: %[[TRIPS:.*]] = arith.maxsi %{{.*}}, %{{.*}} : i64
-// CHECK: arith.muli %c256_i64, %[[TRIPS]]
+// CHECK: %[[REPEATS:.*]] = arith.muli %{{.*}}, %[[TRIPS]]
+// CHECK: arith.muli %[[REPEATS]], %c256_i64
 // CHECK: scf.for %[[I:.*]] = %{{.*}} to %arg3 step
 // CHECK: %[[IV:.*]] = arith.extsi %[[I]] : i32 to i64
 // CHECK: %[[D:.*]] = arith.subi %[[IV]]
@@ -74,7 +78,7 @@ module {
 // A coarsened backward (partial buffers): the grid-stride loop's induction
 // variable is the forward's program, which picks the row; it is no
 // iteration of the slots.
-// REMARK: remark: 32 scatter slots per program; dx: [0, 32)
+// REMARK: remark: 32 scatter slots per program, 32 keys; dx: [0, 32), keys [0, 32), 1 per key
 // CHECK-LABEL: tt.func public @coarsened
 // CHECK: scf.for %[[V:.*]] = %{{.*}} to %arg3 step %{{.*}}
 // CHECK: %[[VI:.*]] = arith.extsi %[[V]] : i32 to i64
@@ -134,7 +138,7 @@ module {
 // and a persistent loop (rows p, p + n, ... below m: the first program runs
 // the most). Every row has room for the extreme program's trips, computed
 // at the entry with its ids in place of the program's own.
-// REMARK: remark: ((16 * max(((((((programs0 - 1) + 1) * 4) - 0) + (4 - 1)) / 4), 0)) + (16 * max((((m - 0) + (programs0 - 1)) / programs0), 0))) scatter slots per program; dx: [0, (16 * max(((((((programs0 - 1) + 1) * 4) - 0) + (4 - 1)) / 4), 0))); dy: [{{.*}}
+// REMARK: remark: ((16 * max(((((((programs0 - 1) + 1) * 4) - 0) + (4 - 1)) / 4), 0)) + (16 * max((((m - 0) + (programs0 - 1)) / programs0), 0))) scatter slots per program, {{.*}} keys; dx: [0, (16 * max(((((((programs0 - 1) + 1) * 4) - 0) + (4 - 1)) / 4), 0))), keys {{.*}}; dy: [{{.*}}
 // CHECK-LABEL: tt.func public @varying_trips
 // CHECK: %[[N:.*]] = tt.get_num_programs x : i32
 // CHECK: %[[LAST:.*]] = arith.subi %[[N]], %c1_i32
@@ -168,6 +172,38 @@ module {
     scf.for %r = %pid to %m step %np : i32 {
       %old2 = tt.atomic_rmw fadd, relaxed, gpu, %q, %v {tritonad.unless_regridded = "deterministic mode: persistent"} : (tensor<16x!tt.ptr<f32>>, tensor<16xf32>) -> tensor<16xf32>
     }
+    tt.return
+  }
+}
+
+// -----
+
+// Rows of a tile gathered through a table (a mixture of experts' tokens): the
+// lanes of each row step by one element along the last axis, so each of the
+// 4 rows takes a key, and its 16 values follow.
+// REMARK: remark: 64 scatter slots per program, 4 keys; da: [0, 64), keys [0, 4), 16 per key
+// CHECK-LABEL: tt.func public @row_tiles
+// CHECK: %[[KEYS:.*]] = "tt.reduce"(%{{.*}}) <{axis = 1 : i32}>
+// CHECK: tt.store %{{.*}}, %[[KEYS]] : tensor<4x!tt.ptr<i64>>
+// CHECK: tt.store %{{.*}} : tensor<4x16x!tt.ptr<f32>>
+// CHECK-NOT: tt.atomic_rmw
+module {
+  tt.func public @row_tiles(%da: !tt.ptr<f32> loc("da"), %rows: !tt.ptr<i32> loc("rows"), %g: tensor<4x16xf32> loc("g"), %stride: i32 loc("stride"), %si: !tt.ptr<i64> loc("tritonad_scatter_index"), %sv: !tt.ptr<f32> loc("tritonad_scatter_values")) {
+    %r = tt.make_range {end = 4 : i32, start = 0 : i32} : tensor<4xi32>
+    %rp = tt.splat %rows : !tt.ptr<i32> -> tensor<4x!tt.ptr<i32>>
+    %rq = tt.addptr %rp, %r : tensor<4x!tt.ptr<i32>>, tensor<4xi32>
+    %row = tt.load %rq : tensor<4x!tt.ptr<i32>>
+    %ss = tt.splat %stride : i32 -> tensor<4xi32>
+    %start = arith.muli %row, %ss : tensor<4xi32>
+    %s2 = tt.expand_dims %start {axis = 1 : i32} : tensor<4xi32> -> tensor<4x1xi32>
+    %sb = tt.broadcast %s2 : tensor<4x1xi32> -> tensor<4x16xi32>
+    %c = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+    %c2 = tt.expand_dims %c {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+    %cb = tt.broadcast %c2 : tensor<1x16xi32> -> tensor<4x16xi32>
+    %off = arith.addi %sb, %cb : tensor<4x16xi32>
+    %base = tt.splat %da : !tt.ptr<f32> -> tensor<4x16x!tt.ptr<f32>>
+    %p = tt.addptr %base, %off : tensor<4x16x!tt.ptr<f32>>, tensor<4x16xi32>
+    %old = tt.atomic_rmw fadd, relaxed, gpu, %p, %g {tritonad.unless_regridded = "deterministic mode: gathered rows"} : (tensor<4x16x!tt.ptr<f32>>, tensor<4x16xf32>) -> tensor<4x16xf32>
     tt.return
   }
 }

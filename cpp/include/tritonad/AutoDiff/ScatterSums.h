@@ -32,6 +32,9 @@ struct ScatterDecision {
   bool scattered = false;
   std::string why;   // when not scattered: why, for the located error
   int64_t lanes = 0; // elements per execution
+  // Lanes per key: the last axis's size where the add's addresses step by one
+  // element along it (each run of them one key), else 1 (a key per lane).
+  int64_t lanesPerKey = 1;
   // The scf.for loops around it, outermost first, and their trip counts:
   // where a loop's trips vary by program, the most any program runs (every
   // row of slots has room for them), which the program at `extremes` runs

@@ -326,13 +326,92 @@ bool isAccumulation(tt::LoadOp load) {
   return store && store.getPtr() == load.getPtr() && store.getValue() == add.getResult();
 }
 
-// lanes * trips of every loop around it.
-SymbolicInt widthOf(const ScatterDecision &decision) {
-  SymbolicInt width = SymbolicInt::constant(decision.lanes);
+// How many elements the address (or integer offset) `value` moves from one
+// lane to the next along its last axis: a constant, or nullopt where it is
+// not one (data, a runtime stride). Pointers carried by a loop move as their
+// initial value where each iteration adds the same to every lane.
+std::optional<int64_t> stepAlongLastAxis(Value value, int depth = 0) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type || type.getShape().back() == 1)
+    return 0;
+  if (depth > 32)
+    return std::nullopt;
+  auto step = [&](Value of) { return stepAlongLastAxis(of, depth + 1); };
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
+    if (!loop || arg.getArgNumber() == 0)
+      return std::nullopt;
+    unsigned carried = arg.getArgNumber() - 1;
+    auto next = loop.getBody()->getTerminator()->getOperand(carried).getDefiningOp<tt::AddPtrOp>();
+    std::optional<int64_t> moved = next && next.getPtr() == arg ? step(next.getOffset())
+                                                                 : std::nullopt;
+    if (!moved || *moved != 0)
+      return std::nullopt;
+    return step(loop.getInitArgs()[carried]);
+  }
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  auto sum = [](std::optional<int64_t> a, std::optional<int64_t> b) -> std::optional<int64_t> {
+    if (!a || !b)
+      return std::nullopt;
+    return *a + *b;
+  };
+  if (auto add = dyn_cast<tt::AddPtrOp>(def))
+    return sum(step(add.getPtr()), step(add.getOffset()));
+  if (isa<tt::SplatOp>(def))
+    return 0;
+  if (isa<tt::MakeRangeOp>(def))
+    return 1;
+  if (auto constant = dyn_cast<arith::ConstantOp>(def)) {
+    auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+    return dense && dense.isSplat() ? std::optional<int64_t>(0) : std::nullopt;
+  }
+  if (isa<tt::BroadcastOp, arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp>(def))
+    return step(def->getOperand(0));
+  if (auto expand = dyn_cast<tt::ExpandDimsOp>(def))
+    return step(expand.getSrc()); // (a new last axis has size 1: handled above)
+  if (auto add = dyn_cast<arith::AddIOp>(def))
+    return sum(step(add.getLhs()), step(add.getRhs()));
+  if (auto sub = dyn_cast<arith::SubIOp>(def)) {
+    std::optional<int64_t> rhs = step(sub.getRhs());
+    return sum(step(sub.getLhs()), rhs ? std::optional<int64_t>(-*rhs) : std::nullopt);
+  }
+  if (auto mul = dyn_cast<arith::MulIOp>(def)) {
+    for (auto [factor, other] : {std::pair(mul.getLhs(), mul.getRhs()),
+                                 std::pair(mul.getRhs(), mul.getLhs())}) {
+      APInt constant;
+      if (matchPattern(factor, m_ConstantInt(&constant))) {
+        std::optional<int64_t> moved = step(other);
+        return moved ? std::optional<int64_t>(*moved * constant.getSExtValue()) : std::nullopt;
+      }
+    }
+    std::optional<int64_t> lhs = step(mul.getLhs()), rhs = step(mul.getRhs());
+    return lhs && rhs && *lhs == 0 && *rhs == 0 ? std::optional<int64_t>(0) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// Lanes per key of a scattered add: its last axis's size where its addresses
+// step by one element along it, else 1.
+int64_t lanesPerKey(tt::AtomicRMWOp atomic) {
+  auto tensor = dyn_cast<RankedTensorType>(atomic.getPtr().getType());
+  if (!tensor || tensor.getShape().back() == 1)
+    return 1;
+  std::optional<int64_t> step = stepAlongLastAxis(atomic.getPtr());
+  return step && *step == 1 ? tensor.getShape().back() : 1;
+}
+
+// `lanes` * the trips of every loop around the add.
+SymbolicInt widthOf(const ScatterDecision &decision, int64_t lanes) {
+  SymbolicInt width = SymbolicInt::constant(lanes);
   for (const SymbolicInt &trips : decision.trips)
     width = SymbolicInt::of(SymbolicInt::Op::Mul, {std::move(width), trips});
   return width;
 }
+
+// The shadow's slots and their lanes per key: a group of columns.
+using ColumnGroup = std::pair<BlockArgument, int64_t>;
 
 } // namespace
 
@@ -362,29 +441,39 @@ ScatterPlan planScatterSums(tt::FuncOp kernel) {
                          "tritonad_scatter_values)"
                    : whyNotScattered(atomic, kernel, loaded, coarsened, decision);
     decision.scattered = decision.why.empty();
+    if (decision.scattered)
+      decision.lanesPerKey = lanesPerKey(atomic);
     if (decision.shadow)
       decision.shadowName = argumentName(decision.shadow);
     plan.decisions.push_back(std::move(decision));
   });
-  // Columns grouped by shadow, in the order the shadows first appear.
-  llvm::MapVector<BlockArgument, std::vector<SymbolicInt>> widths;
+  // Columns grouped by shadow and lanes per key, in the order they first
+  // appear: (values, keys) of each site.
+  llvm::MapVector<ColumnGroup, std::vector<std::pair<SymbolicInt, SymbolicInt>>> widths;
   for (ScatterDecision &decision : plan.decisions)
     if (decision.scattered)
-      widths[decision.shadow].push_back(widthOf(decision));
+      widths[{decision.shadow, decision.lanesPerKey}].push_back(
+          {widthOf(decision, decision.lanes),
+           widthOf(decision, decision.lanes / decision.lanesPerKey)});
   auto sum = [](SymbolicInt total, const SymbolicInt &width) {
     return total.op == SymbolicInt::Op::Constant && total.value == 0
                ? width
                : SymbolicInt::of(SymbolicInt::Op::Add, {std::move(total), width});
   };
-  SymbolicInt begin = SymbolicInt::constant(0);
-  for (auto &[shadow, shadowWidths] : widths) {
-    SymbolicInt end = begin;
-    for (const SymbolicInt &width : shadowWidths)
+  SymbolicInt begin = SymbolicInt::constant(0), indexBegin = SymbolicInt::constant(0);
+  for (auto &[group, groupWidths] : widths) {
+    SymbolicInt end = begin, indexEnd = indexBegin;
+    for (const auto &[width, keys] : groupWidths) {
       end = sum(std::move(end), width);
-    plan.slots.columns.push_back({argumentName(shadow), begin, end});
+      indexEnd = sum(std::move(indexEnd), keys);
+    }
+    plan.slots.columns.push_back(
+        {argumentName(group.first), begin, end, indexBegin, indexEnd, group.second});
     begin = end;
+    indexBegin = indexEnd;
   }
   plan.slots.perProgram = begin;
+  plan.slots.indexPerProgram = indexBegin;
   return plan;
 }
 
@@ -462,33 +551,40 @@ void emitScatterSums(tt::FuncOp kernel, const ScatterPlan &plan) {
                                    constant(entry, 0));
     return value;
   };
-  llvm::MapVector<BlockArgument, SmallVector<const ScatterDecision *>> byShadow;
+  llvm::MapVector<ColumnGroup, SmallVector<const ScatterDecision *>> byGroup;
   for (const ScatterDecision &decision : plan.decisions)
     if (decision.scattered)
-      byShadow[decision.shadow].push_back(&decision);
-  llvm::DenseMap<const ScatterDecision *, Value> firstSlot;
-  Value column = constant(entry, 0);
-  for (auto &[shadow, decisions] : byShadow)
+      byGroup[{decision.shadow, decision.lanesPerKey}].push_back(&decision);
+  llvm::DenseMap<const ScatterDecision *, Value> firstSlot, firstKey;
+  Value column = constant(entry, 0), keyColumn = constant(entry, 0);
+  for (auto &[group, decisions] : byGroup)
     for (const ScatterDecision *decision : decisions) {
       firstSlot[decision] = column;
-      Value width = constant(entry, decision->lanes);
+      firstKey[decision] = keyColumn;
+      Value repeats = constant(entry, 1);
       for (auto [loop, last] : llvm::zip(decision->loops, decision->extremes))
-        width = arith::MulIOp::create(entry, loc, width,
-                                      trips(loop, last, decision->programLoop));
-      column = arith::AddIOp::create(entry, loc, column, width);
+        repeats = arith::MulIOp::create(entry, loc, repeats,
+                                        trips(loop, last, decision->programLoop));
+      auto times = [&](int64_t lanes) {
+        return arith::MulIOp::create(entry, loc, repeats, constant(entry, lanes));
+      };
+      column = arith::AddIOp::create(entry, loc, column, times(decision->lanes));
+      keyColumn = arith::AddIOp::create(entry, loc, keyColumn,
+                                        times(decision->lanes / decision->lanesPerKey));
     }
-  // This program's row: x + nx * (y + ny * z), every axis (x: the forward's
+  // This program's rows: x + nx * (y + ny * z), every axis (x: the forward's
   // program that the coarsened loop runs, and nx the forward's count).
-  Value rowStart = arith::MulIOp::create(
-      entry, loc, linearProgramId(entry, loc, {true, true, true}), column);
-  auto coarsenedRowStart = [&](OpBuilder &b, Location at, scf::ForOp programLoop) -> Value {
+  Value program = linearProgramId(entry, loc, {true, true, true});
+  auto rowStart = [&](OpBuilder &b, Location at, scf::ForOp programLoop, Value length) -> Value {
+    if (!programLoop)
+      return arith::MulIOp::create(b, at, program, length);
     Value inner = linearProgramId(b, at, {false, true, true});
     Value row = i64Of(b, at, programLoop.getInductionVar());
     if (inner)
       row = arith::AddIOp::create(
           b, at, row,
           arith::MulIOp::create(b, at, i64Of(b, at, programLoop.getUpperBound()), inner));
-    return arith::MulIOp::create(b, at, row, column);
+    return arith::MulIOp::create(b, at, row, length);
   };
   Type valueElement = cast<tt::PointerType>(valuesArg.getType()).getPointeeType();
   for (const ScatterDecision &decision : plan.decisions) {
@@ -497,46 +593,64 @@ void emitScatterSums(tt::FuncOp kernel, const ScatterPlan &plan) {
     tt::AtomicRMWOp atomic = decision.atomic;
     OpBuilder b(atomic);
     Location at = atomic.getLoc();
-    // (the iteration, outermost loop slowest, selects a block of `lanes` slots)
-    Value slot = arith::AddIOp::create(
-        b, at,
-        decision.programLoop ? coarsenedRowStart(b, at, decision.programLoop) : rowStart,
-        firstSlot.lookup(&decision));
-    Value block = constant(b, decision.lanes);
-    for (int i = static_cast<int>(decision.loops.size()) - 1; i >= 0; --i) {
-      scf::ForOp loop = decision.loops[i];
-      Value iteration = arith::DivSIOp::create(
-          b, at, arith::SubIOp::create(b, at, i64Of(b, at, loop.getInductionVar()),
-                                       i64Of(b, at, loop.getLowerBound())),
-          i64Of(b, at, loop.getStep()));
-      slot = arith::AddIOp::create(b, at, slot, arith::MulIOp::create(b, at, iteration, block));
-      block = arith::MulIOp::create(b, at, block, tripsOf.lookup(loop));
-    }
+    // (the iteration, outermost loop slowest, selects a block of `lanes`
+    // values and of lanes / lanesPerKey keys)
+    auto slotOf = [&](Value first, Value length, int64_t lanes) -> Value {
+      Value slot = arith::AddIOp::create(b, at, rowStart(b, at, decision.programLoop, length),
+                                         first);
+      Value block = constant(b, lanes);
+      for (int i = static_cast<int>(decision.loops.size()) - 1; i >= 0; --i) {
+        scf::ForOp loop = decision.loops[i];
+        Value iteration = arith::DivSIOp::create(
+            b, at, arith::SubIOp::create(b, at, i64Of(b, at, loop.getInductionVar()),
+                                         i64Of(b, at, loop.getLowerBound())),
+            i64Of(b, at, loop.getStep()));
+        slot = arith::AddIOp::create(b, at, slot, arith::MulIOp::create(b, at, iteration, block));
+        block = arith::MulIOp::create(b, at, block, tripsOf.lookup(loop));
+      }
+      return slot;
+    };
+    Value slot = slotOf(firstSlot.lookup(&decision), column, decision.lanes);
+    Value keySlot = slotOf(firstKey.lookup(&decision), keyColumn,
+                           decision.lanes / decision.lanesPerKey);
     Value ptr = atomic.getPtr();
     Value value = castFloat(b, at, atomic.getVal(), valueElement);
+    Value mask = atomic.getMask();
     auto tensor = dyn_cast<RankedTensorType>(ptr.getType());
     auto elementBytes = static_cast<int64_t>(
         cast<tt::PointerType>(getElementTypeOrSelf(ptr.getType())).getPointeeType()
             .getIntOrFloatBitWidth() / 8);
     Value base = tt::PtrToIntOp::create(b, at, i64, decision.shadow);
-    Value offset, slots;
-    if (tensor) {
-      auto ints = RankedTensorType::get(tensor.getShape(), i64);
+    // (each slot's index in the program's block, row-major over `shape`)
+    auto laneIndex = [&](ArrayRef<int64_t> shape) -> Value {
+      auto ints = RankedTensorType::get(shape, i64);
       Value lane;
       int64_t stride = 1;
-      for (int axis = tensor.getRank() - 1; axis >= 0; --axis) {
+      for (int axis = static_cast<int>(shape.size()) - 1; axis >= 0; --axis) {
         Value along = arith::ExtSIOp::create(
-            b, at, ints,
-            indexAlongAxis(b, at, RankedTensorType::get(tensor.getShape(), b.getI32Type()),
-                           axis));
+            b, at, ints, indexAlongAxis(b, at, RankedTensorType::get(shape, b.getI32Type()), axis));
         Value scaled = stride == 1 ? along
                                    : arith::MulIOp::create(
                                          b, at, along,
                                          tt::SplatOp::create(b, at, ints, constant(b, stride)));
         lane = lane ? arith::AddIOp::create(b, at, lane, scaled).getResult() : scaled;
-        stride *= tensor.getShape()[axis];
+        stride *= shape[axis];
       }
-      slots = arith::AddIOp::create(b, at, tt::SplatOp::create(b, at, ints, slot), lane);
+      return lane;
+    };
+    auto address = [&](Value pointer, Value at0, ArrayRef<int64_t> shape) -> Value {
+      if (shape.empty())
+        return tt::AddPtrOp::create(b, at, pointer.getType(), pointer, at0);
+      auto ints = RankedTensorType::get(shape, i64);
+      auto pointers = RankedTensorType::get(shape, pointer.getType());
+      return tt::AddPtrOp::create(
+          b, at, pointers, tt::SplatOp::create(b, at, pointers, pointer),
+          arith::AddIOp::create(b, at, tt::SplatOp::create(b, at, ints, at0), laneIndex(shape)));
+    };
+    // 1 + each lane's element offset from the shadow's pointer
+    Value offset;
+    if (tensor) {
+      auto ints = RankedTensorType::get(tensor.getShape(), i64);
       Value addresses = tt::PtrToIntOp::create(b, at, ints, ptr);
       offset = arith::SubIOp::create(b, at, addresses, tt::SplatOp::create(b, at, ints, base));
       offset = arith::DivSIOp::create(
@@ -544,22 +658,40 @@ void emitScatterSums(tt::FuncOp kernel, const ScatterPlan &plan) {
       offset = arith::AddIOp::create(b, at, offset,
                                      tt::SplatOp::create(b, at, ints, constant(b, 1)));
     } else {
-      slots = slot;
       offset = arith::SubIOp::create(b, at, tt::PtrToIntOp::create(b, at, i64, ptr), base);
       offset = arith::DivSIOp::create(b, at, offset, constant(b, elementBytes));
       offset = arith::AddIOp::create(b, at, offset, constant(b, 1));
     }
-    auto address = [&](Value pointer) -> Value {
-      if (!tensor)
-        return tt::AddPtrOp::create(b, at, pointer.getType(), pointer, slots);
-      auto pointers = RankedTensorType::get(tensor.getShape(), pointer.getType());
-      return tt::AddPtrOp::create(b, at, pointers, tt::SplatOp::create(b, at, pointers, pointer),
-                                  slots);
-    };
-    // (masked like the add: a lane it leaves out keeps the slot's 0, and a
-    // refused twin whose launch condition holds writes no slot at all)
-    createStore(b, at, address(indexArg), offset, atomic.getMask());
-    createStore(b, at, address(valuesArg), value, atomic.getMask());
+    ArrayRef<int64_t> shape = tensor ? tensor.getShape() : ArrayRef<int64_t>();
+    if (decision.lanesPerKey == 1) {
+      // (masked like the add: a lane it leaves out keeps the slot's 0, and a
+      // refused twin whose launch condition holds writes no slot at all)
+      createStore(b, at, address(indexArg, keySlot, shape), offset,
+                  mask);
+      createStore(b, at, address(valuesArg, slot, shape), value, mask);
+    } else {
+      // A key per run of lanes along the last axis: the offset of its first
+      // lane (every lane's offset less its index along the axis), written
+      // where some lane of the run is active; the run's values, 0 where the
+      // mask leaves a lane out (nothing where it leaves every lane out: a
+      // refused twin whose launch condition holds writes no slot).
+      int last = static_cast<int>(shape.size()) - 1;
+      auto ints = RankedTensorType::get(shape, i64);
+      Value along = arith::ExtSIOp::create(
+          b, at, ints, indexAlongAxis(b, at, RankedTensorType::get(shape, b.getI32Type()), last));
+      Value key = integerExtremum(b, at, arith::SubIOp::create(b, at, offset, along), last,
+                                  /*isMax=*/true);
+      Value active = mask ? anyAlongAxis(b, at, mask, last) : Value();
+      createStore(b, at, address(indexArg, keySlot,
+                                 shape.drop_back()),
+                  key, active);
+      if (mask) {
+        auto zero = arith::ConstantOp::create(b, at, b.getZeroAttr(value.getType()));
+        value = arith::SelectOp::create(b, at, mask, value, zero);
+        mask = broadcastAlongAxis(b, at, active, last, cast<RankedTensorType>(mask.getType()));
+      }
+      createStore(b, at, address(valuesArg, slot, shape), value, mask);
+    }
     atomic.erase();
   }
 }
