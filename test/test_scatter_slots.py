@@ -230,12 +230,12 @@ def test_cuda_graph_capture_and_replay():
     rows, lookups, cols = 23, 61, 77
     x = torch.randn(rows, cols, device="cuda", requires_grad=True)
     table = row_tables.row_table(lookups, rows, "cuda")
-    y = torch.empty(lookups, cols, device="cuda")
     dy = torch.randn(lookups, cols, device="cuda")
     op = tritonad.autograd(row_tables.gather_rows, outputs=("Y",), mode="deterministic")
 
     def step():
         x.grad = None
+        y = torch.empty(lookups, cols, device="cuda")   # (an output without history)
         op[(lookups,)](y, x, table, x.stride(0), cols, BLOCK=128).backward(dy)
 
     graph = captured(step)
