@@ -2,11 +2,12 @@
 // nothing else removes. Where re-parallelization left an atomic add (its
 // addresses come from a row table, or are not analyzable, or programs' tiles
 // may overlap), each program instead stores every lane's contribution and its
-// element offset into slots of its own; after the kernel the launch path adds
-// the slots into the shadow: sorted by element, stably, each element's
-// contributions summed in slot order: program, then site, then iteration,
-// then lane. No atomics, the same sum bit for bit on every
-// run, each element's sum in fp32 and rounded once.
+// element offset (a key per lane, or per run of lanes whose addresses step by
+// one element along the last axis) into slots of its own; after the kernel
+// the launch path sorts the keys, stably, and adds into each element the
+// values of the keys that cover it, in key order, then slot order: program,
+// site, iteration, lane. No atomics, the same sum bit for bit on every run,
+// each element's sum in fp32 and rounded once.
 #ifndef TRITONAD_AUTODIFF_SCATTERSUMS_H
 #define TRITONAD_AUTODIFF_SCATTERSUMS_H
 
