@@ -355,8 +355,8 @@ def slot_sums(keys, values, begin: int, width: int, lanes: int, extent: int, sum
     covers elements key - 1 ... key - 2 + lanes, with values
     values[p, begin + lanes * c + l]. The keys are sorted, stably (a key of 32
     bits where the elements fit: half a 64-bit sort's passes), and each element
-    adds, one lane per element, the values of the keys that cover it in key
-    order, then slot order: no atomics. On the CPU outside Triton's
+    finds the keys that cover it by binary search and adds, one lane per
+    element, their values in key order, then slot order: no atomics. On the CPU outside Triton's
     interpreter, the same sums by index_put_, which adds in slot order there."""
     import os
 
@@ -378,36 +378,44 @@ def slot_sums(keys, values, begin: int, width: int, lanes: int, extent: int, sum
     if extent + lanes < 2 ** 31 - 1:
         flat = flat.to(torch.int32)
     flat, order = torch.sort(flat, stable=True)
-    # (element e is covered by the sorted keys in [first[e], after[e]): keys
-    # e + 2 - lanes ... e + 1, none of them 0)
-    elements = torch.arange(extent, dtype=flat.dtype, device=flat.device)
-    first = torch.searchsorted(flat, torch.clamp(elements + (2 - lanes), min=1))
-    after = torch.searchsorted(flat, elements + 1, right=True)
     if extent:
         block = 256
         _covered_sums()[(-(-extent // block),)](
-            flat, order, values, values.stride(0), begin, per_key, lanes, first, after, sums,
-            extent, BLOCK=block)
+            flat, flat.numel(), flat.numel().bit_length() + 1, order, values, values.stride(0),
+            begin, per_key, lanes, sums, extent, BLOCK=block)
     return sums
 
 
 @functools.lru_cache(maxsize=None)
 def _covered_sums():
-    """The kernel: sums[e] += the values of the sorted keys in [first[e],
-    after[e]), in that order (key k's lane e + 1 - k)."""
+    """The kernel: sums[e] += the values of the sorted keys that cover element e
+    (keys e + 2 - lanes ... e + 1, none of them 0: found by binary search), in
+    their order (key k's lane e + 1 - k)."""
     import triton
     import triton.language as tl
 
     @triton.jit
-    def covered_sums(keys, order, values, row_length, begin, per_key, lanes, first, after, sums,
-                     n, BLOCK: tl.constexpr):
+    def covered_sums(keys, count, steps, order, values, row_length, begin, per_key, lanes,
+                     sums, n, BLOCK: tl.constexpr):
         element = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         inside = element < n
-        start = tl.load(first + element, mask=inside, other=0)
-        count = tl.load(after + element, mask=inside, other=0) - start
+        # (two binary searches at once, per lane: the first sorted position whose
+        # key reaches element + 2 - lanes (at least 1), and element + 2)
+        targets = tl.join(tl.maximum(element + 2 - lanes, 1), element + 2)
+        low = tl.zeros_like(targets)
+        high = low + count
+        for _ in range(0, steps):
+            middle = (low + high) // 2
+            searching = low < high
+            key = tl.load(keys + middle, mask=searching & (middle < count), other=0)
+            right = searching & (key < targets)
+            low = tl.where(right, middle + 1, low)
+            high = tl.where(searching & ~right, middle, high)
+        start, stop = tl.split(low)
+        covered = tl.where(inside, stop - start, 0)
         total = tl.load(sums + element, mask=inside, other=0.0)
-        for i in range(0, tl.max(count, axis=0)):
-            taken = i < count
+        for i in range(0, tl.max(covered, axis=0)):
+            taken = i < covered
             key = tl.load(keys + start + i, mask=taken, other=1).to(tl.int64)
             slot = tl.load(order + start + i, mask=taken, other=0)
             program = slot // per_key
