@@ -5,8 +5,8 @@ The kernels are test/corpus/row_tables.py's, at sizes a model has: programs
 that add to rows they gathered through a table (an embedding's lookup, a
 persistent kernel's lookup, a mixture of experts' gathered matmul). The
 default mode adds those gradients with atomics; mode="deterministic" stores
-each lane's contribution into slots of the program's own and sums them after
-the kernel with torch's sort-based index_put_ (cpp/include/tritonad/AutoDiff/
+the contributions into slots of the program's own, a key per run of a row,
+and sums them after the kernel in a fixed order (cpp/include/tritonad/AutoDiff/
 ScatterSums.h). Each row: GPU time of the backward (torch profiler: every
 kernel, copy and fill torch.autograd.grad launches) and its wall time
 (do_bench), for

@@ -298,8 +298,9 @@ INFO = {  # key: (title, what is measured)
         "deterministic.py: programs that add to rows gathered through a table (an "
         "embedding's lookup, a persistent kernel's lookup, a gathered matmul): "
         "`tritonad.autograd` in the default mode (atomics) and `mode=\"deterministic\"` "
-        "(scatter slots summed after the kernel by a sort-based index_put_), against torch "
-        "eager's autograd of the same indexing and torch.compile."),
+        "(scatter slots: keys sorted after the kernel, each element summing the values of the "
+        "keys that cover it in a fixed order), against torch eager's autograd of the same "
+        "indexing and torch.compile."),
 }
 
 
