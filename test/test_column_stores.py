@@ -27,10 +27,6 @@ from interpreter_util import corpus_cases_interpreted  # noqa: E402
 
 TOLERANCE = {"float32": 1e-5, "bfloat16": 2e-2}
 
-# (the block scores' W rows are shared by the lanes of one program only, but the
-# loop moves their addresses by a runtime row count: deterministic mode refuses)
-DETERMINISTIC_REFUSED = {"causal_block_scores"}
-
 
 @pytest.fixture(scope="module")
 def interpreted():
@@ -43,10 +39,6 @@ def interpreted():
 def test_column_stores_interpreted(interpreted, case, dtype, mode):
     seed, results = interpreted
     result = results[f"{case}/{dtype}/{mode}"]
-    if mode == "deterministic" and case in DETERMINISTIC_REFUSED:
-        assert isinstance(result, str) and "deterministic mode" in result, result
-        assert "corpus/column_stores.py:" in result, result
-        return
     assert isinstance(result, dict), f"(TRITONAD_TEST_SEED={seed}) {result}"
     assert max(result.values()) <= TOLERANCE[dtype], \
         f"(TRITONAD_TEST_SEED={seed}) {case} {dtype} {mode}: {result}"

@@ -276,7 +276,8 @@ def test_two_stage_causal_attention_deterministic(seq_len, block_m, block_n, dty
 def test_two_stage_attention_with_mixed_row_counts_keeps_atomics():
     # BLOCK_N = 32 < 64 <= BLOCK_M, fp16: parts for both loops were measured
     # wrong on an H100 (Triton 3.6; an illegal address), so dK and dV keep the
-    # forward's schedule, and deterministic mode says why at the kernel's line.
+    # forward's schedule; deterministic mode sums them through scatter slots
+    # instead (their gradients: interpret_two_stage_attention_mixed_rows_deterministic).
     from triton.compiler import ASTSource
 
     from compile_util import TARGET
@@ -285,25 +286,19 @@ def test_two_stage_attention_with_mixed_row_counts_keeps_atomics():
 
     types = dict(Q=F16, K=F16, V=F16, Out=F16, Lse=F32, sm_scale="fp32", seq_len="i32",
                  stride_bh="i32", stride_s="i32", **WORKSPACE_TYPES, **{RESIDUALS: "*i8"})
-    for mode in ("deterministic", "auto"):
+    for mode, strategy in (("deterministic", "scatter-slots"), ("auto", "atomic")):
         bwd = tritonad.autograd(two_stage_causal_attention_fwd, outputs=("Out", "Lse"),
                                 mode=mode).backward_kernel
         for pointer, shadow in bwd.shadows.items():
             types[shadow] = types[pointer]
         constants = dict(BLOCK_M=64, BLOCK_N=32, HEAD_DIM=64)
         signature = {n: "constexpr" if n in constants else types[n] for n in bwd.arg_names}
-        source = ASTSource(bwd, signature, constants)
-        if mode == "deterministic":
-            with pytest.raises(tritonad.DifferentiationError,
-                               match=r"online_softmax.py:\d+:\d+: error: deterministic mode: "
-                                     r".*'K'.*loaded at 2 places.*"
-                                     r"2 loops add into it and their products mix fewer than 64"):
-                triton.compile(source, target=TARGET)
-            continue
-        triton.compile(source, target=TARGET)  # (auto: attention keeps atomics anyway)
-        lines = dict(line.split(": ", 1) for line in bwd.schedule().splitlines())
+        triton.compile(ASTSource(bwd, signature, constants), target=TARGET)
+        entries = {e.subject: e for e in bwd.schedule().entries if e.kind == "shadow"}
         for name in ("K", "V"):
-            assert lines[name].startswith("atomic"), lines[name]
+            assert entries[name].strategy == strategy, entries[name]
+        if mode == "deterministic":  # (and why no parts took it)
+            assert "their products mix fewer than 64" in str(entries["K"]), entries["K"]
 
 
 @pytest.mark.gpu
@@ -575,6 +570,27 @@ def interpret_causal_attention_fp32():
                          "stride_s": D},
                         {"BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "HEAD_DIM": D}, reference,
                         rtol=1e-4, atol=1e-4)
+
+
+@interpret_check
+def interpret_two_stage_attention_mixed_rows_deterministic():
+    # BLOCK_N = 32 < 64 <= BLOCK_M: no parts for dK and dV, so deterministic mode
+    # sums them through scatter slots (a key per row of each tile, the causal
+    # loops' trips varying by program), in fp32.
+    BH, L, D, BLOCK_M, BLOCK_N = 2, 100, 16, 64, 32
+    q, k, v = (iu.randn(BH, L, D) for _ in range(3))
+    sm_scale = D ** -0.5
+
+    def reference(Q, K, V):
+        out, lse = attention_reference(Q, K, V, sm_scale, causal=True)
+        return {"Out": out, "Lse": lse}
+    iu.kernel_gradients(two_stage_causal_attention_fwd, (triton.cdiv(L, BLOCK_M), BH),
+                        {"Q": q, "K": k, "V": v},
+                        {"Out": torch.empty_like(q), "Lse": torch.empty(BH, L)},
+                        {"sm_scale": sm_scale, "seq_len": L, "stride_bh": L * D,
+                         "stride_s": D},
+                        {"BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "HEAD_DIM": D}, reference,
+                        rtol=1e-4, atol=1e-4, mode="deterministic")
 
 
 @interpret_check

@@ -169,16 +169,17 @@ def test_attention_keeps_atomics_and_says_why():
                    for n in lines[name].notes), lines[name].notes
 
 
-def test_deterministic_attention_takes_parts_and_checks_dq_at_launch():
+def test_deterministic_attention_takes_parts_and_slots_for_overlapping_dq():
     # mode="deterministic": dK's and dV's atomics are left to re-parallelization
     # (one part for both, looping over the query blocks that reach each key
     # block), which takes them; dQ's store, exclusive where the launch keeps
-    # the query tiles disjoint, is written plainly and the launch checks that.
+    # the query tiles disjoint, is written plainly there, and through scatter
+    # slots (a key per row of 64) for a launch whose tiles overlap.
     # The forward's programs stage what each member computes before the loop
     # (dO / l, 64 x 64 fp16, and the rows' sum of dO * O / l, 64 fp32); with
     # BLOCK_N = 32 the loop's products mix 32 and 64 rows, and only the rows
     # of values are staged (a staged tile was miscompiled there on an H100).
-    from tritonad._partial import _check_requirements
+    from tritonad import _coverage
     for block_n, staged in ((64, 64 * 64 * 2 + 64 * 4), (32, 64 * 4)):
         _, _, lines = _attention_backward("deterministic", block_n)
         for name in ("K", "V"):
@@ -186,14 +187,19 @@ def test_deterministic_attention_takes_parts_and_checks_dq_at_launch():
             assert f"from scratch ({staged} bytes per forward program" in lines[name].how, \
                 (block_n, lines[name].how)
     bwd, compiled, lines = _attention_backward("deterministic")
-    assert "deterministic mode" in lines["Q"].how and "the launch checks" in lines["Q"].how
+    assert lines["Q"].strategy == "overwrite", lines["Q"]
+    assert any(n.startswith("where the launch's arguments let programs' tiles overlap, "
+                            "scatter slots") for n in lines["Q"].notes), lines["Q"].notes
+    assert not [r for rs in compiled.metadata.tritonad_requirements.values() for r in rs]
+    (record,) = [r for r in compiled.metadata.tritonad_scatter.values() if r]
+    assert [(c["shadow"], c["lanes"]) for c in record["columns"]] == [(bwd.shadows["Q"], 64)]
     # (a sequence of 1000 rows in 16 tiles of 64: the last tile's masked-off
-    # rows do not reach the next head)
+    # rows do not reach the next head, and no slot is written; heads a row
+    # apart overlap, and the slots take dQ)
     L, BH, D = 1000, 6, 64
     kwargs = dict(seq_len=L, stride_bh=L * D, stride_s=D)
-    _check_requirements(compiled, kwargs, (16, BH))
-    with pytest.raises(RuntimeError, match="'dQ'.*mode='auto'"):
-        _check_requirements(compiled, dict(kwargs, stride_bh=D), (16, BH))
+    assert _coverage.evaluate(record["unused"], kwargs, (16, BH))
+    assert not _coverage.evaluate(record["unused"], dict(kwargs, stride_bh=D), (16, BH))
 
 
 def test_residuals_are_refused_by_another_launch():

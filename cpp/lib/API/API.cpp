@@ -400,8 +400,8 @@ void scatterRemaining(mlir::triton::FuncOp function,
     report.scatter.unused = unused;
   // A shadow whose slots all stand in for a plain write's refused twin keeps
   // its plain write, the slots noted; any other takes the slots' strategy.
-  const char *slots = "slots per program hold each lane's contribution and its element, added "
-                      "into the gradient after the kernel in slot order, each element's sum "
+  const char *slots = "slots per program hold the contributions and their elements, added "
+                      "into the gradient after the kernel in a fixed order, each element's sum "
                       "in fp32, rounded once: no atomics";
   for (const ScatterColumns &columns : plan.slots.columns)
     for (const auto &[bound, primalName] : bindings) {
