@@ -131,20 +131,21 @@ def test_slots_add_into_any_layout():
 
 
 def test_keys_for_runs_of_lanes():
-    """A key per run of lanes (a gathered row): key (p, c) covers the run's
-    elements from 1 + its offset, and values (p, begin + lanes * c + l) are theirs;
-    runs overlap (the second program's run starts inside the first's), a key of 0
-    names nothing, and a group beside another adds to the same sums."""
+    """A key per run of lanes (a gathered row): key (p, c) holds lanes + the run's
+    first element, and values (p, begin + lanes * c + l) are its elements'; runs
+    overlap (the second program's first run starts inside the first's), a run may
+    start before the tensor (a masked-off first lane: its value is dropped), a key
+    of 0 names nothing, and a group beside another adds to the same sums."""
     from tritonad._launch_plan import add_scatter_slots
 
-    index = torch.tensor([[1, 7], [3, 0]])      # (runs of 3 from offsets 0, 6 and 2)
+    # (runs of 3 from elements 0, 6 and 2, and from -1; keys of one: elements 0, 2)
+    index = torch.tensor([[3, 9, 1], [5, 2, 3]])
     values = torch.tensor([[9.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
-                           [9.0, 10.0, 20.0, 30.0, 99.0, 99.0, 99.0]])
+                           [9.0, 10.0, 20.0, 30.0, 0.0, 40.0, 50.0]])
     shadow = torch.zeros(9)
-    add_scatter_slots(index, values, shadow, [(1, 7, 0, 2, 3), (0, 1, 0, 1, 1)])
-    # (the second group's keys are the first column: offsets 0 and 2, lanes of one)
-    assert shadow.tolist() == [1.0 + 9.0, 2.0, 3.0 + 10.0 + 9.0, 20.0, 30.0, 0.0, 4.0, 5.0,
-                               6.0]
+    add_scatter_slots(index, values, shadow, [(1, 7, 0, 2, 3), (0, 1, 2, 3, 1)])
+    assert shadow.tolist() == [1.0 + 40.0 + 9.0, 2.0 + 50.0, 3.0 + 10.0 + 9.0, 20.0, 30.0,
+                               0.0, 4.0, 5.0, 6.0]
 
 
 _SLOT_SUMS = """
@@ -154,18 +155,20 @@ torch.manual_seed(3)
 extent, results = 37, []
 for lanes in (1, 4):
     # (0: no element; elements repeat, some never appear; runs overlap; a long run)
-    keys = torch.randint(0, extent + 1, (9, 41 // lanes))
+    # (keys: lanes + a run's first element, which may lie before the tensor)
+    keys = torch.randint(1, extent + lanes, (9, 41 // lanes))
+    keys[1, :5] = 0
     keys[2, :7] = 5
     values = torch.randn(9, 50)
     got = slot_sums(keys, values, 3, keys.shape[1] * lanes, lanes, extent)
-    want = torch.zeros(extent + lanes + 1)
+    want = torch.zeros(extent + 2 * lanes)   # (element e at e + lanes)
     order = sorted(range(keys.numel()), key=lambda i: (keys.reshape(-1)[i].item(), i))
     for i in order:  # (fp32, one add at a time: by key, then slot)
         p, c = divmod(i, keys.shape[1])
         key = keys[p, c].item()
         for lane in range(lanes if key else 0):
             want[key + lane] = want[key + lane] + values[p, 3 + c * lanes + lane]
-    results.append(bool(torch.equal(got, want[1:extent + 1])))
+    results.append(bool(torch.equal(got, want[lanes:extent + lanes])))
 results.append(got.dtype == torch.float32)
 print(json.dumps(results))
 """

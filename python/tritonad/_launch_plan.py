@@ -328,7 +328,7 @@ def _triton_runtime():
 def add_scatter_slots(index, values, shadow, groups) -> None:
     """Adds a launch's scatter slots (_scatter.py) into `shadow`: for each of
     its column groups (values begin, end, keys begin, end, lanes per key), key
-    (p, c) holds 1 + the offset from the shadow's pointer of the first of
+    (p, c) holds `lanes` + the offset from the shadow's pointer of the first of
     `lanes` consecutive elements (0: none), and values (p, lanes * c + l) their
     contributions. Each element's contributions are summed in a fixed order
     (group, then key, then slot) in fp32 and rounded once: the same bits on
@@ -351,9 +351,9 @@ def add_scatter_slots(index, values, shadow, groups) -> None:
 
 def slot_sums(keys, values, begin: int, width: int, lanes: int, extent: int, sums=None):
     """`sums` (zeros where None) plus, per element e in 0..extent-1, the values
-    that name it: key (p, c) of `keys` (1 + an element's offset, 0: none)
-    covers elements key - 1 ... key - 2 + lanes, with values
-    values[p, begin + lanes * c + l]. The keys are sorted, stably (a key of 32
+    that name it: key (p, c) of `keys` (0: none) covers elements key - lanes
+    ... key - 1 (those at 0 or above), with values values[p, begin + lanes * c
+    + l]. The keys are sorted, stably (a key of 32
     bits where the elements fit: half a 64-bit sort's passes), and each element
     finds the keys that cover it by binary search and adds, one lane per
     element, their values in key order, then slot order: no atomics. On the CPU outside Triton's
@@ -366,13 +366,11 @@ def slot_sums(keys, values, begin: int, width: int, lanes: int, extent: int, sum
         sums = torch.zeros(extent, dtype=values.dtype, device=values.device)
     per_key = keys.shape[1]
     if keys.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        lane = torch.arange(lanes)
-        elements = (keys.reshape(-1, 1) + lane).reshape(-1)
-        named = keys.reshape(-1, 1).expand(-1, lanes).reshape(-1) > 0
+        named = keys.reshape(-1, 1)
+        elements = (named - lanes + torch.arange(lanes)).reshape(-1)
+        kept = (named > 0).expand(-1, lanes).reshape(-1) & (elements >= 0) & (elements < extent)
         contributions = values[:, begin:begin + width].reshape(-1)
-        padded = torch.zeros(extent + lanes + 1, dtype=values.dtype)
-        padded.index_put_((elements[named],), contributions[named], accumulate=True)
-        sums += padded[1:extent + 1]
+        sums.index_put_((elements[kept],), contributions[kept], accumulate=True)
         return sums
     flat = keys.reshape(-1)
     if extent + lanes < 2 ** 31 - 1:
@@ -389,8 +387,8 @@ def slot_sums(keys, values, begin: int, width: int, lanes: int, extent: int, sum
 @functools.lru_cache(maxsize=None)
 def _covered_sums():
     """The kernel: sums[e] += the values of the sorted keys that cover element e
-    (keys e + 2 - lanes ... e + 1, none of them 0: found by binary search), in
-    their order (key k's lane e + 1 - k)."""
+    (keys e + 1 ... e + lanes: found by binary search), in their order (key k's
+    lane e + lanes - k)."""
     import triton
     import triton.language as tl
 
@@ -400,8 +398,8 @@ def _covered_sums():
         element = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         inside = element < n
         # (two binary searches at once, per lane: the first sorted position whose
-        # key reaches element + 2 - lanes (at least 1), and element + 2)
-        targets = tl.join(tl.maximum(element + 2 - lanes, 1), element + 2)
+        # key reaches element + 1, and element + lanes + 1)
+        targets = tl.join(element + 1, element + lanes + 1)
         low = tl.zeros_like(targets)
         high = low + count
         for _ in range(0, steps):
@@ -420,7 +418,7 @@ def _covered_sums():
             slot = tl.load(order + start + i, mask=taken, other=0)
             program = slot // per_key
             value = values + program * row_length + begin + (slot - program * per_key) * lanes
-            total += tl.load(value + (element + 1 - key), mask=taken, other=0.0)
+            total += tl.load(value + (element + lanes - key), mask=taken, other=0.0)
         tl.store(sums + element, total, mask=inside)
 
     return covered_sums

@@ -2,8 +2,9 @@
 prove apart, as users write them: rows gathered through a table (an embedding's
 lookup, a MoE's token permutation), columns gathered in a loop of a runtime trip
 count, a row table beside a weight every program shares, rows a runtime
-stride apart that may overlap, and loops whose trip counts vary by program
-(a persistent kernel's rows, a causal prefix). The default mode adds their gradients with
+stride apart that may overlap, loops whose trip counts vary by program (a
+persistent kernel's rows, a causal prefix), and a stencil whose first tile
+starts before its tensor. The default mode adds their gradients with
 atomics; mode="deterministic" sums them through scatter slots
 (cpp/include/tritonad/AutoDiff/ScatterSums.h): the same bits on every run.
 
@@ -137,6 +138,19 @@ def prefix_gather(Y, X, ROWS, stride, N, BLOCK: tl.constexpr):
     tl.store(Y + p * N + cols, acc.to(Y.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def stencil(Y, X, n, BLOCK: tl.constexpr):
+    """y[i] = sin(x[i - 1]) + 2 x[i] + x[i + 1]^2: each program's loads reach its
+    neighbours' tiles, and the first program's left tile starts before x (its
+    first lane masked off)."""
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    left = tl.load(X + i - 1, mask=(i >= 1) & (i - 1 < n), other=0.0).to(tl.float32)
+    middle = tl.load(X + i, mask=i < n, other=0.0).to(tl.float32)
+    right = tl.load(X + i + 1, mask=i + 1 < n, other=0.0).to(tl.float32)
+    y = tl.sin(left) + 2.0 * middle + right * right
+    tl.store(Y + i, y.to(Y.dtype.element_ty), mask=i < n)
+
+
 def row_table(programs, rows, device):
     """A table of `programs` row indices below `rows`, in random order."""
     # (every row at least once where programs >= rows, and some twice or more)
@@ -227,6 +241,21 @@ def _prefix(dtype, device, mode):
                      mode, rows=13, lookups=23, cols=37, block=64)
 
 
+def _stencil(dtype, device, mode, n=83, block=16):
+    x = torch.randn(n, device=device).to(dtype).requires_grad_()
+    f = tritonad.autograd(stencil, outputs=("Y",), mode=mode)
+    y = f[(triton.cdiv(n, block),)](torch.empty(n, device=device, dtype=dtype), x, n,
+                                    BLOCK=block)
+    upstream = torch.randn(y.shape, device=device).to(dtype)
+    y.backward(upstream)
+    x64 = x.detach().double().requires_grad_()
+    zero = torch.zeros(1, dtype=torch.float64, device=device)
+    left, right = torch.cat([zero, x64[:-1]]), torch.cat([x64[1:], zero])
+    first = (torch.arange(n, device=device) >= 1).double()
+    (torch.sin(left) * first + 2.0 * x64 + right * right).backward(upstream.double())
+    return [("x", x.grad, x64.grad)]
+
+
 def _matmul(dtype, device, mode, rows=29, m=45, n=37, k=40):
     a = torch.randn(rows, k, device=device).to(dtype).requires_grad_()
     b = torch.randn(k, n, device=device).to(dtype).requires_grad_()
@@ -244,7 +273,7 @@ def _matmul(dtype, device, mode, rows=29, m=45, n=37, k=40):
 
 _RUNS = {"gather": _gather, "gather_looped": _gather_looped, "gather_scaled": _gather_scaled,
          "windows": _windows, "matmul": _matmul, "persistent": _persistent,
-         "persistent_scaled": _persistent_scaled, "prefix": _prefix}
+         "persistent_scaled": _persistent_scaled, "prefix": _prefix, "stencil": _stencil}
 CASES = list(_RUNS)
 # The input whose gradient each case sums through scatter slots.
 SCATTERED = {name: "A" if name == "matmul" else "X" for name in CASES}
@@ -284,6 +313,7 @@ _SCHEDULED = {
                           dict(BLOCK=64)),
     "prefix": (prefix_gather, dict(Y="P", X="P", ROWS="*i32", stride="i32", N="i32"),
                dict(BLOCK=64)),
+    "stencil": (stencil, dict(Y="P", X="P", n="i32"), dict(BLOCK=16)),
 }
 
 

@@ -102,9 +102,10 @@ struct ScatterColumns {
 
 /// The slots a backward writes: per program of the launch (programs numbered
 /// x fastest), a row of `indexPerProgram` keys in `tritonad_scatter_index`
-/// (int64: 1 + the offset from the shadow's pointer of the first element of a
-/// run of `lanes` consecutive ones, 0 where the mask leaves every lane of the
-/// run out or the program does not reach the slot) and a row of `perProgram`
+/// (int64: `lanes` + the offset from the shadow's pointer of the first element
+/// of a run of `lanes` consecutive ones, which a masked-off first lane may put
+/// below the shadow; 0 where the mask leaves every lane of the run out or the
+/// program does not reach the slot) and a row of `perProgram`
 /// values in `tritonad_scatter_values` (the contributions, `lanes` per key,
 /// 0 for a lane the mask leaves out).
 struct ScatterSlots {

@@ -58,7 +58,8 @@ inline constexpr HiddenParameter kHiddenParameters[] = {
     {kTapeEvery, "i32", Passing::Value, "_partial", kTape,
      "the iterations apart of the states a tape keeps (every k-th)"},
     {kScatterIndex, "*i64", Passing::Pointer, "_scatter", "",
-     "the element offsets of deterministic mode's scatter slots (1 + offset, 0: none), which "
+     "the keys of deterministic mode's scatter slots (lanes + the offset of a run's first "
+     "element, 0: none), which "
      "tritonad's launch path allocates per program and adds into the gradients after the "
      "kernel"},
     {kScatterValues, "*fp32", Passing::Pointer, "_scatter", kScatterIndex,

@@ -9,15 +9,17 @@
 // RUN: tritonad-opt %s --split-input-file --tritonad-scatter-sums -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 
 // A row-table gather outside any loop: its lanes step by one element, so a
-// program writes one key (the run's first element, where some lane is active)
-// and 64 values (0 where the mask leaves a lane out).
+// program writes one key (64 + the run's first element, 1 + the offset less
+// the lane, where some lane is active) and 64 values (0 where the mask leaves
+// a lane out).
 // REMARK: remark: 64 scatter slots per program, 1 keys; dx: [0, 64), keys [0, 1), 64 per key
 // CHECK-LABEL: tt.func public @row_table
 // CHECK: tt.get_program_id x
 // CHECK-NOT: tt.atomic_rmw
 // CHECK: tt.ptr_to_int %arg0 : !tt.ptr<f32> -> i64
-// CHECK: %[[KEY:.*]] = "tt.reduce"(%{{.*}}) <{axis = 0 : i32}>
+// CHECK: %[[FIRST:.*]] = "tt.reduce"(%{{.*}}) <{axis = 0 : i32}>
 // CHECK: arith.maxsi
+// CHECK: %[[KEY:.*]] = arith.addi %[[FIRST]], %c63_i64 : i64
 // CHECK: %[[ACTIVE:.*]] = arith.cmpi ne
 // CHECK: tt.store %{{.*}}, %[[KEY]], %[[ACTIVE]] : !tt.ptr<i64>
 // CHECK: %[[VALUE:.*]] = arith.select %{{.*}}, %arg2, %{{.*}} : tensor<64xi1>, tensor<64xf32>
@@ -183,7 +185,8 @@ module {
 // 4 rows takes a key, and its 16 values follow.
 // REMARK: remark: 64 scatter slots per program, 4 keys; da: [0, 64), keys [0, 4), 16 per key
 // CHECK-LABEL: tt.func public @row_tiles
-// CHECK: %[[KEYS:.*]] = "tt.reduce"(%{{.*}}) <{axis = 1 : i32}>
+// CHECK: "tt.reduce"(%{{.*}}) <{axis = 1 : i32}>
+// CHECK: %[[KEYS:.*]] = arith.addi %{{.*}}, %{{.*}} : tensor<4xi64>
 // CHECK: tt.store %{{.*}}, %[[KEYS]] : tensor<4x!tt.ptr<i64>>
 // CHECK: tt.store %{{.*}} : tensor<4x16x!tt.ptr<f32>>
 // CHECK-NOT: tt.atomic_rmw

@@ -670,17 +670,27 @@ void emitScatterSums(tt::FuncOp kernel, const ScatterPlan &plan) {
                   mask);
       createStore(b, at, address(valuesArg, slot, shape), value, mask);
     } else {
-      // A key per run of lanes along the last axis: the offset of its first
-      // lane (every lane's offset less its index along the axis), written
-      // where some lane of the run is active; the run's values, 0 where the
-      // mask leaves a lane out (nothing where it leaves every lane out: a
-      // refused twin whose launch condition holds writes no slot).
+      // A key per run of lanes along the last axis: `lanes` + the element
+      // offset of its first lane (every lane's offset less its index along
+      // the axis; at least 1 where some lane is active, though the first lane
+      // may be masked off below the shadow's first element), written where
+      // some lane of the run is active; the run's values, 0 where the mask
+      // leaves a lane out (nothing where it leaves every lane out: a refused
+      // twin whose launch condition holds writes no slot).
       int last = static_cast<int>(shape.size()) - 1;
       auto ints = RankedTensorType::get(shape, i64);
       Value along = arith::ExtSIOp::create(
           b, at, ints, indexAlongAxis(b, at, RankedTensorType::get(shape, b.getI32Type()), last));
       Value key = integerExtremum(b, at, arith::SubIOp::create(b, at, offset, along), last,
                                   /*isMax=*/true);
+      // (offset holds 1 + the element: lanes - 1 more)
+      Value beyond = constant(b, decision.lanesPerKey - 1);
+      key = arith::AddIOp::create(
+          b, at, key,
+          shape.size() > 1
+              ? tt::SplatOp::create(b, at, RankedTensorType::get(shape.drop_back(), i64), beyond)
+                    .getResult()
+              : beyond);
       Value active = mask ? anyAlongAxis(b, at, mask, last) : Value();
       createStore(b, at, address(indexArg, keySlot,
                                  shape.drop_back()),
