@@ -301,6 +301,12 @@ def shift(v, fill):
     return torch.cat([v[..., 1:], pad], dim=-1)
 
 
+def shift_back(v, fill):
+    """v[..., i - 1] (along the last dim), `fill` before the start."""
+    pad = torch.full((*v.shape[:-1], 1), fill, dtype=v.dtype, device=v.device)
+    return torch.cat([pad, v[..., :-1]], dim=-1)
+
+
 def last(v):
     """The value of the last column, expanded over the row (a loop's final value)."""
     return v[:, -1:].expand(v.shape)

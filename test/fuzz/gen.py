@@ -119,7 +119,8 @@ FEATURES = {
     "block_ptr": "tl.make_block_ptr / tl.advance / boundary_check / padding_option",
     "helper_load": "a @triton.jit helper receiving a pointer and loading through it",
     "reload": "one input loaded at two places",
-    "shifted_load": "an input loaded again one element further (x[i+1]): blocks overlap",
+    "shifted_load": "an input loaded again one element further or back (x[i+1], x[i-1]): "
+                    "blocks overlap",
     "reload_loop": "an input loaded again at the same offsets inside a loop after its first "
                    "load (one load site outside a loop, one in it)",
     "overlap": "rows overlapping in memory (row stride < N, checked at run time)",
@@ -339,6 +340,7 @@ class _Gen:
         self.xrng = random.Random(seed * 1000033 + 17)  # tileloop / while / dot decisions
         self.drng = random.Random(seed * 1000037 + 29)  # pid_decode
         self.wrng = random.Random(seed * 1000039 + 31)  # atomic_out
+        self.srng = random.Random(seed * 1000043 + 41)  # shifted_load's direction
         self.frng = {f: random.Random(seed * 1000081 + 37 * i + 1)
                      for i, f in enumerate(ISSUE39_FEATURES + OWN_STREAM_FEATURES)}
         self.enabled = set(enabled)
@@ -1637,16 +1639,23 @@ class _Gen:
             m = mats[0]
             nm, ptr, st, cs = m["name"] + "s", m["ptr"], m.get("stride"), m["colstride"]
             step = "" if cs == "1" else f" * {cs}"
+            # (one element further, or one back: the first tile then starts before
+            # the input, its first lane masked off)
+            back = self.srng.random() < 0.5
+            d, past = ("- 1", ">= 1") if back else ("+ 1", None)
             if self.layout == "flat":
-                offs = "(offs + 1)" + (f" * {st}" if st else "")
-                msk = "offs + 1 < n"
+                offs = f"(offs {d})" + (f" * {st}" if st else "")
+                msk = f"(offs {past}) & (offs - 1 < n)" if back else "offs + 1 < n"
             elif self.layout == "rows":
-                offs, msk = f"row * {st} + (cols + 1){step}", "cols + 1 < N"
+                offs = f"row * {st} + (cols {d}){step}"
+                msk = f"(cols {past}) & (cols - 1 < N)" if back else "cols + 1 < N"
             else:
-                offs = f"rm[:, None] * {st} + (rn[None, :] + 1){step}"
-                msk = "(rm[:, None] < M) & (rn[None, :] + 1 < N)"
+                offs = f"rm[:, None] * {st} + (rn[None, :] {d}){step}"
+                msk = f"(rm[:, None] < M) & (rn[None, :] {past}) & (rn[None, :] - 1 < N)" \
+                    if back else "(rm[:, None] < M) & (rn[None, :] + 1 < N)"
             self.kl(f"{nm} = tl.load({ptr} + {offs}, mask={msk}, other={OTHER}).to(tl.float32)")
-            self.tl_(f"{nm} = R.shift({self.torch_load(ptr)}, {OTHER})")
+            shifted = "R.shift_back" if back else "R.shift"
+            self.tl_(f"{nm} = {shifted}({self.torch_load(ptr)}, {OTHER})")
             v0 = leaves[m["name"]]
             pool.append(V(nm, v0.shape, min(v0.lo, OTHER), max(v0.hi, OTHER), leaf=True))
         if self.dot:
