@@ -9,16 +9,17 @@ contribution and its element into rows of slots of its own: keys into
 leaves out, or a slot the program does not reach), and the values into
 ``tritonad_scatter_values``. Where an add's lanes step by one element along
 their last axis (a gathered row), one key stands for the run of them: the
-first element's, then its values, 0 for a lane the mask leaves out. After
-the kernel each shadow's columns are sorted by element, stably, and each
-element's contributions summed in slot order (program, site, iteration, lane)
-in fp32 and rounded once (_launch_plan.slot_sums). The same
-bits on every run, whatever order the programs ran in.
+run's length + its first element, then its values, 0 for a lane the mask
+leaves out. After the kernel each shadow's keys are sorted, stably, and each
+element sums the values of the keys that cover it, in key order then slot
+order (program, site, iteration, lane), in fp32, rounded once
+(_launch_plan.slot_sums). The same bits on every run, whatever order the
+programs ran in.
 
-The compiled kernel's metadata says how many slots per program and which
-columns each shadow has (a scatter record, LaunchContract.h); the launch path
-allocates ``programs x slots`` of each (the index zero-filled: slots a program
-does not reach add nothing), launches, then adds. Where every slot is the twin
+The compiled kernel's metadata says how many keys and values per program and
+which columns each shadow has (a scatter record, LaunchContract.h); the launch
+path allocates ``programs x keys`` and ``programs x values`` (the keys
+zero-filled: slots a program does not reach add nothing), launches, then adds. Where every slot is the twin
 of a plain write that the launch's arguments make exclusive, no program writes
 one and none is allocated.
 """
