@@ -552,24 +552,29 @@ def interpret_attention_exp():
                         rtol=1e-4, atol=1e-4)
 
 
-@interpret_check
-def interpret_causal_attention_fp32():
-    # The causal kernel's bounds (keys up to the diagonal), its exp2 domain and the
-    # Lse adjoint, in fp32 (the interpreter's half-precision dot is not Triton's).
-    BH, L, D, BLOCK_M, BLOCK_N = 2, 40, 16, 32, 16
+def _causal_attention_gradients(kernel, BH, L, D, BLOCK_M, BLOCK_N, **grad_options):
+    """tritonad.grad(kernel)'s gradients of a causal attention forward (Out, Lse)
+    against fp64 torch, in fp32, in the interpreter."""
     q, k, v = (iu.randn(BH, L, D) for _ in range(3))
     sm_scale = D ** -0.5
 
     def reference(Q, K, V):
         out, lse = attention_reference(Q, K, V, sm_scale, causal=True)
         return {"Out": out, "Lse": lse}
-    iu.kernel_gradients(causal_attention_fwd, (triton.cdiv(L, BLOCK_M), BH),
-                        {"Q": q, "K": k, "V": v},
+    iu.kernel_gradients(kernel, (triton.cdiv(L, BLOCK_M), BH), {"Q": q, "K": k, "V": v},
                         {"Out": torch.empty_like(q), "Lse": torch.empty(BH, L)},
                         {"sm_scale": sm_scale, "seq_len": L, "stride_bh": L * D,
                          "stride_s": D},
                         {"BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "HEAD_DIM": D}, reference,
-                        rtol=1e-4, atol=1e-4)
+                        rtol=1e-4, atol=1e-4, **grad_options)
+
+
+@interpret_check
+def interpret_causal_attention_fp32():
+    # The causal kernel's bounds (keys up to the diagonal), its exp2 domain and the
+    # Lse adjoint, in fp32 (the interpreter's half-precision dot is not Triton's).
+    _causal_attention_gradients(causal_attention_fwd, BH=2, L=40, D=16, BLOCK_M=32,
+                                BLOCK_N=16)
 
 
 @interpret_check
@@ -577,20 +582,8 @@ def interpret_two_stage_attention_mixed_rows_deterministic():
     # BLOCK_N = 32 < 64 <= BLOCK_M: no parts for dK and dV, so deterministic mode
     # sums them through scatter slots (a key per row of each tile, the causal
     # loops' trips varying by program), in fp32.
-    BH, L, D, BLOCK_M, BLOCK_N = 2, 100, 16, 64, 32
-    q, k, v = (iu.randn(BH, L, D) for _ in range(3))
-    sm_scale = D ** -0.5
-
-    def reference(Q, K, V):
-        out, lse = attention_reference(Q, K, V, sm_scale, causal=True)
-        return {"Out": out, "Lse": lse}
-    iu.kernel_gradients(two_stage_causal_attention_fwd, (triton.cdiv(L, BLOCK_M), BH),
-                        {"Q": q, "K": k, "V": v},
-                        {"Out": torch.empty_like(q), "Lse": torch.empty(BH, L)},
-                        {"sm_scale": sm_scale, "seq_len": L, "stride_bh": L * D,
-                         "stride_s": D},
-                        {"BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "HEAD_DIM": D}, reference,
-                        rtol=1e-4, atol=1e-4, mode="deterministic")
+    _causal_attention_gradients(two_stage_causal_attention_fwd, BH=2, L=100, D=16, BLOCK_M=64,
+                                BLOCK_N=32, mode="deterministic")
 
 
 @interpret_check
