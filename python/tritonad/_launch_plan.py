@@ -353,11 +353,11 @@ def slot_sums(keys, values, begin: int, width: int, lanes: int, extent: int, sum
     """`sums` (zeros where None) plus, per element e in 0..extent-1, the values
     that name it: key (p, c) of `keys` (0: none) covers elements key - lanes
     ... key - 1 (those at 0 or above), with values values[p, begin + lanes * c
-    + l]. The keys are sorted, stably (a key of 32
-    bits where the elements fit: half a 64-bit sort's passes), and each element
-    finds the keys that cover it by binary search and adds, one lane per
-    element, their values in key order, then slot order: no atomics. On the CPU outside Triton's
-    interpreter, the same sums by index_put_, which adds in slot order there."""
+    + l]. The keys are sorted, stably (32-bit keys where the elements fit: half
+    a 64-bit sort's passes), and one lane per element finds the keys that cover
+    it by binary search and adds their values in key order, then slot order:
+    no atomics. On the CPU outside Triton's interpreter, the same sums by
+    index_put_, which adds in slot order there."""
     import os
 
     import torch

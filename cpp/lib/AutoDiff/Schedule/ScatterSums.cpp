@@ -501,46 +501,38 @@ void emitScatterSums(tt::FuncOp kernel, const ScatterPlan &plan) {
   };
   // At the entry: each loop's trips, each site's width, the shadows' columns
   // and the row's length (as the plan's expressions say).
-  IRMapping copies;
   llvm::DenseMap<Operation *, Value> tripsOf;
   // (where the trips vary by program, the extreme program's: its ids stand
   // in for the program's own in the bounds' copies)
-  Type i32 = entry.getI32Type();
+  // (the first of `count` programs, 0, or the last, count - 1)
+  auto endOf = [&](Value count, bool last) -> Value {
+    Type type = count.getType();
+    auto integer = [&](int64_t v) -> Value {
+      return arith::ConstantOp::create(entry, loc, type, entry.getIntegerAttr(type, v));
+    };
+    return last ? arith::SubIOp::create(entry, loc, count, integer(1)).getResult() : integer(0);
+  };
   std::array<std::array<Value, 2>, 3> extremeIds;
   auto extremeId = [&](int axis, bool last) {
     Value &id = extremeIds[axis][last];
     if (!id)
-      id = last ? arith::SubIOp::create(
-                      entry, loc,
-                      tt::GetNumProgramsOp::create(entry, loc, i32, static_cast<tt::ProgramIDDim>(axis)),
-                      arith::ConstantOp::create(entry, loc, i32, entry.getI32IntegerAttr(1)))
-                      .getResult()
-                : arith::ConstantOp::create(entry, loc, i32, entry.getI32IntegerAttr(0)).getResult();
+      id = endOf(tt::GetNumProgramsOp::create(entry, loc, entry.getI32Type(),
+                                              static_cast<tt::ProgramIDDim>(axis)),
+                 last);
     return id;
   };
   auto trips = [&](scf::ForOp loop, const std::array<bool, 3> &last, scf::ForOp programLoop) {
     Value &value = tripsOf[loop];
     if (value)
       return value;
-    IRMapping atExtreme = copies;
+    IRMapping atExtreme;
     kernel.walk([&](tt::GetProgramIdOp read) {
       int axis = static_cast<int>(read.getAxis());
       atExtreme.map(read.getResult(), extremeId(axis, last[axis]));
     });
-    if (programLoop) {
-      // (the forward's programs, tritonad_programs of them: a kernel argument)
-      Value count = programLoop.getUpperBound();
-      Type type = count.getType();
-      atExtreme.map(programLoop.getInductionVar(),
-                    last[0] ? arith::SubIOp::create(
-                                  entry, loc, count,
-                                  arith::ConstantOp::create(entry, loc, type,
-                                                            entry.getIntegerAttr(type, 1)))
-                                  .getResult()
-                            : arith::ConstantOp::create(entry, loc, type,
-                                                        entry.getIntegerAttr(type, 0))
-                                  .getResult());
-    }
+    // (the forward's programs, tritonad_programs of them: a kernel argument)
+    if (programLoop)
+      atExtreme.map(programLoop.getInductionVar(), endOf(programLoop.getUpperBound(), last[0]));
     Value lower = i64Of(entry, loc, hoisted(entry, loop.getLowerBound(), atExtreme));
     Value upper = i64Of(entry, loc, hoisted(entry, loop.getUpperBound(), atExtreme));
     Value step = i64Of(entry, loc, hoisted(entry, loop.getStep(), atExtreme));
