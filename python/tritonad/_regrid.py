@@ -163,8 +163,14 @@ def _reaches_each_once(part, keys, arguments, grid) -> bool:
     if combinations != len(keys):
         return False
     # Offsets wrapped by a remainder (`(pid_m * BLOCK_M + arange) % M`, taken
-    # as its dividend): only where no index tuple reaches the bound.
+    # as its dividend): only where no index tuple reaches the bound, or where
+    # the mask leaves out every lane that does (a clamp of the same offsets
+    # by the same bound: the lanes whose contributions are zero, Regrid.cpp's
+    # dropZeroLanes).
     for terms, bound in wraps:
+        if any(clamp_terms == terms and clamp_bound == bound
+               for clamp_terms, clamp_bound in clamps):
+            continue
         largest = sum(k * (_coverage.evaluate(digits[i][1], arguments, grid) - 1)
                       for i, k in terms)
         if largest >= _coverage.evaluate(bound, arguments, grid):

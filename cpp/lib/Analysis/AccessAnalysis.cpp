@@ -23,6 +23,7 @@
 
 #include <map>
 #include <set>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::dataflow;
@@ -2228,14 +2229,30 @@ symbolize(Value scalar, bool programIds,
 
 // The remainders of integer tiles by a scalar (or a splat of one) that the
 // offsets of `ptr` are computed through.
-static SmallVector<Operation *> tileRemainders(Value ptr) {
-  SmallVector<Operation *> found;
-  SmallVector<Value> work{ptr};
-  DenseSet<Value> seen;
+// A remainder of a tile by a launch-uniform scalar on the way to a pointer,
+// with the axes of the expand_dims between them, innermost first: its lanes
+// in the pointer's axes (a column tile `offs_n % N` reaches `[None, :]` as
+// axis 1). `lanesKnown` false where another op on the way moves lanes.
+struct TileRemainder {
+  Operation *op;
+  SmallVector<unsigned> expandAxes;
+  bool lanesKnown = true;
+};
+
+static SmallVector<TileRemainder> tileRemainders(Value ptr) {
+  SmallVector<TileRemainder> found;
+  struct Step {
+    Value value;
+    SmallVector<unsigned> expandAxes; // outermost first
+    bool lanesKnown;
+  };
+  SmallVector<Step> work{{ptr, {}, true}};
+  std::set<std::tuple<void *, SmallVector<unsigned>, bool>> seen;
   while (!work.empty()) {
-    Value value = work.pop_back_val();
-    Operation *def = value.getDefiningOp();
-    if (!def || !seen.insert(value).second || def->getNumRegions())
+    Step step = work.pop_back_val();
+    Operation *def = step.value.getDefiningOp();
+    if (!def || def->getNumRegions() ||
+        !seen.insert({step.value.getAsOpaquePointer(), step.expandAxes, step.lanesKnown}).second)
       continue;
     if (auto remainder = dyn_cast<arith::RemSIOp>(def);
         remainder && isa<RankedTensorType>(remainder.getType())) {
@@ -2243,10 +2260,16 @@ static SmallVector<Operation *> tileRemainders(Value ptr) {
       if (auto splat = divisor.getDefiningOp<tt::SplatOp>())
         divisor = splat.getSrc();
       if (!isa<RankedTensorType>(divisor.getType()))
-        found.push_back(def);
+        found.push_back({def, SmallVector<unsigned>(llvm::reverse(step.expandAxes)),
+                         step.lanesKnown});
     }
+    Step next = step;
+    if (auto expand = dyn_cast<tt::ExpandDimsOp>(def))
+      next.expandAxes.push_back(expand.getAxis());
+    else if (isa<tt::TransOp, tt::ReshapeOp, tt::JoinOp, tt::SplitOp>(def))
+      next.lanesKnown = false;
     for (Value operand : def->getOperands())
-      work.push_back(operand);
+      work.push_back({operand, next.expandAxes, next.lanesKnown});
   }
   return found;
 }
@@ -2268,10 +2291,14 @@ std::optional<ShadowCoverage> analyzeCoverage(Operation *accessOp, Value ptr, Va
   // each remainder of a tile by a launch-uniform scalar is taken as its
   // dividend, and its bound becomes a wrap the launch checks no lane reaches
   // (then the remainder changes nothing).
-  SmallVector<Operation *> wrapping;
+  SmallVector<TileRemainder> wrapping;
+  SmallVector<Operation *> transparent;
   if (keyed && keyed->allowWraps)
     wrapping = tileRemainders(ptr);
-  AffineAccess access(accessOp, keys, wrapping);
+  for (const TileRemainder &remainder : wrapping)
+    if (!llvm::is_contained(transparent, remainder.op))
+      transparent.push_back(remainder.op);
+  AffineAccess access(accessOp, keys, transparent);
   std::optional<Affine> offsets = access.pointerOffsets(ptr);
   if (!offsets || offsets->hasUniform)
     return std::nullopt;
@@ -2370,9 +2397,15 @@ std::optional<ShadowCoverage> analyzeCoverage(Operation *accessOp, Value ptr, Va
       return std::nullopt;
     coverage.clamps.push_back(std::move(*clamp));
   }
-  for (Operation *remainder : wrapping) {
-    std::optional<Affine> dividend = access.affine(remainder->getOperand(0));
-    std::optional<Value> divisor = access.uniform(remainder->getOperand(1));
+  for (const TileRemainder &remainder : wrapping) {
+    if (!remainder.lanesKnown)
+      return std::nullopt;
+    // (the dividend's lanes as the pointer's: the wrap bounds those digits)
+    std::optional<Affine> dividend = access.affine(remainder.op->getOperand(0));
+    if (dividend)
+      for (unsigned axis : remainder.expandAxes)
+        dividend = expandLanes(*dividend, axis);
+    std::optional<Value> divisor = access.uniform(remainder.op->getOperand(1));
     std::optional<ShadowCoverage::Clamp> wrap =
         dividend && divisor ? clampOf(*dividend, *divisor) : std::nullopt;
     if (!wrap)

@@ -902,7 +902,7 @@ module {
 // checks no row reaches (M a multiple of the tile: the remainder changes
 // nothing, each element has one writer); otherwise the part adds atomically.
 // REMARK: remark: da: re-parallelized (programs of its own{{.*}}plain read-add-writes where the launch finds each element reached once, else atomic adds)
-// REMARK: remark: part da: grouped by 1 key value(s), launch 1 of the parts, written once where no offset wraps (1 remainder(s))
+// REMARK: remark: part da: grouped by 1 key value(s), launch 1 of the parts, written once where no offset wraps or the mask leaves out the lanes that do (1 remainder(s))
 // CHECK-LABEL: tt.func public @wrapped_rows
 // CHECK: } else {
 // CHECK: arith.remsi %{{.+}}, %{{.+}} : tensor<16xi32>
@@ -964,6 +964,89 @@ module {
     tt.return
   }
 }
+
+// -----
+
+// The tutorial's wrapped rows with the upstream gradient loaded as its
+// store masks it (`unwrapped < M`, 0 elsewhere): the rows past M contribute
+// zeros, so the part's writes leave them out (the mask gains the row
+// conjunct, a clamp of the same offsets by the same bound as the wrap), and
+// the launch finds each element written once at any M.
+// REMARK: remark: part da: grouped by 1 key value(s), launch 1 of the parts, written once where no offset wraps or the mask leaves out the lanes that do (1 remainder(s))
+// CHECK-LABEL: tt.func public @wrapped_rows_zero_past_m
+// CHECK: } else {
+// (the members' loop, then the writes)
+// CHECK: scf.yield %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} :
+// CHECK-NEXT: }
+// CHECK: %[[UNWRAPPED:.+]] = arith.addi
+// CHECK: arith.remsi %[[UNWRAPPED]]
+// CHECK: %[[ROWS:.+]] = tt.expand_dims %[[UNWRAPPED]] {axis = 1 : i32}
+// CHECK: %[[INSIDE:.+]] = arith.cmpi slt, %[[ROWS]]
+// CHECK: %[[WIDE:.+]] = tt.broadcast %[[INSIDE]] : tensor<16x1xi1> -> tensor<16x16xi1>
+// CHECK: arith.andi %[[WIDE]],
+// CHECK: tt.store
+// CHECK: tt.atomic_rmw
+module {
+  tt.func public @wrapped_rows_zero_past_m(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %dc: !tt.ptr<f32> loc("dc"), %m: i32 loc("m"), %n: i32 loc("n"), %k: i32 loc("k"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c16 = arith.constant 16 : i32
+    %zero = arith.constant dense<0.000000e+00> : tensor<16x16xf32>
+    %pid = tt.get_program_id x : i32
+    %ntiles = arith.divsi %n, %c16 : i32
+    %pm = arith.divsi %pid, %ntiles : i32
+    %pn = arith.remsi %pid, %ntiles : i32
+    %r = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+    %m0 = arith.muli %pm, %c16 : i32
+    %m0s = tt.splat %m0 : i32 -> tensor<16xi32>
+    %unwrapped = arith.addi %m0s, %r : tensor<16xi32>
+    %ms = tt.splat %m : i32 -> tensor<16xi32>
+    %rows = arith.remsi %unwrapped, %ms : tensor<16xi32>
+    %rows2 = tt.expand_dims %rows {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+    %n0 = arith.muli %pn, %c16 : i32
+    %n0s = tt.splat %n0 : i32 -> tensor<16xi32>
+    %cols = arith.addi %n0s, %r : tensor<16xi32>
+    %cols2 = tt.expand_dims %cols {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+    %cols16 = tt.broadcast %cols2 : tensor<1x16xi32> -> tensor<16x16xi32>
+    %ns = tt.splat %n : i32 -> tensor<16x1xi32>
+    %rown = arith.muli %rows2, %ns : tensor<16x1xi32>
+    %rown16 = tt.broadcast %rown : tensor<16x1xi32> -> tensor<16x16xi32>
+    %coff = arith.addi %rown16, %cols16 : tensor<16x16xi32>
+    %dcs = tt.splat %dc : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %dcp = tt.addptr %dcs, %coff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+    %ms2 = tt.splat %m : i32 -> tensor<16x1xi32>
+    %urows = tt.expand_dims %unwrapped {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+    %inm = arith.cmpi slt, %urows, %ms2 : tensor<16x1xi32>
+    %inm16 = tt.broadcast %inm : tensor<16x1xi1> -> tensor<16x16xi1>
+    %g = tt.load %dcp, %inm16, %zero : tensor<16x16x!tt.ptr<f32>>
+    %ks = tt.splat %k : i32 -> tensor<16x1xi32>
+    %rowk = arith.muli %rows2, %ks : tensor<16x1xi32>
+    %rowk16 = tt.broadcast %rowk : tensor<16x1xi32> -> tensor<16x16xi32>
+    %kt = arith.divsi %k, %c16 : i32
+    %bs = tt.splat %b : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %das = tt.splat %da : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    scf.for %i = %c0 to %kt step %c1 : i32 {
+      %k0 = arith.muli %i, %c16 : i32
+      %k0s = tt.splat %k0 : i32 -> tensor<16xi32>
+      %kr = arith.addi %k0s, %r : tensor<16xi32>
+      %kr2 = tt.expand_dims %kr {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+      %krn = arith.muli %kr2, %ns : tensor<16x1xi32>
+      %krn16 = tt.broadcast %krn : tensor<16x1xi32> -> tensor<16x16xi32>
+      %boff = arith.addi %krn16, %cols16 : tensor<16x16xi32>
+      %bp = tt.addptr %bs, %boff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %bv = tt.load %bp : tensor<16x16x!tt.ptr<f32>>
+      %bt = tt.trans %bv {order = array<i32: 1, 0>} : tensor<16x16xf32> -> tensor<16x16xf32>
+      %d = tt.dot %g, %bt, %zero : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
+      %kc = tt.expand_dims %kr {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+      %kc16 = tt.broadcast %kc : tensor<1x16xi32> -> tensor<16x16xi32>
+      %aoff = arith.addi %rowk16, %kc16 : tensor<16x16xi32>
+      %ap = tt.addptr %das, %aoff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %old = tt.atomic_rmw fadd, relaxed, gpu, %ap, %d : (tensor<16x16x!tt.ptr<f32>>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    }
+    tt.return
+  }
+}
+
 
 // -----
 

@@ -267,6 +267,60 @@ SmallVector<Operation *> inProgramOrder(const llvm::SetVector<Operation *> &ops,
   return sorted;
 }
 
+// The conjuncts of a mask: its `and`s split, broadcasts stripped (each an i1
+// tensor whose dimensions are the mask's or 1); a splat (uniform over the
+// program) is left out.
+void maskConjuncts(Value mask, SmallVectorImpl<Value> &conjuncts) {
+  if (auto both = mask.getDefiningOp<arith::AndIOp>()) {
+    maskConjuncts(both.getLhs(), conjuncts);
+    maskConjuncts(both.getRhs(), conjuncts);
+    return;
+  }
+  if (auto broadcast = mask.getDefiningOp<tt::BroadcastOp>())
+    return maskConjuncts(broadcast.getSrc(), conjuncts);
+  if (isa<RankedTensorType>(mask.getType()) && !mask.getDefiningOp<tt::SplatOp>())
+    conjuncts.push_back(mask);
+}
+
+// Conjuncts outside which `value` is zero, wherever the values it is
+// computed from are finite: a load's mask where it loads 0 elsewhere, through
+// products and float casts, and a product of tiles' rows (its first factor's
+// conjuncts that do not vary along the contraction) and columns (its second
+// factor's). A lane they leave out contributes nothing.
+void zeroOutside(Value value, SmallVectorImpl<Value> &conjuncts, int depth = 0) {
+  Operation *def = value.getDefiningOp();
+  if (!def || depth > 16)
+    return;
+  if (isa<arith::TruncFOp, arith::ExtFOp, tt::FpToFpOp>(def))
+    return zeroOutside(def->getOperand(0), conjuncts, depth + 1);
+  if (isa<arith::MulFOp>(def)) {
+    zeroOutside(def->getOperand(0), conjuncts, depth + 1);
+    zeroOutside(def->getOperand(1), conjuncts, depth + 1);
+    return;
+  }
+  if (auto load = dyn_cast<tt::LoadOp>(def)) {
+    if (load.getMask() && load.getOther() && matchPattern(load.getOther(), m_AnyZeroFloat()))
+      maskConjuncts(load.getMask(), conjuncts);
+    return;
+  }
+  auto dot = dyn_cast<tt::DotOp>(def);
+  if (!dot || !matchPattern(dot.getC(), m_AnyZeroFloat()))
+    return;
+  SmallVector<Value> rows, columns;
+  zeroOutside(dot.getA(), rows, depth + 1);
+  zeroOutside(dot.getB(), columns, depth + 1);
+  auto extent = [](Value conjunct, int fromEnd) {
+    ArrayRef<int64_t> shape = cast<RankedTensorType>(conjunct.getType()).getShape();
+    return shape[shape.size() - fromEnd];
+  };
+  for (Value conjunct : rows)
+    if (extent(conjunct, 1) == 1) // (the same along the contraction)
+      conjuncts.push_back(conjunct);
+  for (Value conjunct : columns)
+    if (extent(conjunct, 2) == 1)
+      conjuncts.push_back(conjunct);
+}
+
 // The integer scalars through which `roots` depend on the program: walking
 // back from them, the first pid-dependent integer scalars met that do not
 // change with `loop`'s iteration (a scalar of the body that mixes the program
@@ -318,6 +372,62 @@ LogicalResult collectFrontier(ArrayRef<Value> roots, ArrayRef<Operation *> slice
     });
   }
   return success();
+}
+
+// Narrows `sum.mask` (whose addresses `roots` are, with it) to the lanes
+// whose contribution may be nonzero (zeroOutside), where that leaves the key
+// as it is and reads no memory: a lane the forward's store masks off adds
+// zeros, and the parts need not write them. (The matmul tutorial's rows
+// wrapped past M, `(pid_m * BLOCK_M + arange) % M`, are such lanes: with them
+// left out, each element is written once and the writes can be plain.)
+// Returns the roots of the addresses, with the narrowed mask where taken.
+SmallVector<Value> dropZeroLanes(Accumulation &sum, ArrayRef<Value> roots, Block &entry,
+                                 scf::ForOp loop, const llvm::SetVector<Value> &key) {
+  SmallVector<Value> zero, held;
+  zeroOutside(sum.atomic.getVal(), zero);
+  if (sum.mask)
+    maskConjuncts(sum.mask, held);
+  auto type = cast<RankedTensorType>(sum.atomic.getVal().getType());
+  OpBuilder b(sum.atomic);
+  Location loc = sum.atomic.getLoc();
+  Value narrowed = sum.mask;
+  SmallVector<Operation *> made;
+  for (Value conjunct : zero) {
+    if (llvm::is_contained(held, conjunct))
+      continue;
+    held.push_back(conjunct);
+    Value full = conjunct;
+    auto conjunctType = cast<RankedTensorType>(conjunct.getType());
+    if (conjunctType.getShape() != type.getShape()) {
+      full = tt::BroadcastOp::create(b, loc, type.clone(conjunctType.getElementType()), conjunct);
+      made.push_back(full.getDefiningOp());
+    }
+    if (narrowed) {
+      narrowed = arith::AndIOp::create(b, loc, narrowed, full);
+      made.push_back(narrowed.getDefiningOp());
+    } else {
+      narrowed = full;
+    }
+  }
+  if (narrowed == sum.mask)
+    return SmallVector<Value>(roots.begin(), roots.end());
+  SmallVector<Value> narrowedRoots{sum.atomic.getPtr(), narrowed};
+  llvm::SetVector<Operation *> slice;
+  llvm::SetVector<Value> narrowedKey;
+  std::string why;
+  bool keeps = succeeded(collectSlice(narrowedRoots, entry, loop, slice, why)) &&
+               llvm::none_of(slice, [](Operation *op) { return isa<tt::LoadOp>(op); }) &&
+               succeeded(collectFrontier(narrowedRoots, inProgramOrder(slice, entry), loop,
+                                         /*throughLoads=*/false, narrowedKey, why)) &&
+               narrowedKey.size() == key.size() &&
+               llvm::all_of(narrowedKey, [&](Value v) { return key.contains(v); });
+  if (!keeps) {
+    for (Operation *op : llvm::reverse(made))
+      op->erase();
+    return SmallVector<Value>(roots.begin(), roots.end());
+  }
+  sum.mask = narrowed;
+  return narrowedRoots;
 }
 
 Value i32(OpBuilder &b, Location loc, int64_t value) {
@@ -2126,6 +2236,7 @@ RegridPlan planRegrid(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool ove
         refuse(why);
         continue;
       }
+      addressRoots = dropZeroLanes(sum, addressRoots, entry, loop, key);
       llvm::SetVector<Operation *> fromKey;
       if (failed(collectSlice(addressRoots, entry, loop, fromKey, why, key.getArrayRef()))) {
         refuse(why);
