@@ -207,6 +207,11 @@ FEATURES = {
                   "tl.where(x > 20, x, tl.log(1 + tl.exp(x))): where exp overflows, the "
                   "adjoint reaching it underflows to 0, and the gradient there is 0 or the "
                   "selected branch's, not 0 * inf = NaN",
+    "dot_wrap": "the matmul tutorial's wrapped operand tiles (grid2d dots): a0's rows "
+                "addressed as rm % M and b0's columns as rn % N, loaded without a row / "
+                "column mask (the lanes past the extent read the first rows again, and the "
+                "stores mask them off): the gradients' re-parallelized parts leave those "
+                "lanes' zero contributions out",
 }
 ALL_FEATURES = frozenset(FEATURES)
 # Issue 39's features, in the order of their streams (each draws from its own, so turning
@@ -217,7 +222,7 @@ ISSUE39_FEATURES = ("pad_inf", "shared_weight", "autotune", "heuristics", "early
                     "custom_combiner")
 # Features added later that draw from streams of their own too (after issue 39's).
 OWN_STREAM_FEATURES = ("reload_loop", "row_table", "pid_nested", "overwrite_const",
-                       "reused_pointer_name", "other_active", "saturating")
+                       "reused_pointer_name", "other_active", "saturating", "dot_wrap")
 LAYOUTS = ("flat", "rows", "grid2d", "loop", "tileloop")
 DTYPES = {"fp32": "tl.float32", "fp16": "tl.float16", "bf16": "tl.bfloat16"}
 DOMAINS = {"any": (-2.0, 2.0), "pos": (0.5, 2.0)}
@@ -469,6 +474,8 @@ class _Gen:
         self.persistent = self.fwant("persistent", 0.2) and layout in ("rows", "flat")
         self.pad_dot = self.fwant("pad_dot", 0.4) and self.dot and layout == "grid2d" and \
             not self.dot_kloop
+        self.dot_wrap = self.fwant("dot_wrap", 0.5) and self.dot and layout == "grid2d" and \
+            not self.pad_dot
         self.custom_combiner = self.fwant("custom_combiner", 0.4)
         self.pad = self.fwant("pad_inf", 0.15)
         self.exit_draw = self.fwant("early_exit", 0.12) and not self.persistent
@@ -2314,11 +2321,12 @@ class _Gen:
         self.use("dot")
 
     def _dot_addr(self, which, rk):
+        rm, rn = ("rmw", "rnw") if self.dot_wrap else ("rm", "rn")
         if which == "a":
-            return f"a0_ptr + rm[:, None] * stride_a0 + {rk}[None, :]"
+            return f"a0_ptr + {rm}[:, None] * stride_a0 + {rk}[None, :]"
         if self.dot_bt:
-            return f"b0_ptr + {rk}[:, None] + rn[None, :] * stride_b0n"
-        return f"b0_ptr + {rk}[:, None] * stride_b0 + rn[None, :]"
+            return f"b0_ptr + {rk}[:, None] + {rn}[None, :] * stride_b0n"
+        return f"b0_ptr + {rk}[:, None] * stride_b0 + {rn}[None, :]"
 
     def _dot_call(self, acc=None):
         prec = ", input_precision=\"ieee\"" if self.dtype == "fp32" else ""
@@ -2342,6 +2350,12 @@ class _Gen:
         s = self.sizes
         self.tl_("a0 = " + self.torch_load("a0_ptr"))
         self.tl_("b0 = " + self.torch_load("b0_ptr"))
+        # (dot_wrap: the tutorial's rows and columns wrapped at the extent, unmasked)
+        rows, columns = ("", "") if self.dot_wrap else ("(rm < M)[:, None]", "(rn < N)[None, :]")
+        if self.dot_wrap:
+            self.use("dot_wrap")
+            self.kl("rmw = rm % M")
+            self.kl("rnw = rn % N")
         if not self.dot_kloop:
             other_a = other_b = "0.0"
             product = self._dot_call()
@@ -2357,10 +2371,14 @@ class _Gen:
                 product = f"tl.where(mask, {product}, 0.0)"
                 self.use("pad_dot")
             self.kl("rk = tl.arange(0, BK)")
-            self.kl(f"a0 = tl.load({self._dot_addr('a', 'rk')}, mask=(rm < M)[:, None], "
-                    f"other={other_a})")
-            self.kl(f"b0 = tl.load({self._dot_addr('b', 'rk')}, mask=(rn < N)[None, :], "
-                    f"other={other_b})")
+            if self.dot_wrap:
+                self.kl(f"a0 = tl.load({self._dot_addr('a', 'rk')})")
+                self.kl(f"b0 = tl.load({self._dot_addr('b', 'rk')})")
+            else:
+                self.kl(f"a0 = tl.load({self._dot_addr('a', 'rk')}, mask={rows}, "
+                        f"other={other_a})")
+                self.kl(f"b0 = tl.load({self._dot_addr('b', 'rk')}, mask={columns}, "
+                        f"other={other_b})")
             out = self._dot_value(product, 1.0 / s["BK"])
         else:
             self.use("dot_kloop")
@@ -2375,9 +2393,9 @@ class _Gen:
             self.ki += 1
             self.kl("rk = kk + tl.arange(0, BK)")
             self.kl(f"a0 = tl.load({self._dot_addr('a', 'rk')}, "
-                    f"mask=(rm < M)[:, None] & (rk < K)[None, :], other=0.0)")
+                    f"mask={rows + ' & ' if rows else ''}(rk < K)[None, :], other=0.0)")
             self.kl(f"b0 = tl.load({self._dot_addr('b', 'rk')}, "
-                    f"mask=(rk < K)[:, None] & (rn < N)[None, :], other=0.0)")
+                    f"mask=(rk < K)[:, None]{' & ' + columns if columns else ''}, other=0.0)")
             if self.dot_acc_form == "acc_arg":
                 self.kl(f"acc_d = {self._dot_call('acc_d')}")
             else:

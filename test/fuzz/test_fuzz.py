@@ -132,7 +132,7 @@ def test_issue39_features_are_switchable_and_leave_other_seeds_unchanged():
 OWN_STREAM_MARKS = {"reload_loop": "for _rl in", "row_table": "tl.load(row_order + ",
                     "pid_nested": "pid_m = rest % num_pid_m", "overwrite_const": "mask=mask & (",
                     "reused_pointer_name": "p_reused = ", "other_active": "o = tl.load(",
-                    "saturating": "saturated"}
+                    "saturating": "saturated", "dot_wrap": "rmw = rm % M"}
 
 
 @pytest.mark.parametrize("feature", gen.OWN_STREAM_FEATURES)
