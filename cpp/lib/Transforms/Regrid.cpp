@@ -26,6 +26,10 @@ struct RegridPass : public impl::RegridBase<RegridPass> {
     keepRegridPrograms(getOperation(), programs);
     dropExclusivityMarks(getOperation());
     mlir::Location loc = getOperation().getLoc();
+    if (report.unwrappedLoads)
+      mlir::emitRemark(loc) << report.unwrappedLoads
+                            << " load(s) of tiles wrapped at an extent whose lanes past it only "
+                               "meet zeros in products: loaded unwrapped, 0 past the extent";
     for (const RegridNote &note : report.notes)
       mlir::emitRemark(loc) << note.shadow << ": " << note.how;
     for (const RegridPart &part : report.regrid.parts)

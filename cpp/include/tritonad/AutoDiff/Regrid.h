@@ -71,6 +71,9 @@ struct RegridReport {
   /// (kWhenExclusive) went with the atomic into programs of their own: the
   /// coverage KernelBackward recorded for that write no longer holds.
   std::vector<std::string> untwinned;
+  /// Loads whose wrapped lanes only meet zeros in products, loaded unwrapped
+  /// (ZeroLanes.h: unwrapLoadsMeetingZeros).
+  int unwrappedLoads = 0;
 };
 
 /// Moves the atomic accumulations into `shadows` (argument names) that qualify

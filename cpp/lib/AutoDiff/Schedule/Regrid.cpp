@@ -4,6 +4,7 @@
 #include "tritonad/Analysis/AccessAnalysis.h"
 #include "tritonad/AutoDiff/GradientUtils.h"
 #include "tritonad/AutoDiff/KernelBackward.h"
+#include "tritonad/AutoDiff/ZeroLanes.h"
 #include "tritonad/LaunchContract.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -265,60 +266,6 @@ SmallVector<Operation *> inProgramOrder(const llvm::SetVector<Operation *> &ops,
     return a->isBeforeInBlock(b);
   });
   return sorted;
-}
-
-// The conjuncts of a mask: its `and`s split, broadcasts stripped (each an i1
-// tensor whose dimensions are the mask's or 1); a splat (uniform over the
-// program) is left out.
-void maskConjuncts(Value mask, SmallVectorImpl<Value> &conjuncts) {
-  if (auto both = mask.getDefiningOp<arith::AndIOp>()) {
-    maskConjuncts(both.getLhs(), conjuncts);
-    maskConjuncts(both.getRhs(), conjuncts);
-    return;
-  }
-  if (auto broadcast = mask.getDefiningOp<tt::BroadcastOp>())
-    return maskConjuncts(broadcast.getSrc(), conjuncts);
-  if (isa<RankedTensorType>(mask.getType()) && !mask.getDefiningOp<tt::SplatOp>())
-    conjuncts.push_back(mask);
-}
-
-// Conjuncts outside which `value` is zero, wherever the values it is
-// computed from are finite: a load's mask where it loads 0 elsewhere, through
-// products and float casts, and a product of tiles' rows (its first factor's
-// conjuncts that do not vary along the contraction) and columns (its second
-// factor's). A lane they leave out contributes nothing.
-void zeroOutside(Value value, SmallVectorImpl<Value> &conjuncts, int depth = 0) {
-  Operation *def = value.getDefiningOp();
-  if (!def || depth > 16)
-    return;
-  if (isa<arith::TruncFOp, arith::ExtFOp, tt::FpToFpOp>(def))
-    return zeroOutside(def->getOperand(0), conjuncts, depth + 1);
-  if (isa<arith::MulFOp>(def)) {
-    zeroOutside(def->getOperand(0), conjuncts, depth + 1);
-    zeroOutside(def->getOperand(1), conjuncts, depth + 1);
-    return;
-  }
-  if (auto load = dyn_cast<tt::LoadOp>(def)) {
-    if (load.getMask() && load.getOther() && matchPattern(load.getOther(), m_AnyZeroFloat()))
-      maskConjuncts(load.getMask(), conjuncts);
-    return;
-  }
-  auto dot = dyn_cast<tt::DotOp>(def);
-  if (!dot || !matchPattern(dot.getC(), m_AnyZeroFloat()))
-    return;
-  SmallVector<Value> rows, columns;
-  zeroOutside(dot.getA(), rows, depth + 1);
-  zeroOutside(dot.getB(), columns, depth + 1);
-  auto extent = [](Value conjunct, int fromEnd) {
-    ArrayRef<int64_t> shape = cast<RankedTensorType>(conjunct.getType()).getShape();
-    return shape[shape.size() - fromEnd];
-  };
-  for (Value conjunct : rows)
-    if (extent(conjunct, 1) == 1) // (the same along the contraction)
-      conjuncts.push_back(conjunct);
-  for (Value conjunct : columns)
-    if (extent(conjunct, 2) == 1)
-      conjuncts.push_back(conjunct);
 }
 
 // The integer scalars through which `roots` depend on the program: walking
@@ -2613,6 +2560,7 @@ void regridAccumulations(tt::FuncOp kernel, ArrayRef<std::string> shadows, bool 
   Value table = hiddenArgument(kernel, kRegridArgument, 64);
   if (!table || !llvm::hasSingleElement(kernel.getBody()))
     return;
+  report.unwrappedLoads = unwrapLoadsMeetingZeros(kernel);
   // (a backward with a loop tape is not re-parallelized: the tape is free)
   BlockArgument tape = hiddenArgument(kernel, "tritonad_tape", 8);
   Stager stager(tape && tape.use_empty() ? tape : Value(), table);
