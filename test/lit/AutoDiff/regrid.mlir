@@ -1050,6 +1050,84 @@ module {
 
 // -----
 
+// The upstream gradient loaded on every other row (0 elsewhere): the rows it
+// leaves out contribute zeros, but the part's coverage cannot read that
+// condition as a bound, so the part writes under the atomic's own mask, whose
+// coverage it reads: plain where the launch finds each element reached once.
+// REMARK: remark: part da: grouped by 1 key value(s), launch 1 of the parts
+// CHECK-LABEL: tt.func public @zero_rows_unreadable
+// CHECK: } else {
+// CHECK: tt.store
+// CHECK: tt.atomic_rmw
+module {
+  tt.func public @zero_rows_unreadable(%b: !tt.ptr<f32> loc("b"), %da: !tt.ptr<f32> loc("da"), %dc: !tt.ptr<f32> loc("dc"), %m: i32 loc("m"), %n: i32 loc("n"), %k: i32 loc("k"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c16 = arith.constant 16 : i32
+    %zero = arith.constant dense<0.000000e+00> : tensor<16x16xf32>
+    %pid = tt.get_program_id x : i32
+    %ntiles = arith.divsi %n, %c16 : i32
+    %pm = arith.divsi %pid, %ntiles : i32
+    %pn = arith.remsi %pid, %ntiles : i32
+    %r = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+    %m0 = arith.muli %pm, %c16 : i32
+    %m0s = tt.splat %m0 : i32 -> tensor<16xi32>
+    %unwrapped = arith.addi %m0s, %r : tensor<16xi32>
+    %ms = tt.splat %m : i32 -> tensor<16xi32>
+    %r0 = arith.constant dense<0> : tensor<16xi32>
+    %rows = arith.addi %unwrapped, %r0 : tensor<16xi32>
+    %rows2 = tt.expand_dims %rows {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+    %n0 = arith.muli %pn, %c16 : i32
+    %n0s = tt.splat %n0 : i32 -> tensor<16xi32>
+    %cols = arith.addi %n0s, %r : tensor<16xi32>
+    %cols2 = tt.expand_dims %cols {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+    %cols16 = tt.broadcast %cols2 : tensor<1x16xi32> -> tensor<16x16xi32>
+    %ns = tt.splat %n : i32 -> tensor<16x1xi32>
+    %rown = arith.muli %rows2, %ns : tensor<16x1xi32>
+    %rown16 = tt.broadcast %rown : tensor<16x1xi32> -> tensor<16x16xi32>
+    %coff = arith.addi %rown16, %cols16 : tensor<16x16xi32>
+    %dcs = tt.splat %dc : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %dcp = tt.addptr %dcs, %coff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+    %ms2 = tt.splat %m : i32 -> tensor<16x1xi32>
+    %urows = tt.expand_dims %unwrapped {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+    %two = arith.constant dense<2> : tensor<16x1xi32>
+    %zero1 = arith.constant dense<0> : tensor<16x1xi32>
+    %parity = arith.remsi %urows, %two : tensor<16x1xi32>
+    %inm = arith.cmpi eq, %parity, %zero1 : tensor<16x1xi32>
+    %inm16 = tt.broadcast %inm : tensor<16x1xi1> -> tensor<16x16xi1>
+    %g = tt.load %dcp, %inm16, %zero : tensor<16x16x!tt.ptr<f32>>
+    %ks = tt.splat %k : i32 -> tensor<16x1xi32>
+    %rowk = arith.muli %rows2, %ks : tensor<16x1xi32>
+    %rowk16 = tt.broadcast %rowk : tensor<16x1xi32> -> tensor<16x16xi32>
+    %kt = arith.divsi %k, %c16 : i32
+    %bs = tt.splat %b : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %das = tt.splat %da : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    scf.for %i = %c0 to %kt step %c1 : i32 {
+      %k0 = arith.muli %i, %c16 : i32
+      %k0s = tt.splat %k0 : i32 -> tensor<16xi32>
+      %kr = arith.addi %k0s, %r : tensor<16xi32>
+      %kr2 = tt.expand_dims %kr {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+      %krn = arith.muli %kr2, %ns : tensor<16x1xi32>
+      %krn16 = tt.broadcast %krn : tensor<16x1xi32> -> tensor<16x16xi32>
+      %boff = arith.addi %krn16, %cols16 : tensor<16x16xi32>
+      %bp = tt.addptr %bs, %boff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %bv = tt.load %bp : tensor<16x16x!tt.ptr<f32>>
+      %bt = tt.trans %bv {order = array<i32: 1, 0>} : tensor<16x16xf32> -> tensor<16x16xf32>
+      %d = tt.dot %g, %bt, %zero : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
+      %kc = tt.expand_dims %kr {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+      %kc16 = tt.broadcast %kc : tensor<1x16xi32> -> tensor<16x16xi32>
+      %aoff = arith.addi %rowk16, %kc16 : tensor<16x16xi32>
+      %ap = tt.addptr %das, %aoff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %old = tt.atomic_rmw fadd, relaxed, gpu, %ap, %d : (tensor<16x16x!tt.ptr<f32>>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    }
+    tt.return
+  }
+}
+
+
+
+// -----
+
 // dB's contribution in the tutorial's spelling (into `dk` here): the A tile's rows are
 // wrapped at M (`(pid_m * BLOCK_M + arange) % M`, no row mask), and each is a
 // factor of a product whose other factor, dC loaded as the store masks it,

@@ -150,6 +150,7 @@ struct Accumulation {
   tt::AtomicRMWOp atomic;
   std::string shadow;
   Value mask; // what the part writes under: the atomic's, or its twin's shared one
+  Value unnarrowedMask; // that mask before dropZeroLanes narrowed it
   std::optional<ExclusiveTwin> twin; // erased once the part is final
   std::string twinKept; // why a twin stays in the forward's programs, or ""
   SmallVector<Operation *> valueOps;   // its contribution, in program order
@@ -179,6 +180,7 @@ SmallVector<Value> planMask(Accumulation &sum) {
       sum.twin = *twin;
       sum.twinKept.clear();
     }
+  sum.unnarrowedMask = sum.mask;
   SmallVector<Value> roots{sum.atomic.getPtr()};
   if (sum.mask)
     roots.push_back(sum.mask);
@@ -2029,11 +2031,22 @@ void planWrites(std::vector<Part> &parts, const DenseMap<BlockArgument, int> &wr
       bool firstWriter = !lastPhase.contains(base);
       KeyedDigits keyed;
       keyed.allowWraps = true; // (_regrid._reaches_each_once checks them)
-      if (std::optional<ShadowCoverage> reached =
-              soleWriter && !part.data.tripsVary
-                  ? analyzeCoverage(sum.atomic, sum.atomic.getPtr(), sum.mask,
-                                    part.key, &keyed)
-                  : std::nullopt) {
+      auto coverageUnder = [&](Value mask) -> std::optional<ShadowCoverage> {
+        keyed = KeyedDigits();
+        keyed.allowWraps = true;
+        if (!soleWriter || part.data.tripsVary)
+          return std::nullopt;
+        return analyzeCoverage(sum.atomic, sum.atomic.getPtr(), mask, part.key, &keyed);
+      };
+      std::optional<ShadowCoverage> reached = coverageUnder(sum.mask);
+      // (a zero lane's condition the coverage cannot read: the mask as it was,
+      // whose coverage may be read; its ops are among the narrowed mask's)
+      if (!reached && sum.mask != sum.unnarrowedMask) {
+        reached = coverageUnder(sum.unnarrowedMask);
+        if (reached)
+          sum.mask = sum.unnarrowedMask;
+      }
+      if (reached) {
         data.hasCoverage = true;
         data.coverage = std::move(*reached);
         data.coverage.shadow = sum.shadow;
