@@ -29,7 +29,8 @@ random upstream gradients). Outcomes:
   compiled       (--cpu-only) forward and backward compiled to PTX; reference ran
 
 Modes: default GPU; ``--cpu-only`` derives and compiles to PTX for sm_90 without a GPU
-and runs the reference on the CPU; ``--interpret`` runs the forward kernels with
+(the launch path's hidden parameters present, so re-parallelized parts are derived and
+compiled as at a launch) and runs the reference on the CPU; ``--interpret`` runs the forward kernels with
 Triton's interpreter on the CPU against their references (checks the generator);
 ``--interpret-grad`` runs forward and derived backward in the interpreter and compares
 the gradients as on a GPU (bf16 cases skipped: the interpreter's bf16 math is wrong);
@@ -253,21 +254,30 @@ def _types(meta):
     return types, values
 
 
-def compile_ptx(fn, meta, arg_names):
+def compile_ptx(fn, meta, arg_names, hidden=False):
     """triton.compile for GPUTarget("cuda", 90, 32), specialised like a launch would be:
     integer arguments equal to 1 become constants, pointers and integers divisible by 16
-    get Triton's divisibility hint."""
+    get Triton's divisibility hint. With `hidden`, a derived backward's hidden
+    parameters (its workspace, tables and scratch: the launch path's) are present as
+    at a launch of the user's forward, so its re-parallelized parts are derived and
+    compiled too; without, they are left out (--export: the importer launches with
+    the launch signature only)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
+
+    from tritonad._partial import WORKSPACE_TYPES
+    from tritonad._residuals import RESIDUALS
 
     fn = jit_of(fn)
     # (a parameter named like a launch keyword has another name in a derived backward)
     renamed = getattr(fn, "tritonad_renamed", None) or {}
     types, values = _types(meta)
     signature, consts, attrs = {}, {}, {}
-    for i, name in enumerate(arg_names):
+    position = {name: i for i, name in enumerate(fn.arg_names)}
+    for name in arg_names:
         inner = renamed.get(name, name)
+        i = position[inner]
         if name in meta["constexprs"]:
             signature[inner] = "constexpr"
             consts[inner] = meta["constexprs"][name]
@@ -278,6 +288,15 @@ def compile_ptx(fn, meta, arg_names):
             signature[inner] = types[name]
             if types[name].startswith("*") or (types[name] == "i32" and values[name] % 16 == 0):
                 attrs[(i,)] = [["tt.divisibility", 16]]
+    for inner in fn.arg_names if hidden else ():
+        if inner in WORKSPACE_TYPES and inner not in signature:
+            signature[inner] = WORKSPACE_TYPES[inner]
+            if signature[inner].startswith("*"):
+                attrs[(position[inner],)] = [["tt.divisibility", 16]]
+        elif inner == RESIDUALS and inner not in signature:
+            # (no residuals: the user launches the forward, tritonad.autograd does not)
+            signature[inner] = "constexpr"
+            consts[inner] = None
     return triton.compile(ASTSource(fn, signature, consts, attrs),
                           target=GPUTarget("cuda", 90, 32))
 
@@ -800,7 +819,7 @@ def _dump_derived(case, bwd=None, compiled=None, error=None):
 def _run_cpu(case, module):
     try:
         bwd, undiscovered = _derive(case, module)
-        compiled = compile_ptx(bwd, case.meta, list(bwd.launch_signature))
+        compiled = compile_ptx(bwd, case.meta, list(bwd.launch_signature), hidden=True)
         _dump_derived(case, bwd, compiled)
     except Exception as e:  # noqa: BLE001
         _dump_derived(case, error=e)
