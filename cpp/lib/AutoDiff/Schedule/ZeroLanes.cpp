@@ -16,9 +16,6 @@ namespace tt = mlir::triton;
 
 namespace tritonad {
 
-// The conjuncts of a mask: its `and`s split, broadcasts stripped (each an i1
-// tensor whose dimensions are the mask's or 1); a splat (uniform over the
-// program) is left out.
 void maskConjuncts(Value mask, SmallVectorImpl<Value> &conjuncts) {
   if (auto both = mask.getDefiningOp<arith::AndIOp>()) {
     maskConjuncts(both.getLhs(), conjuncts);
@@ -31,11 +28,6 @@ void maskConjuncts(Value mask, SmallVectorImpl<Value> &conjuncts) {
     conjuncts.push_back(mask);
 }
 
-// Conjuncts outside which `value` is zero, wherever the values it is
-// computed from are finite: a load's mask where it loads 0 elsewhere, through
-// products and float casts, and a product of tiles' rows (its first factor's
-// conjuncts that do not vary along the contraction) and columns (its second
-// factor's). A lane they leave out contributes nothing.
 void zeroOutside(Value value, SmallVectorImpl<Value> &conjuncts, int depth) {
   Operation *def = value.getDefiningOp();
   if (!def || depth > 16)
@@ -112,11 +104,13 @@ std::optional<Wrap> wrapOf(Value ptr) {
       auto remainderType = dyn_cast<RankedTensorType>(remainder.getType());
       Value bound = underSplats(remainder.getRhs());
       if (remainderType && !isa<RankedTensorType>(bound.getType())) {
+        unsigned axis = expanded == 1 ? 0 : 1;
+        // (one remainder, reaching the pointer along one axis only)
         if (remainderType.getRank() != 1 || expanded < 0 ||
-            (found && found->remainder != remainder))
+            (found && (found->remainder != remainder || found->axis != axis)))
           ambiguous = true;
         else
-          found = Wrap{remainder, bound, expanded == 1 ? 0u : 1u};
+          found = Wrap{remainder, bound, axis};
         continue;
       }
     }
