@@ -1206,6 +1206,79 @@ module {
 
 // -----
 
+// The same, but the wrapped rows also reach the A tile's address along its
+// other axis: which lanes wrap is not one axis's, so the load is not
+// unwrapped (its remainder stays).
+// CHECK-LABEL: tt.func public @wrapped_tile_both_axes
+// CHECK: arith.remsi %{{.+}}, %{{.+}} : tensor<16xi32>
+// CHECK: tt.return
+module {
+  tt.func public @wrapped_tile_both_axes(%a: !tt.ptr<f32> loc("a"), %dk: !tt.ptr<f32> loc("dk"), %dc: !tt.ptr<f32> loc("dc"), %m: i32 loc("m"), %n: i32 loc("n"), %k: i32 loc("k"), %table: !tt.ptr<i64> loc("tritonad_regrid")) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c16 = arith.constant 16 : i32
+    %zero = arith.constant dense<0.000000e+00> : tensor<16x16xf32>
+    %pid = tt.get_program_id x : i32
+    %ntiles = arith.divsi %n, %c16 : i32
+    %pm = arith.divsi %pid, %ntiles : i32
+    %pn = arith.remsi %pid, %ntiles : i32
+    %r = tt.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+    %m0 = arith.muli %pm, %c16 : i32
+    %m0s = tt.splat %m0 : i32 -> tensor<16xi32>
+    %unwrapped = arith.addi %m0s, %r : tensor<16xi32>
+    %ms = tt.splat %m : i32 -> tensor<16xi32>
+    %rows = arith.remsi %unwrapped, %ms : tensor<16xi32>
+    %rows2 = tt.expand_dims %rows {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+    %n0 = arith.muli %pn, %c16 : i32
+    %n0s = tt.splat %n0 : i32 -> tensor<16xi32>
+    %cols = arith.addi %n0s, %r : tensor<16xi32>
+    %cols2 = tt.expand_dims %cols {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+    %cols16 = tt.broadcast %cols2 : tensor<1x16xi32> -> tensor<16x16xi32>
+    %urows = tt.expand_dims %unwrapped {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+    %ns = tt.splat %n : i32 -> tensor<16x1xi32>
+    %urown = arith.muli %urows, %ns : tensor<16x1xi32>
+    %urown16 = tt.broadcast %urown : tensor<16x1xi32> -> tensor<16x16xi32>
+    %goff = arith.addi %urown16, %cols16 : tensor<16x16xi32>
+    %dcs = tt.splat %dc : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %dcp = tt.addptr %dcs, %goff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+    %ms2 = tt.splat %m : i32 -> tensor<16x1xi32>
+    %inm = arith.cmpi slt, %urows, %ms2 : tensor<16x1xi32>
+    %inm16 = tt.broadcast %inm : tensor<16x1xi1> -> tensor<16x16xi1>
+    %g = tt.load %dcp, %inm16, %zero : tensor<16x16x!tt.ptr<f32>>
+    %ks = tt.splat %k : i32 -> tensor<16x1xi32>
+    %rowk = arith.muli %rows2, %ks : tensor<16x1xi32>
+    %rowk16 = tt.broadcast %rowk : tensor<16x1xi32> -> tensor<16x16xi32>
+    %kt = arith.divsi %k, %c16 : i32
+    %as = tt.splat %a : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    %dbs = tt.splat %dk : !tt.ptr<f32> -> tensor<16x16x!tt.ptr<f32>>
+    scf.for %i = %c0 to %kt step %c1 : i32 {
+      %k0 = arith.muli %i, %c16 : i32
+      %k0s = tt.splat %k0 : i32 -> tensor<16xi32>
+      %kr = arith.addi %k0s, %r : tensor<16xi32>
+      %kc = tt.expand_dims %kr {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+      %kc16 = tt.broadcast %kc : tensor<1x16xi32> -> tensor<16x16xi32>
+      %rowsc = tt.expand_dims %rows {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+      %rowsc16 = tt.broadcast %rowsc : tensor<1x16xi32> -> tensor<16x16xi32>
+      %aoff0 = arith.addi %rowk16, %kc16 : tensor<16x16xi32>
+      %aoff = arith.addi %aoff0, %rowsc16 : tensor<16x16xi32>
+      %ap = tt.addptr %as, %aoff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %av = tt.load %ap : tensor<16x16x!tt.ptr<f32>>
+      %at = tt.trans %av {order = array<i32: 1, 0>} : tensor<16x16xf32> -> tensor<16x16xf32>
+      %d = tt.dot %at, %g, %zero : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>
+      %kr2 = tt.expand_dims %kr {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+      %krn = arith.muli %kr2, %ns : tensor<16x1xi32>
+      %krn16 = tt.broadcast %krn : tensor<16x1xi32> -> tensor<16x16xi32>
+      %boff = arith.addi %krn16, %cols16 : tensor<16x16xi32>
+      %bp = tt.addptr %dbs, %boff : tensor<16x16x!tt.ptr<f32>>, tensor<16x16xi32>
+      %old = tt.atomic_rmw fadd, relaxed, gpu, %bp, %d : (tensor<16x16x!tt.ptr<f32>>, tensor<16x16xf32>) -> tensor<16x16xf32>
+    }
+    tt.return
+  }
+}
+
+
+// -----
+
 // A store marked as the twin whose condition is not the atomic's complement
 // is not taken for one: it stays in the forward's schedule, and the part adds
 // under the atomic's own mask (one atomic add per element: not the only writer).
