@@ -19,9 +19,9 @@ programs ran in.
 The compiled kernel's metadata says how many keys and values per program and
 which columns each shadow has (a scatter record, LaunchContract.h); the launch
 path allocates ``programs x keys`` and ``programs x values`` (the keys
-zero-filled: slots a program does not reach add nothing), launches, then adds. Where every slot is the twin
-of a plain write that the launch's arguments make exclusive, no program writes
-one and none is allocated.
+zero-filled: slots a program does not reach add nothing), launches, then adds.
+Where every slot is the twin of a plain write that the launch's arguments make
+exclusive, no program writes one and none is allocated.
 """
 
 from __future__ import annotations

@@ -2227,32 +2227,22 @@ symbolize(Value scalar, bool programIds,
   return SymbolicInt::of(*op, std::move(operands));
 }
 
-// The remainders of integer tiles by a scalar (or a splat of one) that the
-// offsets of `ptr` are computed through.
-// A remainder of a tile by a launch-uniform scalar on the way to a pointer,
-// with the axes of the expand_dims between them, innermost first: its lanes
-// in the pointer's axes (a column tile `offs_n % N` reaches `[None, :]` as
-// axis 1). `lanesKnown` false where another op on the way moves lanes.
-struct TileRemainder {
-  Operation *op;
-  SmallVector<unsigned> expandAxes;
-  bool lanesKnown = true;
-};
-
-static SmallVector<TileRemainder> tileRemainders(Value ptr) {
+SmallVector<TileRemainder> tileRemainders(Value ptr) {
   SmallVector<TileRemainder> found;
   struct Step {
     Value value;
     SmallVector<unsigned> expandAxes; // outermost first
-    bool lanesKnown;
+    bool lanesKnown, plainPath;
   };
-  SmallVector<Step> work{{ptr, {}, true}};
-  std::set<std::tuple<void *, SmallVector<unsigned>, bool>> seen;
+  SmallVector<Step> work{{ptr, {}, true, true}};
+  std::set<std::tuple<void *, SmallVector<unsigned>, bool, bool>> seen;
   while (!work.empty()) {
     Step step = work.pop_back_val();
     Operation *def = step.value.getDefiningOp();
     if (!def || def->getNumRegions() ||
-        !seen.insert({step.value.getAsOpaquePointer(), step.expandAxes, step.lanesKnown}).second)
+        !seen.insert({step.value.getAsOpaquePointer(), step.expandAxes, step.lanesKnown,
+                      step.plainPath})
+             .second)
       continue;
     if (auto remainder = dyn_cast<arith::RemSIOp>(def);
         remainder && isa<RankedTensorType>(remainder.getType())) {
@@ -2261,15 +2251,18 @@ static SmallVector<TileRemainder> tileRemainders(Value ptr) {
         divisor = splat.getSrc();
       if (!isa<RankedTensorType>(divisor.getType()))
         found.push_back({def, SmallVector<unsigned>(llvm::reverse(step.expandAxes)),
-                         step.lanesKnown});
+                         step.lanesKnown, step.plainPath});
     }
     Step next = step;
     if (auto expand = dyn_cast<tt::ExpandDimsOp>(def))
       next.expandAxes.push_back(expand.getAxis());
     else if (isa<tt::TransOp, tt::ReshapeOp, tt::JoinOp, tt::SplitOp>(def))
       next.lanesKnown = false;
+    next.plainPath &= isa<tt::AddPtrOp, tt::SplatOp, tt::BroadcastOp, tt::ExpandDimsOp,
+                          arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::ExtSIOp,
+                          arith::ConstantOp>(def);
     for (Value operand : def->getOperands())
-      work.push_back({operand, next.expandAxes, next.lanesKnown});
+      work.push_back({operand, next.expandAxes, next.lanesKnown, next.plainPath});
   }
   return found;
 }

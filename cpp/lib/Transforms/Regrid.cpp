@@ -38,7 +38,8 @@ struct RegridPass : public impl::RegridBase<RegridPass> {
                             << (part.lowerVaries ? ", starting where its key says" : "")
                             << ", launch " << part.phase + 1 << " of the parts"
                             << (part.hasCoverage && !part.coverage.wraps.empty()
-                                    ? ", written once where no offset wraps or the mask leaves out the lanes that do (" +
+                                    ? ", written once where no offset wraps or the mask "
+                                      "leaves out the lanes that do (" +
                                           std::to_string(part.coverage.wraps.size()) +
                                           " remainder(s))"
                                     : "");

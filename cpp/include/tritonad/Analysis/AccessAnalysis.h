@@ -161,6 +161,22 @@ std::optional<ShadowCoverage> analyzeCoverage(mlir::Operation *access, mlir::Val
                                               mlir::Value mask, llvm::ArrayRef<mlir::Value> keys = {},
                                               KeyedDigits *keyed = nullptr);
 
+/// A remainder of a tile by a launch-uniform scalar (`(key + lanes) % M`) on
+/// the way to a pointer, found by `tileRemainders`: `expandAxes`, the axes of
+/// the expand_dims between them, innermost first (its lanes in the pointer's
+/// axes: a column tile `offs_n % N` reaches `[None, :]` as axis 1);
+/// `lanesKnown`, no op on the way moves lanes (trans, reshape, join, split);
+/// `plainPath`, every op on the way is address arithmetic (addptr, splat,
+/// broadcast, expand_dims, add, sub, mul, sign extension, constants). Where a
+/// remainder is reached by several ways, one entry per way.
+struct TileRemainder {
+  mlir::Operation *op;
+  llvm::SmallVector<unsigned> expandAxes;
+  bool lanesKnown = true;
+  bool plainPath = true;
+};
+llvm::SmallVector<TileRemainder> tileRemainders(mlir::Value ptr);
+
 /// Each integer value of `function` (results and region arguments) with its
 /// lattice in the access analysis, printed ("4*pid0 + 1*lane0 + u",
 /// "unknown"), for tests.

@@ -658,8 +658,7 @@ void emitScatterSums(tt::FuncOp kernel, const ScatterPlan &plan) {
     if (decision.lanesPerKey == 1) {
       // (masked like the add: a lane it leaves out keeps the slot's 0, and a
       // refused twin whose launch condition holds writes no slot at all)
-      createStore(b, at, address(indexArg, keySlot, shape), offset,
-                  mask);
+      createStore(b, at, address(indexArg, keySlot, shape), offset, mask);
       createStore(b, at, address(valuesArg, slot, shape), value, mask);
     } else {
       // A key per run of lanes along the last axis: `lanes` + the element
@@ -684,9 +683,7 @@ void emitScatterSums(tt::FuncOp kernel, const ScatterPlan &plan) {
                     .getResult()
               : beyond);
       Value active = mask ? anyAlongAxis(b, at, mask, last) : Value();
-      createStore(b, at, address(indexArg, keySlot,
-                                 shape.drop_back()),
-                  key, active);
+      createStore(b, at, address(indexArg, keySlot, shape.drop_back()), key, active);
       if (mask) {
         auto zero = arith::ConstantOp::create(b, at, b.getZeroAttr(value.getType()));
         value = arith::SelectOp::create(b, at, mask, value, zero);

@@ -1,5 +1,7 @@
 #include "tritonad/AutoDiff/ZeroLanes.h"
 
+#include "tritonad/Analysis/AccessAnalysis.h"
+
 #include "../TensorBuilders.h"
 #include "tritonad/AutoDiff/GradientUtils.h"
 
@@ -7,7 +9,6 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "llvm/ADT/DenseSet.h"
 
 #include <optional>
 
@@ -76,9 +77,9 @@ Value underSplats(Value value) {
 }
 
 // A tile wrapped at an extent on the way to a rank-2 pointer tensor: the one
-// `remsi(D, splat(M))` of a 1-D tile D by a scalar M that reaches it, through
-// one expand_dims and ops that keep lanes where they are; `axis` the
-// pointer's axis its lanes run along.
+// `remsi(D, splat(M))` of a 1-D tile D by a scalar M that reaches it, each way
+// through one expand_dims, along one axis, and address arithmetic only
+// (tileRemainders); `axis` the pointer's axis its lanes run along.
 struct Wrap {
   arith::RemSIOp remainder;
   Value bound; // M
@@ -89,43 +90,22 @@ std::optional<Wrap> wrapOf(Value ptr) {
   auto type = dyn_cast<RankedTensorType>(ptr.getType());
   if (!type || type.getRank() != 2)
     return std::nullopt;
-  std::optional<Wrap> found;
-  bool ambiguous = false;
-  // (value, the axis of the one expand_dims met on the way, -1 none, -2 more
-  // or a lane move)
-  SmallVector<std::pair<Value, int>> work{{ptr, -1}};
-  llvm::DenseSet<std::pair<void *, int>> seen;
-  while (!work.empty() && !ambiguous) {
-    auto [value, expanded] = work.pop_back_val();
-    Operation *def = value.getDefiningOp();
-    if (!def || def->getNumRegions() || !seen.insert({value.getAsOpaquePointer(), expanded}).second)
-      continue;
-    if (auto remainder = dyn_cast<arith::RemSIOp>(def)) {
-      auto remainderType = dyn_cast<RankedTensorType>(remainder.getType());
-      Value bound = underSplats(remainder.getRhs());
-      if (remainderType && !isa<RankedTensorType>(bound.getType())) {
-        unsigned axis = expanded == 1 ? 0 : 1;
-        // (one remainder, reaching the pointer along one axis only)
-        if (remainderType.getRank() != 1 || expanded < 0 ||
-            (found && (found->remainder != remainder || found->axis != axis)))
-          ambiguous = true;
-        else
-          found = Wrap{remainder, bound, axis};
-        continue;
-      }
-    }
-    int next = expanded;
-    if (auto expand = dyn_cast<tt::ExpandDimsOp>(def))
-      next = expanded == -1 ? static_cast<int>(expand.getAxis()) : -2;
-    else if (!isa<tt::AddPtrOp, tt::SplatOp, tt::BroadcastOp, arith::AddIOp, arith::SubIOp,
-                  arith::MulIOp, arith::ExtSIOp, arith::ConstantOp>(def))
-      next = -2;
-    for (Value operand : def->getOperands())
-      work.push_back({operand, next});
-  }
-  if (ambiguous)
+  SmallVector<TileRemainder> ways = tileRemainders(ptr);
+  if (ways.empty())
     return std::nullopt;
-  return found;
+  auto remainder = cast<arith::RemSIOp>(ways.front().op);
+  if (cast<RankedTensorType>(remainder.getType()).getRank() != 1)
+    return std::nullopt;
+  std::optional<unsigned> axis;
+  for (const TileRemainder &way : ways) {
+    if (way.op != remainder || !way.plainPath || way.expandAxes.size() != 1)
+      return std::nullopt;
+    unsigned along = way.expandAxes.front() == 1 ? 0 : 1;
+    if (axis && *axis != along)
+      return std::nullopt;
+    axis = along;
+  }
+  return Wrap{remainder, underSplats(remainder.getRhs()), *axis};
 }
 
 // Whether conjunct `c` is `dividend < bound` with its lanes along `axis`.
