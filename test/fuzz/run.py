@@ -30,10 +30,11 @@ random upstream gradients). Outcomes:
 
 Modes: default GPU; ``--cpu-only`` derives and compiles to PTX for sm_90 without a GPU
 (the launch path's hidden parameters present, so re-parallelized parts are derived and
-compiled as at a launch) and runs the reference on the CPU; ``--interpret`` runs the forward kernels with
-Triton's interpreter on the CPU against their references (checks the generator);
-``--interpret-grad`` runs forward and derived backward in the interpreter and compares
-the gradients as on a GPU (bf16 cases skipped: the interpreter's bf16 math is wrong);
+compiled as at a launch) and runs the reference on the CPU; ``--interpret`` runs the
+forward kernels with Triton's interpreter on the CPU against their references (checks
+the generator); ``--interpret-grad`` runs forward and derived backward in the
+interpreter and compares the gradients as on a GPU (bf16 cases skipped: the
+interpreter's bf16 math is wrong);
 ``--calibrate`` emulates the backward's accumulation with float32 torch gradients (each
 addition rounded into the shadow dtype, see below) against the float64 reference (how
 much of the tolerance rounding alone uses);
